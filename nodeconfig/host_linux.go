@@ -1,0 +1,11 @@
+package nodeconfig
+
+import "golang.org/x/sys/unix"
+
+func physicalMemory() uint64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return uint64(si.Totalram) * uint64(si.Unit)
+}

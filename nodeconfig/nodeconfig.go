@@ -1,0 +1,475 @@
+// Package nodeconfig loads svcrun's node configuration, svcrun.toml
+// (filled-in §6): who the node is, where its state lives, how much memory
+// its services may reserve, how strictly they are sandboxed, how often they
+// are watched, the owner's limits, and the modules with what the owner
+// approved for each.
+//
+// # Contract
+//
+// Parse is pure: the host's facts (host name, physical memory, cores,
+// platform, users) are inputs, so every default and check is testable.
+// Load gathers those facts and reads the file. Both return a Config only
+// when the whole file is valid; otherwise a tomldoc.ErrorList with every
+// mistake as "file:line:col: field: reason".
+//
+// LoadModules then reads every module's manifest and checks what spans the
+// files: module names, pool and capability names unique among enabled
+// modules, and each grant approved only where the manifest asked for it.
+//
+// Every key is documented in docs/node-config.md.
+package nodeconfig
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/internal/tomldoc"
+	"github.com/oarbank/svcrun/manifest"
+)
+
+// SandboxMode is how strictly the sandbox is applied.
+type SandboxMode string
+
+const (
+	// SandboxRequire refuses to run a service whose sandbox cannot be
+	// applied whole.
+	SandboxRequire SandboxMode = "require"
+	// SandboxBestEffort runs it and reports which layers are missing.
+	SandboxBestEffort SandboxMode = "best_effort"
+)
+
+// Defaults of filled-in §6.
+const (
+	DefaultDataDir           = "/var/lib/svcrun"
+	DefaultSocketName        = "svcrun.sock"
+	DefaultStatusPeriod      = 10 * time.Second
+	DefaultFingerprintPeriod = 60 * time.Second
+	DefaultReapPeriod        = 60 * time.Second
+	// DefaultBudgetShare of physical memory is the default memory budget.
+	DefaultBudgetShare = 0.8
+)
+
+// maxSocketPath is the room in sockaddr_un.sun_path (108 on Linux, 104 on
+// macOS) less the terminating NUL; the smaller one is used everywhere so a
+// config is portable.
+const maxSocketPath = 103
+
+// Host is what Parse needs to know of the machine.
+type Host struct {
+	Hostname    string
+	MemoryBytes uint64 // physical memory; 0 if unknown
+	Cores       int
+	Platform    string // linux, macos or windows
+	// UserExists tells whether run_as names a user; nil skips the check.
+	UserExists func(name string) bool
+}
+
+// Config is a valid node configuration. Paths are absolute.
+type Config struct {
+	File              string
+	NodeID            string
+	DataDir           string
+	Socket            string
+	Platform          string
+	MemoryBudgetGB    float64
+	Sandbox           SandboxMode
+	RunAs             string // "" when ops run as svcrun's own user
+	MaxConcurrentOps  int
+	StatusPeriod      time.Duration
+	FingerprintPeriod time.Duration
+	ReapPeriod        time.Duration
+	Limits            Limits
+	Modules           []Module
+	// Warnings are accepted oddities worth a log line.
+	Warnings []string
+}
+
+// Limits are the owner's caps, written to OARBANK_LIMITS_FILE and applied to
+// each service's process container. Zero means no cap.
+type Limits struct {
+	MemGB float64 `json:"mem_gb,omitempty"`
+	Pids  int64   `json:"pids,omitempty"`
+}
+
+// Module is one [[modules]] entry.
+type Module struct {
+	Bundle   string // absolute
+	Enabled  bool
+	Grants   Grants
+	Tools    map[string]string // tool name -> absolute path
+	Settings map[string]any    // JSON-ready: TOML dates become RFC 3339 strings
+
+	field string // "modules[2]", for messages
+	pos   tomldoc.Pos
+}
+
+// Grants are the approved part of a manifest's [sandbox] read and write.
+type Grants struct {
+	Read  []string
+	Write []string
+}
+
+// ModuleDataDir is the data directory of module name: home, temporary
+// files, and the settings, tools and limits files.
+func (c *Config) ModuleDataDir(name string) string {
+	return filepath.Join(c.DataDir, "modules", name)
+}
+
+var (
+	nodeIDRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
+	userRE     = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
+	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+)
+
+// Load reads the node configuration at file, with the facts of this host.
+func Load(file string) (*Config, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("node config %s: %w", file, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, tomldoc.ErrorList{{File: file, Reason: fmt.Sprintf("cannot read the node configuration: %v", unwrapPathErr(err))}}
+	}
+	return Parse(file, abs, data, ThisHost())
+}
+
+// Parse checks the content of the configuration file named file (for
+// messages), whose absolute path abs anchors relative paths.
+func Parse(file, abs string, data []byte, host Host) (*Config, error) {
+	doc, err := tomldoc.Parse(file, data)
+	if err != nil {
+		return nil, err
+	}
+	base := filepath.Dir(abs)
+	t := doc.Root()
+	c := &Config{File: abs}
+
+	c.NodeID = t.String("node_id", host.Hostname)
+	if !nodeIDRE.MatchString(c.NodeID) {
+		if t.Has("node_id") {
+			t.Errorf("node_id", "%q is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", c.NodeID)
+		} else {
+			t.Errorf("node_id", "is required: the host name %q is not a valid node id", host.Hostname)
+		}
+	}
+	c.DataDir = absPath(t, "data_dir", DefaultDataDir, base)
+	c.Socket = absPath(t, "socket", filepath.Join(c.DataDir, DefaultSocketName), base)
+	if len(c.Socket) > maxSocketPath {
+		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d: choose a shorter socket path", c.Socket, len(c.Socket), maxSocketPath)
+	}
+
+	c.Platform = t.String("platform", host.Platform)
+	switch c.Platform {
+	case "linux", "macos", "windows":
+	default:
+		t.Errorf("platform", "%q is not a platform: use \"linux\", \"macos\" or \"windows\"", c.Platform)
+	}
+
+	memGB := float64(host.MemoryBytes) / (1 << 30)
+	switch {
+	case t.Has("memory_budget_gb"):
+		c.MemoryBudgetGB = t.Number("memory_budget_gb", 0)
+		switch {
+		case !isNumber(t, "memory_budget_gb"): // Number said why
+		case c.MemoryBudgetGB <= 0:
+			t.Errorf("memory_budget_gb", "must be more than 0, got %v", c.MemoryBudgetGB)
+		case host.MemoryBytes > 0 && c.MemoryBudgetGB > memGB:
+			t.Errorf("memory_budget_gb", "%v is more than the host's physical memory (%.1f GB)", c.MemoryBudgetGB, memGB)
+		}
+	case host.MemoryBytes == 0:
+		t.Errorf("memory_budget_gb", "is required: the physical memory of this host is unknown")
+	default:
+		c.MemoryBudgetGB = math.Floor(memGB*DefaultBudgetShare*100) / 100
+	}
+
+	switch m := SandboxMode(t.String("sandbox", string(SandboxRequire))); m {
+	case SandboxRequire, SandboxBestEffort:
+		c.Sandbox = m
+	default:
+		t.Errorf("sandbox", "%q is not a sandbox mode: use \"require\" or \"best_effort\"", m)
+	}
+
+	c.RunAs = t.String("run_as", "")
+	if t.Has("run_as") {
+		switch {
+		case !userRE.MatchString(c.RunAs):
+			t.Errorf("run_as", "%q is not a valid user name", c.RunAs)
+		case c.RunAs == "root":
+			t.Errorf("run_as", "must name an unprivileged user, not root: leave it out to run ops as svcrun's own user")
+		case host.UserExists != nil && !host.UserExists(c.RunAs):
+			t.Errorf("run_as", "no user %q on this host: create it (useradd --system %s) or change run_as", c.RunAs, c.RunAs)
+		}
+	}
+
+	cores := max(host.Cores, 1)
+	n := t.Int("max_concurrent_ops", int64(4*cores))
+	if n < 1 || n > 4096 {
+		t.Errorf("max_concurrent_ops", "must be between 1 and 4096, got %d", n)
+	}
+	c.MaxConcurrentOps = int(n)
+
+	c.StatusPeriod = t.Seconds("status_period_s", DefaultStatusPeriod, false)
+	c.FingerprintPeriod = t.Seconds("fingerprint_period_s", DefaultFingerprintPeriod, false)
+	c.ReapPeriod = t.Seconds("reap_period_s", DefaultReapPeriod, false)
+
+	c.Limits = parseLimits(t.Table("limits"))
+
+	bundles := map[string]string{}
+	for _, mt := range t.Tables("modules") {
+		m := parseModule(mt, base, c)
+		if m.Bundle != "" {
+			if prev, dup := bundles[m.Bundle]; dup {
+				mt.Errorf("bundle", "bundle %s is already listed by %s", m.Bundle, prev)
+			}
+			bundles[m.Bundle] = mt.Field()
+		}
+		c.Modules = append(c.Modules, m)
+	}
+	t.Close()
+	if err := doc.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func isNumber(t *tomldoc.Table, key string) bool {
+	v, _ := t.Raw(key)
+	switch v.(type) {
+	case int64, float64:
+		return true
+	}
+	return false
+}
+
+// absPath reads a path that is relative to the config file's directory
+// when not absolute, and cleans it.
+func absPath(t *tomldoc.Table, key, def, base string) string {
+	p := t.String(key, def)
+	switch {
+	case p == "":
+		t.Errorf(key, "must not be empty")
+		return def
+	case strings.ContainsRune(p, 0):
+		t.Errorf(key, "must not contain a NUL byte")
+		return def
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	}
+	return filepath.Join(base, p)
+}
+
+func parseLimits(t *tomldoc.Table) Limits {
+	var l Limits
+	if t.Has("mem_gb") {
+		l.MemGB = t.Number("mem_gb", 0)
+		if l.MemGB <= 0 && isNumber(t, "mem_gb") {
+			t.Errorf("mem_gb", "must be more than 0, got %v (leave it out for no cap)", l.MemGB)
+		}
+	}
+	if t.Has("pids") {
+		l.Pids = t.Int("pids", 0)
+		if l.Pids < 1 && isNumber(t, "pids") {
+			t.Errorf("pids", "must be at least 1, got %d (leave it out for no cap)", l.Pids)
+		}
+	}
+	t.Close()
+	return l
+}
+
+func parseModule(t *tomldoc.Table, base string, c *Config) Module {
+	m := Module{Enabled: true, field: t.Field(), pos: t.Pos("bundle")}
+	if !t.Has("bundle") {
+		t.Errorf("bundle", "is required: the module's bundle directory (relative to this file or absolute)")
+	} else {
+		m.Bundle = absPath(t, "bundle", "", base)
+	}
+	m.Enabled = t.Bool("enabled", true)
+
+	g := t.Table("grants")
+	m.Grants.Read = grantList(g, "read", c)
+	m.Grants.Write = grantList(g, "write", c)
+	g.Close()
+
+	tools := t.Table("tools")
+	for _, name := range tools.Keys() {
+		if !toolNameRE.MatchString(name) {
+			tools.Errorf(name, "%q is not a valid tool name: use letters, digits, '.', '_', '+' and '-'", name)
+			continue
+		}
+		if v, _ := tools.Raw(name); v == "" {
+			tools.Errorf(name, "the tool's path is empty")
+			continue
+		}
+		p := tools.String(name, "")
+		switch {
+		case p == "": // not a string: String said why
+		case !filepath.IsAbs(p) || filepath.Clean(p) != p:
+			tools.Errorf(name, "%q must be a clean absolute path to the tool", p)
+		default:
+			if what, why := manifest.Forbidden(p); what != "" {
+				tools.Errorf(name, "%q gives access to %s (%s), which is never granted: the module's jobs use the agent's container broker", p, what, why)
+				continue
+			}
+			if m.Tools == nil {
+				m.Tools = map[string]string{}
+			}
+			m.Tools[name] = p
+		}
+	}
+	tools.Close()
+
+	st := t.Table("settings")
+	m.Settings = map[string]any{}
+	for _, k := range st.Keys() {
+		v, _ := st.Raw(k)
+		m.Settings[k] = jsonValue(v)
+	}
+	st.Close()
+	t.Close()
+	return m
+}
+
+// grantList reads approved paths: each must be grantable at all and must
+// not reach svcrun's own state, socket or other modules' data.
+func grantList(t *tomldoc.Table, key string, c *Config) []string {
+	list, ok := t.Strings(key)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for i, p := range list {
+		if err := manifest.CheckGrantPath(p); err != nil {
+			t.ElemErrorf(key, i, "%v", err)
+			continue
+		}
+		if manifest.ContainsPath(p, c.DataDir) || manifest.ContainsPath(c.DataDir, p) {
+			t.ElemErrorf(key, i, "%q overlaps svcrun's data dir %s (its state and every module's data): a module's own data dir is always writable and needs no grant", p, c.DataDir)
+			continue
+		}
+		if manifest.ContainsPath(p, c.Socket) {
+			t.ElemErrorf(key, i, "%q gives access to svcrun's own socket %s, which is never granted", p, c.Socket)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// jsonValue turns a decoded TOML value into what encoding/json writes
+// plainly: dates and times become their RFC 3339 text.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case string, int64, float64, bool:
+		return x
+	case fmt.Stringer: // go-toml's local dates and times
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+// LoadModules reads every module's manifest and checks the rules that span
+// files: each manifest valid, module names unique, pool and capability
+// names unique among enabled modules, and every grant approved only within
+// what the manifest asked. The modules come back in config order.
+func LoadModules(c *Config) ([]*manifest.Module, error) {
+	var errs tomldoc.ErrorList
+	mods := make([]*manifest.Module, len(c.Modules))
+	var enabled []*manifest.Module
+	for i, mc := range c.Modules {
+		m, err := manifest.Load(mc.Bundle)
+		if err != nil {
+			if l, ok := err.(tomldoc.ErrorList); ok {
+				errs = append(errs, l...)
+			} else {
+				errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: mc.pos, Field: mc.field + ".bundle", Reason: err.Error()})
+			}
+			continue
+		}
+		mods[i] = m
+		errs = append(errs, checkGrants(c, mc, m)...)
+		if mc.Enabled {
+			enabled = append(enabled, m)
+		}
+	}
+	// Module names are unique whether enabled or not: they name data dirs.
+	seen := map[string]int{}
+	for i, m := range mods {
+		if m == nil {
+			continue
+		}
+		if j, dup := seen[m.Name]; dup {
+			errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: c.Modules[i].pos, Field: c.Modules[i].field + ".bundle",
+				Reason: fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)})
+			continue
+		}
+		seen[m.Name] = i
+	}
+	if err := manifest.CheckSet(enabled); err != nil {
+		if l, ok := err.(tomldoc.ErrorList); ok {
+			for _, e := range l {
+				if !strings.HasPrefix(e.Reason, "module ") { // duplicate names are reported above
+					errs = append(errs, e)
+				}
+			}
+		}
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
+	}
+	return mods, nil
+}
+
+// checkGrants accepts a grant only under a path the manifest asked for in
+// the same mode: the owner may approve less than asked, never more.
+func checkGrants(c *Config, mc Module, m *manifest.Module) tomldoc.ErrorList {
+	var errs tomldoc.ErrorList
+	check := func(key string, granted, asked []string) {
+		for _, g := range granted {
+			ok := false
+			for _, a := range asked {
+				if manifest.ContainsPath(a, g) {
+					ok = true
+					break
+				}
+			}
+			if !ok {
+				askedText := "nothing"
+				if len(asked) > 0 {
+					askedText = strings.Join(asked, ", ")
+				}
+				errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: mc.pos, Field: mc.field + ".grants." + key,
+					Reason: fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].%s asks for %s: grant only what the manifest asks", g, m.Name, key, askedText)})
+			}
+		}
+	}
+	check("read", mc.Grants.Read, append(append([]string(nil), m.Sandbox.Read...), m.Sandbox.Write...))
+	check("write", mc.Grants.Write, m.Sandbox.Write)
+	return errs
+}
+
+func unwrapPathErr(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,234 @@
+package nodeconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+var testHost = Host{
+	Hostname:    "node-a",
+	MemoryBytes: 32 << 30,
+	Cores:       2,
+	Platform:    "linux",
+	UserExists:  func(n string) bool { return n == "svc" },
+}
+
+func parse(t *testing.T, text string) (*Config, error) {
+	t.Helper()
+	return Parse("svcrun.toml", "/etc/svcrun/svcrun.toml", []byte(text), testHost)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := parse(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock",
+		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
+		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute,
+	}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+}
+
+func TestFull(t *testing.T) {
+	c, err := parse(t, `
+node_id = "node-1"
+data_dir = "state"
+socket = "/run/svcrun.sock"
+platform = "macos"
+memory_budget_gb = 16
+sandbox = "best_effort"
+run_as = "svc"
+max_concurrent_ops = 3
+status_period_s = 2.5
+fingerprint_period_s = 30
+reap_period_s = 120
+
+[limits]
+mem_gb = 8
+pids = 1024
+
+[[modules]]
+bundle = "modules/colima"
+grants = { read = ["/opt/homebrew/bin"], write = [] }
+tools = { docker = "/usr/local/bin/docker", jq = "/usr/bin/jq" }
+settings = { cpus = 4, name = "x", when = 2024-01-02T03:04:05Z, nested = { list = [1, 2] } }
+
+[[modules]]
+bundle = "/srv/bundles/jdk"
+enabled = false
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock",
+		Platform: "macos", MemoryBudgetGB: 16, Sandbox: SandboxBestEffort, RunAs: "svc", MaxConcurrentOps: 3,
+		StatusPeriod: 2500 * time.Millisecond, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
+		Limits: Limits{MemGB: 8, Pids: 1024},
+		Modules: []Module{
+			{
+				Bundle: "/etc/svcrun/modules/colima", Enabled: true, Grants: Grants{Read: []string{"/opt/homebrew/bin"}},
+				Tools: map[string]string{"docker": "/usr/local/bin/docker", "jq": "/usr/bin/jq"},
+				Settings: map[string]any{"cpus": int64(4), "name": "x", "when": "2024-01-02T03:04:05Z",
+					"nested": map[string]any{"list": []any{int64(1), int64(2)}}},
+			},
+			{Bundle: "/srv/bundles/jdk", Settings: map[string]any{}},
+		},
+	}
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Module{})); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	if got := c.ModuleDataDir("colima"); got != "/etc/svcrun/state/modules/colima" {
+		t.Errorf("ModuleDataDir = %s", got)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	long := "/" + strings.Repeat("s", 110)
+	cases := []struct {
+		name, toml string
+		host       *Host
+		want       []string
+	}{
+		{"syntax", "node_id = \n", nil, []string{"svcrun.toml:1:11: unexpected character U+000A at start of value"}},
+		{"unknown key", "data_dri = \"x\"\n", nil, []string{`svcrun.toml:1:1: data_dri: unknown key (did you mean "data_dir"?)`}},
+		{"bad node id", "node_id = \"node 1\"\n", nil, []string{`svcrun.toml:1:1: node_id: "node 1" is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit`}},
+		{"hostname unusable", "", &Host{Hostname: "", MemoryBytes: 1 << 30, Platform: "linux"}, []string{`svcrun.toml: node_id: is required: the host name "" is not a valid node id`}},
+		{"empty data dir", "data_dir = \"\"\n", nil, []string{`svcrun.toml:1:1: data_dir: must not be empty`}},
+		{"long socket", "socket = \"" + long + "\"\n", nil, []string{`svcrun.toml:1:1: socket: ` + long + ` is 111 bytes long; a Unix socket path can have at most 103: choose a shorter socket path`}},
+		{"bad platform", "platform = \"darwin\"\n", nil, []string{`svcrun.toml:1:1: platform: "darwin" is not a platform: use "linux", "macos" or "windows"`}},
+		{"zero budget", "memory_budget_gb = 0\n", nil, []string{`svcrun.toml:1:1: memory_budget_gb: must be more than 0, got 0`}},
+		{"budget over memory", "memory_budget_gb = 64\n", nil, []string{`svcrun.toml:1:1: memory_budget_gb: 64 is more than the host's physical memory (32.0 GB)`}},
+		{"budget unknown memory", "", &Host{Hostname: "h", Platform: "linux"}, []string{`svcrun.toml: memory_budget_gb: is required: the physical memory of this host is unknown`}},
+		{"budget string", "memory_budget_gb = \"16G\"\n", nil, []string{`svcrun.toml:1:1: memory_budget_gb: must be a number, got string "16G"`}},
+		{"bad sandbox", "sandbox = \"off\"\n", nil, []string{`svcrun.toml:1:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`}},
+		{"run as root", "run_as = \"root\"\n", nil, []string{`svcrun.toml:1:1: run_as: must name an unprivileged user, not root: leave it out to run ops as svcrun's own user`}},
+		{"run as unknown", "run_as = \"nobody2\"\n", nil, []string{`svcrun.toml:1:1: run_as: no user "nobody2" on this host: create it (useradd --system nobody2) or change run_as`}},
+		{"run as invalid", "run_as = \"Bad User\"\n", nil, []string{`svcrun.toml:1:1: run_as: "Bad User" is not a valid user name`}},
+		{"zero ops", "max_concurrent_ops = 0\n", nil, []string{`svcrun.toml:1:1: max_concurrent_ops: must be between 1 and 4096, got 0`}},
+		{"negative period", "reap_period_s = -1\n", nil, []string{`svcrun.toml:1:1: reap_period_s: must be more than 0 seconds, got -1`}},
+		{"limits typo", "[limits]\nmem = 8\n", nil, []string{`svcrun.toml:2:1: limits.mem: unknown key (known: mem_gb, pids)`}},
+		{"limits zero pids", "[limits]\npids = 0\n", nil, []string{`svcrun.toml:2:1: limits.pids: must be at least 1, got 0 (leave it out for no cap)`}},
+		{"module without bundle", "[[modules]]\nenabled = true\n", nil, []string{`svcrun.toml:1:3: modules[0].bundle: is required: the module's bundle directory (relative to this file or absolute)`}},
+		{"bundle twice", "[[modules]]\nbundle = \"a\"\n[[modules]]\nbundle = \"./a\"\n", nil, []string{`svcrun.toml:4:1: modules[1].bundle: bundle /etc/svcrun/a is already listed by modules[0]`}},
+		{"grant docker socket", "[[modules]]\nbundle = \"a\"\ngrants = { write = [\"/run\"] }\n", nil, []string{`svcrun.toml:3:21: modules[0].grants.write[0]: "/run" gives access to /run/docker.sock (the Docker socket), which is never granted: services cannot start containers or VMs themselves; declare the images in [sandbox].containers and let jobs use the agent's broker`}},
+		{"grant over data dir", "data_dir = \"/srv/svcrun\"\n[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/srv\"] }\n", nil, []string{`svcrun.toml:4:20: modules[0].grants.read[0]: "/srv" overlaps svcrun's data dir /srv/svcrun (its state and every module's data): a module's own data dir is always writable and needs no grant`}},
+		{"grant inside data dir", "data_dir = \"/srv/svcrun\"\n[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/srv/svcrun/modules/other\"] }\n", nil, []string{`svcrun.toml:4:20: modules[0].grants.read[0]: "/srv/svcrun/modules/other" overlaps svcrun's data dir /srv/svcrun (its state and every module's data): a module's own data dir is always writable and needs no grant`}},
+		{"grant the socket", "socket = \"/run/sv/s.sock\"\n[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/run/sv\"] }\n", nil, []string{`svcrun.toml:4:20: modules[0].grants.read[0]: "/run/sv" gives access to svcrun's own socket /run/sv/s.sock, which is never granted`}},
+		{"grant relative", "[[modules]]\nbundle = \"a\"\ngrants = { read = [\"opt\"] }\n", nil, []string{`svcrun.toml:3:20: modules[0].grants.read[0]: "opt" must be an absolute path`}},
+		{"grants typo", "[[modules]]\nbundle = \"a\"\ngrants = { reads = [] }\n", nil, []string{`svcrun.toml:3:12: modules[0].grants.reads: unknown key (did you mean "read"?)`}},
+		{"tool relative", "[[modules]]\nbundle = \"a\"\ntools = { docker = \"docker\" }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.docker: "docker" must be a clean absolute path to the tool`}},
+		{"tool a socket", "[[modules]]\nbundle = \"a\"\ntools = { d = \"/var/run/docker.sock\" }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.d: "/var/run/docker.sock" gives access to /var/run/docker.sock (the Docker socket), which is never granted: the module's jobs use the agent's container broker`}},
+		{"tool empty", "[[modules]]\nbundle = \"a\"\ntools = { d = \"\" }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.d: the tool's path is empty`}},
+		{"tool not string", "[[modules]]\nbundle = \"a\"\ntools = { d = 1 }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.d: must be a string, got integer 1`}},
+		{"enabled string", "[[modules]]\nbundle = \"a\"\nenabled = \"yes\"\n", nil, []string{`svcrun.toml:3:1: modules[0].enabled: must be true or false, got string "yes"`}},
+		{"several", "sandbox = \"x\"\nreap_period_s = 0\n[limits]\nmem_gb = -1\n", nil, []string{
+			`svcrun.toml:1:1: sandbox: "x" is not a sandbox mode: use "require" or "best_effort"`,
+			`svcrun.toml:2:1: reap_period_s: must be more than 0 seconds, got 0`,
+			`svcrun.toml:4:1: limits.mem_gb: must be more than 0, got -1 (leave it out for no cap)`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost
+			if tc.host != nil {
+				h = *tc.host
+			}
+			_, err := Parse("svcrun.toml", "/etc/svcrun/svcrun.toml", []byte(tc.toml), h)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(strings.Join(tc.want, "\n"), err.Error()); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// writeBundle makes a bundle with an executable bin/svc and the manifest.
+func writeBundle(t *testing.T, dir, manifest string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "svc"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "module.toml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadModules(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, filepath.Join(dir, "a"), "[module]\nname = \"a\"\nversion = \"1\"\n[sandbox]\nread = [\"/opt\"]\nwrite = [\"/srv/a\"]\n[[services]]\nname = \"s\"\nexec = [\"bin/svc\"]\ncapabilities = [\"docker\"]\n")
+	writeBundle(t, filepath.Join(dir, "b"), "[module]\nname = \"b\"\nversion = \"1\"\n[[probes]]\nname = \"docker\"\nexec = [\"bin/svc\"]\n")
+	writeBundle(t, filepath.Join(dir, "c"), "[module]\nname = \"a\"\nversion = \"1\"\n[[probes]]\nname = \"jdk\"\nexec = [\"bin/svc\"]\n")
+	writeBundle(t, filepath.Join(dir, "bad"), "[module]\nname = \"bad\"\nversion = \"1\"\n[[probes]]\nname = \"p\"\nexec = [\"bin/missing\"]\n")
+	load := func(text string) error {
+		file := filepath.Join(dir, "svcrun.toml")
+		c, err := Parse("svcrun.toml", file, []byte(text), testHost)
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		_, err = LoadModules(c)
+		if err != nil {
+			return err
+		}
+		return nil
+	}
+	if err := load("[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/opt/tools\", \"/srv/a\"], write = [\"/srv/a/cache\"] }\n[[modules]]\nbundle = \"b\"\nenabled = false\n"); err != nil {
+		t.Errorf("valid set: %v", err)
+	}
+	for _, tc := range []struct{ name, toml, want string }{
+		{"capability clash", "[[modules]]\nbundle = \"a\"\n[[modules]]\nbundle = \"b\"\n",
+			dir + `/b/module.toml:5:1: probes[0].name: capability "docker" is declared by both module "a" (` + dir + `/a/module.toml:10:1) and module "b"; capability names are node-wide: rename one or disable one of the modules`},
+		{"module name clash", "[[modules]]\nbundle = \"a\"\n[[modules]]\nbundle = \"c\"\nenabled = false\n",
+			`svcrun.toml:4:1: modules[1].bundle: module "a" is also the module of modules[0] (` + dir + `/a); module names are unique on a node`},
+		{"grant not asked", "[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/etc/ssl\"], write = [\"/opt\"] }\n", strings.Join([]string{
+			`svcrun.toml:2:1: modules[0].grants.read: "/etc/ssl" is not asked for by module "a", whose [sandbox].read asks for /opt, /srv/a: grant only what the manifest asks`,
+			`svcrun.toml:2:1: modules[0].grants.write: "/opt" is not asked for by module "a", whose [sandbox].write asks for /srv/a: grant only what the manifest asks`}, "\n")},
+		{"bad manifest", "[[modules]]\nbundle = \"bad\"\n",
+			dir + `/bad/module.toml:6:9: probes[0].exec[0]: "bin/missing" does not exist in the bundle ` + dir + `/bad`},
+		{"missing bundle", "[[modules]]\nbundle = \"nope\"\n",
+			dir + `/nope/module.toml: cannot read the manifest: no such file or directory`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := load(tc.toml)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			got := strings.ReplaceAll(err.Error(), filepath.Join(dir, "svcrun.toml"), "svcrun.toml")
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadReadsFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "svcrun.toml")
+	if err := os.WriteFile(file, []byte("node_id = \"n\"\nmemory_budget_gb = 0.5\ndata_dir = \"d\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != filepath.Join(dir, "d") || c.NodeID != "n" {
+		t.Errorf("got %+v", c)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml: cannot read the node configuration: no such file or directory") {
+		t.Errorf("missing file: %v", err)
+	}
+}
