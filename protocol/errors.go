@@ -1,0 +1,179 @@
+package protocol
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ProtocolError means the op's output broke protocol 1: the op counts as
+// failed, and the fix belongs in the service, not in its environment.
+type ProtocolError struct {
+	Op Op
+	// ExitCode is the op's exit status (0 unless ok:true disagreed with a
+	// failure).
+	ExitCode int
+	// Reasons lists every problem found, at least one, sorted by JSON
+	// pointer. A reason about a part of the document starts with its JSON
+	// pointer ("/pools/gpu: must be >= 0"), or with "document" for the
+	// whole of it.
+	Reasons []string
+	// StderrTail is the last StderrTailSize bytes of the op's stderr. It
+	// aliases Output.StderrTail.
+	StderrTail []byte
+}
+
+// maxReasonsShown bounds Error(); Reasons keeps them all.
+const maxReasonsShown = 8
+
+func (e *ProtocolError) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Op))
+	b.WriteString(": protocol error: ")
+	for i, r := range e.Reasons {
+		if i == maxReasonsShown {
+			fmt.Fprintf(&b, "; and %d more", len(e.Reasons)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r)
+	}
+	if len(e.Reasons) == 0 {
+		b.WriteString("(no reason recorded)")
+	}
+	writeStderr(&b, e.StderrTail)
+	return b.String()
+}
+
+// OpError means the op ran and reported failure with a non-zero exit status.
+// Its stdout need not be JSON: a failing op may print anything.
+type OpError struct {
+	Op       Op
+	ExitCode int
+	// Message is the "message" of stdout when stdout held a JSON object
+	// with one, else "". It is the service's own words, unsanitized.
+	Message string
+	// StderrTail is the last StderrTailSize bytes of the op's stderr. It
+	// aliases Output.StderrTail.
+	StderrTail []byte
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: failed with exit status %d", e.Op, e.ExitCode)
+	if m := oneLine(e.Message, maxLineShown); m != "" {
+		b.WriteString(": ")
+		b.WriteString(m)
+	}
+	writeStderr(&b, e.StderrTail)
+	return b.String()
+}
+
+// maxLineShown bounds service-provided text in Error().
+const maxLineShown = 200
+
+func writeStderr(b *strings.Builder, tail []byte) {
+	if l := LastLine(tail); l != "" {
+		b.WriteString(" (stderr: ")
+		b.WriteString(l)
+		b.WriteString(")")
+	}
+}
+
+// LastLine returns the last non-blank line of stderr, made printable and cut
+// to 200 bytes, for one-line messages; "" if there is none.
+func LastLine(stderr []byte) string {
+	s := bytes.TrimRightFunc(stderr, unicode.IsSpace)
+	if i := bytes.LastIndexAny(s, "\r\n"); i >= 0 {
+		// A carriage return starts a progress line over; what follows the
+		// last one is what a terminal would show.
+		s = s[i+1:]
+	}
+	return oneLine(string(s), maxLineShown)
+}
+
+// oneLine makes service-provided text safe for a one-line message: invalid
+// UTF-8 and non-printable characters become U+FFFD or a space, runs of white
+// space collapse, and the result is cut to at most max bytes.
+func oneLine(s string, max int) string {
+	var b strings.Builder
+	space := false
+	for _, r := range strings.TrimSpace(s) {
+		switch {
+		case unicode.IsSpace(r):
+			space = true
+			continue
+		case !unicode.IsPrint(r):
+			r = utf8.RuneError
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return clip(b.String(), max)
+}
+
+// ErrorClass sorts the errors of Decode for the engine.
+type ErrorClass int
+
+const (
+	// ClassNone is a nil error.
+	ClassNone ErrorClass = iota
+	// ClassOpFailed is an *OpError: the op reported failure.
+	ClassOpFailed
+	// ClassProtocol is a *ProtocolError: the output broke the protocol.
+	ClassProtocol
+	// ClassUsage is any other error: a bad call of Decode, a bug here.
+	ClassUsage
+)
+
+func (c ErrorClass) String() string {
+	switch c {
+	case ClassNone:
+		return "none"
+	case ClassOpFailed:
+		return "op failed"
+	case ClassProtocol:
+		return "protocol error"
+	case ClassUsage:
+		return "usage error"
+	}
+	return fmt.Sprintf("ErrorClass(%d)", int(c))
+}
+
+// Classify returns err's class. Both ClassOpFailed and ClassProtocol count as
+// a failed op; they differ in whom to blame.
+func Classify(err error) ErrorClass {
+	var pe *ProtocolError
+	var oe *OpError
+	switch {
+	case err == nil:
+		return ClassNone
+	case errors.As(err, &pe):
+		return ClassProtocol
+	case errors.As(err, &oe):
+		return ClassOpFailed
+	}
+	return ClassUsage
+}
+
+// StderrTailOf returns the stderr tail carried by an *OpError or
+// *ProtocolError in err's chain, or nil.
+func StderrTailOf(err error) []byte {
+	var pe *ProtocolError
+	var oe *OpError
+	switch {
+	case errors.As(err, &pe):
+		return pe.StderrTail
+	case errors.As(err, &oe):
+		return oe.StderrTail
+	}
+	return nil
+}
