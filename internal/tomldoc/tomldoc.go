@@ -290,10 +290,27 @@ type Table struct {
 func (t *Table) Field() string { return t.field }
 
 func (t *Table) fieldOf(key string) string {
+	key = quoteKey(key)
 	if t.field == "" {
 		return key
 	}
 	return t.field + "." + key
+}
+
+// quoteKey writes a key as TOML would need it: bare when it can be, else
+// quoted, so that a key with a dot, a space or a newline cannot garble a
+// message.
+func quoteKey(k string) string {
+	if k == "" {
+		return `""`
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return strconv.Quote(k)
+		}
+	}
+	return k
 }
 
 func (t *Table) pathOf(key string) []string {

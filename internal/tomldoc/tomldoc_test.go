@@ -93,3 +93,15 @@ func TestDistance(t *testing.T) {
 		t.Errorf("closest = %q", c)
 	}
 }
+
+func TestOddKeysStayOnOneLine(t *testing.T) {
+	d, err := Parse("f.toml", []byte("\"a\\nb\" = 1\n\"x.y\" = 2\n\"\" = 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Root().Close()
+	want := "f.toml:1:1: \"a\\nb\": unknown key\nf.toml:2:1: \"x.y\": unknown key\nf.toml:3:1: \"\": unknown key"
+	if got := d.Err().Error(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
