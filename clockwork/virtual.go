@@ -1,0 +1,104 @@
+package clockwork
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Virtual is a Scheduler on virtual time for the simulator: a heap of
+// events ordered by (when, insertion order). Popping an event moves Now to
+// its time; nothing else moves time except AdvanceTo. It starts no
+// goroutines, never sleeps and never reads the wall clock, so the same calls
+// yield the same events in the same order, every run.
+//
+// Virtual is not safe for concurrent use: the driver loop, the engine's
+// effects and the fake executors all call it from one goroutine.
+type Virtual[E any] struct {
+	start time.Time
+	now   int64 // nanoseconds since start
+	q     queue[E]
+}
+
+// NewVirtual returns a Virtual scheduler whose Now is start. The monotonic
+// clock reading of start, if any, is dropped so that results do not depend
+// on how start was obtained.
+func NewVirtual[E any](start time.Time) *Virtual[E] {
+	return &Virtual[E]{start: start.Round(0)}
+}
+
+// Now returns the time of the last popped event, of the last AdvanceTo, or
+// the start.
+func (v *Virtual[E]) Now() time.Time { return v.start.Add(time.Duration(v.now)) }
+
+// offset converts when to nanoseconds since start, never before Now. Times
+// more than ~292 years from start saturate.
+func (v *Virtual[E]) offset(when time.Time) int64 {
+	off := int64(when.Sub(v.start))
+	if off < v.now {
+		off = v.now
+	}
+	return off
+}
+
+// At schedules ev at when. A when before Now is treated as Now: the event
+// pops after every event already due at Now, including earlier Posts.
+func (v *Virtual[E]) At(when time.Time, ev E) TimerID {
+	return v.q.push(v.offset(when), ev)
+}
+
+// Cancel removes a pending event. It reports false if id was never issued,
+// was already popped or was already cancelled. O(log n).
+func (v *Virtual[E]) Cancel(id TimerID) bool { return v.q.cancel(id) }
+
+// Post schedules ev at Now, after every event already due at Now.
+func (v *Virtual[E]) Post(ev E) { v.q.push(v.now, ev) }
+
+// Next pops the earliest event (ties in insertion order) and moves Now to
+// its time. It reports false when nothing is pending or ctx is done.
+func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
+	var zero E
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			return zero, false
+		default:
+		}
+	}
+	if v.q.len() == 0 {
+		return zero, false
+	}
+	when, ev := v.q.pop()
+	v.now = when // never backwards: every pending when is >= now
+	return ev, true
+}
+
+// Len returns the number of pending events.
+func (v *Virtual[E]) Len() int { return v.q.len() }
+
+// Peek returns the time of the next event, if any.
+func (v *Virtual[E]) Peek() (time.Time, bool) {
+	when, ok := v.q.peek()
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.start.Add(time.Duration(when)), true
+}
+
+// AdvanceTo moves Now forward to t without popping anything, for inputs
+// such as "an hour passes". It refuses to skip: if an event is pending
+// strictly before t it returns an error wrapping ErrWouldSkip and leaves Now
+// unchanged (events due exactly at t stay pending and pop at t). A t before
+// Now returns an error wrapping ErrBackwards.
+func (v *Virtual[E]) AdvanceTo(t time.Time) error {
+	off := int64(t.Sub(v.start))
+	if off < v.now {
+		return fmt.Errorf("%w: now %s, asked %s", ErrBackwards, v.Now().Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
+	}
+	if when, ok := v.q.peek(); ok && when < off {
+		return fmt.Errorf("%w: %d pending, the next at %s, before %s", ErrWouldSkip, v.q.len(),
+			v.start.Add(time.Duration(when)).Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
+	}
+	v.now = off
+	return nil
+}
