@@ -1,0 +1,351 @@
+// Package fakes holds the simulator's stand-ins for the world: an executor
+// whose services and probes do what data says, on virtual time.
+//
+// A Behaviour describes one service or probe: how long each op takes and
+// how it ends (a sequence of outcomes, the last repeating), when it becomes
+// ready, when it crashes, whether its stop needs escalation, what its
+// fingerprint reports, and the objects it owns. Nothing here is code a
+// scenario writes: scenarios are data.
+package fakes
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Outcome names how a scripted op ends.
+type Outcome string
+
+const (
+	OK       Outcome = "ok"
+	Fail     Outcome = "fail"     // non-zero exit
+	Protocol Outcome = "protocol" // garbage output
+	Timeout  Outcome = "timeout"  // overruns its timeout and is killed
+	Hang     Outcome = "hang"     // never answers: killed at its timeout too
+	NotReady Outcome = "not-ready"
+)
+
+// OpScript is how one op of a service behaves.
+type OpScript struct {
+	Duration time.Duration `json:"duration,omitempty"`
+	Outcomes []Outcome     `json:"outcomes,omitempty"` // in turn; the last repeats; empty means ok
+}
+
+// Object is an object a fake service owns.
+type Object struct {
+	ID        string            `json:"id"`
+	Kind      string            `json:"kind,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	CreatedAt time.Time         `json:"created_at,omitzero"`
+	Busy      bool              `json:"busy,omitempty"`
+	// Stubborn objects survive destroy without --force.
+	Stubborn bool `json:"stubborn,omitempty"`
+}
+
+// Behaviour is what one fake service or probe does.
+type Behaviour struct {
+	Ops map[protocol.Op]OpScript `json:"ops,omitempty"`
+	// ReadyAfterPolls: ready answers true from the N+1-th poll after a
+	// start; ReadyAfter: not before this long after the start.
+	ReadyAfterPolls int           `json:"ready_after_polls,omitempty"`
+	ReadyAfter      time.Duration `json:"ready_after,omitempty"`
+	// CrashAfter: the daemon dies this long after each start (0: never).
+	CrashAfter time.Duration `json:"crash_after,omitempty"`
+	// StopIgnored: the daemon survives stop, which hangs to its timeout:
+	// only a kill of its container ends it.
+	StopIgnored bool `json:"stop_ignored,omitempty"`
+	// Running at the beginning (an adopted service).
+	Running bool              `json:"running,omitempty"`
+	Healthy *bool             `json:"healthy,omitempty"` // default true
+	Pools   map[string]int64  `json:"pools,omitempty"`
+	MemGB   float64           `json:"mem_gb,omitempty"`
+	Objects []Object          `json:"objects,omitempty"`
+	Attrs   map[string]string `json:"attrs,omitempty"`
+}
+
+// proc is the simulated state of one service or probe.
+type proc struct {
+	b       *Behaviour
+	running bool
+	frozen  bool
+	gen     int // bumps at every start and stop, so stale crashes are ignored
+	startAt time.Time
+	polls   int
+	calls   map[protocol.Op]int
+	objects []Object
+	starts  int
+	kills   int
+}
+
+// Executor is a runtime.Executor on virtual time.
+type Executor struct {
+	sched *clockwork.Virtual[runtime.Event]
+	procs map[string]*proc
+}
+
+// NewExecutor returns an executor whose services and probes (by full name,
+// module/name) behave as given; unknown ones behave with defaults.
+func NewExecutor(sched *clockwork.Virtual[runtime.Event], behaviours map[string]*Behaviour) *Executor {
+	x := &Executor{sched: sched, procs: map[string]*proc{}}
+	names := make([]string, 0, len(behaviours))
+	for n := range behaviours {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		x.procs[n] = newProc(behaviours[n])
+	}
+	return x
+}
+
+func newProc(b *Behaviour) *proc {
+	if b == nil {
+		b = &Behaviour{}
+	}
+	p := &proc{b: b, calls: map[protocol.Op]int{}, running: b.Running}
+	p.objects = append(p.objects, b.Objects...)
+	return p
+}
+
+func (x *Executor) proc(name string) *proc {
+	p := x.procs[name]
+	if p == nil {
+		p = newProc(nil)
+		x.procs[name] = p
+	}
+	return p
+}
+
+// Running reports whether the fake service's daemon is up.
+func (x *Executor) Running(name string) bool { return x.proc(name).running }
+
+// Starts is how many start ops ran on the service.
+func (x *Executor) Starts(name string) int { return x.proc(name).starts }
+
+// Objects are the objects the fake service still owns.
+func (x *Executor) Objects(name string) []Object { return x.proc(name).objects }
+
+// AddObject gives the service a new object, as a job would create one.
+func (x *Executor) AddObject(name string, o Object) {
+	p := x.proc(name)
+	p.objects = append(p.objects, o)
+}
+
+// Crash kills the service's daemon now, as a crash would, and posts the
+// container-emptied event.
+func (x *Executor) Crash(name string) {
+	p := x.proc(name)
+	if !p.running {
+		return
+	}
+	p.running = false
+	p.gen++
+	x.sched.Post(runtime.ContainerEmptied{Service: name})
+}
+
+// outcome picks the n-th outcome of op's script.
+func (b *Behaviour) script(op protocol.Op) OpScript { return b.Ops[op] }
+
+func (s OpScript) outcome(n int) Outcome {
+	if len(s.Outcomes) == 0 {
+		return OK
+	}
+	if n >= len(s.Outcomes) {
+		return s.Outcomes[len(s.Outcomes)-1]
+	}
+	return s.Outcomes[n]
+}
+
+// Run simulates op: its effect on the fake process happens when it starts,
+// its OpDone is due after its scripted duration (or at its timeout).
+func (x *Executor) Run(op runtime.RunOp) {
+	name := op.Target.String()
+	p := x.proc(name)
+	sc := p.b.script(op.Op)
+	n := p.calls[op.Op]
+	p.calls[op.Op]++
+	out := sc.outcome(n)
+	if op.Op == protocol.OpStop && p.b.StopIgnored && p.running {
+		out = Hang // the daemon ignores SIGTERM: stop runs into its timeout
+	}
+	now := x.sched.Now()
+	d := sc.Duration
+	var o runtime.Outcome
+	switch out {
+	case Timeout, Hang:
+		d = op.Timeout
+		o = runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
+	case Fail:
+		o = runtime.Outcome{Failure: runtime.FailOp, Message: "exit status 1"}
+	case Protocol:
+		o = runtime.Outcome{Failure: runtime.FailProtocol, Message: "not exactly one JSON document"}
+	}
+	if d > op.Timeout && op.Timeout > 0 && o.Failure == runtime.FailNone {
+		d = op.Timeout
+		o = runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
+	}
+	if o.Failure == runtime.FailNone {
+		o.Result = x.result(p, op, out, now)
+	} else if op.Op == protocol.OpStart && out != Fail && out != Protocol {
+		// A start that hangs may still have started its daemon.
+		x.started(p, name, now)
+	}
+	x.sched.At(now.Add(d), runtime.OpDone{ID: op.ID, Outcome: o})
+}
+
+func (x *Executor) started(p *proc, name string, now time.Time) {
+	if !p.running {
+		p.starts++
+	}
+	p.running = true
+	p.gen++
+	p.startAt = now
+	p.polls = 0
+	if p.b.CrashAfter > 0 {
+		gen := p.gen
+		x.sched.At(now.Add(p.b.CrashAfter), crashEvent(x, name, gen))
+	}
+}
+
+// CrashDue is the fake's own event: the daemon started at generation Gen
+// dies now, unless it was stopped or restarted since. The simulator hands
+// it to Intercept, never to the engine.
+type CrashDue struct {
+	Service string
+	Gen     int
+}
+
+// EventName makes CrashDue travel on the same scheduler as engine events.
+func (CrashDue) EventName() string { return "fake-crash" }
+
+func crashEvent(_ *Executor, name string, gen int) runtime.Event {
+	return CrashDue{Service: name, Gen: gen}
+}
+
+// Intercept handles the fake's own events and reports whether ev was one;
+// the simulator's loop calls it before stepping the engine.
+func (x *Executor) Intercept(ev runtime.Event) bool {
+	c, ok := ev.(CrashDue)
+	if !ok {
+		return false
+	}
+	if p := x.proc(c.Service); p.running && p.gen == c.Gen {
+		x.Crash(c.Service)
+	}
+	return true
+}
+
+func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time) protocol.Result {
+	name := op.Target.String()
+	r := protocol.Result{Op: op.Op}
+	switch op.Op {
+	case protocol.OpFingerprint:
+		healthy := p.b.Healthy == nil || *p.b.Healthy
+		fp := &protocol.Fingerprint{Healthy: healthy, Pools: p.b.Pools}
+		if !healthy {
+			fp.Message = "scripted unhealthy"
+		}
+		if out == NotReady {
+			fp.Healthy = false
+			fp.Message = "scripted unhealthy"
+		}
+		if !op.Target.Probe {
+			running := p.running
+			fp.Running = &running
+			if p.b.MemGB > 0 {
+				fp.Reserve = &protocol.Reserve{MemGB: p.b.MemGB}
+			}
+		}
+		r.Fingerprint = fp
+	case protocol.OpStart:
+		changed := !p.running
+		x.started(p, name, now)
+		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
+	case protocol.OpStop:
+		changed := p.running
+		p.running = false
+		p.gen++
+		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
+	case protocol.OpStatus, protocol.OpReady:
+		if op.Op == protocol.OpReady {
+			p.polls++
+		}
+		ready := p.running && p.polls > p.b.ReadyAfterPolls && !now.Before(p.startAt.Add(p.b.ReadyAfter)) && out != NotReady
+		if op.Op == protocol.OpStatus {
+			ready = p.running && out != NotReady
+		}
+		r.Status = &protocol.Status{Running: p.running, Ready: ready}
+	case protocol.OpListOwned:
+		list := &protocol.OwnedList{}
+		for _, o := range p.objects {
+			list.Objects = append(list.Objects, protocol.Object{ID: o.ID, Kind: kindOr(o.Kind), Labels: o.Labels, CreatedAt: o.CreatedAt, Busy: o.Busy})
+		}
+		r.OwnedList = list
+	case protocol.OpDestroy:
+		id := op.Args[0]
+		force := len(op.Args) > 1 && op.Args[1] == "--force"
+		changed := false
+		for i, o := range p.objects {
+			if o.ID == id && (!o.Stubborn || force) {
+				p.objects = append(p.objects[:i], p.objects[i+1:]...)
+				changed = true
+				break
+			}
+		}
+		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
+	}
+	return r
+}
+
+func kindOr(k string) string {
+	if k == "" {
+		return protocol.KindOther
+	}
+	return k
+}
+
+// Kill ends the daemon, as a kill of its container does.
+func (x *Executor) Kill(service string) {
+	p := x.proc(service)
+	p.running = false
+	p.frozen = false
+	p.gen++
+	p.kills++
+}
+
+// Freeze marks the daemon frozen.
+func (x *Executor) Freeze(service string) { x.proc(service).frozen = true }
+
+// Thaw marks it running again.
+func (x *Executor) Thaw(service string) { x.proc(service).frozen = false }
+
+// Frozen reports whether the fake service is frozen.
+func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
+
+// Rebind moves the executor to a new scheduler, as when the agent restarts:
+// completions of ops in flight are lost with the old agent, while the fake
+// daemons go on, so their pending crashes are scheduled again.
+func (x *Executor) Rebind(sched *clockwork.Virtual[runtime.Event]) {
+	x.sched = sched
+	names := make([]string, 0, len(x.procs))
+	for n := range x.procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	now := sched.Now()
+	for _, n := range names {
+		p := x.procs[n]
+		if p.running && p.b.CrashAfter > 0 {
+			at := p.startAt.Add(p.b.CrashAfter)
+			if at.Before(now) {
+				at = now
+			}
+			sched.At(at, CrashDue{Service: n, Gen: p.gen})
+		}
+	}
+}

@@ -1,0 +1,50 @@
+// Package runtime is the service manager's engine: one single-threaded state
+// machine that holds every rule of service protocol 1, and the driver loop
+// that connects it to a world.
+//
+// # The engine
+//
+// Engine.Step takes one Event at a time and returns the Effects to carry
+// out. It never reads the clock, sleeps, starts goroutines or touches the
+// OS: time is the argument of Step, ops are RunOp effects answered by
+// OpDone events, timers are SetTimer effects answered by Fire events. Maps
+// are iterated in sorted order, so the same events give the same effects,
+// byte for byte; this is what makes the simulator deterministic and the
+// property tests meaningful.
+//
+// The rules it implements (spec and filled-in §5): the three lifecycles and
+// platform filtering; refcounting by leases and the readiness gate; idle
+// stop; watching by status and fingerprint and container-emptied events;
+// exponential backoff, unhealthy at max_failures, reset; adoption after an
+// agent restart; pools reserved atomically with FIFO admission and
+// deadlines, leases with TTL; the memory budget with yielding; freezing;
+// stop escalation; per-service op serialization and a global cap on ops in
+// flight; reaping; probes and doctor events; enabling and disabling
+// modules.
+//
+// # The driver contract
+//
+// A driver (Driver, used by both svcrun and svcsim) feeds the engine and
+// carries out its effects:
+//
+//   - Boot is the first event, once, with the state the store kept.
+//   - The effects of one step are carried out in order, except that the
+//     persistence effects (PutLease, DeleteLease, PutService) of a step are
+//     made durable together, in one transaction, BEFORE any other effect of
+//     that step is carried out. In particular an Admitted answer is never
+//     sent, and no op is started, before the lease that caused it is on
+//     disk: a crash at any moment loses no admitted lease. If the store
+//     fails, the driver must stop without carrying out the step's other
+//     effects.
+//   - Every RunOp is answered by exactly one OpDone with its ID, after the
+//     op's process (and any process it left in the foreground) has ended or
+//     been killed at its Timeout.
+//   - SetTimer replaces the pending timer of the same key; CancelTimer
+//     drops it; a cancelled or replaced timer never fires. A Fire may come
+//     late but never early.
+//   - Kill, Freeze and Thaw act on a service's process container and are
+//     done before the next event is stepped.
+//   - Admitted, Rejected, Renewed, Released, Expired and LeaseUnknown are
+//     answers for the holders of leases; Note explains decisions for logs
+//     and traces.
+package runtime

@@ -1,0 +1,517 @@
+package runtime
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// Engine is the service manager's state machine. It is not safe for
+// concurrent use: one driver loop owns it.
+type Engine struct {
+	cfg    Config
+	now    time.Time
+	booted bool
+	out    []Effect
+	nextOp OpID
+
+	modules  map[string]*module
+	modOrder []*module // sorted by name
+	services map[string]*service
+	svcOrder []*service // sorted by full name
+	probes   map[string]*probe
+	prbOrder []*probe // sorted by full name
+	caps     map[string]provider
+	pools    map[string]*service
+	skipped  []string // services and probes not loaded on this platform, for status
+
+	leases   map[LeaseID]*lease
+	waiting  []*lease // FIFO
+	attempts map[string]int
+	reserved map[string]int64
+
+	ops       map[OpID]*opRun
+	inflight  int
+	slotQueue []actor
+
+	dirty      []actor
+	admitDirty bool
+	memBlocked []*service
+	memUsed    float64
+	unknown    int // services not fingerprinted since load
+
+	doctorPending bool
+}
+
+// provider establishes a capability: a service or a probe.
+type provider struct {
+	svc *service
+	prb *probe
+}
+
+type module struct {
+	name     string
+	spec     *manifest.Module
+	enabled  bool
+	services []*service
+	probes   []*probe
+}
+
+// actor is something that runs ops: a service or a probe. Its reconcile
+// looks at what is due and starts at most one op.
+type actor interface {
+	reconcile(e *Engine)
+	isDirty() *bool
+	slotWait() *bool
+}
+
+// opRun is an op in flight.
+type opRun struct {
+	id      OpID
+	op      protocol.Op
+	svc     *service
+	prb     *probe
+	stopWhy string
+	object  string    // destroy
+	snap    *reapSnap // list_owned
+}
+
+// New returns an engine that waits for its Boot event.
+func New() *Engine {
+	return &Engine{
+		modules:  map[string]*module{},
+		services: map[string]*service{},
+		probes:   map[string]*probe{},
+		caps:     map[string]provider{},
+		pools:    map[string]*service{},
+		leases:   map[LeaseID]*lease{},
+		attempts: map[string]int{},
+		reserved: map[string]int64{},
+		ops:      map[OpID]*opRun{},
+	}
+}
+
+// Now is the time of the last step.
+func (e *Engine) Now() time.Time { return e.now }
+
+// Step applies one event at time now and returns the effects, in the order
+// they must be carried out (see the package doc for the persistence rule).
+// The returned slice is reused by the next Step.
+func (e *Engine) Step(now time.Time, ev Event) []Effect {
+	e.out = e.out[:0]
+	if now.After(e.now) {
+		e.now = now
+	}
+	if _, isBoot := ev.(Boot); !isBoot && !e.booted {
+		e.note("engine", "%s before boot ignored", ev.EventName())
+		return e.out
+	}
+	switch ev := ev.(type) {
+	case Boot:
+		e.boot(ev)
+	case Reload:
+		e.reload(ev.Modules)
+	case Acquire:
+		e.acquire(ev)
+	case Renew:
+		e.renew(ev.Lease)
+	case Release:
+		e.release(ev.Lease)
+	case OpDone:
+		e.opDone(ev)
+	case Fire:
+		e.fire(ev.Timer)
+	case ContainerEmptied:
+		if s := e.services[ev.Service]; s != nil {
+			e.containerEmptied(s)
+		}
+	case Doctor:
+		e.doctor(ev.Reason)
+	case MemoryPressure:
+		e.memoryPressure()
+	case Reset:
+		e.reset(ev.Service)
+	case ReapNow:
+		e.startReap()
+	default:
+		e.note("engine", "unknown event %T ignored", ev)
+	}
+	e.settle()
+	return e.out
+}
+
+// settle runs reconciles and admissions until nothing more changes.
+func (e *Engine) settle() {
+	for len(e.dirty) > 0 || e.admitDirty {
+		if e.admitDirty {
+			e.admitDirty = false
+			e.admitWaiting()
+			continue
+		}
+		a := e.dirty[0]
+		e.dirty = e.dirty[1:]
+		*a.isDirty() = false
+		a.reconcile(e)
+	}
+	e.dirty = e.dirty[:0]
+}
+
+func (e *Engine) markDirty(a actor) {
+	if d := a.isDirty(); !*d {
+		*d = true
+		e.dirty = append(e.dirty, a)
+	}
+}
+
+func (e *Engine) emit(f Effect) { e.out = append(e.out, f) }
+
+func (e *Engine) note(subject, format string, args ...any) {
+	e.emit(Note{Subject: subject, Text: fmt.Sprintf(format, args...)})
+}
+
+func (e *Engine) setTimer(kind TimerKind, subject string, at time.Time) {
+	e.emit(SetTimer{Key: TimerKey{Kind: kind, Subject: subject}, At: at})
+}
+
+func (e *Engine) cancelTimer(kind TimerKind, subject string) {
+	e.emit(CancelTimer{Key: TimerKey{Kind: kind, Subject: subject}})
+}
+
+// ----- Loading modules. -----
+
+func (e *Engine) boot(b Boot) {
+	if e.booted {
+		e.note("engine", "second boot ignored")
+		return
+	}
+	e.booted = true
+	e.cfg = b.Config
+	e.cfg.withDefaults()
+	var enable []*module
+	for _, ms := range sortedSpecs(b.Modules) {
+		if m := e.addModule(ms); ms.Enabled {
+			enable = append(enable, m)
+		}
+	}
+	e.rebuildIndex()
+	for _, r := range b.State.Services {
+		s := e.services[r.Name]
+		if s == nil {
+			continue
+		}
+		s.failures, s.unhealthy, s.reason, s.backoffUntil = r.Failures, r.Unhealthy, r.Reason, r.BackoffUntil
+		if s.unhealthy {
+			e.note(s.name, "unhealthy since before the restart: %s", s.reason)
+		}
+	}
+	for _, m := range enable {
+		e.enableModule(m)
+	}
+	for _, r := range b.State.Leases {
+		e.restoreLease(r)
+	}
+	e.setTimer(TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+}
+
+func sortedSpecs(specs []ModuleSpec) []ModuleSpec {
+	out := append([]ModuleSpec(nil), specs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Module.Name < out[j].Module.Name })
+	return out
+}
+
+// addModule creates the module's services and probes, disabled.
+func (e *Engine) addModule(ms ModuleSpec) *module {
+	m := &module{name: ms.Module.Name, spec: ms.Module}
+	e.modules[m.name] = m
+	for i := range ms.Module.Services {
+		spec := &ms.Module.Services[i]
+		if !spec.RunsOn(e.cfg.Platform) {
+			e.skipped = append(e.skipped, spec.FullName())
+			e.note(spec.FullName(), "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			continue
+		}
+		s := newService(m, spec)
+		m.services = append(m.services, s)
+		e.services[s.name] = s
+	}
+	for i := range ms.Module.Probes {
+		spec := &ms.Module.Probes[i]
+		name := m.name + "/" + spec.Name
+		if !spec.RunsOn(e.cfg.Platform) {
+			e.skipped = append(e.skipped, name)
+			e.note(name, "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			continue
+		}
+		p := &probe{name: name, spec: spec, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}}
+		m.probes = append(m.probes, p)
+		e.probes[name] = p
+	}
+	return m
+}
+
+// rebuildIndex recomputes the sorted orders and the capability and pool
+// indexes after modules change.
+func (e *Engine) rebuildIndex() {
+	e.modOrder = e.modOrder[:0]
+	e.svcOrder = e.svcOrder[:0]
+	e.prbOrder = e.prbOrder[:0]
+	for _, m := range e.modules {
+		e.modOrder = append(e.modOrder, m)
+	}
+	sort.Slice(e.modOrder, func(i, j int) bool { return e.modOrder[i].name < e.modOrder[j].name })
+	for _, s := range e.services {
+		e.svcOrder = append(e.svcOrder, s)
+	}
+	sort.Slice(e.svcOrder, func(i, j int) bool { return e.svcOrder[i].name < e.svcOrder[j].name })
+	for _, p := range e.probes {
+		e.prbOrder = append(e.prbOrder, p)
+	}
+	sort.Slice(e.prbOrder, func(i, j int) bool { return e.prbOrder[i].name < e.prbOrder[j].name })
+	clear(e.caps)
+	clear(e.pools)
+	for _, s := range e.svcOrder {
+		for _, c := range s.spec.Capabilities {
+			e.caps[c] = provider{svc: s}
+		}
+		for _, p := range s.spec.Pools {
+			e.pools[p] = s
+		}
+	}
+	for _, p := range e.prbOrder {
+		e.caps[p.spec.Name] = provider{prb: p}
+	}
+	sort.Strings(e.skipped)
+}
+
+func (e *Engine) enableModule(m *module) {
+	m.enabled = true
+	for _, s := range m.services {
+		s.setState(e, sUnknown)
+		s.fpDue = true
+		e.markDirty(s)
+	}
+	for _, p := range m.probes {
+		p.due = true
+		e.markDirty(p)
+	}
+}
+
+func (e *Engine) disableModule(m *module) {
+	m.enabled = false
+	for _, s := range m.services {
+		if s.state == sUnknown {
+			s.setState(e, sStopped)
+		}
+		e.failWaitingFor(s, fmt.Sprintf("module %s was disabled", m.name))
+		e.markDirty(s)
+	}
+	for _, p := range m.probes {
+		p.due = false
+		p.reported, p.healthy = false, false
+		e.cancelTimer(TimerProbe, p.name)
+		e.failWaitingForProbe(p, fmt.Sprintf("module %s was disabled", m.name))
+	}
+}
+
+// reload applies a new module set: enabling, disabling, adding modules,
+// and updating the manifests of loaded ones in place.
+func (e *Engine) reload(specs []ModuleSpec) {
+	seen := map[string]bool{}
+	for _, ms := range sortedSpecs(specs) {
+		seen[ms.Module.Name] = true
+		m := e.modules[ms.Module.Name]
+		if m == nil {
+			m = e.addModule(ms)
+			e.rebuildIndex()
+			if ms.Enabled {
+				e.note("module "+m.name, "added and enabled")
+				e.enableModule(m)
+			}
+			continue
+		}
+		e.updateModule(m, ms.Module)
+		switch {
+		case ms.Enabled && !m.enabled:
+			e.note("module "+m.name, "enabled")
+			e.enableModule(m)
+		case !ms.Enabled && m.enabled:
+			e.note("module "+m.name, "disabled")
+			e.disableModule(m)
+		}
+	}
+	for _, m := range e.modOrder {
+		if !seen[m.name] && m.enabled {
+			e.note("module "+m.name, "removed from the configuration: disabled")
+			e.disableModule(m)
+		}
+	}
+	e.doctor("configuration reloaded")
+}
+
+// updateModule takes a new manifest for a loaded module. Services and probes
+// keep their state and take their new settings; ones that appear are added
+// (disabled until the module is enabled); ones that disappear are disabled.
+func (e *Engine) updateModule(m *module, spec *manifest.Module) {
+	if spec == m.spec {
+		return
+	}
+	m.spec = spec
+	known := map[string]bool{}
+	for i := range spec.Services {
+		sp := &spec.Services[i]
+		if !sp.RunsOn(e.cfg.Platform) {
+			continue
+		}
+		known[sp.FullName()] = true
+		if s := e.services[sp.FullName()]; s != nil {
+			s.spec = sp
+			continue
+		}
+		s := newService(m, sp)
+		m.services = append(m.services, s)
+		e.services[s.name] = s
+		if m.enabled {
+			s.fpDue = true
+			e.markDirty(s)
+		}
+	}
+	for _, s := range m.services {
+		if !known[s.name] && !s.removed {
+			s.removed = true
+			e.note(s.name, "removed from the manifest: stopping it")
+			e.failWaitingFor(s, "the service was removed from its module")
+			e.markDirty(s)
+		}
+	}
+	for i := range spec.Probes {
+		sp := &spec.Probes[i]
+		name := m.name + "/" + sp.Name
+		if !sp.RunsOn(e.cfg.Platform) {
+			continue
+		}
+		if p := e.probes[name]; p != nil {
+			p.spec = sp
+			continue
+		}
+		p := &probe{name: name, spec: sp, mod: m, target: Target{Module: m.name, Name: sp.Name, Probe: true}, due: m.enabled}
+		m.probes = append(m.probes, p)
+		e.probes[name] = p
+		e.markDirty(p)
+	}
+	e.rebuildIndex()
+}
+
+// ----- Ops. -----
+
+// runOp starts op for a service or probe if a global slot is free;
+// otherwise the actor queues for one and false is returned.
+func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout time.Duration) bool {
+	if e.inflight >= e.cfg.MaxConcurrentOps {
+		if w := a.slotWait(); !*w {
+			*w = true
+			e.slotQueue = append(e.slotQueue, a)
+		}
+		return false
+	}
+	e.nextOp++
+	r.id = e.nextOp
+	e.ops[r.id] = r
+	e.inflight++
+	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
+	return true
+}
+
+func (e *Engine) opDone(d OpDone) {
+	r := e.ops[d.ID]
+	if r == nil {
+		e.note("engine", "completion of unknown op %d ignored", d.ID)
+		return
+	}
+	delete(e.ops, d.ID)
+	e.inflight--
+	e.freeSlots()
+	if r.svc != nil {
+		e.serviceOpDone(r.svc, r, d.Outcome)
+	} else {
+		e.probeOpDone(r.prb, d.Outcome)
+	}
+}
+
+// freeSlots hands free global slots to the actors queued for them, in order.
+func (e *Engine) freeSlots() {
+	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {
+		a := e.slotQueue[0]
+		e.slotQueue = e.slotQueue[1:]
+		*a.slotWait() = false
+		a.reconcile(e)
+	}
+}
+
+func (e *Engine) fire(k TimerKey) {
+	switch k.Kind {
+	case TimerReap:
+		e.startReap()
+	case TimerDoctor:
+		e.doctorPending = false
+		for _, p := range e.prbOrder {
+			if p.mod.enabled {
+				p.due = true
+				e.markDirty(p)
+			}
+		}
+	case TimerProbe:
+		if p := e.probes[k.Subject]; p != nil && p.mod.enabled {
+			p.due = true
+			e.markDirty(p)
+		}
+	case TimerLeaseWait:
+		e.leaseWaitOver(LeaseID(k.Subject))
+	case TimerLeaseTTL:
+		e.leaseTTLOver(LeaseID(k.Subject))
+	default:
+		if s := e.services[k.Subject]; s != nil {
+			e.serviceTimer(s, k.Kind)
+		}
+	}
+}
+
+func (e *Engine) doctor(reason string) {
+	e.note("doctor", "%s: probes run again", reason)
+	if e.doctorPending {
+		return
+	}
+	e.doctorPending = true
+	e.setTimer(TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
+}
+
+func (e *Engine) reset(name string) {
+	s := e.services[name]
+	if s == nil {
+		e.note(name, "reset: no such service")
+		return
+	}
+	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
+	e.cancelTimer(TimerBackoff, s.name)
+	e.persistService(s)
+	e.note(s.name, "reset: failures cleared")
+	e.markDirty(s)
+	e.admitDirty = true
+}
+
+func (e *Engine) memoryPressure() {
+	n := 0
+	for _, s := range e.svcOrder {
+		if s.idle() && s.spec.Yieldable && s.state == sReady && s.spec.Lifecycle == manifest.OnDemand {
+			e.beginStop(s, "memory pressure")
+			n++
+		}
+	}
+	e.note("memory", "host memory pressure: %d idle yieldable service(s) stopped", n)
+}
+
+func (e *Engine) persistService(s *service) {
+	e.emit(PutService{Service: ServiceRecord{Name: s.name, Failures: s.failures, Unhealthy: s.unhealthy, Reason: s.reason, BackoffUntil: s.backoffUntil}})
+}

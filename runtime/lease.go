@@ -1,0 +1,505 @@
+package runtime
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+)
+
+type lease struct {
+	id      LeaseID
+	job     string
+	attempt string
+	req     Requirements
+	ttl     time.Duration
+
+	services []*service // needed, sorted by name, unique
+	probes   []*probe
+
+	admitted   bool
+	admittedAt time.Time
+	expires    time.Time
+}
+
+func (l *lease) record() LeaseRecord {
+	return LeaseRecord{ID: l.id, Job: l.job, Attempt: l.attempt, Requirements: l.req, TTL: l.ttl, Expires: l.expires, Admitted: l.admittedAt}
+}
+
+// resolve finds the services and probes a lease needs, or says why it can
+// never be admitted.
+func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why string) {
+	seen := map[*service]bool{}
+	addSvc := func(s *service) {
+		if !seen[s] {
+			seen[s] = true
+			svcs = append(svcs, s)
+		}
+	}
+	for _, c := range req.Capabilities {
+		p, ok := e.caps[c]
+		switch {
+		case !ok:
+			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
+		case p.svc != nil:
+			addSvc(p.svc)
+		default:
+			prbs = append(prbs, p.prb)
+		}
+	}
+	poolNames := make([]string, 0, len(req.Pools)+len(req.NeedsPools))
+	for name, n := range req.Pools {
+		if n <= 0 {
+			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
+		}
+		poolNames = append(poolNames, name)
+	}
+	poolNames = append(poolNames, req.NeedsPools...)
+	sort.Strings(poolNames)
+	for _, name := range poolNames {
+		s, ok := e.pools[name]
+		if !ok {
+			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
+		}
+		addSvc(s)
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	for _, s := range svcs {
+		if why := e.neverUsable(s); why != "" {
+			return nil, nil, why
+		}
+	}
+	for _, p := range prbs {
+		if !p.mod.enabled {
+			return nil, nil, fmt.Sprintf("capability %q: module %s is disabled", p.spec.Name, p.mod.name)
+		}
+	}
+	return svcs, prbs, ""
+}
+
+// neverUsable says why waiting for s is pointless, or "".
+func (e *Engine) neverUsable(s *service) string {
+	switch {
+	case !s.mod.enabled:
+		return fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
+	case s.removed:
+		return fmt.Sprintf("service %s was removed from its module", s.name)
+	case s.unhealthy:
+		return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, s.reason, s.name)
+	case s.spec.ReservesHostMemory && s.memGB > e.cfg.MemoryBudgetGB:
+		return fmt.Sprintf("service %s reserves %v GB, more than the node's memory budget of %v GB", s.name, s.memGB, e.cfg.MemoryBudgetGB)
+	}
+	return ""
+}
+
+func (e *Engine) known(what string, names []string) string {
+	if len(names) == 0 {
+		return " (it offers no " + what + ")"
+	}
+	if len(names) > 8 {
+		names = append(names[:8:8], "...")
+	}
+	return " (" + what + ": " + strings.Join(names, ", ") + ")"
+}
+
+func (e *Engine) capNames() []string {
+	out := make([]string, 0, len(e.caps))
+	for c := range e.caps {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) poolNames() []string {
+	out := make([]string, 0, len(e.pools))
+	for p := range e.pools {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) acquire(a Acquire) {
+	reject := func(why string) {
+		e.emit(Rejected{Lease: a.Lease, Reason: why})
+	}
+	switch {
+	case a.Lease == "":
+		reject("a lease needs an id")
+		return
+	case e.leases[a.Lease] != nil:
+		reject(fmt.Sprintf("lease %s already exists", a.Lease))
+		return
+	case a.Attempt == "":
+		reject("a lease needs an attempt id")
+		return
+	case a.Wait < 0 || a.TTL < 0:
+		reject("wait and ttl must not be negative")
+		return
+	}
+	svcs, prbs, why := e.resolve(a.Requirements)
+	if why != "" {
+		reject(why)
+		return
+	}
+	l := &lease{id: a.Lease, job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs}
+	e.leases[l.id] = l
+	e.attempts[l.attempt]++
+	for _, s := range svcs {
+		s.waiting++
+		e.markDirty(s)
+	}
+	e.waiting = append(e.waiting, l)
+	e.admitWaiting()
+	if l.admitted {
+		return
+	}
+	if a.Wait == 0 {
+		e.dropWaiting(l, e.whyWaiting(l))
+		return
+	}
+	e.setTimer(TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+}
+
+// admitWaiting admits waiting leases in FIFO order. A lease blocked on a
+// pool's tokens blocks the later leases that want that pool, so that a
+// stream of small requests cannot starve a large one.
+func (e *Engine) admitWaiting() {
+	var blocked map[string]bool
+	for i := 0; i < len(e.waiting); {
+		l := e.waiting[i]
+		if e.tryAdmit(l, blocked) {
+			continue // tryAdmit removed it
+		}
+		if e.poolBlocked(l) {
+			if blocked == nil {
+				blocked = map[string]bool{}
+			}
+			for p := range l.req.Pools {
+				blocked[p] = true
+			}
+		}
+		i++
+	}
+}
+
+// tryAdmit admits l if every service and probe it needs is usable and its
+// tokens are free.
+func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
+	for _, s := range l.services {
+		if !s.usable() {
+			return false
+		}
+	}
+	for _, p := range l.probes {
+		if !p.usable() {
+			return false
+		}
+	}
+	for name, n := range l.req.Pools {
+		if blocked[name] || e.capacity(name)-e.reserved[name] < n {
+			return false
+		}
+	}
+	for _, name := range l.req.NeedsPools {
+		if blocked[name] || e.capacity(name) <= 0 {
+			return false
+		}
+	}
+	e.removeWaiting(l)
+	l.admitted = true
+	l.admittedAt = e.now
+	for name, n := range l.req.Pools {
+		e.reserved[name] += n
+	}
+	names := make([]string, len(l.services))
+	for i, s := range l.services {
+		s.waiting--
+		s.refs++
+		s.lastUsed = e.now
+		if s.frozen {
+			e.thaw(s)
+		}
+		names[i] = s.name
+		e.markDirty(s)
+	}
+	e.cancelTimer(TimerLeaseWait, string(l.id))
+	if l.ttl > 0 {
+		l.expires = e.now.Add(l.ttl)
+		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+	}
+	e.emit(PutLease{Lease: l.record()})
+	e.emit(Admitted{Lease: l.id, Services: names})
+	return true
+}
+
+// capacity is what a pool offers now: the latest fingerprint of its
+// service, while that service is usable.
+func (e *Engine) capacity(pool string) int64 {
+	s := e.pools[pool]
+	if s == nil || !s.usable() {
+		return 0
+	}
+	return s.pools[pool]
+}
+
+// poolBlocked says l waits only for pool tokens: its services are usable.
+func (e *Engine) poolBlocked(l *lease) bool {
+	if len(l.req.Pools) == 0 {
+		return false
+	}
+	for _, s := range l.services {
+		if !s.usable() {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *Engine) removeWaiting(l *lease) {
+	for i, w := range e.waiting {
+		if w == l {
+			e.waiting = append(e.waiting[:i], e.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// dropWaiting ends a waiting lease with a rejection.
+func (e *Engine) dropWaiting(l *lease, why string) {
+	e.removeWaiting(l)
+	e.forgetLease(l)
+	for _, s := range l.services {
+		s.waiting--
+		e.markDirty(s)
+	}
+	e.cancelTimer(TimerLeaseWait, string(l.id))
+	e.emit(Rejected{Lease: l.id, Reason: why})
+	e.admitDirty = true
+}
+
+func (e *Engine) forgetLease(l *lease) {
+	delete(e.leases, l.id)
+	if e.attempts[l.attempt]--; e.attempts[l.attempt] <= 0 {
+		delete(e.attempts, l.attempt)
+	}
+}
+
+// failWaitingFor rejects the waiting leases that need s.
+func (e *Engine) failWaitingFor(s *service, why string) {
+	for _, l := range append([]*lease(nil), e.waiting...) {
+		for _, x := range l.services {
+			if x == s {
+				e.dropWaiting(l, why)
+				break
+			}
+		}
+	}
+}
+
+func (e *Engine) failWaitingForProbe(p *probe, why string) {
+	for _, l := range append([]*lease(nil), e.waiting...) {
+		for _, x := range l.probes {
+			if x == p {
+				e.dropWaiting(l, why)
+				break
+			}
+		}
+	}
+}
+
+func (e *Engine) leaseWaitOver(id LeaseID) {
+	l := e.leases[id]
+	if l == nil || l.admitted {
+		return
+	}
+	e.dropWaiting(l, "not admitted in time: "+e.whyWaiting(l))
+}
+
+// whyWaiting says, for people, what a waiting lease is waiting for.
+func (e *Engine) whyWaiting(l *lease) string {
+	var parts []string
+	for _, s := range l.services {
+		if s.usable() {
+			continue
+		}
+		parts = append(parts, e.describeWait(s))
+	}
+	for _, p := range l.probes {
+		switch {
+		case p.usable():
+		case !p.reported:
+			parts = append(parts, fmt.Sprintf("capability %s: its probe has not reported yet", p.spec.Name))
+		default:
+			parts = append(parts, fmt.Sprintf("capability %s: its probe reports unhealthy: %s", p.spec.Name, p.message))
+		}
+	}
+	if len(parts) == 0 {
+		names := make([]string, 0, len(l.req.Pools))
+		for n := range l.req.Pools {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if free := e.capacity(n) - e.reserved[n]; free < l.req.Pools[n] {
+				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reserved[n], e.capacity(n)))
+			}
+		}
+		for _, n := range l.req.NeedsPools {
+			if e.capacity(n) <= 0 {
+				parts = append(parts, fmt.Sprintf("pool %s: no capacity", n))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "earlier requests for the same pools wait first")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *Engine) describeWait(s *service) string {
+	switch {
+	case s.state == sReady && s.fpKnown && !s.fpHealthy:
+		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
+	case s.state == sStopped && s.backoffUntil.After(e.now):
+		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
+	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
+		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)
+	case s.state == sStopped && s.spec.ReservesHostMemory && !e.fits(s):
+		return fmt.Sprintf("%s waits for memory: it reserves %v GB, %v of %v GB in use", s.name, s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
+	}
+	return fmt.Sprintf("%s is %s", s.name, s.state)
+}
+
+func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
+
+func (e *Engine) release(id LeaseID) {
+	l := e.leases[id]
+	if l == nil {
+		e.emit(LeaseUnknown{Lease: id})
+		return
+	}
+	if !l.admitted {
+		e.removeWaiting(l)
+		e.forgetLease(l)
+		for _, s := range l.services {
+			s.waiting--
+			e.markDirty(s)
+		}
+		e.cancelTimer(TimerLeaseWait, string(l.id))
+		e.emit(Released{Lease: id})
+		e.admitDirty = true
+		return
+	}
+	e.endLease(l)
+	e.emit(Released{Lease: id})
+}
+
+// endLease releases an admitted lease: its tokens and references.
+func (e *Engine) endLease(l *lease) {
+	e.forgetLease(l)
+	for name, n := range l.req.Pools {
+		if e.reserved[name] -= n; e.reserved[name] <= 0 {
+			delete(e.reserved, name)
+		}
+	}
+	for _, s := range l.services {
+		s.refs--
+		s.lastUsed = e.now
+		e.markDirty(s)
+	}
+	if l.ttl > 0 {
+		e.cancelTimer(TimerLeaseTTL, string(l.id))
+	}
+	e.emit(DeleteLease{Lease: l.id})
+	e.admitDirty = true
+}
+
+func (e *Engine) renew(id LeaseID) {
+	l := e.leases[id]
+	if l == nil || !l.admitted {
+		e.emit(LeaseUnknown{Lease: id})
+		return
+	}
+	if l.ttl > 0 {
+		l.expires = e.now.Add(l.ttl)
+		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+		e.emit(PutLease{Lease: l.record()})
+	}
+	e.emit(Renewed{Lease: id, Expires: l.expires})
+}
+
+func (e *Engine) leaseTTLOver(id LeaseID) {
+	l := e.leases[id]
+	if l == nil || !l.admitted || l.ttl == 0 || e.now.Before(l.expires) {
+		return
+	}
+	e.note("lease "+string(id), "expired: not renewed within %v", l.ttl)
+	e.endLease(l)
+	e.emit(Expired{Lease: id})
+}
+
+// restoreLease takes back an admitted lease from the store at boot. Its
+// services are referenced again, so that adoption keeps them up.
+func (e *Engine) restoreLease(r LeaseRecord) {
+	l := &lease{id: r.ID, job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
+	svcs, prbs, why := e.resolve(r.Requirements)
+	if why != "" {
+		// Keep the lease (its attempt stays live, its objects safe) but
+		// reference what still exists.
+		e.note("lease "+string(r.ID), "restored, but %s", why)
+		svcs, prbs = e.resolvePartial(r.Requirements)
+	}
+	l.services, l.probes = svcs, prbs
+	e.leases[l.id] = l
+	e.attempts[l.attempt]++
+	for name, n := range l.req.Pools {
+		e.reserved[name] += n
+	}
+	for _, s := range svcs {
+		s.refs++
+		s.lastUsed = e.now
+	}
+	if l.ttl > 0 {
+		if !e.now.Before(l.expires) {
+			e.note("lease "+string(l.id), "expired while svcrun was down")
+			e.endLease(l)
+			e.emit(Expired{Lease: l.id})
+			return
+		}
+		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+	}
+}
+
+func (e *Engine) resolvePartial(req Requirements) ([]*service, []*probe) {
+	seen := map[*service]bool{}
+	var svcs []*service
+	var prbs []*probe
+	for _, c := range req.Capabilities {
+		if p, ok := e.caps[c]; ok {
+			if p.svc != nil && !seen[p.svc] {
+				seen[p.svc] = true
+				svcs = append(svcs, p.svc)
+			} else if p.prb != nil {
+				prbs = append(prbs, p.prb)
+			}
+		}
+	}
+	for name := range req.Pools {
+		if s, ok := e.pools[name]; ok && !seen[s] {
+			seen[s] = true
+			svcs = append(svcs, s)
+		}
+	}
+	for _, name := range req.NeedsPools {
+		if s, ok := e.pools[name]; ok && !seen[s] {
+			seen[s] = true
+			svcs = append(svcs, s)
+		}
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	return svcs, prbs
+}

@@ -1,0 +1,86 @@
+package runtime
+
+import (
+	"sort"
+
+	"github.com/oarbank/svcrun/manifest"
+)
+
+// memEpsilon absorbs float rounding in sums of reservations.
+const memEpsilon = 1e-9
+
+// fits says s can start within the memory budget now.
+func (e *Engine) fits(s *service) bool {
+	return !s.spec.ReservesHostMemory || e.memUsed+s.memGB <= e.cfg.MemoryBudgetGB+memEpsilon
+}
+
+// memoryFor says whether s may start now. When it may not, it asks idle
+// yieldable services to stop (least recently used first) if that makes
+// room, and s waits for their stops.
+func (e *Engine) memoryFor(s *service) bool {
+	if e.fits(s) {
+		e.unblock(s)
+		return true
+	}
+	need := e.memUsed + s.memGB - e.cfg.MemoryBudgetGB
+	var cands []*service
+	freeing := 0.0
+	for _, c := range e.svcOrder {
+		if c == s || !c.spec.ReservesHostMemory || c.memGB <= 0 {
+			continue
+		}
+		if c.state == sStopping {
+			freeing += c.memGB // already on its way out
+			continue
+		}
+		if c.state == sReady && c.idle() && c.spec.Yieldable && c.spec.Lifecycle == manifest.OnDemand {
+			cands = append(cands, c)
+		}
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].lastUsed.Before(cands[j].lastUsed) })
+	var chosen []*service
+	for _, c := range cands {
+		if freeing >= need-memEpsilon {
+			break
+		}
+		chosen = append(chosen, c)
+		freeing += c.memGB
+	}
+	if freeing >= need-memEpsilon {
+		for _, c := range chosen {
+			e.beginStop(c, "yielding memory to "+s.name)
+		}
+	} else if !s.memNoted {
+		s.memNoted = true
+		e.note(s.name, "waits for memory: reserves %v GB, %v of %v GB in use and not enough idle yieldable services", s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
+	}
+	e.block(s)
+	return false
+}
+
+func (e *Engine) block(s *service) {
+	for _, b := range e.memBlocked {
+		if b == s {
+			return
+		}
+	}
+	e.memBlocked = append(e.memBlocked, s)
+}
+
+func (e *Engine) unblock(s *service) {
+	s.memNoted = false
+	for i, b := range e.memBlocked {
+		if b == s {
+			e.memBlocked = append(e.memBlocked[:i], e.memBlocked[i+1:]...)
+			return
+		}
+	}
+}
+
+// unblockMemory reconsiders services waiting for memory after some was
+// freed.
+func (e *Engine) unblockMemory() {
+	for _, b := range e.memBlocked {
+		e.markDirty(b)
+	}
+}

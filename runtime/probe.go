@@ -1,0 +1,68 @@
+package runtime
+
+import (
+	"fmt"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// probe establishes a capability while its last run reported healthy.
+type probe struct {
+	name   string
+	spec   *manifest.Probe
+	mod    *module
+	target Target
+
+	op       *opRun
+	dirty    bool
+	waitSlot bool
+	due      bool
+
+	reported bool
+	healthy  bool
+	message  string
+}
+
+func (p *probe) isDirty() *bool  { return &p.dirty }
+func (p *probe) slotWait() *bool { return &p.waitSlot }
+
+func (p *probe) usable() bool { return p.mod.enabled && p.reported && p.healthy }
+
+func (p *probe) reconcile(e *Engine) {
+	if p.op != nil || p.waitSlot || !p.due || !p.mod.enabled {
+		return
+	}
+	r := &opRun{op: protocol.OpFingerprint, prb: p}
+	if e.runOp(p, r, p.target, nil, protocol.DefaultTimeout(protocol.OpFingerprint)) {
+		p.op = r
+		p.due = false
+		e.cancelTimer(TimerProbe, p.name)
+	}
+}
+
+func (e *Engine) probeOpDone(p *probe, o Outcome) {
+	p.op = nil
+	if !p.mod.enabled {
+		return
+	}
+	healthy, msg := false, o.Message
+	if o.Failure == FailNone {
+		healthy, msg = o.Result.Fingerprint.Healthy, o.Result.Fingerprint.Message
+	} else {
+		msg = fmt.Sprintf("%s: %s", o.Failure, o.Message)
+	}
+	if healthy != p.healthy || !p.reported {
+		if healthy {
+			e.note(p.name, "healthy: capability %s available", p.spec.Name)
+		} else {
+			e.note(p.name, "unhealthy: capability %s withdrawn: %s", p.spec.Name, msg)
+		}
+	}
+	p.reported, p.healthy, p.message = true, healthy, msg
+	e.setTimer(TimerProbe, p.name, e.now.Add(p.spec.Period))
+	e.admitDirty = true
+	if p.due {
+		e.markDirty(p)
+	}
+}

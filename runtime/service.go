@@ -1,0 +1,663 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// svcState is where a service is in its lifecycle, as the engine last knew.
+type svcState uint8
+
+const (
+	sUnknown   svcState = iota // not fingerprinted since load: adoption pending
+	sStopped                   // not running
+	sStarting                  // start owed or in flight
+	sWaitReady                 // running, polling ready
+	sReady                     // running and ready: usable
+	sStopping                  // stop owed or in flight
+)
+
+var stateNames = [...]string{"unknown", "stopped", "starting", "waiting-ready", "ready", "stopping"}
+
+func (s svcState) String() string { return stateNames[s] }
+
+// charged reports whether a service in this state holds its memory
+// reservation.
+func (s svcState) charged() bool { return s >= sStarting }
+
+type service struct {
+	name   string
+	spec   *manifest.Service
+	mod    *module
+	target Target
+
+	state    svcState
+	op       *opRun
+	dirty    bool
+	waitSlot bool
+	removed  bool
+
+	refs, waiting int  // admitted and waiting leases that need it
+	idleTimer     bool // the idle timer is pending
+	idleExpired   bool // idle_timeout_s passed with no user
+	stopWhy       string
+	lastUsed      time.Time
+
+	failures     int
+	unhealthy    bool
+	reason       string
+	backoffUntil time.Time
+
+	frozen        bool
+	startDeadline time.Time // zero when not starting
+	readySince    time.Time
+	adopting      bool
+
+	fpDue, statusDue, readyDue, reapDue bool
+	readyTimer                          bool
+
+	// From the latest fingerprint.
+	fpKnown   bool
+	fpHealthy bool
+	fpMessage string
+	pools     map[string]int64
+	memGB     float64
+	memNoted  bool
+
+	reap    *reapSnap
+	orphans map[string]int // object id -> reap periods survived as an orphan
+	destroy []destroyReq
+}
+
+func newService(m *module, spec *manifest.Service) *service {
+	return &service{
+		name:   spec.FullName(),
+		spec:   spec,
+		mod:    m,
+		target: Target{Module: m.name, Name: spec.Name},
+		state:  sStopped,
+	}
+}
+
+func (s *service) isDirty() *bool  { return &s.dirty }
+func (s *service) slotWait() *bool { return &s.waitSlot }
+
+func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
+
+func (s *service) enabled() bool { return s.mod.enabled && !s.removed }
+
+// wantUp says the service should be running.
+func (s *service) wantUp() bool {
+	if !s.enabled() || s.unhealthy {
+		return false
+	}
+	switch s.spec.Lifecycle {
+	case manifest.Always:
+		return true
+	case manifest.OnDemand:
+		return !s.idle()
+	}
+	return false
+}
+
+// usable says a lease may be admitted on this service now.
+func (s *service) usable() bool {
+	return s.enabled() && !s.unhealthy && s.state == sReady && (!s.fpKnown || s.fpHealthy)
+}
+
+// setState moves the service and keeps the memory account.
+func (s *service) setState(e *Engine, st svcState) {
+	if (s.state == sUnknown) != (st == sUnknown) {
+		if st == sUnknown {
+			e.unknown++
+		} else if e.unknown--; e.unknown == 0 {
+			// Every service is fingerprinted: starts held back may go.
+			for _, x := range e.svcOrder {
+				if x.state == sStopped {
+					e.markDirty(x)
+				}
+			}
+		}
+	}
+	if s.spec.ReservesHostMemory && s.state.charged() != st.charged() {
+		if st.charged() {
+			e.memUsed += s.memGB
+		} else {
+			e.memUsed -= s.memGB
+			e.unblockMemory()
+		}
+	}
+	s.state = st
+}
+
+func (s *service) setMem(e *Engine, gb float64) {
+	if s.spec.ReservesHostMemory && s.state.charged() {
+		e.memUsed += gb - s.memGB
+	}
+	s.memGB = gb
+}
+
+// reconcile starts the one op the service needs most, if any.
+func (s *service) reconcile(e *Engine) {
+	if s.op != nil || s.waitSlot {
+		return
+	}
+	if !s.enabled() && (s.state == sReady || s.state == sWaitReady || s.state == sStarting) {
+		if s.spec.Lifecycle == manifest.Manual {
+			s.setState(e, sStopped)
+		} else {
+			e.beginStop(s, "module disabled")
+		}
+	}
+	switch s.state {
+	case sUnknown:
+		if s.enabled() && s.fpDue {
+			e.serviceOp(s, protocol.OpFingerprint, "")
+		}
+	case sStopped:
+		e.maybeStart(s)
+	case sStarting:
+		e.serviceOp(s, protocol.OpStart, "")
+	case sStopping:
+		if s.frozen {
+			e.thaw(s)
+		}
+		e.serviceOp(s, protocol.OpStop, "")
+	case sWaitReady:
+		if e.idleStop(s) {
+			return
+		}
+		if s.readyDue {
+			e.serviceOp(s, protocol.OpReady, "")
+		}
+	case sReady:
+		if e.idleStop(s) {
+			return
+		}
+		if s.frozen {
+			return
+		}
+		switch {
+		case s.fpDue:
+			e.serviceOp(s, protocol.OpFingerprint, "")
+		case s.statusDue && s.spec.Lifecycle != manifest.Manual:
+			e.serviceOp(s, protocol.OpStatus, "")
+		case e.nextDestroy(s):
+			e.serviceOp(s, protocol.OpDestroy, "")
+		case s.reapDue:
+			e.serviceOp(s, protocol.OpListOwned, "")
+		case s.idle() && s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand:
+			s.frozen = true
+			e.emit(Freeze{Service: s.name})
+			e.cancelTimer(TimerStatus, s.name)
+			e.cancelTimer(TimerFingerprint, s.name)
+			s.statusDue, s.fpDue = false, false
+		}
+	}
+}
+
+// nextDestroy drops queued destroys whose attempt became live again since
+// the listing, and reports whether one is left to run.
+func (e *Engine) nextDestroy(s *service) bool {
+	for len(s.destroy) > 0 && e.attempts[s.destroy[0].attempt] > 0 {
+		e.note(s.name, "kept %s: attempt %s is live again", s.destroy[0].id, s.destroy[0].attempt)
+		delete(s.orphans, s.destroy[0].id)
+		s.destroy = s.destroy[1:]
+	}
+	return len(s.destroy) > 0
+}
+
+// idleStop manages the idle timer of a running on_demand service and
+// stops it when idle long enough or asked to yield. It reports whether a
+// stop began.
+func (e *Engine) idleStop(s *service) bool {
+	if s.spec.Lifecycle != manifest.OnDemand {
+		return false
+	}
+	if !s.idle() {
+		if s.idleTimer {
+			s.idleTimer = false
+			e.cancelTimer(TimerIdle, s.name)
+		}
+		s.idleExpired = false
+		return false
+	}
+	if s.idleExpired {
+		e.beginStop(s, fmt.Sprintf("idle for %v", s.spec.IdleTimeout))
+		e.reconcileNow(s)
+		return true
+	}
+	if !s.idleTimer {
+		s.idleTimer = true
+		e.setTimer(TimerIdle, s.name, e.now.Add(s.spec.IdleTimeout))
+	}
+	return false
+}
+
+// reconcileNow reconciles s within the current reconcile: used after a
+// state change that owes an op at once.
+func (e *Engine) reconcileNow(s *service) {
+	if s.op == nil && !s.waitSlot {
+		s.reconcile(e)
+	}
+}
+
+// maybeStart starts a stopped service that should be up, unless backoff or
+// the memory budget says to wait.
+func (e *Engine) maybeStart(s *service) {
+	if !s.wantUp() {
+		return
+	}
+	if e.unknown > 0 {
+		// Adoption first: every service is fingerprinted before anything
+		// starts, so that what already runs is adopted and its memory
+		// counted.
+		return
+	}
+	if s.backoffUntil.After(e.now) {
+		return // TimerBackoff is pending
+	}
+	if !e.memoryFor(s) {
+		return
+	}
+	s.adopting = false
+	s.setState(e, sStarting)
+	e.note(s.name, "starting (%s)", e.startReason(s))
+	e.serviceOp(s, protocol.OpStart, "")
+}
+
+func (e *Engine) startReason(s *service) string {
+	switch {
+	case s.spec.Lifecycle == manifest.Always:
+		return "lifecycle always"
+	case s.failures > 0:
+		return fmt.Sprintf("retry after failure %d/%d", s.failures, s.spec.Restart.MaxFailures)
+	default:
+		return fmt.Sprintf("%d lease(s) need it", s.refs+s.waiting)
+	}
+}
+
+// beginStop asks for a graceful stop of a running service.
+func (e *Engine) beginStop(s *service, why string) {
+	if s.idleTimer {
+		s.idleTimer = false
+		e.cancelTimer(TimerIdle, s.name)
+	}
+	s.idleExpired = false
+	s.stopWhy = why
+	s.readyDue = false
+	s.startDeadline = time.Time{}
+	e.cancelWatch(s)
+	s.setState(e, sStopping)
+	e.note(s.name, "stopping: %s", why)
+	e.markDirty(s)
+}
+
+func (e *Engine) cancelWatch(s *service) {
+	e.cancelTimer(TimerStatus, s.name)
+	e.cancelTimer(TimerFingerprint, s.name)
+	e.cancelTimer(TimerResetAfter, s.name)
+	if s.readyTimer {
+		s.readyTimer = false
+		e.cancelTimer(TimerReadyPoll, s.name)
+	}
+	e.cancelTimer(TimerStartDeadline, s.name)
+	s.statusDue, s.reapDue = false, false
+	s.reap = nil
+	s.destroy = s.destroy[:0]
+}
+
+// serviceOp runs op on s; object is destroy's argument.
+func (e *Engine) serviceOp(s *service, op protocol.Op, object string) {
+	r := &opRun{op: op, svc: s, stopWhy: s.stopWhy}
+	var args []string
+	timeout := protocol.DefaultTimeout(op)
+	switch op {
+	case protocol.OpStart:
+		timeout = s.spec.StartTimeout
+	case protocol.OpDestroy:
+		d := s.destroy[0]
+		r.object = d.id
+		args = []string{d.id}
+		if d.force {
+			args = append(args, "--force")
+		}
+	case protocol.OpListOwned:
+		r.snap = s.reap
+	}
+	if s.frozen {
+		e.thaw(s)
+	}
+	if e.runOp(s, r, s.target, args, timeout) {
+		s.op = r
+		switch op {
+		case protocol.OpStart:
+			// start_timeout_s covers start and waiting for ready, from the
+			// moment the op runs, not from when it queued for a slot.
+			s.startDeadline = e.now.Add(s.spec.StartTimeout)
+		case protocol.OpFingerprint:
+			s.fpDue = false
+		case protocol.OpStatus:
+			s.statusDue = false
+		case protocol.OpReady:
+			s.readyDue = false
+		case protocol.OpListOwned:
+			s.reapDue = false
+		case protocol.OpDestroy:
+			s.destroy = s.destroy[1:]
+		}
+	}
+}
+
+func (e *Engine) thaw(s *service) {
+	if !s.frozen {
+		return
+	}
+	s.frozen = false
+	e.emit(Thaw{Service: s.name})
+	if s.state == sReady {
+		e.armWatch(s, false)
+	}
+}
+
+// armWatch sets the status and fingerprint timers of a running service;
+// with now, both are due at once.
+func (e *Engine) armWatch(s *service, now bool) {
+	if now {
+		s.statusDue, s.fpDue = true, true
+		return
+	}
+	e.setTimer(TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+	e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+}
+
+func (e *Engine) serviceTimer(s *service, k TimerKind) {
+	switch k {
+	case TimerIdle:
+		s.idleTimer = false
+		if s.idle() && (s.state == sReady || s.state == sWaitReady) {
+			s.idleExpired = true
+		}
+	case TimerBackoff:
+		// maybeStart checks the time.
+	case TimerReadyPoll:
+		s.readyTimer = false
+		if s.state == sWaitReady {
+			s.readyDue = true
+		}
+	case TimerStartDeadline:
+		if s.state == sWaitReady && !s.startDeadline.IsZero() && !e.now.Before(s.startDeadline) {
+			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
+		}
+	case TimerStatus:
+		if s.state == sReady && !s.frozen {
+			s.statusDue = true
+		}
+	case TimerFingerprint:
+		if (s.state == sReady || s.state == sWaitReady) && !s.frozen {
+			s.fpDue = true
+		}
+	case TimerResetAfter:
+		if s.state == sReady && s.failures > 0 && !s.unhealthy && !e.now.Before(s.readySince.Add(s.spec.Restart.ResetAfter)) {
+			e.note(s.name, "ready for %v: %d failure(s) forgotten", s.spec.Restart.ResetAfter, s.failures)
+			s.failures, s.reason, s.backoffUntil = 0, "", time.Time{}
+			e.persistService(s)
+		}
+	}
+	e.markDirty(s)
+}
+
+func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
+	s.op = nil
+	e.markDirty(s)
+	failed := o.Failure != FailNone
+	switch r.op {
+	case protocol.OpFingerprint:
+		e.fingerprinted(s, o)
+	case protocol.OpStart:
+		if s.state != sStarting {
+			return
+		}
+		if failed {
+			e.fail(s, fmt.Sprintf("start %s: %s", o.Failure, o.Message))
+			return
+		}
+		s.setState(e, sWaitReady)
+		s.readyDue = true
+		e.setTimer(TimerStartDeadline, s.name, s.startDeadline)
+	case protocol.OpReady:
+		if s.state != sWaitReady {
+			return
+		}
+		if !failed && o.Result.Status.Ready {
+			e.becameReady(s)
+			return
+		}
+		if !failed && !o.Result.Status.Running && s.startDeadline.IsZero() {
+			e.fail(s, "ready reports not running")
+			return
+		}
+		s.readyTimer = true
+		at := e.now.Add(e.cfg.ReadyPoll)
+		e.setTimer(TimerReadyPoll, s.name, at)
+	case protocol.OpStatus:
+		if s.state != sReady {
+			return
+		}
+		e.setTimer(TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+		switch {
+		case failed:
+			e.note(s.name, "status %s: %s", o.Failure, o.Message)
+		case !o.Result.Status.Running:
+			e.fail(s, "crashed: status reports not running")
+		case !o.Result.Status.Ready:
+			e.note(s.name, "not ready any more: admissions wait")
+			s.setState(e, sWaitReady)
+			s.readyDue = false
+			s.readyTimer = true
+			e.setTimer(TimerReadyPoll, s.name, e.now.Add(e.cfg.ReadyPoll))
+		}
+	case protocol.OpStop:
+		if failed {
+			e.emit(Kill{Service: s.name})
+			e.note(s.name, "stop %s (%s): escalated to a kill of its process container", o.Failure, o.Message)
+		} else if o.Result.OpResult.Escalated {
+			e.note(s.name, "stopped: the service escalated to its forceful path")
+		}
+		e.stopped(s)
+	case protocol.OpListOwned:
+		if failed {
+			e.note(s.name, "list_owned %s: %s", o.Failure, o.Message)
+			return
+		}
+		for _, w := range o.Result.Warnings {
+			e.note(s.name, "list_owned: %s", w)
+		}
+		e.reapListed(s, r.snap, o.Result.OwnedList)
+	case protocol.OpDestroy:
+		if failed {
+			e.note(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
+			return
+		}
+		delete(s.orphans, r.object)
+		e.note(s.name, "reaped %s", r.object)
+	}
+}
+
+func (e *Engine) fingerprinted(s *service, o Outcome) {
+	if o.Failure != FailNone {
+		e.note(s.name, "fingerprint %s: %s", o.Failure, o.Message)
+		if s.state == sUnknown {
+			// Nothing is known: treat it as stopped; start is idempotent
+			// should it in fact be running.
+			s.setState(e, sStopped)
+		} else if s.state == sReady || s.state == sWaitReady {
+			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+		}
+		return
+	}
+	fp := o.Result.Fingerprint
+	s.fpKnown = true
+	if fp.Healthy != s.fpHealthy || (!fp.Healthy && fp.Message != s.fpMessage) {
+		if !fp.Healthy {
+			e.note(s.name, "fingerprint unhealthy: %s", fp.Message)
+		}
+		e.admitDirty = true
+	}
+	s.fpHealthy, s.fpMessage = fp.Healthy, fp.Message
+	if !mapsEqual(s.pools, fp.Pools) {
+		s.pools = fp.Pools
+		e.admitDirty = true
+	}
+	mem := 0.0
+	if fp.Reserve != nil {
+		mem = fp.Reserve.MemGB
+	}
+	s.setMem(e, mem)
+	running := fp.Running != nil && *fp.Running
+	switch s.state {
+	case sUnknown:
+		switch {
+		case running && s.spec.Lifecycle == manifest.Manual:
+			e.note(s.name, "running (manual): usable")
+			s.setState(e, sReady)
+			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			e.admitDirty = true
+		case running && s.unhealthy:
+			// The previous agent marked it unhealthy, and its cleanup
+			// stop may have died with it: finish the cleanup.
+			s.setState(e, sReady)
+			e.beginStop(s, "cleanup after failure")
+		case running:
+			e.note(s.name, "adopted: already running")
+			s.adopting = true
+			s.setState(e, sWaitReady)
+			s.readyDue = true
+			s.startDeadline = time.Time{}
+		default:
+			s.setState(e, sStopped)
+		}
+	case sReady, sWaitReady:
+		e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+		if !running {
+			if s.spec.Lifecycle == manifest.Manual {
+				e.note(s.name, "not running (manual): unusable until it runs again")
+				s.setState(e, sStopped)
+				e.cancelWatch(s)
+				return
+			}
+			e.fail(s, "crashed: fingerprint reports not running")
+		}
+	case sStopped:
+		if running && s.spec.Lifecycle == manifest.Manual {
+			s.setState(e, sReady)
+			e.admitDirty = true
+		}
+	}
+}
+
+func (e *Engine) becameReady(s *service) {
+	e.cancelTimer(TimerStartDeadline, s.name)
+	s.startDeadline = time.Time{}
+	if s.adopting {
+		e.note(s.name, "ready (adopted)")
+	} else {
+		e.note(s.name, "ready")
+	}
+	s.adopting = false
+	s.setState(e, sReady)
+	s.readySince = e.now
+	e.armWatch(s, false)
+	if s.failures > 0 {
+		e.setTimer(TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
+	}
+	e.admitDirty = true
+}
+
+// stopped records the end of a stop and what follows it.
+func (e *Engine) stopped(s *service) {
+	why := s.stopWhy
+	s.stopWhy = ""
+	s.frozen = false
+	s.setState(e, sStopped)
+	e.cancelWatch(s)
+	e.note(s.name, "stopped (%s)", why)
+	if s.removed && s.idle() {
+		e.forget(s)
+		return
+	}
+	e.admitDirty = true
+}
+
+// forget drops a service removed from its manifest once it is stopped.
+func (e *Engine) forget(s *service) {
+	delete(e.services, s.name)
+	for i, x := range s.mod.services {
+		if x == s {
+			s.mod.services = append(s.mod.services[:i], s.mod.services[i+1:]...)
+			break
+		}
+	}
+	e.rebuildIndex()
+}
+
+func (e *Engine) containerEmptied(s *service) {
+	switch s.state {
+	case sReady, sWaitReady:
+		if s.frozen {
+			s.frozen = false
+		}
+		e.fail(s, "crashed: its process container emptied")
+	}
+}
+
+// fail counts a failure: after a cleanup stop the service backs off, or at
+// max_failures becomes unhealthy.
+func (e *Engine) fail(s *service, why string) {
+	s.failures++
+	s.reason = why
+	max := s.spec.Restart.MaxFailures
+	if s.failures >= max {
+		s.unhealthy = true
+		s.backoffUntil = time.Time{}
+		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, why)
+		e.failWaitingFor(s, fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, why, s.name))
+	} else {
+		d := Backoff(s.spec.Restart, s.failures)
+		s.backoffUntil = e.now.Add(d)
+		e.setTimer(TimerBackoff, s.name, s.backoffUntil)
+		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, why, s.backoffUntil.Format(time.RFC3339Nano), d)
+	}
+	e.persistService(s)
+	e.admitDirty = true
+	// A failed start or a crash is followed by a stop so that the next
+	// attempt begins clean.
+	e.beginStop(s, "cleanup after failure")
+}
+
+// Backoff is the delay before the n-th retry: min(initial*2^(n-1), max).
+func Backoff(r manifest.Restart, n int) time.Duration {
+	d := r.BackoffInitial
+	for i := 1; i < n; i++ {
+		d *= 2
+		if d >= r.BackoffMax || d <= 0 {
+			return r.BackoffMax
+		}
+	}
+	return min(d, r.BackoffMax)
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package runtime
+
+import (
+	"sort"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+)
+
+// Status is a read-only view of the engine, for `svcrun status`, the API
+// and invariant checks. It is a copy: later steps do not change it.
+type Status struct {
+	Now            time.Time
+	MemoryBudgetGB float64
+	MemoryUsedGB   float64
+	OpsInFlight    int
+	Services       []ServiceStatus
+	Probes         []ProbeStatus
+	Leases         []LeaseStatus
+	Pools          []PoolStatus
+	Skipped        []string // not loaded on this platform
+	LiveAttempts   []string
+}
+
+// ServiceStatus is one service as the engine sees it.
+type ServiceStatus struct {
+	Name         string
+	Module       string
+	Enabled      bool
+	Lifecycle    manifest.Lifecycle
+	State        string // unknown, stopped, starting, waiting-ready, ready, stopping
+	Ready        bool   // usable by leases now
+	Refs         int
+	Waiting      int
+	Failures     int
+	Unhealthy    bool
+	Reason       string
+	BackoffUntil time.Time
+	Frozen       bool
+	StopReason   string // why the current stop, while stopping
+	MemGB        float64
+	Charged      bool // counted against the memory budget
+	Pools        map[string]int64
+	Capabilities []string
+	OpInFlight   string
+}
+
+// ProbeStatus is one probe.
+type ProbeStatus struct {
+	Name       string
+	Capability string
+	Enabled    bool
+	Reported   bool
+	Healthy    bool
+	Message    string
+}
+
+// LeaseStatus is one lease, admitted or waiting.
+type LeaseStatus struct {
+	ID       LeaseID
+	Job      string
+	Attempt  string
+	Admitted bool
+	Services []string
+	Requirements
+	Expires time.Time
+}
+
+// PoolStatus is one pool's capacity and reservations.
+type PoolStatus struct {
+	Name     string
+	Service  string
+	Capacity int64
+	Reserved int64
+}
+
+// Status returns the engine's current view.
+func (e *Engine) Status() Status {
+	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.inflight}
+	for _, s := range e.svcOrder {
+		ss := ServiceStatus{
+			Name: s.name, Module: s.mod.name, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(),
+			Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
+			Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB,
+			Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
+		}
+		if s.state == sStopping {
+			ss.StopReason = s.stopWhy
+		}
+		if len(s.pools) > 0 {
+			ss.Pools = make(map[string]int64, len(s.pools))
+			for k, v := range s.pools {
+				ss.Pools[k] = v
+			}
+		}
+		if s.op != nil {
+			ss.OpInFlight = string(s.op.op)
+		}
+		st.Services = append(st.Services, ss)
+	}
+	for _, p := range e.prbOrder {
+		st.Probes = append(st.Probes, ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message})
+	}
+	ids := make([]LeaseID, 0, len(e.leases))
+	for id := range e.leases {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		l := e.leases[id]
+		ls := LeaseStatus{ID: l.id, Job: l.job, Attempt: l.attempt, Admitted: l.admitted, Requirements: l.req, Expires: l.expires}
+		for _, s := range l.services {
+			ls.Services = append(ls.Services, s.name)
+		}
+		st.Leases = append(st.Leases, ls)
+	}
+	for _, name := range e.poolNames() {
+		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: e.pools[name].name, Capacity: e.capacity(name), Reserved: e.reserved[name]})
+	}
+	st.Skipped = append(st.Skipped, e.skipped...)
+	for a := range e.attempts {
+		st.LiveAttempts = append(st.LiveAttempts, a)
+	}
+	sort.Strings(st.LiveAttempts)
+	return st
+}

@@ -1,0 +1,121 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Workload is a generated node and job stream for benchmarks: Services
+// on_demand services in modules of 50, each used by jobs that arrive at
+// random (from Seed) about every JobEvery and hold a lease for about
+// JobLength, over Duration.
+type Workload struct {
+	Seed      uint64
+	Services  int
+	Duration  time.Duration
+	JobEvery  time.Duration
+	JobLength time.Duration
+}
+
+// DefaultWorkload is the benchmark of the engine issue: 10,000 services over
+// 7 simulated days.
+var DefaultWorkload = Workload{Seed: 1, Services: 10000, Duration: 7 * 24 * time.Hour, JobEvery: 6 * time.Hour, JobLength: 20 * time.Minute}
+
+// WorkloadResult is what a run did.
+type WorkloadResult struct {
+	Events   int // engine steps
+	Admitted int
+	Rejected int
+	Starts   int
+}
+
+// jobArrival and jobEnd are the workload's own events; the loop turns them
+// into Acquire and Release.
+type jobArrival struct{ service int }
+type jobEnd struct{ lease runtime.LeaseID }
+
+func (jobArrival) EventName() string { return "job-arrival" }
+func (jobEnd) EventName() string     { return "job-end" }
+
+// Run builds the node and runs the job stream to its end.
+func (wl Workload) Run() (WorkloadResult, error) {
+	rng := rand.New(rand.NewPCG(wl.Seed, wl.Seed^0x9e3779b97f4a7c15))
+	var specs []runtime.ModuleSpec
+	behaviours := map[string]*fakes.Behaviour{}
+	var names []string
+	for i := 0; i < wl.Services; i += 50 {
+		m := &manifest.Module{Name: fmt.Sprintf("mod%04d", i/50), Version: "1"}
+		for j := i; j < min(i+50, wl.Services); j++ {
+			s := manifest.Service{
+				Module: m.Name, Name: fmt.Sprintf("svc%05d", j), Exec: []string{"bin/svc"},
+				Lifecycle: manifest.OnDemand, IdleTimeout: 10 * time.Minute, StartTimeout: 2 * time.Minute,
+				Capabilities: []string{fmt.Sprintf("cap%05d", j)},
+				Restart: manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5, ResetAfter: 10 * time.Minute},
+			}
+			m.Services = append(m.Services, s)
+			behaviours[s.FullName()] = &fakes.Behaviour{
+				ReadyAfterPolls: 1,
+				Ops:             map[protocol.Op]fakes.OpScript{protocol.OpStart: {Duration: 2 * time.Second}},
+			}
+			names = append(names, s.FullName())
+		}
+		specs = append(specs, runtime.ModuleSpec{Module: m, Enabled: true})
+	}
+	cfg := runtime.Config{
+		NodeID: "bench", Platform: "linux", MemoryBudgetGB: 64, MaxConcurrentOps: 64,
+		StatusPeriod: time.Minute, FingerprintPeriod: 10 * time.Minute, ReapPeriod: time.Hour,
+	}
+	w := New(cfg, specs, behaviours)
+	var res WorkloadResult
+	w.Observe = func(_ time.Time, _ runtime.Event, effects []runtime.Effect) {
+		res.Events++
+		for _, f := range effects {
+			switch f := f.(type) {
+			case runtime.Admitted:
+				res.Admitted++
+			case runtime.Rejected:
+				res.Rejected++
+			case runtime.RunOp:
+				if f.Op == protocol.OpStart {
+					res.Starts++
+				}
+			}
+		}
+	}
+	jitter := func(d time.Duration) time.Duration {
+		return time.Duration(rng.ExpFloat64() * float64(d))
+	}
+	for i := range names {
+		w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: i})
+	}
+	end := w.Now().Add(wl.Duration)
+	next := 0
+	for w.Err() == nil {
+		at, ok := w.Sched.Peek()
+		if !ok || at.After(end) {
+			break
+		}
+		ev, _ := w.Sched.Next(context.Background())
+		switch ev := ev.(type) {
+		case jobArrival:
+			next++
+			id := runtime.LeaseID(fmt.Sprintf("job%d", next))
+			w.step(runtime.Acquire{Lease: id, Attempt: string(id), Wait: 5 * time.Minute,
+				Requirements: runtime.Requirements{Capabilities: []string{fmt.Sprintf("cap%05d", ev.service)}}})
+			w.Sched.At(w.Now().Add(jitter(wl.JobLength)+time.Minute), jobEnd{lease: id})
+			w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: ev.service})
+		case jobEnd:
+			w.step(runtime.Release{Lease: ev.lease})
+		default:
+			w.step(ev)
+		}
+	}
+	return res, w.Err()
+}

@@ -1,0 +1,260 @@
+// Package sim is the simulated world: the engine and the shared driver loop
+// on virtual time, with the fake executor and an in-memory store. Scenarios,
+// property tests, exploration and benchmarks all run in a World.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Epoch is the virtual time every world starts at.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// World is one simulated node.
+type World struct {
+	Sched  *clockwork.Virtual[runtime.Event]
+	Exec   *fakes.Executor
+	Store  *MemStore
+	Driver *runtime.Driver
+	Engine *runtime.Engine
+
+	cfg     runtime.Config
+	modules []runtime.ModuleSpec
+
+	// Answers holds every answer effect (Admitted, Rejected, ...) in order.
+	Answers []Answer
+	// Observe, when set, sees every step (for traces and invariants).
+	Observe func(now time.Time, ev runtime.Event, effects []runtime.Effect)
+	// Check, when set, runs after every step; an error stops the world.
+	Check func(w *World) error
+	err   error
+}
+
+// Answer is an answer effect with its time.
+type Answer struct {
+	At     time.Time
+	Effect runtime.Effect
+}
+
+// New makes a world and boots its engine with the modules.
+func New(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
+	w := &World{cfg: cfg, modules: modules}
+	w.Sched = clockwork.NewVirtual[runtime.Event](Epoch)
+	w.Exec = fakes.NewExecutor(w.Sched, behaviours)
+	w.Store = NewMemStore()
+	w.boot()
+	return w
+}
+
+func (w *World) boot() {
+	w.Engine = runtime.New()
+	w.Driver = &runtime.Driver{
+		Engine: w.Engine, Sched: w.Sched, Exec: w.Exec, Store: w.Store,
+		Answer: func(now time.Time, f runtime.Effect) {
+			if _, isNote := f.(runtime.Note); !isNote {
+				w.Answers = append(w.Answers, Answer{At: now, Effect: f})
+			}
+		},
+		Trace: func(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+			if w.Observe != nil {
+				w.Observe(now, ev, effects)
+			}
+		},
+	}
+	w.step(runtime.Boot{Config: w.cfg, Modules: w.modules, State: w.Store.State()})
+}
+
+// Restart simulates a crash of the agent: the engine and its timers are
+// gone, pending op completions are lost, the store and the fake services
+// stay. A new engine boots from the store.
+func (w *World) Restart() {
+	w.Sched = clockwork.NewVirtual[runtime.Event](w.Sched.Now())
+	w.Exec.Rebind(w.Sched)
+	w.boot()
+}
+
+// Err is the first error of the world: a store failure or a failed check.
+func (w *World) Err() error { return w.err }
+
+// Now is the virtual time.
+func (w *World) Now() time.Time { return w.Sched.Now() }
+
+func (w *World) step(ev runtime.Event) {
+	if w.err != nil {
+		return
+	}
+	if w.Exec.Intercept(ev) {
+		return
+	}
+	if err := w.Driver.Step(ev); err != nil {
+		w.err = err
+		return
+	}
+	if w.Check != nil {
+		if err := w.Check(w); err != nil {
+			w.err = fmt.Errorf("at %s after %s: %w", w.Now().Sub(Epoch), ev.EventName(), err)
+		}
+	}
+}
+
+// Do steps an input event now, then everything due at the same instant.
+func (w *World) Do(ev runtime.Event) {
+	w.step(ev)
+	w.RunFor(0)
+}
+
+// RunFor runs every event due within d from now, then moves time to now+d.
+func (w *World) RunFor(d time.Duration) {
+	until := w.Now().Add(d)
+	for w.err == nil {
+		at, ok := w.Sched.Peek()
+		if !ok || at.After(until) {
+			break
+		}
+		ev, _ := w.Sched.Next(context.Background())
+		w.step(ev)
+	}
+	if w.err == nil && until.After(w.Now()) {
+		if err := w.Sched.AdvanceTo(until); err != nil {
+			w.err = err
+		}
+	}
+}
+
+// Pending is the number of events waiting in the scheduler.
+func (w *World) Pending() int { return w.Sched.Len() }
+
+// LastAnswer returns the last answer about lease id, or nil.
+func (w *World) LastAnswer(id runtime.LeaseID) runtime.Effect {
+	for i := len(w.Answers) - 1; i >= 0; i-- {
+		if leaseOf(w.Answers[i].Effect) == id {
+			return w.Answers[i].Effect
+		}
+	}
+	return nil
+}
+
+func leaseOf(f runtime.Effect) runtime.LeaseID {
+	switch f := f.(type) {
+	case runtime.Admitted:
+		return f.Lease
+	case runtime.Rejected:
+		return f.Lease
+	case runtime.Expired:
+		return f.Lease
+	case runtime.Renewed:
+		return f.Lease
+	case runtime.Released:
+		return f.Lease
+	case runtime.LeaseUnknown:
+		return f.Lease
+	}
+	return ""
+}
+
+// MemStore is the in-memory Store of the simulated world.
+type MemStore struct {
+	leases   map[runtime.LeaseID]runtime.LeaseRecord
+	services map[string]runtime.ServiceRecord
+	// FailNext makes the next Apply fail (fault injection).
+	FailNext bool
+}
+
+// NewMemStore returns an empty store.
+func NewMemStore() *MemStore {
+	return &MemStore{leases: map[runtime.LeaseID]runtime.LeaseRecord{}, services: map[string]runtime.ServiceRecord{}}
+}
+
+// Apply writes a batch.
+func (m *MemStore) Apply(batch []runtime.Effect) error {
+	if m.FailNext {
+		m.FailNext = false
+		return fmt.Errorf("injected store failure")
+	}
+	for _, f := range batch {
+		switch f := f.(type) {
+		case runtime.PutLease:
+			m.leases[f.Lease.ID] = f.Lease
+		case runtime.DeleteLease:
+			delete(m.leases, f.Lease)
+		case runtime.PutService:
+			m.services[f.Service.Name] = f.Service
+		}
+	}
+	return nil
+}
+
+// State is what a booting engine gets, in a stable order.
+func (m *MemStore) State() runtime.State {
+	var st runtime.State
+	for _, l := range m.leases {
+		st.Leases = append(st.Leases, l)
+	}
+	sort.Slice(st.Leases, func(i, j int) bool { return st.Leases[i].ID < st.Leases[j].ID })
+	for _, s := range m.services {
+		st.Services = append(st.Services, s)
+	}
+	sort.Slice(st.Services, func(i, j int) bool { return st.Services[i].Name < st.Services[j].Name })
+	return st
+}
+
+// Leases lists the stored lease ids.
+func (m *MemStore) Leases() []string {
+	var ids []string
+	for id := range m.leases {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// FormatEffect renders an effect on one line for traces.
+func FormatEffect(f runtime.Effect) string {
+	switch f := f.(type) {
+	case runtime.RunOp:
+		args := ""
+		if len(f.Args) > 0 {
+			args = " " + strings.Join(f.Args, " ")
+		}
+		return fmt.Sprintf("run %s %s%s #%d", f.Target, f.Op, args, f.ID)
+	case runtime.Admitted:
+		return fmt.Sprintf("admitted %s (%s)", f.Lease, strings.Join(f.Services, ", "))
+	case runtime.Rejected:
+		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
+	case runtime.Expired:
+		return fmt.Sprintf("expired %s", f.Lease)
+	case runtime.Renewed:
+		return fmt.Sprintf("renewed %s", f.Lease)
+	case runtime.Released:
+		return fmt.Sprintf("released %s", f.Lease)
+	case runtime.LeaseUnknown:
+		return fmt.Sprintf("unknown lease %s", f.Lease)
+	case runtime.Kill:
+		return "kill " + f.Service
+	case runtime.Freeze:
+		return "freeze " + f.Service
+	case runtime.Thaw:
+		return "thaw " + f.Service
+	case runtime.Note:
+		return f.Subject + ": " + f.Text
+	case runtime.SetTimer:
+		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.Format(time.RFC3339Nano))
+	case runtime.CancelTimer:
+		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
+	case runtime.PutLease:
+		return "persist lease " + string(f.Lease.ID)
+	case runtime.DeleteLease:
+		return "forget lease " + string(f.Lease)
+	case runtime.PutService:
+		return fmt.Sprintf("persist %s failures=%d unhealthy=%v", f.Service.Name, f.Service.Failures, f.Service.Unhealthy)
+	}
+	return fmt.Sprintf("%T", f)
+}
