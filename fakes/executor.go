@@ -70,6 +70,7 @@ type Behaviour struct {
 
 // proc is the simulated state of one service or probe.
 type proc struct {
+	name    string
 	b       *Behaviour
 	running bool
 	frozen  bool
@@ -84,14 +85,15 @@ type proc struct {
 
 // Executor is a runtime.Executor on virtual time.
 type Executor struct {
-	sched *clockwork.Virtual[runtime.Event]
-	procs map[string]*proc
+	sched    *clockwork.Virtual[runtime.Event]
+	procs    map[string]*proc
+	byTarget map[runtime.Target]*proc // Run's lookup, without building names
 }
 
 // NewExecutor returns an executor whose services and probes (by full name,
 // module/name) behave as given; unknown ones behave with defaults.
 func NewExecutor(sched *clockwork.Virtual[runtime.Event], behaviours map[string]*Behaviour) *Executor {
-	x := &Executor{sched: sched, procs: map[string]*proc{}}
+	x := &Executor{sched: sched, procs: map[string]*proc{}, byTarget: map[runtime.Target]*proc{}}
 	names := make([]string, 0, len(behaviours))
 	for n := range behaviours {
 		names = append(names, n)
@@ -118,6 +120,16 @@ func (x *Executor) proc(name string) *proc {
 		p = newProc(nil)
 		x.procs[name] = p
 	}
+	p.name = name
+	return p
+}
+
+func (x *Executor) procOf(t runtime.Target) *proc {
+	if p := x.byTarget[t]; p != nil {
+		return p
+	}
+	p := x.proc(t.String())
+	x.byTarget[t] = p
 	return p
 }
 
@@ -164,8 +176,8 @@ func (s OpScript) outcome(n int) Outcome {
 // Run simulates op: its effect on the fake process happens when it starts,
 // its OpDone is due after its scripted duration (or at its timeout).
 func (x *Executor) Run(op runtime.RunOp) {
-	name := op.Target.String()
-	p := x.proc(name)
+	p := x.procOf(op.Target)
+	name := p.name
 	sc := p.b.script(op.Op)
 	n := p.calls[op.Op]
 	p.calls[op.Op]++
@@ -241,7 +253,7 @@ func (x *Executor) Intercept(ev runtime.Event) bool {
 }
 
 func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time) protocol.Result {
-	name := op.Target.String()
+	name := p.name
 	r := protocol.Result{Op: op.Op}
 	switch op.Op {
 	case protocol.OpFingerprint:

@@ -145,14 +145,17 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 
 // settle runs reconciles and admissions until nothing more changes.
 func (e *Engine) settle() {
-	for len(e.dirty) > 0 || e.admitDirty {
+	// The dirty list is consumed by index so that its array is reused
+	// from step to step.
+	for i := 0; i < len(e.dirty) || e.admitDirty; {
 		if e.admitDirty {
 			e.admitDirty = false
 			e.admitWaiting()
 			continue
 		}
-		a := e.dirty[0]
-		e.dirty = e.dirty[1:]
+		a := e.dirty[i]
+		e.dirty[i] = nil
+		i++
 		*a.isDirty() = false
 		a.reconcile(e)
 	}

@@ -14,7 +14,8 @@ type probe struct {
 	mod    *module
 	target Target
 
-	op       *opRun
+	op       *opRun // in flight: &run, or nil
+	run      opRun
 	dirty    bool
 	waitSlot bool
 	due      bool
@@ -33,7 +34,8 @@ func (p *probe) reconcile(e *Engine) {
 	if p.op != nil || p.waitSlot || !p.due || !p.mod.enabled {
 		return
 	}
-	r := &opRun{op: protocol.OpFingerprint, prb: p}
+	r := &p.run
+	*r = opRun{op: protocol.OpFingerprint, prb: p}
 	if e.runOp(p, r, p.target, nil, protocol.DefaultTimeout(protocol.OpFingerprint)) {
 		p.op = r
 		p.due = false

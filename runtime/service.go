@@ -35,7 +35,8 @@ type service struct {
 	target Target
 
 	state    svcState
-	op       *opRun
+	op       *opRun // in flight: &run, or nil
+	run      opRun
 	dirty    bool
 	waitSlot bool
 	removed  bool
@@ -312,7 +313,9 @@ func (e *Engine) cancelWatch(s *service) {
 
 // serviceOp runs op on s; object is destroy's argument.
 func (e *Engine) serviceOp(s *service, op protocol.Op, object string) {
-	r := &opRun{op: op, svc: s, stopWhy: s.stopWhy}
+	// One op at a time per service: its opRun is reused, not allocated.
+	r := &s.run
+	*r = opRun{op: op, svc: s, stopWhy: s.stopWhy}
 	var args []string
 	timeout := protocol.DefaultTimeout(op)
 	switch op {
