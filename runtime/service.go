@@ -485,8 +485,14 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.note(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
 			return
 		}
-		delete(s.orphans, r.object)
-		e.note(s.name, "reaped %s", r.object)
+		// The orphan count stays until the object is gone from a
+		// listing: an object that survives a plain destroy must reach
+		// the --force one.
+		if o.Result.OpResult.Changed {
+			e.note(s.name, "reaped %s", r.object)
+		} else {
+			e.note(s.name, "destroy %s changed nothing", r.object)
+		}
 	}
 }
 
