@@ -339,6 +339,14 @@ func (e *Engine) reload(specs []ModuleSpec) {
 		switch {
 		case ms.Enabled && !m.enabled:
 			e.note("module "+m.name, "enabled")
+			// Re-enabling a module is, like an explicit reset, a fresh
+			// start for its services' failure records.
+			for _, s := range m.services {
+				if s.failures > 0 || s.unhealthy {
+					s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
+					e.persistService(s)
+				}
+			}
 			e.enableModule(m)
 		case !ms.Enabled && m.enabled:
 			e.note("module "+m.name, "disabled")

@@ -57,7 +57,7 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				Module: m.Name, Name: fmt.Sprintf("svc%05d", j), Exec: []string{"bin/svc"},
 				Lifecycle: manifest.OnDemand, IdleTimeout: 10 * time.Minute, StartTimeout: 2 * time.Minute,
 				Capabilities: []string{fmt.Sprintf("cap%05d", j)},
-				Restart: manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5, ResetAfter: 10 * time.Minute},
+				Restart:      manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5, ResetAfter: 10 * time.Minute},
 			}
 			m.Services = append(m.Services, s)
 			behaviours[s.FullName()] = &fakes.Behaviour{
