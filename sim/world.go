@@ -179,6 +179,25 @@ func (m *MemStore) Apply(batch []runtime.Effect) error {
 		m.FailNext = false
 		return fmt.Errorf("injected store failure")
 	}
+	// As strict as the bbolt store: a driver bug must fail here too.
+	for _, f := range batch {
+		switch f := f.(type) {
+		case runtime.PutLease:
+			if f.Lease.ID == "" {
+				return fmt.Errorf("put-lease without an id")
+			}
+		case runtime.DeleteLease:
+			if f.Lease == "" {
+				return fmt.Errorf("delete-lease without an id")
+			}
+		case runtime.PutService:
+			if f.Service.Name == "" {
+				return fmt.Errorf("put-service without a name")
+			}
+		default:
+			return fmt.Errorf("%T is not a persistence effect", f)
+		}
+	}
 	for _, f := range batch {
 		switch f := f.(type) {
 		case runtime.PutLease:
