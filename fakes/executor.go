@@ -28,6 +28,9 @@ const (
 	Timeout  Outcome = "timeout"  // overruns its timeout and is killed
 	Hang     Outcome = "hang"     // never answers: killed at its timeout too
 	NotReady Outcome = "not-ready"
+	// Escalated: a stop that needed the service's own forceful path; it
+	// succeeds and says so.
+	Escalated Outcome = "escalated"
 )
 
 // OpScript is how one op of a service behaves.
@@ -146,6 +149,18 @@ func (x *Executor) Objects(name string) []Object { return x.proc(name).objects }
 func (x *Executor) AddObject(name string, o Object) {
 	p := x.proc(name)
 	p.objects = append(p.objects, o)
+}
+
+// SetRunning starts or stops the daemon by hand, as the owner of a manual
+// service would: no op, no event; the engine learns it from its next
+// fingerprint.
+func (x *Executor) SetRunning(name string, running bool) {
+	p := x.proc(name)
+	if p.running != running {
+		p.running = running
+		p.gen++
+		p.startAt = x.sched.Now()
+	}
 }
 
 // Crash kills the service's daemon now, as a crash would, and posts the
@@ -282,7 +297,7 @@ func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time)
 		changed := p.running
 		p.running = false
 		p.gen++
-		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
+		r.OpResult = &protocol.OpResult{OK: true, Changed: changed, Escalated: out == Escalated}
 	case protocol.OpStatus, protocol.OpReady:
 		if op.Op == protocol.OpReady {
 			p.polls++

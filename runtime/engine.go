@@ -505,6 +505,7 @@ func (e *Engine) reset(name string) {
 		return
 	}
 	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
+	s.backoffTimer = false
 	e.cancelTimer(TimerBackoff, s.name)
 	e.persistService(s)
 	e.note(s.name, "reset: failures cleared")

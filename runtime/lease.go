@@ -204,8 +204,9 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 			return false
 		}
 	}
+	// needs_pools takes no tokens, so FIFO blocking does not apply.
 	for _, name := range l.req.NeedsPools {
-		if blocked[name] || e.capacity(name) <= 0 {
+		if e.capacity(name) <= 0 {
 			return false
 		}
 	}

@@ -28,7 +28,7 @@ func (e *Engine) startReap() {
 		snap.live[a] = true
 	}
 	for _, s := range e.svcOrder {
-		if s.state == sReady && !s.frozen && s.enabled() {
+		if s.state == sReady && s.enabled() {
 			s.reap = snap
 			s.reapDue = true
 			e.markDirty(s)

@@ -51,6 +51,7 @@ type service struct {
 	unhealthy    bool
 	reason       string
 	backoffUntil time.Time
+	backoffTimer bool // TimerBackoff is pending
 
 	frozen        bool
 	startDeadline time.Time // zero when not starting
@@ -159,6 +160,10 @@ func (s *service) reconcile(e *Engine) {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 		}
 	case sStopped:
+		if s.spec.Lifecycle == manifest.Manual && s.fpDue && s.enabled() {
+			e.serviceOp(s, protocol.OpFingerprint, "")
+			return
+		}
 		e.maybeStart(s)
 	case sStarting:
 		e.serviceOp(s, protocol.OpStart, "")
@@ -178,8 +183,8 @@ func (s *service) reconcile(e *Engine) {
 		if e.idleStop(s) {
 			return
 		}
-		if s.frozen {
-			return
+		if s.frozen && !s.reapDue && len(s.destroy) == 0 {
+			return // watch polls pause while frozen; reaping thaws it
 		}
 		switch {
 		case s.fpDue:
@@ -259,7 +264,13 @@ func (e *Engine) maybeStart(s *service) {
 		return
 	}
 	if s.backoffUntil.After(e.now) {
-		return // TimerBackoff is pending
+		// Also after an agent restart, which restores the backoff but
+		// not its timer.
+		if !s.backoffTimer {
+			s.backoffTimer = true
+			e.setTimer(TimerBackoff, s.name, s.backoffUntil)
+		}
+		return
 	}
 	if !e.memoryFor(s) {
 		return
@@ -385,7 +396,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 			s.idleExpired = true
 		}
 	case TimerBackoff:
-		// maybeStart checks the time.
+		s.backoffTimer = false // maybeStart checks the time
 	case TimerReadyPoll:
 		s.readyTimer = false
 		if s.state == sWaitReady {
@@ -400,7 +411,8 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 			s.statusDue = true
 		}
 	case TimerFingerprint:
-		if (s.state == sReady || s.state == sWaitReady) && !s.frozen {
+		manualDown := s.spec.Lifecycle == manifest.Manual && s.state == sStopped && s.enabled()
+		if (s.state == sReady || s.state == sWaitReady || manualDown) && !s.frozen {
 			s.fpDue = true
 		}
 	case TimerResetAfter:
@@ -499,6 +511,9 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 func (e *Engine) fingerprinted(s *service, o Outcome) {
 	if o.Failure != FailNone {
 		e.note(s.name, "fingerprint %s: %s", o.Failure, o.Message)
+		if s.spec.Lifecycle == manifest.Manual {
+			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+		}
 		if s.state == sUnknown {
 			// Nothing is known: treat it as stopped; start is idempotent
 			// should it in fact be running.
@@ -530,11 +545,15 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	switch s.state {
 	case sUnknown:
 		switch {
-		case running && s.spec.Lifecycle == manifest.Manual:
-			e.note(s.name, "running (manual): usable")
-			s.setState(e, sReady)
+		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
-			e.admitDirty = true
+			if running {
+				e.note(s.name, "running (manual): usable")
+				s.setState(e, sReady)
+				e.admitDirty = true
+			} else {
+				s.setState(e, sStopped)
+			}
 		case running && s.unhealthy:
 			// The previous agent marked it unhealthy, and its cleanup
 			// stop may have died with it: finish the cleanup.
@@ -555,15 +574,20 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			if s.spec.Lifecycle == manifest.Manual {
 				e.note(s.name, "not running (manual): unusable until it runs again")
 				s.setState(e, sStopped)
-				e.cancelWatch(s)
+				e.admitDirty = true
 				return
 			}
 			e.fail(s, "crashed: fingerprint reports not running")
 		}
 	case sStopped:
-		if running && s.spec.Lifecycle == manifest.Manual {
-			s.setState(e, sReady)
-			e.admitDirty = true
+		if s.spec.Lifecycle == manifest.Manual {
+			// Fingerprinted only, forever: it may come back.
+			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			if running {
+				e.note(s.name, "running (manual): usable")
+				s.setState(e, sReady)
+				e.admitDirty = true
+			}
 		}
 	}
 }
@@ -614,6 +638,16 @@ func (e *Engine) forget(s *service) {
 }
 
 func (e *Engine) containerEmptied(s *service) {
+	if s.spec.Lifecycle == manifest.Manual {
+		// The agent never starts or stops a manual service: it is
+		// unusable until a fingerprint sees it running again.
+		if s.state == sReady || s.state == sWaitReady {
+			e.note(s.name, "not running (manual): its process container emptied; unusable until it runs again")
+			s.setState(e, sStopped)
+			e.admitDirty = true
+		}
+		return
+	}
 	switch s.state {
 	case sReady, sWaitReady:
 		if s.frozen {
@@ -637,6 +671,7 @@ func (e *Engine) fail(s *service, why string) {
 	} else {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)
+		s.backoffTimer = true
 		e.setTimer(TimerBackoff, s.name, s.backoffUntil)
 		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, why, s.backoffUntil.Format(time.RFC3339Nano), d)
 	}

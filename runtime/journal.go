@@ -1,0 +1,137 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// JournalEntry is one engine step as the event journal keeps it: the time,
+// the event (its name and JSON), and the effects as canonical text lines.
+// Replaying the events through a new engine must give the same effects:
+// that is how a production incident becomes a reproducible scenario.
+type JournalEntry struct {
+	At      time.Time       `json:"at"`
+	Event   string          `json:"event"`
+	Data    json.RawMessage `json:"data"`
+	Effects []string        `json:"effects,omitempty"`
+}
+
+// NewJournalEntry records one step.
+func NewJournalEntry(at time.Time, ev Event, effects []Effect) (JournalEntry, error) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return JournalEntry{}, fmt.Errorf("journal %s: %w", ev.EventName(), err)
+	}
+	e := JournalEntry{At: at, Event: ev.EventName(), Data: data}
+	for _, f := range effects {
+		if _, isNote := f.(Note); isNote {
+			continue // notes are for people; their wording may change
+		}
+		e.Effects = append(e.Effects, FormatEffect(f))
+	}
+	return e, nil
+}
+
+// DecodeEvent rebuilds the event of a journal entry.
+func (j JournalEntry) DecodeEvent() (Event, error) {
+	var ev Event
+	var err error
+	switch j.Event {
+	case "boot":
+		var x Boot
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "reload":
+		var x Reload
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "acquire":
+		var x Acquire
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "renew":
+		var x Renew
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "release":
+		var x Release
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "op-done":
+		var x OpDone
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "fire":
+		var x Fire
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "container-emptied":
+		var x ContainerEmptied
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "doctor":
+		var x Doctor
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "memory-pressure":
+		ev = MemoryPressure{}
+	case "reset":
+		var x Reset
+		err = json.Unmarshal(j.Data, &x)
+		ev = x
+	case "reap-now":
+		ev = ReapNow{}
+	default:
+		return nil, fmt.Errorf("journal: unknown event %q", j.Event)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %s event: %w", j.Event, err)
+	}
+	return ev, nil
+}
+
+// FormatEffect renders an effect as one canonical line: the journal compares
+// these, and traces print them.
+func FormatEffect(f Effect) string {
+	switch f := f.(type) {
+	case RunOp:
+		args := ""
+		if len(f.Args) > 0 {
+			args = " " + strings.Join(f.Args, " ")
+		}
+		return fmt.Sprintf("run %s %s%s #%d", f.Target, f.Op, args, f.ID)
+	case Admitted:
+		return fmt.Sprintf("admitted %s (%s)", f.Lease, strings.Join(f.Services, ", "))
+	case Rejected:
+		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
+	case Expired:
+		return fmt.Sprintf("expired %s", f.Lease)
+	case Renewed:
+		return fmt.Sprintf("renewed %s", f.Lease)
+	case Released:
+		return fmt.Sprintf("released %s", f.Lease)
+	case LeaseUnknown:
+		return fmt.Sprintf("unknown lease %s", f.Lease)
+	case Kill:
+		return "kill " + f.Service
+	case Freeze:
+		return "freeze " + f.Service
+	case Thaw:
+		return "thaw " + f.Service
+	case Note:
+		return f.Subject + ": " + f.Text
+	case SetTimer:
+		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.UTC().Format(time.RFC3339Nano))
+	case CancelTimer:
+		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
+	case PutLease:
+		return "persist lease " + string(f.Lease.ID)
+	case DeleteLease:
+		return "forget lease " + string(f.Lease)
+	case PutService:
+		return fmt.Sprintf("persist %s failures=%d unhealthy=%v", f.Service.Name, f.Service.Failures, f.Service.Unhealthy)
+	}
+	return fmt.Sprintf("%T", f)
+}
