@@ -60,10 +60,13 @@ func Explore(seed uint64, steps int) Exploration {
 	}
 
 	// Liveness: no more faults.
-	for _, b := range behaviours {
+	for _, name := range a.Services {
+		b := behaviours[name]
 		b.Ops, b.CrashAfter, b.StopIgnored, b.Healthy = nil, 0, false, nil
+		a.record("behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
 	}
 	for _, id := range a.Leases {
+		a.record("release %s", id)
 		w.Do(runtime.Release{Lease: id})
 	}
 	a.Leases = nil
@@ -71,8 +74,10 @@ func Explore(seed uint64, steps int) Exploration {
 	// first; then failures are cleared.
 	w.RunFor(10 * time.Minute)
 	for _, s := range a.Services {
+		a.record("reset %s", s)
 		w.Do(runtime.Reset{Service: s})
 	}
+	a.record("doctor liveness phase")
 	w.Do(runtime.Doctor{Reason: "liveness phase"})
 	w.RunFor(10 * time.Minute)
 	specs := map[string]*manifest.Service{}
@@ -131,4 +136,19 @@ func admittedLeases(w *World) string {
 		}
 	}
 	return strings.Join(ids, ",")
+}
+
+// Scenario writes the exploration's inputs as a scenario file (without its
+// expected trace): `svcsim run FILE` shows what happened. The node is
+// regenerated from the seed, so the file names the seed to rebuild it.
+func (x Exploration) Scenario() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# svcsim explore --seeds 1 --seed %d --steps %d\n", x.Seed, x.Steps)
+	if x.Err != nil {
+		fmt.Fprintf(&b, "# failed: %s\n", strings.ReplaceAll(x.Err.Error(), "\n", "\n# "))
+	}
+	draw := SeededDraw(x.Seed)
+	cfg, mods, behaviours := GenNode(draw, exploreNode)
+	b.WriteString(ScenarioText(cfg, mods, behaviours, x.Inputs))
+	return b.String()
 }

@@ -183,8 +183,17 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 			delete(labels, protocol.LabelNode)
 		}
 		o := fakes.Object{ID: fmt.Sprintf("o%d", a.objects), Labels: labels, CreatedAt: w.Now(), Stubborn: draw("stubborn", 0, 1) == 1}
-		a.record("object %s id=%s attempt=%s node=%s service=%s created=%s%s", name, o.ID, labels[protocol.LabelAttemptID],
-			labels[protocol.LabelNode], labels[protocol.LabelService], fmtOffset(o.CreatedAt.Sub(Epoch)), map[bool]string{true: " stubborn"}[o.Stubborn])
+		args := []string{name, "id=" + o.ID}
+		for _, k := range []struct{ label, key string }{{protocol.LabelAttemptID, "attempt"}, {protocol.LabelNode, "node"}, {protocol.LabelService, "service"}} {
+			if v, ok := labels[k.label]; ok {
+				args = append(args, k.key+"="+v)
+			}
+		}
+		args = append(args, "created="+fmtOffset(o.CreatedAt.Sub(Epoch)))
+		if o.Stubborn {
+			args = append(args, "stubborn")
+		}
+		a.record("object %s", strings.Join(args, " "))
 		w.Exec.AddObject(name, o)
 	case "reap now":
 		a.record("reap")

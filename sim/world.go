@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/clockwork"
@@ -46,15 +45,23 @@ type Answer struct {
 
 // New makes a world and boots its engine with the modules.
 func New(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
+	w := Build(cfg, modules, behaviours)
+	w.Boot()
+	return w
+}
+
+// Build makes a world without booting it, so that Observe and Check can be
+// set to see the boot step too; Boot starts it.
+func Build(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
 	w := &World{cfg: cfg, modules: modules}
 	w.Sched = clockwork.NewVirtual[runtime.Event](Epoch)
 	w.Exec = fakes.NewExecutor(w.Sched, behaviours)
 	w.Store = NewMemStore()
-	w.boot()
 	return w
 }
 
-func (w *World) boot() {
+// Boot starts a new engine from the store, as svcrun does at its start.
+func (w *World) Boot() {
 	w.Engine = runtime.New()
 	w.Driver = &runtime.Driver{
 		Engine: w.Engine, Sched: w.Sched, Exec: w.Exec, Store: w.Store,
@@ -78,7 +85,7 @@ func (w *World) boot() {
 func (w *World) Restart() {
 	w.Sched = clockwork.NewVirtual[runtime.Event](w.Sched.Now())
 	w.Exec.Rebind(w.Sched)
-	w.boot()
+	w.Boot()
 }
 
 // Err is the first error of the world: a store failure or a failed check.
@@ -235,45 +242,5 @@ func (m *MemStore) Leases() []string {
 	return ids
 }
 
-// FormatEffect renders an effect on one line for traces.
-func FormatEffect(f runtime.Effect) string {
-	switch f := f.(type) {
-	case runtime.RunOp:
-		args := ""
-		if len(f.Args) > 0 {
-			args = " " + strings.Join(f.Args, " ")
-		}
-		return fmt.Sprintf("run %s %s%s #%d", f.Target, f.Op, args, f.ID)
-	case runtime.Admitted:
-		return fmt.Sprintf("admitted %s (%s)", f.Lease, strings.Join(f.Services, ", "))
-	case runtime.Rejected:
-		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
-	case runtime.Expired:
-		return fmt.Sprintf("expired %s", f.Lease)
-	case runtime.Renewed:
-		return fmt.Sprintf("renewed %s", f.Lease)
-	case runtime.Released:
-		return fmt.Sprintf("released %s", f.Lease)
-	case runtime.LeaseUnknown:
-		return fmt.Sprintf("unknown lease %s", f.Lease)
-	case runtime.Kill:
-		return "kill " + f.Service
-	case runtime.Freeze:
-		return "freeze " + f.Service
-	case runtime.Thaw:
-		return "thaw " + f.Service
-	case runtime.Note:
-		return f.Subject + ": " + f.Text
-	case runtime.SetTimer:
-		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.Format(time.RFC3339Nano))
-	case runtime.CancelTimer:
-		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
-	case runtime.PutLease:
-		return "persist lease " + string(f.Lease.ID)
-	case runtime.DeleteLease:
-		return "forget lease " + string(f.Lease)
-	case runtime.PutService:
-		return fmt.Sprintf("persist %s failures=%d unhealthy=%v", f.Service.Name, f.Service.Failures, f.Service.Unhealthy)
-	}
-	return fmt.Sprintf("%T", f)
-}
+// FormatEffect renders an effect on one line, as the journal does.
+func FormatEffect(f runtime.Effect) string { return runtime.FormatEffect(f) }

@@ -1,0 +1,64 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Divergence is a step whose replay gave other effects than the journal
+// recorded.
+type Divergence struct {
+	Line  int // of the journal
+	Event string
+	Want  []string
+	Got   []string
+}
+
+func (d Divergence) String() string {
+	return fmt.Sprintf("line %d (%s): the journal recorded\n    %s\nthe engine now decides\n    %s",
+		d.Line, d.Event, strings.Join(d.Want, "\n    "), strings.Join(d.Got, "\n    "))
+}
+
+// Replay re-runs a journal (JSON lines of runtime.JournalEntry) through a
+// new engine and returns the steps whose effects differ. A journal starts
+// with a boot entry; a later boot (svcrun restarted) starts a new engine.
+func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var e *runtime.Engine
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(strings.TrimSpace(sc.Text())) == 0 {
+			continue
+		}
+		var j runtime.JournalEntry
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
+		}
+		ev, err := j.DecodeEvent()
+		if err != nil {
+			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
+		}
+		if _, boot := ev.(runtime.Boot); boot {
+			e = runtime.New()
+		}
+		if e == nil {
+			return steps, divs, fmt.Errorf("journal line %d: %s before the first boot", line, j.Event)
+		}
+		got, err := runtime.NewJournalEntry(j.At, ev, e.Step(j.At, ev))
+		if err != nil {
+			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
+		}
+		steps++
+		if strings.Join(got.Effects, "\n") != strings.Join(j.Effects, "\n") {
+			divs = append(divs, Divergence{Line: line, Event: j.Event, Want: j.Effects, Got: got.Effects})
+		}
+	}
+	return steps, divs, sc.Err()
+}

@@ -1,0 +1,72 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// journalOf runs an exploration-like history and records its journal.
+func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
+	t.Helper()
+	draw := SeededDraw(seed)
+	cfg, mods, behaviours := GenNode(draw, "n1")
+	w := Build(cfg, mods, behaviours)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	w.Observe = func(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+		j, err := runtime.NewJournalEntry(now, ev, effects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Boot()
+	a := &Actor{W: w, Node: "n1", Services: []string{}}
+	for _, m := range mods {
+		for _, s := range m.Module.Services {
+			a.Services = append(a.Services, s.FullName())
+		}
+	}
+	for i := 0; i < 300; i++ {
+		a.Act(pick(draw, "action", Actions), draw)
+	}
+	return &buf
+}
+
+func TestReplayMatches(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		j := journalOf(t, seed)
+		steps, divs, err := Replay(j)
+		if err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if len(divs) > 0 || steps == 0 {
+			t.Fatalf("seed %d: %d steps, divergence:\n%s", seed, steps, divs[0])
+		}
+	}
+}
+
+func TestReplayFindsDivergence(t *testing.T) {
+	j := journalOf(t, 3).String()
+	// Change one recorded op result: the replay must notice.
+	const ok, bad = `"Failure":""`, `"Failure":"failed"`
+	i := strings.Index(j, ok)
+	if i < 0 {
+		t.Fatalf("no successful op in the journal:\n%.2000s", j)
+	}
+	tampered := j[:i] + bad + j[i+len(ok):]
+	_, divs, err := Replay(strings.NewReader(tampered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) == 0 {
+		t.Fatal("a changed op result went unnoticed")
+	}
+}

@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// MaxScenarioSteps bounds the engine steps of one scenario, so that a
+// livelock of the engine (ops at the same instant forever) ends with an
+// error instead of hanging.
+const MaxScenarioSteps = 500_000
+
+// Result is one run of a scenario.
+type Result struct {
+	Scenario *Scenario
+	Records  []Record
+	Until    time.Duration
+}
+
+// Trace is the run's trace text.
+func (r *Result) Trace() string { return Trace(r.Records) }
+
+// recorder turns the world's steps into records.
+type recorder struct {
+	records []Record
+	ops     map[runtime.OpID]OpInfo
+}
+
+func (rec *recorder) add(r Record) { rec.records = append(rec.records, r) }
+
+func (rec *recorder) observe(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+	at := now.Sub(Epoch)
+	switch ev := ev.(type) {
+	case runtime.Boot:
+		// A new engine numbers its ops from the start again; completions
+		// of the old one's ops are lost with it.
+		rec.ops = map[runtime.OpID]OpInfo{}
+	case runtime.OpDone:
+		info, known := rec.ops[ev.ID]
+		delete(rec.ops, ev.ID)
+		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
+	case runtime.ContainerEmptied:
+		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service + " emptied", Event: ev})
+	}
+	for _, f := range effects {
+		var info OpInfo
+		if r, ok := f.(runtime.RunOp); ok {
+			info = OpInfo{ID: r.ID, Target: r.Target, Op: r.Op, Args: append([]string(nil), r.Args...)}
+			rec.ops[r.ID] = info
+		}
+		if traced(f) {
+			rec.add(Record{At: at, Kind: RecEffect, Text: formatTraceEffect(f), Effect: f, Op: info})
+		}
+	}
+}
+
+// specs is the module set with the given enabled flags.
+func (sc *Scenario) specs(enabled []bool) []runtime.ModuleSpec {
+	out := make([]runtime.ModuleSpec, len(sc.Modules))
+	for i, m := range sc.Modules {
+		out[i] = runtime.ModuleSpec{Module: m.Module, Enabled: enabled[i]}
+	}
+	return out
+}
+
+// Run plays the scenario in a new World and records its trace. Inputs at
+// time T happen after every event due at or before T, and everything they
+// cause at T happens before the next input. Errors name the file and line.
+func (sc *Scenario) Run() (*Result, error) {
+	enabled := make([]bool, len(sc.Modules))
+	var names []string
+	for i, m := range sc.Modules {
+		enabled[i] = m.Enabled
+		n := m.Module.Name
+		if !m.Enabled {
+			n += " (disabled)"
+		}
+		names = append(names, n)
+	}
+	specs := sc.specs(enabled)
+	behaviours := sc.behaviourSet()
+	rec := &recorder{ops: map[runtime.OpID]OpInfo{}}
+	res := &Result{Scenario: sc, Until: sc.Until}
+
+	w := Build(sc.Config, specs, behaviours)
+	rec.add(Record{Kind: RecInput, Text: fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))})
+	w.Observe = rec.observe
+	steps := 0
+	w.Check = func(*World) error {
+		if steps++; steps > MaxScenarioSteps {
+			return fmt.Errorf("more than %d engine steps: the engine does not settle", MaxScenarioSteps)
+		}
+		return nil
+	}
+	w.Boot()
+	fail := func(in *Input) (*Result, error) {
+		res.Records = rec.records
+		line := 1
+		if in != nil {
+			line = in.Line
+		}
+		return res, lineError(sc.File, line, "the world stopped: %v", w.Err())
+	}
+	if w.Err() != nil {
+		return fail(nil)
+	}
+	for i := range sc.Inputs {
+		in := &sc.Inputs[i]
+		w.RunFor(Epoch.Add(in.At).Sub(w.Now()))
+		if w.Err() != nil {
+			return fail(in)
+		}
+		text := in.Text
+		var ev runtime.Event
+		switch in.Name {
+		case "crash":
+			if !w.Exec.Running(in.target) {
+				text += " (not running: nothing happens)"
+			}
+			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
+			w.Exec.Crash(in.target)
+			w.RunFor(0)
+			continue
+		case "object":
+			o := in.object
+			if in.createdAt != nil {
+				o.CreatedAt = Epoch.Add(*in.createdAt)
+			} else {
+				o.CreatedAt = w.Now()
+			}
+			w.Exec.AddObject(in.target, o)
+		case "behaviour":
+			if err := applyBehaviour(behaviours[in.target], in.behaviour, true); err != nil {
+				return res, lineError(sc.File, in.Line, "%v", err)
+			}
+		case "restart":
+			text += " (store: " + storeSummary(w.Store.State()) + ")"
+			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
+			w.Restart()
+			w.RunFor(0)
+			if w.Err() != nil {
+				return fail(in)
+			}
+			continue
+		case "enable", "disable":
+			enabled[sc.modNames[in.target]] = in.Name == "enable"
+			ev = runtime.Reload{Modules: sc.specs(enabled)}
+		default:
+			ev = in.ev
+		}
+		rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in, Event: ev})
+		if ev != nil {
+			w.Do(ev)
+		}
+		if w.Err() != nil {
+			return fail(in)
+		}
+	}
+	w.RunFor(Epoch.Add(sc.Until).Sub(w.Now()))
+	if w.Err() != nil {
+		return fail(nil)
+	}
+	res.Records = rec.records
+	return res, nil
+}
+
+func storeSummary(st runtime.State) string {
+	var leases, svcs []string
+	for _, l := range st.Leases {
+		leases = append(leases, string(l.ID))
+	}
+	for _, s := range st.Services {
+		x := fmt.Sprintf("%s failures=%d", s.Name, s.Failures)
+		if s.Unhealthy {
+			x += " unhealthy"
+		}
+		svcs = append(svcs, x)
+	}
+	if len(leases) == 0 {
+		leases = []string{"none"}
+	}
+	if len(svcs) == 0 {
+		svcs = []string{"none"}
+	}
+	return "leases " + strings.Join(leases, ", ") + "; services " + strings.Join(svcs, ", ")
+}
+
+// Outcome of checking one scenario file.
+type Check struct {
+	File     string
+	Scenario *Scenario
+	Result   *Result
+	// Diff is empty when the trace matches the expected one.
+	Diff string
+	// Rewritten is set when the file was rewritten.
+	Rewritten bool
+}
+
+// CheckScenarioFile runs a scenario file and compares its trace with the
+// expected one; with rewrite, it writes the trace into the file instead
+// (only when it differs).
+func CheckScenarioFile(file string, rewrite bool) (*Check, error) {
+	sc, err := ParseScenarioFile(file)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sc.Run()
+	if err != nil {
+		return nil, err
+	}
+	c := &Check{File: file, Scenario: sc, Result: res}
+	got := res.Trace()
+	if got == sc.Expected && sc.HasExpected {
+		return c, nil
+	}
+	if rewrite {
+		info, err := os.Stat(file)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(file, sc.Rewritten(got), info.Mode().Perm()); err != nil {
+			return nil, err
+		}
+		c.Rewritten = true
+		return c, nil
+	}
+	if !sc.HasExpected {
+		c.Diff = fmt.Sprintf("%s: no expected trace (no %q line); run with -rewrite to record it\n", file, Separator)
+		return c, nil
+	}
+	c.Diff = UnifiedDiff(sc.Expected, got, file+" (expected)", "actual trace", 3, 80)
+	return c, nil
+}

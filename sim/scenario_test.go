@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+var rewriteScenarios = flag.Bool("rewrite", false, "rewrite the expected traces of ../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
+
+// TestScenarios replays every scenario of ../scenarios against its expected
+// trace. `go test ./sim -args -rewrite` (or SVCSIM_REWRITE=1) records the
+// actual traces instead.
+func TestScenarios(t *testing.T) {
+	rewrite := *rewriteScenarios || os.Getenv("SVCSIM_REWRITE") == "1"
+	files, err := filepath.Glob(filepath.Join("..", "scenarios", "*.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no scenario in ../scenarios")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			c, err := CheckScenarioFile(f, rewrite)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Rewritten {
+				t.Logf("rewrote %s", f)
+			}
+			if c.Diff != "" {
+				t.Errorf("the trace differs from the expected one (go test ./sim -args -rewrite records it):\n%s", c.Diff)
+			}
+		})
+	}
+}
+
+// TestScenarioDeterministic runs every scenario twice and wants the same
+// trace and the same SVG, byte for byte.
+func TestScenarioDeterministic(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "scenarios", "*.txt"))
+	for _, f := range files {
+		sc, err := ParseScenarioFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := sc.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := sc.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Trace() != b.Trace() {
+			t.Errorf("%s: two runs differ:\n%s", f, UnifiedDiff(a.Trace(), b.Trace(), "run 1", "run 2", 3, 40))
+		}
+		if !bytes.Equal(TimelineSVG(a), TimelineSVG(b)) {
+			t.Errorf("%s: two SVGs differ", f)
+		}
+	}
+}
+
+const tinyScenario = `node id=n1
+module
+[module]
+name = "db"
+version = "1"
+[[services]]
+name = "kv"
+exec = ["bin/kv"]
+capabilities = ["kv"]
+idle_timeout_s = 5
+end
+behaviour db/kv ready_after_polls=1 op=start duration=1s
+at 1s acquire l1 attempt=a1 cap=kv wait=10s
+at 4s release l1
+run 20s
+`
+
+func TestScenarioTrace(t *testing.T) {
+	sc, err := ParseScenario("tiny.txt", []byte(tinyScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.HasExpected {
+		t.Fatal("HasExpected without a separator")
+	}
+	res, err := sc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `    0.000s  > boot node n1 (linux): modules db
+    0.000s    run db/kv fingerprint #1
+    0.000s  < done #1 db/kv fingerprint: ok running=false healthy=true
+    1.000s  > acquire l1 attempt=a1 cap=kv wait=10s
+    1.000s    db/kv: starting (1 lease(s) need it)
+    1.000s    run db/kv start #2
+    2.000s  < done #2 db/kv start: ok changed
+    2.000s    run db/kv ready #3
+    2.000s  < done #3 db/kv ready: ok running=true ready=false
+    3.000s    run db/kv ready #4
+    3.000s  < done #4 db/kv ready: ok running=true ready=true
+    3.000s    db/kv: ready
+    3.000s    admitted l1 (db/kv)
+    4.000s  > release l1
+    4.000s    released l1
+    9.000s    db/kv: stopping: idle for 5s
+    9.000s    run db/kv stop #5
+    9.000s  < done #5 db/kv stop: ok changed
+    9.000s    db/kv: stopped (idle for 5s)
+`
+	if got := res.Trace(); got != want {
+		t.Errorf("trace:\n%s", UnifiedDiff(want, got, "want", "got", 3, 0))
+	}
+	// The rewritten file is the commands, the separator, the trace; parsed
+	// again it matches.
+	again, err := ParseScenario("tiny.txt", sc.Rewritten(res.Trace()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.HasExpected || again.Expected != want {
+		t.Errorf("rewritten expected part:\n%q", again.Expected)
+	}
+	svg := string(TimelineSVG(res))
+	for _, s := range []string{"<svg", "db/kv", "lease l1", ">ready<", "</svg>"} {
+		if !strings.Contains(svg, s) {
+			t.Errorf("SVG lacks %q", s)
+		}
+	}
+}
+
+func TestScenarioErrors(t *testing.T) {
+	base := "module\n[module]\nname = \"db\"\nversion = \"1\"\n[[services]]\nname = \"kv\"\nexec = [\"bin/kv\"]\nend\n"
+	cases := []struct{ name, text, want string }{
+		{"unknown command", base + "frobnicate\nrun 1s\n", "x.txt:9: unknown command \"frobnicate\""},
+		{"unknown input", base + "at 1s explode\nrun 1s\n", "x.txt:9: unknown input \"explode\""},
+		{"unknown acquire key", base + "at 1s acquire l1 attempt=a colour=red\nrun 1s\n", "x.txt:9: acquire: unknown key \"colour\""},
+		{"unknown behaviour key", base + "behaviour db/kv speed=3\nrun 1s\n", "x.txt:9: behaviour db/kv: unknown key \"speed\""},
+		{"duration without op", base + "behaviour db/kv duration=3s\nrun 1s\n", "x.txt:9: behaviour db/kv: duration= needs op="},
+		{"bad outcome", base + "behaviour db/kv op=start outcomes=maybe\nrun 1s\n", "x.txt:9: behaviour db/kv: outcome \"maybe\""},
+		{"unknown service", base + "at 1s crash db/kv2\nrun 1s\n", "x.txt:9: no service \"db/kv2\"; the modules have: db/kv"},
+		{"unknown behaviour name", base + "behaviour db/zz ready_after_polls=1\nrun 1s\n", "x.txt:9: no service or probe \"db/zz\""},
+		{"time backwards", base + "at 5s reap\nat 4s reap\nrun 6s\n", "x.txt:10: time 4s is before"},
+		{"bad time", base + "at soon reap\nrun 1s\n", "x.txt:9: time \"soon\""},
+		{"no run", base + "at 1s reap\n", "no `run UNTIL` line"},
+		{"after run", base + "run 1s\nat 2s reap\n", "x.txt:10: nothing may follow `run`"},
+		{"module no end", "module\n[module]\nname = \"db\"\n", "x.txt:1: `module` without its `end` line"},
+		{"bad manifest", "module\n[module]\nname = \"db\"\nversion = \"1\"\nwhat = 1\nend\nrun 1s\n", "x.txt:5:"},
+		{"object without labels", base + "at 1s object db/kv id=o1\nrun 1s\n", "x.txt:9: object: give its labels"},
+		{"unknown module", base + "at 1s disable web\nrun 1s\n", "x.txt:9: no module \"web\"; modules: db"},
+		{"node key", "node colour=red\n" + base + "run 1s\n", "x.txt:1: node: unknown key \"colour\""},
+		{"running in timeline", base + "at 1s behaviour db/kv running\nrun 1s\n", "x.txt:9: behaviour: running= only"},
+	}
+	for _, c := range cases {
+		_, err := ParseScenario("x.txt", []byte(c.text))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
+	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n11\n"
+	got := UnifiedDiff(a, b, "a", "b", 2, 0)
+	want := `--- a
++++ b
+@@ -3,5 +3,5 @@
+ 3
+ 4
+-5
++five
+ 6
+ 7
+@@ -9,2 +9,3 @@
+ 9
+ 10
++11
+`
+	if got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	if UnifiedDiff(a, a, "a", "b", 3, 0) != "" {
+		t.Error("equal texts give a diff")
+	}
+}
+
+func TestFormatOffset(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0.000s", 1500 * time.Millisecond: "1.500s", 2 * time.Hour: "7200.000s"} {
+		if got := strings.TrimSpace(FormatOffset(d)); got != want {
+			t.Errorf("FormatOffset(%v) = %q, want %q", d, got, want)
+		}
+	}
+	if got := formatTraceEffect(runtime.Admitted{Lease: "l1"}); got != "admitted l1 (no service)" {
+		t.Errorf("admitted without services: %q", got)
+	}
+}
