@@ -600,6 +600,13 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 			return in, err
 		}
 		in.target = args[0]
+	case "owner-start", "owner-stop":
+		// The owner starts or stops a service by hand (a manual one): no
+		// op and no event; the engine finds out by fingerprint.
+		if err := nargs(1, f[0]+" MODULE/SERVICE"); err != nil {
+			return in, err
+		}
+		in.target = args[0]
 	case "reset":
 		if err := nargs(1, "reset MODULE/SERVICE"); err != nil {
 			return in, err
@@ -644,7 +651,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		in.Name = "behaviour"
 		in.target, in.behaviour = name, kvs
 	default:
-		return in, lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, object, restart, doctor, pressure, reap, reset, enable, disable, behaviour", f[0])
+		return in, lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, behaviour", f[0])
 	}
 	return in, nil
 }

@@ -125,6 +125,10 @@ func (sc *Scenario) Run() (*Result, error) {
 			w.Exec.Crash(in.target)
 			w.RunFor(0)
 			continue
+		case "owner-start", "owner-stop":
+			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
+			w.Exec.SetRunning(in.target, in.Name == "owner-start")
+			continue
 		case "object":
 			o := in.object
 			if in.createdAt != nil {
