@@ -27,6 +27,9 @@ type Engine struct {
 	caps     map[string]provider
 	pools    map[string]*service
 	skipped  []string // services and probes not loaded on this platform, for status
+	// offPlatform says, for a capability or pool ("capability x", "pool
+	// y") of a service or probe not loaded here, why: rejections name it.
+	offPlatform map[string]string
 
 	leases   map[LeaseID]*lease
 	waiting  []*lease // FIFO
@@ -91,6 +94,8 @@ func New() *Engine {
 		attempts: map[string]int{},
 		reserved: map[string]int64{},
 		ops:      map[OpID]*opRun{},
+
+		offPlatform: map[string]string{},
 	}
 }
 
@@ -234,6 +239,13 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 		if !spec.RunsOn(e.cfg.Platform) {
 			e.skipped = append(e.skipped, spec.FullName())
 			e.note(spec.FullName(), "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			why := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform, spec.Platforms)
+			for _, c := range spec.Capabilities {
+				e.offPlatform["capability "+c] = why
+			}
+			for _, p := range spec.Pools {
+				e.offPlatform["pool "+p] = why
+			}
 			continue
 		}
 		s := newService(m, spec)
@@ -246,6 +258,7 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 		if !spec.RunsOn(e.cfg.Platform) {
 			e.skipped = append(e.skipped, name)
 			e.note(name, "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name, e.cfg.Platform, spec.Platforms)
 			continue
 		}
 		p := &probe{name: name, spec: spec, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}}
@@ -343,6 +356,7 @@ func (e *Engine) reload(specs []ModuleSpec) {
 			// start for its services' failure records.
 			for _, s := range m.services {
 				if s.failures > 0 || s.unhealthy {
+					e.note(s.name, "module re-enabled: %d failure(s) forgotten", s.failures)
 					s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
 					e.persistService(s)
 				}

@@ -41,6 +41,8 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 	for _, c := range req.Capabilities {
 		p, ok := e.caps[c]
 		switch {
+		case !ok && e.offPlatform["capability "+c] != "":
+			return nil, nil, fmt.Sprintf("capability %q: %s", c, e.offPlatform["capability "+c])
 		case !ok:
 			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
 		case p.svc != nil:
@@ -60,6 +62,9 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 	sort.Strings(poolNames)
 	for _, name := range poolNames {
 		s, ok := e.pools[name]
+		if !ok && e.offPlatform["pool "+name] != "" {
+			return nil, nil, fmt.Sprintf("pool %q: %s", name, e.offPlatform["pool "+name])
+		}
 		if !ok {
 			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
 		}
@@ -280,6 +285,7 @@ func (e *Engine) dropWaiting(l *lease, why string) {
 	e.cancelTimer(TimerLeaseWait, string(l.id))
 	e.emit(Rejected{Lease: l.id, Reason: why})
 	e.admitDirty = true
+	e.unblockMemory()
 }
 
 func (e *Engine) forgetLease(l *lease) {
@@ -412,6 +418,8 @@ func (e *Engine) endLease(l *lease) {
 		s.lastUsed = e.now
 		e.markDirty(s)
 	}
+	// A service just left idle may be yielded to one waiting for memory.
+	e.unblockMemory()
 	if l.ttl > 0 {
 		e.cancelTimer(TimerLeaseTTL, string(l.id))
 	}

@@ -524,14 +524,15 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		return
 	}
 	fp := o.Result.Fingerprint
-	s.fpKnown = true
 	if fp.Healthy != s.fpHealthy || (!fp.Healthy && fp.Message != s.fpMessage) {
 		if !fp.Healthy {
 			e.note(s.name, "fingerprint unhealthy: %s", fp.Message)
+		} else if s.fpKnown {
+			e.note(s.name, "fingerprint healthy again")
 		}
 		e.admitDirty = true
 	}
-	s.fpHealthy, s.fpMessage = fp.Healthy, fp.Message
+	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
 	if !mapsEqual(s.pools, fp.Pools) {
 		s.pools = fp.Pools
 		e.admitDirty = true
@@ -560,11 +561,14 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			s.setState(e, sReady)
 			e.beginStop(s, "cleanup after failure")
 		case running:
+			// Adopted services get start_timeout_s to be ready, as a
+			// start would: one that never is fails like one.
 			e.note(s.name, "adopted: already running")
 			s.adopting = true
 			s.setState(e, sWaitReady)
 			s.readyDue = true
-			s.startDeadline = time.Time{}
+			s.startDeadline = e.now.Add(s.spec.StartTimeout)
+			e.setTimer(TimerStartDeadline, s.name, s.startDeadline)
 		default:
 			s.setState(e, sStopped)
 		}
