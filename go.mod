@@ -12,4 +12,7 @@ require (
 	pgregory.net/rapid v1.3.0
 )
 
-require golang.org/x/text v0.14.0 // indirect
+require (
+	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

@@ -1,0 +1,309 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/nodeconfig"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// AcquireRequest asks for a lease.
+type AcquireRequest struct {
+	Job     string `json:"job,omitempty"`
+	Attempt string `json:"attempt,omitempty"` // generated when empty
+	runtime.Requirements
+	Wait time.Duration `json:"wait"` // how long to wait for admission
+	TTL  time.Duration `json:"ttl"`  // 0: held until released
+}
+
+// Grant is an admitted lease.
+type Grant struct {
+	Lease    runtime.LeaseID `json:"lease"`
+	Attempt  string          `json:"attempt"`
+	Services []string        `json:"services"`
+	Expires  time.Time       `json:"expires,omitzero"`
+}
+
+// RejectedError is a lease that was not admitted, with the engine's reason.
+type RejectedError struct{ Reason string }
+
+func (e *RejectedError) Error() string { return "not admitted: " + e.Reason }
+
+// ErrUnknownLease is a renew or release of a lease svcrun does not hold.
+var ErrUnknownLease = errors.New("no such lease (never admitted, released, or expired)")
+
+func newID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux, macOS or Windows
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Acquire asks for a lease and waits for the answer: admitted, rejected
+// (a *RejectedError with the reason), or ctx done, in which case the
+// request is withdrawn.
+func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
+	if req.Wait < 0 || req.TTL < 0 {
+		return Grant{}, errors.New("wait and ttl must not be negative")
+	}
+	id := runtime.LeaseID(newID("lease-"))
+	if req.Attempt == "" {
+		req.Attempt = newID("attempt-")
+	}
+	ch := a.wait(id)
+	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
+	if err != nil {
+		a.unwait(id, ch)
+		return Grant{}, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return Grant{}, ErrStopping
+		}
+		switch f := f.(type) {
+		case runtime.Admitted:
+			g := Grant{Lease: id, Attempt: req.Attempt, Services: f.Services}
+			if req.TTL > 0 {
+				g.Expires = a.opts.Clock.Now().Add(req.TTL)
+			}
+			return g, nil
+		case runtime.Rejected:
+			return Grant{}, &RejectedError{Reason: f.Reason}
+		}
+		return Grant{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
+	case <-ctx.Done():
+		a.unwait(id, ch)
+		// Withdraw it, or release it if it was admitted meanwhile.
+		_ = a.post(runtime.Release{Lease: id})
+		return Grant{}, ctx.Err()
+	}
+}
+
+// leaseCall posts a renew or release and waits for its answer.
+func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Event) (runtime.Effect, error) {
+	ch := a.wait(id)
+	if err := a.post(ev); err != nil {
+		a.unwait(id, ch)
+		return nil, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return nil, ErrStopping
+		}
+		if _, unknown := f.(runtime.LeaseUnknown); unknown {
+			return nil, ErrUnknownLease
+		}
+		return f, nil
+	case <-ctx.Done():
+		a.unwait(id, ch)
+		return nil, ctx.Err()
+	}
+}
+
+// Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
+func (a *Agent) Renew(ctx context.Context, id runtime.LeaseID) (time.Time, error) {
+	f, err := a.leaseCall(ctx, id, runtime.Renew{Lease: id})
+	if err != nil {
+		return time.Time{}, err
+	}
+	if r, ok := f.(runtime.Renewed); ok {
+		return r.Expires, nil
+	}
+	return time.Time{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
+}
+
+// Release ends a lease.
+func (a *Agent) Release(ctx context.Context, id runtime.LeaseID) error {
+	_, err := a.leaseCall(ctx, id, runtime.Release{Lease: id})
+	return err
+}
+
+// Status is the engine's view and what the agent adds to it.
+type Status struct {
+	runtime.Status
+	NodeID    string    `json:"node_id"`
+	Platform  string    `json:"platform"`
+	Config    string    `json:"config"`
+	DataDir   string    `json:"data_dir"`
+	Socket    string    `json:"socket"`
+	Sandbox   string    `json:"sandbox"`
+	StartedAt time.Time `json:"started_at"`
+	Steps     uint64    `json:"steps"`
+}
+
+// Status returns the current view.
+func (a *Agent) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := a.onLoop(ctx, func() {
+		st = Status{
+			Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
+			DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
+			StartedAt: a.started, Steps: a.steps,
+		}
+	})
+	return st, err
+}
+
+// Doctor runs the probes again.
+func (a *Agent) Doctor(reason string) error {
+	if reason == "" {
+		reason = "explicit request"
+	}
+	return a.post(runtime.Doctor{Reason: reason})
+}
+
+// Reap starts a reap round now.
+func (a *Agent) Reap() error { return a.post(runtime.ReapNow{}) }
+
+// Reset clears a service's failures and unhealthy mark.
+func (a *Agent) Reset(ctx context.Context, service string) error {
+	if err := a.knownService(ctx, service); err != nil {
+		return err
+	}
+	return a.post(runtime.Reset{Service: service})
+}
+
+func (a *Agent) knownService(ctx context.Context, name string) error {
+	st, err := a.Status(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range st.Services {
+		if s.Name == name {
+			return nil
+		}
+		names = append(names, s.Name)
+	}
+	return fmt.Errorf("no such service %q; services: %s", name, strings.Join(names, ", "))
+}
+
+// SetModuleEnabled enables or disables a module until the next reload or
+// restart (the configuration file is not changed).
+func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled bool) error {
+	var err error
+	done := a.onLoop(ctx, func() {
+		i := -1
+		var names []string
+		for j, m := range a.mods {
+			if m != nil {
+				names = append(names, m.Name)
+				if m.Name == module {
+					i = j
+				}
+			}
+		}
+		if i < 0 {
+			sort.Strings(names)
+			err = fmt.Errorf("no such module %q; modules: %s", module, strings.Join(names, ", "))
+			return
+		}
+		a.cfg.Modules[i].Enabled = enabled
+		err = a.driver.Step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+	})
+	return errors.Join(done, err)
+}
+
+// Reload reads the configuration file and the modules again and applies
+// them. On any error nothing changes. Node settings other than modules
+// (data dir, budget, periods) take effect at the next start; the returned
+// notes say which changed.
+func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
+	cfg, err := nodeconfig.Load(a.cfg.File)
+	if err != nil {
+		return nil, fmt.Errorf("reload: %w", err)
+	}
+	mods, err := nodeconfig.LoadModules(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reload: %w", err)
+	}
+	var stepErr error
+	done := a.onLoop(ctx, func() {
+		notes = restartOnly(a.cfg, cfg)
+		if err := a.exec.Update(a.execConfig(cfg, mods)); err != nil {
+			stepErr = fmt.Errorf("reload: %w", err)
+			return
+		}
+		// Settings that need a restart keep their running values.
+		keep := *a.cfg
+		keep.Modules = cfg.Modules
+		a.cfg, a.mods = &keep, mods
+		stepErr = a.driver.Step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+	})
+	for _, n := range notes {
+		a.log.Warn("reload: takes effect at the next start", "setting", n)
+	}
+	return notes, errors.Join(done, stepErr)
+}
+
+// restartOnly lists the node settings that differ but apply only at start.
+func restartOnly(old, cur *nodeconfig.Config) []string {
+	var out []string
+	check := func(name string, changed bool) {
+		if changed {
+			out = append(out, name)
+		}
+	}
+	check("node_id", old.NodeID != cur.NodeID)
+	check("data_dir", old.DataDir != cur.DataDir)
+	check("socket", old.Socket != cur.Socket)
+	check("platform", old.Platform != cur.Platform)
+	check("memory_budget_gb", old.MemoryBudgetGB != cur.MemoryBudgetGB)
+	check("sandbox", old.Sandbox != cur.Sandbox)
+	check("run_as", old.RunAs != cur.RunAs)
+	check("max_concurrent_ops", old.MaxConcurrentOps != cur.MaxConcurrentOps)
+	check("status_period_s", old.StatusPeriod != cur.StatusPeriod)
+	check("fingerprint_period_s", old.FingerprintPeriod != cur.FingerprintPeriod)
+	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
+	return out
+}
+
+// Record is one line of the event stream.
+type Record struct {
+	At   time.Time `json:"at"`
+	Kind string    `json:"kind"` // note, run, admitted, rejected, ...
+	Text string    `json:"text"`
+}
+
+// Subscribe streams records until ctx is done. A slow reader misses records
+// rather than slowing the loop (the journal has them all).
+func (a *Agent) Subscribe(ctx context.Context) <-chan Record {
+	ch := make(chan Record, 256)
+	a.mu.Lock()
+	a.subs[ch] = true
+	a.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		a.mu.Lock()
+		delete(a.subs, ch)
+		a.mu.Unlock()
+		close(ch)
+	}()
+	return ch
+}
+
+func (a *Agent) publish(now time.Time, f runtime.Effect) {
+	kind := strings.SplitN(runtime.FormatEffect(f), " ", 2)[0]
+	if _, isNote := f.(runtime.Note); isNote {
+		kind = "note"
+	}
+	r := Record{At: now, Kind: kind, Text: runtime.FormatEffect(f)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for ch := range a.subs {
+		select {
+		case ch <- r:
+		default:
+		}
+	}
+}

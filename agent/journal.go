@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Journal writes every engine step as a JSON line (runtime.JournalEntry)
+// into dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
+// past MaxBytes and keeping the newest Keep rotated files. `svcsim replay`
+// re-runs a journal through the engine.
+type Journal struct {
+	dir      string
+	MaxBytes int64
+	Keep     int
+
+	f    *os.File
+	w    *bufio.Writer
+	size int64
+}
+
+// JournalName is the live journal's file name.
+const JournalName = "journal.jsonl"
+
+// OpenJournal opens (appending) the journal in dir, creating dir 0700.
+func OpenJournal(dir string) (*Journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	j := &Journal{dir: dir, MaxBytes: 64 << 20, Keep: 5}
+	if err := j.open(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (j *Journal) open() error {
+	f, err := os.OpenFile(filepath.Join(j.dir, JournalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.f, j.w, j.size = f, bufio.NewWriterSize(f, 64<<10), fi.Size()
+	return nil
+}
+
+// Write appends one step. Errors are returned, not fatal: the journal is
+// for diagnosis, the store is what must not fail.
+func (j *Journal) Write(at time.Time, ev runtime.Event, effects []runtime.Effect) error {
+	e, err := runtime.NewJournalEntry(at, ev, effects)
+	if err != nil {
+		return err
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	line = append(line, '\n')
+	if j.size+int64(len(line)) > j.MaxBytes && j.size > 0 {
+		if err := j.rotate(at); err != nil {
+			return err
+		}
+	}
+	n, err := j.w.Write(line)
+	j.size += int64(n)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered lines to the file.
+func (j *Journal) Flush() error { return j.w.Flush() }
+
+func (j *Journal) rotate(at time.Time) error {
+	if err := j.Close(); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("journal-%s.jsonl", at.UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(filepath.Join(j.dir, JournalName), filepath.Join(j.dir, name)); err != nil {
+		return fmt.Errorf("journal: rotate: %w", err)
+	}
+	old, _ := filepath.Glob(filepath.Join(j.dir, "journal-*.jsonl"))
+	sort.Strings(old)
+	for len(old) > j.Keep {
+		if err := os.Remove(old[0]); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("journal: %w", err)
+		}
+		old = old[1:]
+	}
+	return j.open()
+}
+
+// Close flushes and closes the journal.
+func (j *Journal) Close() error {
+	if j.f == nil {
+		return nil
+	}
+	err := j.w.Flush()
+	if cerr := j.f.Close(); err == nil {
+		err = cerr
+	}
+	j.f = nil
+	if err != nil && !strings.Contains(err.Error(), "file already closed") {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+// Package executor runs the ops of services and probes as processes: the
+// real world's runtime.Executor (design.md), and the runner behind
+// `svcrun op`.
+//
+// # One op: Run
+//
+// Run(ctx, Spec) runs one op process synchronously and returns a Result:
+//
+//   - Exec: Spec.Path, an absolute path (the manifest's exec[0] resolved
+//     inside the bundle by ResolveCommand; no PATH lookup, no shell), with
+//     argv exec[1:], the op, the op's arguments; working directory the
+//     bundle root.
+//   - Environment: exactly Spec.Env (svcenv.Environ). Nothing of svcrun's
+//     own environment is added; a nil Env is an empty one.
+//   - stdin is /dev/null, opened once for all ops. stdout is read up to
+//     protocol.MaxStdout+1 bytes: one byte more sets StdoutTruncated and
+//     kills the op's process group at once, since the output is invalid
+//     whatever follows. stderr is drained as it comes and only its last
+//     protocol.StderrTailSize bytes are kept, so the op never blocks on it.
+//   - Process group: the op leads a group of its own (its pid is the group
+//     id), which every process it forks joins unless it leaves.
+//   - Timeout: at Spec.Timeout, or when ctx ends, the group gets SIGTERM;
+//     Grace (default 2 s) later, SIGKILL, unless the group emptied.
+//     Result.TimedOut (or Canceled) and Escalated say what happened. The
+//     group of an op that exits on its own is never signalled: a start
+//     op's daemons live there.
+//   - Leftovers: once the op's process has exited, stdout and stderr are
+//     read for at most WaitDelay (default 200 ms) more, so a daemon that
+//     kept them open cannot hold the op (Result.PipesHeld).
+//   - Result: the protocol.Output (stdout, stderr tail, exit status, 128+n
+//     for a death by signal n), the pid, SpawnErr when it could not be
+//     started at all, and the duration.
+//
+// Outcome(op, role, Result) turns a Result into the engine's
+// runtime.Outcome through protocol.Decode, the one interpreter of op
+// output: FailSpawn, FailTimeout, FailProtocol (also for an overrun stdout),
+// FailOp, or the decoded result; Message is one line for people with the
+// last line of stderr where it helps.
+//
+// # Two engines
+//
+// On Linux (5.3 and later) the op's own goroutine waits in poll(2) on its
+// two pipes and on the op's pidfd, which becomes readable at the exit, and
+// reads what is ready: the work of a C posix_spawn loop, and within 10% of
+// its time (BenchmarkFingerprintOp). Elsewhere, and on older kernels, the
+// portable engine uses os.StartProcess, the runtime's poller and a goroutine
+// in Wait. Both pass the same tests.
+//
+// # Sandbox hooks
+//
+// Spec.Hooks is the extension point of the sandbox (filled-in §4):
+// SysProcAttr adjusts the child's attributes (Credential for run_as,
+// Cloneflags for namespaces, UseCgroupFD and CgroupFD to clone the op into
+// its service's cgroup), and Launch runs the fork on the thread it must
+// happen on (a locked OS thread confined by Landlock). Files handed to the
+// child are opened before Launch, on Run's goroutine.
+//
+// # The reaper
+//
+// BecomeSubreaper makes svcrun the child subreaper of its descendants
+// (prctl PR_SET_CHILD_SUBREAPER): a daemon that an op forks and abandons is
+// re-parented to svcrun rather than to init, and so stays reachable. A
+// reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
+// driven by SIGCHLD, reaps those orphans when they die, and never a child
+// that Run or StartCmd waits for: those are registered, under a lock that
+// the reaper takes to reap, before the reaper can see them. In a process
+// that called BecomeSubreaper every child must therefore be started by Run
+// or StartCmd; an exec.Cmd started otherwise may lose its exit status.
+// Linux only; elsewhere orphans go to init (launchd), which reaps them.
+//
+// # The runtime.Executor
+//
+// New(Config, post) builds the executor of a node from its configuration
+// and loaded modules. Every service and probe that runs on the host
+// platform gets, once, its command (ResolveCommand), its environment
+// (svcenv.Environ with the module data dir <data_dir>/modules/<module>) and
+// its sandbox hooks. Before a module's first op, and again after Update,
+// its data dir is prepared and its settings, tools and limits files
+// written (svcenv.Prepare, WriteFiles).
+//
+// Run(RunOp) returns at once; a goroutine waits for a slot of the global cap
+// (Config.MaxConcurrentOps, default the node's max_concurrent_ops), runs
+// the op, and posts runtime.OpDone{ID, Outcome}. Every RunOp is answered
+// exactly once, failures included (unknown target, a probe asked for more
+// than fingerprint: FailSpawn). Close kills the ops still running and waits
+// for their OpDone.
+//
+// Kill, Freeze and Thaw send SIGKILL, SIGSTOP and SIGCONT to the process
+// groups of the service: those of its running ops and those its ops left
+// processes in (the daemon of a start). This is the process-group fallback
+// of filled-in §4, with its limits: a process that leaves its group (setsid,
+// or a double fork that changes group) is out of reach, and a group id is
+// forgotten once the group is seen empty (at the end of each of the
+// service's ops and before every signal), so a group id recycled in between
+// could be signalled. The cgroup process container of the sandbox issue
+// replaces all of this; no ContainerEmptied event is posted until then.
+package executor

@@ -1,0 +1,402 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/nodeconfig"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/svcenv"
+)
+
+// Config is what New builds the executor from.
+type Config struct {
+	// Node is the node configuration.
+	Node *nodeconfig.Config
+	// Modules are the loaded manifests, nodeconfig.LoadModules(Node):
+	// Modules[i] belongs to Node.Modules[i]. Disabled modules are included
+	// (the engine decides what runs); nil entries are skipped.
+	Modules []*manifest.Module
+	// User is USER and LOGNAME of the ops. Default: the name of the
+	// account svcrun runs as, which is the account ops run as until a
+	// Hooks sets a Credential (run_as).
+	User string
+	// Owner owns the module data dirs and their files (run_as when svcrun
+	// is root); nil leaves them to svcrun's account.
+	Owner *svcenv.Owner
+	// MaxConcurrentOps caps the op processes running at once; default
+	// Node.MaxConcurrentOps.
+	MaxConcurrentOps int
+	// Grace and WaitDelay are passed to every Spec (0: the defaults).
+	Grace, WaitDelay time.Duration
+	// Hooks returns the sandbox hooks of a target. It is called when the
+	// targets are built (New, Update); nil runs every op unconfined.
+	Hooks func(t runtime.Target, mod *manifest.Module) (Hooks, error)
+}
+
+// Executor is the runtime.Executor of svcrun: it runs the ops of the
+// modules' services and probes as processes (see the package doc).
+type Executor struct {
+	post      func(runtime.Event)
+	sem       chan struct{}
+	grace     time.Duration
+	waitDelay time.Duration
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu      sync.RWMutex
+	targets map[runtime.Target]*target
+
+	gmu    sync.Mutex
+	groups map[runtime.Target]map[int]bool // process group -> its op is still running
+}
+
+var _ runtime.Executor = (*Executor)(nil)
+
+// target is one service or probe, computed once.
+type target struct {
+	cmd          Command
+	env          []string
+	role         protocol.Role
+	startTimeout time.Duration
+	hooks        Hooks
+	mod          *moduleData
+	err          error // why its ops cannot run
+}
+
+// moduleData is a module's data dir, prepared before its first op.
+type moduleData struct {
+	layout svcenv.Layout
+	owner  *svcenv.Owner
+	files  svcenv.Files
+
+	mu    sync.Mutex
+	ready bool
+}
+
+// ensure creates the module data dir and writes its files, once (again
+// after a failure).
+func (m *moduleData) ensure() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ready {
+		return nil
+	}
+	// <data_dir>/modules must exist; the service account must traverse it.
+	if err := mkdirAll(filepath.Dir(m.layout.ModuleData)); err != nil {
+		return err
+	}
+	if err := svcenv.Prepare(m.layout, m.owner); err != nil {
+		return err
+	}
+	if err := svcenv.WriteFiles(m.layout, m.owner, m.files); err != nil {
+		return err
+	}
+	m.ready = true
+	return nil
+}
+
+// New returns the executor of the node's modules. post receives the OpDone
+// of every op; it is called from the op's goroutine and must not block for
+// long (the real scheduler's Post).
+//
+// Targets whose command or environment cannot be built (a bundle changed
+// since it was loaded) are kept, and their ops fail with FailSpawn and the
+// reason; New itself fails only for the node as a whole.
+func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
+	if post == nil {
+		return nil, errors.New("executor: post is nil")
+	}
+	targets, err := buildTargets(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.MaxConcurrentOps
+	if n <= 0 {
+		n = cfg.Node.MaxConcurrentOps
+	}
+	if n <= 0 {
+		n = 4 * goruntime.NumCPU()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Executor{
+		post:      post,
+		sem:       make(chan struct{}, n),
+		grace:     cfg.Grace,
+		waitDelay: cfg.WaitDelay,
+		ctx:       ctx,
+		cancel:    cancel,
+		targets:   targets,
+		groups:    map[runtime.Target]map[int]bool{},
+	}, nil
+}
+
+// Update replaces the targets after a configuration reload. Every module's
+// settings, tools and limits files are written again before its next op.
+// Ops already running finish with what they started with; the process
+// groups known for each service are kept.
+func (x *Executor) Update(cfg Config) error {
+	targets, err := buildTargets(cfg)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.targets = targets
+	x.mu.Unlock()
+	return nil
+}
+
+// Close kills the ops still running (their OpDone reports them canceled)
+// and waits until every OpDone was posted.
+func (x *Executor) Close() {
+	x.cancel()
+	x.wg.Wait()
+}
+
+func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
+	if cfg.Node == nil {
+		return nil, errors.New("executor: no node configuration")
+	}
+	host := svcenv.HostPlatform()
+	if cfg.Node.Platform != string(host) {
+		return nil, fmt.Errorf("executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
+	}
+	if len(cfg.Modules) != len(cfg.Node.Modules) {
+		return nil, fmt.Errorf("executor: %d loaded modules for %d [[modules]] entries", len(cfg.Modules), len(cfg.Node.Modules))
+	}
+	userName := cfg.User
+	if userName == "" {
+		u, err := user.Current()
+		if err != nil {
+			return nil, fmt.Errorf("executor: the current user (USER of the ops): %w", err)
+		}
+		userName = u.Username
+	}
+	targets := map[runtime.Target]*target{}
+	for i, m := range cfg.Modules {
+		if m == nil {
+			continue
+		}
+		mc := cfg.Node.Modules[i]
+		md, toolDirs, merr := moduleDataOf(cfg, host, m, mc)
+		add := func(name string, probe bool, exec []string, startTimeout time.Duration) {
+			t := runtime.Target{Module: m.Name, Name: name, Probe: probe}
+			tg := &target{mod: md, startTimeout: startTimeout, err: merr}
+			if probe {
+				tg.role = protocol.RoleProbe
+			}
+			targets[t] = tg
+			if tg.err != nil {
+				return
+			}
+			if tg.cmd, tg.err = ResolveCommand(m, exec); tg.err != nil {
+				return
+			}
+			tg.env, tg.err = svcenv.Environ(svcenv.Input{
+				Platform:   host,
+				NodeID:     cfg.Node.NodeID,
+				Module:     m.Name,
+				Service:    name,
+				ModuleData: md.layout.ModuleData,
+				User:       userName,
+				ToolDirs:   toolDirs,
+			})
+			if tg.err == nil && cfg.Hooks != nil {
+				tg.hooks, tg.err = cfg.Hooks(t, m)
+			}
+		}
+		for _, s := range m.Services {
+			if s.RunsOn(string(host)) {
+				add(s.Name, false, s.Exec, s.StartTimeout)
+			}
+		}
+		for _, p := range m.Probes {
+			if p.RunsOn(string(host)) {
+				add(p.Name, true, p.Exec, 0)
+			}
+		}
+	}
+	return targets, nil
+}
+
+func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
+	md := &moduleData{owner: cfg.Owner}
+	l, err := svcenv.Paths(host, cfg.Node.ModuleDataDir(m.Name))
+	if err != nil {
+		return md, nil, err
+	}
+	md.layout = l
+	tools := map[string]string{}
+	for k, v := range mc.Tools {
+		tools[k] = v
+	}
+	settings := mc.Settings
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	md.files = svcenv.Files{Settings: settings, Tools: tools, Limits: cfg.Node.Limits}
+	dirs, err := svcenv.ToolDirs(host, mc.Tools)
+	return md, dirs, err
+}
+
+// Run starts op in a goroutine and returns at once; the goroutine posts
+// its OpDone when the op's process has ended.
+func (x *Executor) Run(op runtime.RunOp) {
+	x.wg.Add(1)
+	go func() {
+		defer x.wg.Done()
+		x.post(runtime.OpDone{ID: op.ID, Outcome: x.runOp(op)})
+	}()
+}
+
+func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
+	failSpawn := func(format string, args ...any) runtime.Outcome {
+		return runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
+	}
+	x.mu.RLock()
+	t := x.targets[op.Target]
+	x.mu.RUnlock()
+	kind := "service"
+	if op.Target.Probe {
+		kind = "probe"
+	}
+	switch {
+	case t == nil:
+		return failSpawn("no %s %s in the loaded modules", kind, op.Target)
+	case t.err != nil:
+		return failSpawn("%s %s cannot run: %v", kind, op.Target, t.err)
+	case !op.Op.Valid():
+		return failSpawn("unknown op")
+	case t.role == protocol.RoleProbe && op.Op != protocol.OpFingerprint:
+		return failSpawn("probe %s implements only fingerprint", op.Target)
+	}
+	if err := t.mod.ensure(); err != nil {
+		return failSpawn("prepare the data dir of module %s: %v", op.Target.Module, err)
+	}
+	timeout := op.Timeout
+	if timeout <= 0 {
+		timeout = OpTimeout(op.Op, t.startTimeout)
+	}
+	select {
+	case x.sem <- struct{}{}:
+	case <-x.ctx.Done():
+		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+	}
+	spec := t.cmd.Spec(op.Op, op.Args, t.env, timeout)
+	spec.Grace, spec.WaitDelay, spec.Hooks = x.grace, x.waitDelay, t.hooks
+	spec.OnStart = func(pid int) { x.addGroup(op.Target, pid) }
+	res := Run(x.ctx, spec)
+	<-x.sem
+	if res.Pid != 0 {
+		x.opEnded(op.Target, res.Pid)
+	}
+	return Outcome(op.Op, t.role, res)
+}
+
+// ----- Process groups: the process-container fallback of filled-in §4. -----
+
+func (x *Executor) addGroup(t runtime.Target, pgid int) {
+	x.gmu.Lock()
+	defer x.gmu.Unlock()
+	g := x.groups[t]
+	if g == nil {
+		g = map[int]bool{}
+		x.groups[t] = g
+	}
+	g[pgid] = true
+}
+
+// opEnded keeps the op's group only while something it left (a daemon)
+// lives in it, and forgets the target's other groups that emptied.
+func (x *Executor) opEnded(t runtime.Target, pgid int) {
+	x.gmu.Lock()
+	defer x.gmu.Unlock()
+	if g := x.groups[t]; g != nil {
+		g[pgid] = false
+		x.pruneLocked(t)
+	}
+}
+
+func (x *Executor) pruneLocked(t runtime.Target) {
+	g := x.groups[t]
+	for pgid, running := range g {
+		if !running && !groupAlive(pgid) {
+			delete(g, pgid)
+		}
+	}
+	if len(g) == 0 {
+		delete(x.groups, t)
+	}
+}
+
+// signal sends sig to every known process group of the service (full name
+// module/name): those of its running ops and those its ops left processes
+// in.
+func (x *Executor) signal(service string, sig syscall.Signal) {
+	mod, name, ok := strings.Cut(service, "/")
+	if !ok {
+		return
+	}
+	t := runtime.Target{Module: mod, Name: name}
+	x.gmu.Lock()
+	defer x.gmu.Unlock()
+	x.pruneLocked(t)
+	for _, pgid := range sortedKeys(x.groups[t]) {
+		signalGroup(pgid, sig)
+	}
+}
+
+// Groups returns the process groups known for the service (full name), for
+// status and tests.
+func (x *Executor) Groups(service string) []int {
+	mod, name, _ := strings.Cut(service, "/")
+	t := runtime.Target{Module: mod, Name: name}
+	x.gmu.Lock()
+	defer x.gmu.Unlock()
+	x.pruneLocked(t)
+	return sortedKeys(x.groups[t])
+}
+
+// Kill sends SIGKILL to the service's process groups: its running ops and
+// whatever its ops left in their groups. A process that left its group
+// (setsid, a double fork that changes group) is out of reach until the
+// cgroup process container of the sandbox issue replaces this.
+func (x *Executor) Kill(service string) { x.signal(service, syscall.SIGKILL) }
+
+// Freeze sends SIGSTOP to the service's process groups (the process-group
+// fallback of filled-in §4; the cgroup freezer replaces it).
+func (x *Executor) Freeze(service string) { x.signal(service, sigStop) }
+
+// Thaw sends SIGCONT to the service's process groups.
+func (x *Executor) Thaw(service string) { x.signal(service, sigCont) }
+
+func sortedKeys(m map[int]bool) []int {
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	return keys
+}
+
+// mkdirAll creates <data_dir>/modules and its parents, traversable (0711) so
+// that a service account can reach its own module data dir.
+func mkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	return nil
+}

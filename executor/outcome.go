@@ -1,0 +1,87 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// Outcome turns the result of an op process into what the engine acts on,
+// through protocol.Decode, the one interpreter of op output:
+//
+//   - SpawnErr: FailSpawn;
+//   - TimedOut or Canceled: FailTimeout, whatever the op printed (a
+//     canceled op may not have started at all);
+//   - StdoutTruncated: FailProtocol (the op was killed at the limit, so its
+//     exit status says nothing);
+//   - otherwise Decode decides: a result, FailOp for a *protocol.OpError,
+//     FailProtocol for a *protocol.ProtocolError (or a bad call).
+//
+// Message is one line for people: the op, what went wrong and, where it
+// helps, the last line of stderr. The result's warnings (an owned object
+// skipped for a bad id) stay in Outcome.Result.Warnings.
+func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
+	switch {
+	case res.SpawnErr != nil:
+		return runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: cannot run: %v", op, res.SpawnErr)}
+	case res.Canceled && res.Pid == 0:
+		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started", op)}
+	case res.TimedOut || res.Canceled:
+		var b strings.Builder
+		if res.TimedOut {
+			fmt.Fprintf(&b, "%s: timed out after %v; its process group got SIGTERM", op, roundDuration(res.Timeout))
+		} else {
+			fmt.Fprintf(&b, "%s: canceled after %v; its process group got SIGTERM", op, roundDuration(res.Duration))
+		}
+		if res.Escalated {
+			b.WriteString(", then SIGKILL")
+		}
+		stderrLine(&b, res.StderrTail)
+		return runtime.Outcome{Failure: runtime.FailTimeout, Message: b.String()}
+	}
+	out := res.Output
+	if out.StdoutTruncated {
+		// The op was killed at the limit: its exit status is ours, and
+		// the output is invalid already.
+		out.ExitCode = 0
+	}
+	r, err := protocol.Decode(op, role, out)
+	if err == nil {
+		return runtime.Outcome{Result: r}
+	}
+	var oe *protocol.OpError
+	switch {
+	case errors.As(err, &oe):
+		msg := err.Error()
+		if res.Signal != 0 && oe.Message == "" {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s: killed by signal %d (%v)", op, int(res.Signal), res.Signal)
+			stderrLine(&b, res.StderrTail)
+			msg = b.String()
+		}
+		return runtime.Outcome{Failure: runtime.FailOp, Message: msg}
+	case res.StdoutTruncated:
+		return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error() + " (the op was killed)"}
+	}
+	return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error()}
+}
+
+func stderrLine(b *strings.Builder, tail []byte) {
+	if l := protocol.LastLine(tail); l != "" {
+		b.WriteString(" (stderr: ")
+		b.WriteString(l)
+		b.WriteString(")")
+	}
+}
+
+// roundDuration shows a duration with at most millisecond precision.
+func roundDuration(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Microsecond)
+}

@@ -1,0 +1,383 @@
+package executor
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The reaper. A child subreaper (prctl PR_SET_CHILD_SUBREAPER) inherits the
+// orphans of its descendants: the daemon a start op forks and abandons
+// becomes our child, and our zombie when it dies. The reaper waits for those
+// and only those.
+//
+// It is one goroutine blocked in waitid(P_ALL, WEXITED|WNOWAIT), which
+// returns a zombie child without reaping it. No signal is involved: a
+// SIGCHLD handler interrupts the thread of the op that just ended and wakes
+// two goroutines, measured at 6% of a whole op.
+//
+// The zombie is reaped only if it is not in the in-flight set of the
+// children Run and StartCmd wait for themselves. A child enters that set
+// under spawnMu, read-locked by every spawn from before the fork until the
+// child is in the set; the reaper write-locks spawnMu to check the set and
+// reap, so it never sees a child of ours that is not yet in the set. When
+// the zombie is in flight, the reaper waits for its owner to take it (the
+// owner is about to: the same exit woke it), since waitid shows one zombie
+// at a time.
+//
+// With no child at all waitid fails at once; the reaper then parks until an
+// owner, having reaped its child, finds that children are left (orphans, or
+// other ops). Waking it at every spawn instead would cost 5% of an op. So an
+// orphan that dies while its op's parent is still running waits, as a
+// zombie, for the end of the next op.
+var (
+	spawnMu  sync.RWMutex
+	flightMu sync.Mutex
+	inflight = map[int]struct{}{}
+
+	reaperOnce sync.Once
+	// parked says the reaper waits on wake because it found no child.
+	parked atomic.Bool
+	wake   = make(chan struct{}, 1)
+	// awaitedPid is the in-flight zombie the reaper waits for; its untrack
+	// signals untracked.
+	awaitedPid atomic.Int64
+	untracked  = make(chan struct{}, 1)
+)
+
+// startTracked starts a process that the reaper leaves alone until untrack is
+// called, after its Wait returned.
+func startTracked(path string, argv []string, attr *os.ProcAttr) (*os.Process, func(), error) {
+	spawnMu.RLock()
+	defer spawnMu.RUnlock()
+	p, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, track(p.Pid), nil
+}
+
+// forkTracked is startTracked for syscall.ForkExec.
+func forkTracked(path string, argv []string, attr *syscall.ProcAttr) (int, func(), error) {
+	spawnMu.RLock()
+	defer spawnMu.RUnlock()
+	pid, err := syscall.ForkExec(path, argv, attr)
+	if err != nil {
+		return 0, nil, err
+	}
+	return pid, track(pid), nil
+}
+
+// StartCmd starts cmd so that the reaper never takes its exit status. In a
+// process that called BecomeSubreaper every child that is not an op must be
+// started this way; call done after cmd.Wait returned.
+func StartCmd(cmd *exec.Cmd) (done func(), err error) {
+	spawnMu.RLock()
+	defer spawnMu.RUnlock()
+	if err := cmd.Start(); err != nil {
+		return func() {}, err
+	}
+	return track(cmd.Process.Pid), nil
+}
+
+// track adds pid to the in-flight set; the caller holds spawnMu.
+func track(pid int) func() {
+	flightMu.Lock()
+	inflight[pid] = struct{}{}
+	flightMu.Unlock()
+	return func() {
+		flightMu.Lock()
+		delete(inflight, pid)
+		flightMu.Unlock()
+		if awaitedPid.Load() == int64(pid) {
+			select {
+			case untracked <- struct{}{}:
+			default:
+			}
+		}
+		if parked.Load() && hasChildren() && parked.CompareAndSwap(true, false) {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// BecomeSubreaper makes this process the child subreaper of its descendants
+// and starts the reaper, which waits for the zombies of orphans re-parented
+// to us, and for no child that Run or StartCmd started. Call it once at
+// startup, before starting ops; later calls only repeat the prctl. From then
+// on every child of the process must be started through Run or StartCmd.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("executor: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
+	}
+	reaperOnce.Do(func() { go reaper() })
+	return nil
+}
+
+// Bounds of the reaper's wait for the owner of an in-flight zombie; past
+// them it reaps the orphans behind that zombie by a scan of /proc.
+const (
+	ownerWaitMin = 50 * time.Millisecond
+	ownerWaitMax = 5 * time.Second
+)
+
+func reaper() {
+	ownerWait := ownerWaitMin
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.ECHILD:
+			// No child at all. Park, then look again: an owner that
+			// checked before parked was set did not wake us.
+			parked.Store(true)
+			if hasChildren() {
+				parked.Store(false)
+				continue
+			}
+			<-wake
+			continue
+		case err != nil:
+			// Not expected from waitid; do not spin.
+			time.Sleep(time.Second)
+			continue
+		}
+		pid := siginfoPid(&info)
+		if isInflight(pid) {
+			// Its owner takes it; no lock needed to leave it alone.
+			if awaitUntrack(pid, ownerWait, timer) {
+				ownerWait = ownerWaitMin
+				continue
+			}
+			// A slow owner (a StartCmd caller that has not called
+			// Wait yet): reap what it hides, then wait longer for it.
+			reapScan()
+			ownerWait = min(2*ownerWait, ownerWaitMax)
+			continue
+		}
+		spawnMu.Lock()
+		if !isInflight(pid) { // it may have been a spawn not yet in the set
+			reap(pid)
+		}
+		spawnMu.Unlock()
+	}
+}
+
+// hasChildren reports whether this process has any child.
+func hasChildren() bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err != unix.ECHILD
+		}
+	}
+}
+
+// ReapOrphans reaps, at once, every zombie child of this process that no Run
+// or StartCmd is waiting for, and returns how many. The reaper does this by
+// itself; calling it is harmless.
+func ReapOrphans() int {
+	reaped := 0
+	for {
+		spawnMu.Lock()
+		pid := peekZombie()
+		if pid == 0 || isInflight(pid) {
+			spawnMu.Unlock()
+			if pid == 0 {
+				return reaped
+			}
+			return reaped + reapScan()
+		}
+		ok := reap(pid)
+		spawnMu.Unlock()
+		if !ok {
+			return reaped
+		}
+		reaped++
+	}
+}
+
+// awaitUntrack waits until pid leaves the in-flight set, at most d, with the
+// reaper's stopped timer t.
+func awaitUntrack(pid int, d time.Duration, t *time.Timer) bool {
+	awaitedPid.Store(int64(pid))
+	defer awaitedPid.Store(0)
+	select { // a stale wake-up from an earlier wait
+	case <-untracked:
+	default:
+	}
+	if !isInflight(pid) {
+		return true
+	}
+	t.Reset(d)
+	defer t.Stop()
+	select {
+	case <-untracked:
+		return !isInflight(pid)
+	case <-t.C:
+		return false
+	}
+}
+
+// peekZombie returns a zombie child without reaping it, or 0.
+func peekZombie() int {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0 // ECHILD: no children at all
+		}
+		return siginfoPid(&info)
+	}
+}
+
+// reapScan reaps every zombie child not in flight, found in /proc.
+func reapScan() int {
+	spawnMu.Lock()
+	defer spawnMu.Unlock()
+	reaped := 0
+	for _, pid := range children() {
+		if !isInflight(pid) && reap(pid) {
+			reaped++
+		}
+	}
+	return reaped
+}
+
+func isInflight(pid int) bool {
+	flightMu.Lock()
+	_, ok := inflight[pid]
+	flightMu.Unlock()
+	return ok
+}
+
+// reap waits for pid if it is a zombie.
+func reap(pid int) bool {
+	var ws unix.WaitStatus
+	for {
+		got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && got == pid
+	}
+}
+
+// siginfoPid reads si_pid of a SIGCHLD siginfo (x/sys/unix exposes the
+// union as raw bytes). The union follows si_signo, si_errno and si_code,
+// aligned to a pointer; si_pid is its first field. waitid with WNOHANG
+// leaves it zero when no child has changed state.
+func siginfoPid(info *unix.Siginfo) int {
+	const ptr = unsafe.Sizeof(uintptr(0))
+	const off = (12 + ptr - 1) &^ (ptr - 1)
+	return int(*(*int32)(unsafe.Add(unsafe.Pointer(info), off)))
+}
+
+// children lists this process's children: /proc/self/task/*/children
+// (orphans are re-parented to one of our threads), or, where the kernel
+// lacks that file, every /proc/<pid>/stat whose parent is us.
+func children() []int {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+		if err != nil {
+			return childrenByStat()
+		}
+		for _, f := range bytes.Fields(data) {
+			if pid, err := strconv.Atoi(string(f)); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+func childrenByStat() []int {
+	self := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(pid); ok && ppid == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// procStat returns the parent and the state of pid from /proc/<pid>/stat.
+func procStat(pid int) (ppid int, state byte, ok bool) {
+	ppid, _, state, ok = procStatGroup(pid)
+	return ppid, state, ok
+}
+
+// procStatGroup returns the parent, the process group and the state of pid.
+func procStatGroup(pid int) (ppid, pgrp int, state byte, ok bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, 0, false
+	}
+	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, 0, false
+	}
+	f := bytes.Fields(data[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	return ppid, pgrp, f[0][0], err1 == nil && err2 == nil
+}
+
+// groupHasLiveMember scans /proc for a process of group pgid that is not a
+// zombie. It runs only while an op that overran its timeout is being
+// killed, and only when kill(2) still finds its group: zombies of the group
+// waiting for a slow init must not hold the op for the whole grace.
+func groupHasLiveMember(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, pg, state, ok := procStatGroup(pid); ok && pg == pgid && state != 'Z' && state != 'X' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,34 @@
+//go:build !linux
+
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// startTracked starts a process. Without a reaper there is nothing to track.
+func startTracked(path string, argv []string, attr *os.ProcAttr) (*os.Process, func(), error) {
+	p, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, func() {}, nil
+}
+
+// StartCmd starts cmd; call done after cmd.Wait returned. It exists for
+// symmetry with Linux, where the reaper must know every child.
+func StartCmd(cmd *exec.Cmd) (done func(), err error) {
+	return func() {}, cmd.Start()
+}
+
+// BecomeSubreaper is Linux only (prctl PR_SET_CHILD_SUBREAPER): elsewhere the
+// orphans of ops are re-parented to init (launchd), which reaps them.
+func BecomeSubreaper() error {
+	return fmt.Errorf("executor: a child subreaper needs Linux: %w", errors.ErrUnsupported)
+}
+
+// ReapOrphans does nothing without a subreaper.
+func ReapOrphans() int { return 0 }

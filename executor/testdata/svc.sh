@@ -1,0 +1,120 @@
+#!/bin/sh
+# svc.sh MODE OP [ARGS]: a service for the executor's tests. MODE picks a
+# behaviour, well-behaved or hostile; files it reports go to
+# $OARBANK_MODULE_DATA (the only place it may write).
+mode=$1
+shift
+data=$OARBANK_MODULE_DATA
+case $mode in
+env)
+	# The exact environment, cwd, stdin and argv the op got, seen by the
+	# kernel rather than by the shell (which adds PWD and friends).
+	tr '\0' '\n' </proc/$$/environ >"$data/environ"
+	readlink /proc/$$/cwd >"$data/cwd"
+	readlink /proc/$$/fd/0 >"$data/stdin"
+	printf '%s\n' "$0" "$@" >"$data/argv"
+	printf '{"healthy":true,"running":false}\n'
+	;;
+ok)
+	printf '{"healthy":true,"running":false,"pools":{"slots":2}}\n'
+	;;
+flood)
+	# 1 GiB on stdout.
+	exec head -c 1073741824 /dev/zero
+	;;
+hang)
+	# Never exits; leaves a child in its group.
+	sleep 1000 &
+	echo $! >"$data/child.pid"
+	echo "hanging" >&2
+	sleep 1000
+	;;
+polite)
+	# Exits at SIGTERM.
+	trap 'echo "bye" >&2; exit 0' TERM
+	sleep 1000 &
+	wait
+	;;
+stubborn)
+	# Ignores SIGTERM, and so do its children.
+	trap '' TERM
+	sleep 1000 &
+	echo $! >"$data/child.pid"
+	while :; do sleep 1; done
+	;;
+daemon)
+	# Leaves a daemon holding stdout and stderr, then succeeds.
+	sleep 1000 &
+	echo $! >"$data/child.pid"
+	printf '{"healthy":true,"running":true}\n'
+	;;
+doublefork)
+	# A daemon that the op abandons (double fork: its parent exits at
+	# once) and that exits when the test writes to the fifo.
+	( (read x <"$data/fifo"; exit 0) </dev/null >/dev/null 2>&1 &
+	  echo $! >"$data/daemon.pid") &
+	wait
+	printf '{"ok":true,"changed":true}\n'
+	;;
+shortdaemon)
+	# Abandons a daemon that dies soon after.
+	( (sleep 0.$(( $$ % 5 + 1 )); exit 0) </dev/null >/dev/null 2>&1 & ) &
+	wait
+	printf '{"ok":true,"changed":true}\n'
+	;;
+leavedaemon)
+	# A start that leaves a daemon in its process group, with its output
+	# redirected as it should be.
+	sleep 1000 </dev/null >/dev/null 2>&1 &
+	echo $! >"$data/daemon.pid"
+	printf '{"ok":true,"changed":true}\n'
+	;;
+twodocs)
+	printf '{"healthy":true,"running":false}\n{"healthy":true,"running":false}\n'
+	;;
+badutf8)
+	printf '{"healthy":true,"running":false,"message":"caf\351"}\n'
+	;;
+okfalse)
+	printf '{"ok":false,"message":"could not start"}\n'
+	;;
+exit3ok)
+	printf '{"ok":true}\n'
+	exit 3
+	;;
+dashid)
+	printf '{"objects":[{"id":"-rf","kind":"volume","labels":{}},{"id":"vol-1","kind":"volume","labels":{"oarbank.node":"n1"}}]}\n'
+	;;
+fail)
+	echo "starting the daemon" >&2
+	echo "error: port 8080 is taken" >&2
+	printf '{"ok":false,"message":"port taken"}\n'
+	exit 1
+	;;
+segv)
+	echo "about to crash" >&2
+	kill -SEGV $$
+	;;
+stderrflood)
+	# 200 KiB of stderr, then a known last line: only the tail is kept,
+	# and the op is never blocked on stderr.
+	head -c 204800 /dev/zero | tr '\0' 'e' >&2
+	echo >&2
+	echo "the last line" >&2
+	printf '{"healthy":true,"running":false}\n'
+	;;
+concurrency)
+	# Counts the ops running at once, in a shared directory.
+	dir=$data/running
+	mkdir -p "$dir"
+	touch "$dir/$$"
+	ls "$dir" | wc -l >>"$data/counts"
+	sleep 0.2
+	rm -f "$dir/$$"
+	printf '{"healthy":true,"running":false}\n'
+	;;
+*)
+	echo "svc.sh: unknown mode $mode" >&2
+	exit 64
+	;;
+esac
