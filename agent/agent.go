@@ -307,7 +307,7 @@ func (a *Agent) onLoop(ctx context.Context, fn func()) error {
 // the event stream.
 func (a *Agent) answer(now time.Time, f runtime.Effect) {
 	a.publish(now, f)
-	id := leaseOf(f)
+	id := runtime.LeaseOf(f)
 	if id == "" {
 		return
 	}
@@ -341,24 +341,6 @@ func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
 	if len(a.waiters[id]) == 0 {
 		delete(a.waiters, id)
 	}
-}
-
-func leaseOf(f runtime.Effect) runtime.LeaseID {
-	switch f := f.(type) {
-	case runtime.Admitted:
-		return f.Lease
-	case runtime.Rejected:
-		return f.Lease
-	case runtime.Renewed:
-		return f.Lease
-	case runtime.Released:
-		return f.Lease
-	case runtime.LeaseUnknown:
-		return f.Lease
-	case runtime.Expired:
-		return f.Lease
-	}
-	return ""
 }
 
 // trace journals every step and logs the decisions.

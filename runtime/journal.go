@@ -34,62 +34,58 @@ func NewJournalEntry(at time.Time, ev Event, effects []Effect) (JournalEntry, er
 	return e, nil
 }
 
+// decoders rebuild each kind of event from its JSON, by event name.
+var decoders = map[string]func([]byte) (Event, error){
+	Boot{}.EventName():             decode[Boot],
+	Reload{}.EventName():           decode[Reload],
+	Acquire{}.EventName():          decode[Acquire],
+	Renew{}.EventName():            decode[Renew],
+	Release{}.EventName():          decode[Release],
+	OpDone{}.EventName():           decode[OpDone],
+	Fire{}.EventName():             decode[Fire],
+	ContainerEmptied{}.EventName(): decode[ContainerEmptied],
+	Doctor{}.EventName():           decode[Doctor],
+	MemoryPressure{}.EventName():   decode[MemoryPressure],
+	Reset{}.EventName():            decode[Reset],
+	ReapNow{}.EventName():          decode[ReapNow],
+}
+
+func decode[T Event](data []byte) (Event, error) {
+	var x T
+	err := json.Unmarshal(data, &x)
+	return x, err
+}
+
 // DecodeEvent rebuilds the event of a journal entry.
 func (j JournalEntry) DecodeEvent() (Event, error) {
-	var ev Event
-	var err error
-	switch j.Event {
-	case "boot":
-		var x Boot
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "reload":
-		var x Reload
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "acquire":
-		var x Acquire
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "renew":
-		var x Renew
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "release":
-		var x Release
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "op-done":
-		var x OpDone
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "fire":
-		var x Fire
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "container-emptied":
-		var x ContainerEmptied
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "doctor":
-		var x Doctor
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "memory-pressure":
-		ev = MemoryPressure{}
-	case "reset":
-		var x Reset
-		err = json.Unmarshal(j.Data, &x)
-		ev = x
-	case "reap-now":
-		ev = ReapNow{}
-	default:
+	dec, ok := decoders[j.Event]
+	if !ok {
 		return nil, fmt.Errorf("journal: unknown event %q", j.Event)
 	}
+	ev, err := dec(j.Data)
 	if err != nil {
 		return nil, fmt.Errorf("journal: %s event: %w", j.Event, err)
 	}
 	return ev, nil
+}
+
+// LeaseOf names the lease an answer is about, or "" for other effects.
+func LeaseOf(f Effect) LeaseID {
+	switch f := f.(type) {
+	case Admitted:
+		return f.Lease
+	case Rejected:
+		return f.Lease
+	case Renewed:
+		return f.Lease
+	case Released:
+		return f.Lease
+	case LeaseUnknown:
+		return f.Lease
+	case Expired:
+		return f.Lease
+	}
+	return ""
 }
 
 // FormatEffect renders an effect as one canonical line: the journal compares

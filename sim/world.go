@@ -142,29 +142,11 @@ func (w *World) Pending() int { return w.Sched.Len() }
 // LastAnswer returns the last answer about lease id, or nil.
 func (w *World) LastAnswer(id runtime.LeaseID) runtime.Effect {
 	for i := len(w.Answers) - 1; i >= 0; i-- {
-		if leaseOf(w.Answers[i].Effect) == id {
+		if runtime.LeaseOf(w.Answers[i].Effect) == id {
 			return w.Answers[i].Effect
 		}
 	}
 	return nil
-}
-
-func leaseOf(f runtime.Effect) runtime.LeaseID {
-	switch f := f.(type) {
-	case runtime.Admitted:
-		return f.Lease
-	case runtime.Rejected:
-		return f.Lease
-	case runtime.Expired:
-		return f.Lease
-	case runtime.Renewed:
-		return f.Lease
-	case runtime.Released:
-		return f.Lease
-	case runtime.LeaseUnknown:
-		return f.Lease
-	}
-	return ""
 }
 
 // MemStore is the in-memory Store of the simulated world.
