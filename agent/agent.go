@@ -230,6 +230,7 @@ func (a *Agent) shutdown(cause error) error {
 			a.stopAll()
 		}
 	}
+	a.thawAll()
 	a.exec.Close()
 	jerr := a.jour.Close()
 	derr := a.db.Close()
@@ -256,6 +257,22 @@ func (a *Agent) drain() {
 		if err := a.driver.Step(ev); err != nil {
 			a.log.Error("persist at shutdown", "error", err)
 			return
+		}
+	}
+}
+
+// thawAll resumes frozen services before svcrun exits: the next svcrun
+// does not know they were frozen, and a service frozen with SIGSTOP (the
+// process-group fallback) whose group is orphaned by svcrun's exit would be
+// sent SIGHUP by the kernel and die.
+func (a *Agent) thawAll() {
+	if a.engine == nil {
+		return
+	}
+	for _, s := range a.engine.Status().Services {
+		if s.Frozen {
+			a.exec.Thaw(s.Name)
+			a.log.Info("thawed before exit", "subject", s.Name)
 		}
 	}
 }
