@@ -106,6 +106,10 @@ func Open(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Sandbox == nodeconfig.SandboxRequire {
+		// Honest until the sandbox lands: require means no unconfined op.
+		return nil, fmt.Errorf("%s: sandbox = \"require\", but this svcrun cannot apply the sandbox yet (Landlock, namespaces and no_new_privs are not implemented): every service would be refused; set sandbox = \"best_effort\" to run them unconfined, knowingly", cfg.File)
+	}
 	for _, m := range mods {
 		for _, w := range m.Warnings {
 			opts.Logger.Warn(w, "module", m.Name)

@@ -150,3 +150,15 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 		t.Fatalf("kv still has a pid file after a stop on exit: %s", pid)
 	}
 }
+
+func TestRequireSandboxRefused(t *testing.T) {
+	cfg := testConfig(t)
+	data, _ := os.ReadFile(cfg)
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `sandbox = "best_effort"`, `sandbox = "require"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(Options{ConfigPath: cfg})
+	if err == nil || !strings.Contains(err.Error(), `set sandbox = "best_effort"`) {
+		t.Fatalf("require accepted without a sandbox: %v", err)
+	}
+}

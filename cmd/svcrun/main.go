@@ -2,7 +2,17 @@
 // services and probes on this node (see README.md).
 //
 // Exit codes: 0 success; 1 the command ran and found a problem (an invalid
-// manifest or configuration, a failed op); 2 the command line is wrong.
+// manifest or configuration, a failed op, a lease not admitted, an unknown
+// lease, svcrun not reachable on its socket, an API request refused); 2 the
+// command line is wrong. `svcrun run` exits with CMD's status instead
+// (128+N when signal N killed CMD; 127 CMD not found, 126 not startable)
+// once CMD has started, and with 1 when the lease is not admitted.
+//
+// The commands that talk to the daemon (status, run, acquire, renew,
+// release, doctor, reap, reset, enable, disable, reload) find its socket in
+// --socket PATH, else in the node configuration given with --config FILE,
+// else in $SVCRUN_SOCKET, else at /var/lib/svcrun/svcrun.sock (the default
+// configuration's).
 package main
 
 import (
@@ -38,6 +48,19 @@ type command struct {
 
 var commands = map[string]command{
 	"validate": {"check a module bundle or a node configuration", runValidate},
+	"op":       {"run one op of a bundle's service or probe, as the agent would", runOp},
+	"serve":    {"run svcrun: the daemon", runServe},
+	"status":   {"show services, probes, memory and leases (--json)", runStatus},
+	"run":      {"hold a lease while a command runs", runRun},
+	"acquire":  {"acquire a lease and print its id (--json)", runAcquire},
+	"renew":    {"renew a lease's TTL", runRenew},
+	"release":  {"release a lease", runRelease},
+	"doctor":   {"run the probes again", runDoctor},
+	"reap":     {"start a reap round now", runReap},
+	"reset":    {"clear a service's failures and unhealthy mark", runReset},
+	"enable":   {"enable a module until the next reload", runEnable},
+	"disable":  {"disable a module until the next reload", runDisable},
+	"reload":   {"reload the node configuration (as SIGHUP)", runReload},
 }
 
 // usageError is a wrong command line: exit 2, with the usage.

@@ -1,0 +1,336 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/agent"
+)
+
+// rawCall makes a request without the client's error mapping.
+func rawCall(t *testing.T, c *Client, method, path, body string) (int, ErrorBody, string) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctxT(t, 30*time.Second), method, "http://svcrun"+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var eb ErrorBody
+	if resp.StatusCode/100 != 2 {
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: error answer is %q, not JSON: %s", method, path, ct, raw)
+		}
+		if err := json.Unmarshal(raw, &eb); err != nil || eb.Error == "" || eb.Code == "" {
+			t.Errorf("%s %s: error body %s", method, path, raw)
+		}
+	}
+	return resp.StatusCode, eb, string(raw)
+}
+
+func TestAPIRoutes(t *testing.T) {
+	n := startNode(t, demoModules(t))
+	c := n.c
+	ctx := ctxT(t, 60*time.Second)
+
+	// The socket is 0600 from the start.
+	fi, err := os.Lstat(n.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
+		t.Errorf("socket mode %v, want a socket with 0600", fi.Mode())
+	}
+
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NodeID != "test-node" || st.Sandbox != "best_effort" || len(st.Services) != 1 || st.Services[0].Name != "demo/kv" || len(st.Probes) != 1 {
+		t.Fatalf("status %+v", st)
+	}
+
+	// Events: subscribed before anything below happens.
+	ev, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+
+	g, err := c.Acquire(ctx, AcquireRequest{Job: "j1", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(20 * time.Second), TTL: Duration(30 * time.Second)})
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if !strings.HasPrefix(g.Lease, "lease-") || !strings.HasPrefix(g.Attempt, "attempt-") || len(g.Services) != 1 || g.Services[0] != "demo/kv" || g.Expires.IsZero() {
+		t.Fatalf("grant %+v", g)
+	}
+
+	// Beyond the pool's capacity: 409 with the reason.
+	_, err = c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(300 * time.Millisecond)})
+	var rej *agent.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
+		t.Fatalf("oversized acquire: %v", err)
+	}
+	code, eb, _ := rawCall(t, c, "POST", "/v1/leases", `{"pools":{"kv-slots":2},"wait":"100ms"}`)
+	if code != http.StatusConflict || eb.Code != CodeRejected || !strings.Contains(eb.Reason, "pool kv-slots") || !strings.Contains(eb.Error, eb.Reason) {
+		t.Errorf("raw rejected acquire: %d %+v", code, eb)
+	}
+	code, eb, _ = rawCall(t, c, "POST", "/v1/leases", `{"capabilities":["nope"]}`)
+	if code != http.StatusConflict || !strings.Contains(eb.Reason, "nope") {
+		t.Errorf("unknown capability: %d %+v", code, eb)
+	}
+	// Bad bodies: 400.
+	for _, body := range []string{`{"wait":30}`, `{"wait":"soon"}`, `{"colour":"red"}`, `{"ttl":"-1s"}`, `{"pools":{"kv-slots":0}}`, `{`} {
+		if code, eb, _ := rawCall(t, c, "POST", "/v1/leases", body); code != http.StatusBadRequest || eb.Code != CodeBadRequest {
+			t.Errorf("body %s: %d %+v", body, code, eb)
+		}
+	}
+
+	r, err := c.Renew(ctx, g.Lease)
+	if err != nil || r.Lease != g.Lease || r.Expires.Before(g.Expires) {
+		t.Fatalf("renew: %+v %v", r, err)
+	}
+	st, err = c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Leases) != 1 || !st.Leases[0].Admitted || st.Leases[0].Job != "j1" || st.Services[0].Refs != 1 {
+		t.Fatalf("status with a lease: %+v", st)
+	}
+	if err := c.Release(ctx, g.Lease); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if err := c.Release(ctx, g.Lease); !errors.Is(err, agent.ErrUnknownLease) || !strings.Contains(err.Error(), g.Lease) {
+		t.Errorf("second release: %v", err)
+	}
+	if _, err := c.Renew(ctx, "lease-nope"); !errors.Is(err, agent.ErrUnknownLease) {
+		t.Errorf("renew unknown: %v", err)
+	}
+	if code, eb, _ := rawCall(t, c, "DELETE", "/v1/leases/lease-nope", ""); code != http.StatusNotFound || eb.Code != CodeUnknownLease {
+		t.Errorf("raw release unknown: %d %+v", code, eb)
+	}
+
+	// The event stream saw the admission and the release.
+	seen := map[string]bool{}
+	deadline := time.AfterFunc(10*time.Second, func() { ev.Close() })
+	for !seen["admitted"] || !seen["released"] {
+		rec, err := ev.Next()
+		if err != nil {
+			t.Fatalf("events: %v (seen %v)", err, seen)
+		}
+		if strings.Contains(rec.Text, g.Lease) {
+			seen[rec.Kind] = true
+		}
+		if rec.At.IsZero() || rec.Kind == "" {
+			t.Errorf("record %+v", rec)
+		}
+	}
+	deadline.Stop()
+
+	if d, err := c.Doctor(ctx); err != nil || !d.OK {
+		t.Errorf("doctor: %+v %v", d, err)
+	}
+	if d, err := c.Reap(ctx); err != nil || !d.OK {
+		t.Errorf("reap: %+v %v", d, err)
+	}
+	_, err = c.Reset(ctx, "demo/nope")
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "demo/kv") {
+		t.Errorf("reset unknown service: %v", err)
+	}
+	if d, err := c.Reset(ctx, "demo/kv"); err != nil || !d.OK {
+		t.Errorf("reset: %+v %v", d, err)
+	}
+	if _, err := c.Reset(ctx, "kv"); err == nil || !strings.Contains(err.Error(), "MODULE/NAME") {
+		t.Errorf("reset without module: %v", err)
+	}
+
+	// Disable: the module's capability is gone; enable: back.
+	if _, err := c.SetModuleEnabled(ctx, "demo", false); err != nil {
+		t.Fatalf("disable: %v", err)
+	}
+	st, _ = c.Status(ctx)
+	if st.Services[0].Enabled {
+		t.Errorf("disabled module's service still enabled: %+v", st.Services[0])
+	}
+	if _, err := c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}}); !errors.As(err, &rej) {
+		t.Errorf("acquire from a disabled module: %v", err)
+	}
+	if _, err := c.SetModuleEnabled(ctx, "nope", true); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "modules: demo") {
+		t.Errorf("enable unknown module: %v", err)
+	}
+	if _, err := c.SetModuleEnabled(ctx, "demo", true); err != nil {
+		t.Fatalf("enable: %v", err)
+	}
+	g, err = c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}, Wait: Duration(20 * time.Second)})
+	if err != nil {
+		t.Fatalf("acquire after enable: %v", err)
+	}
+	if err := c.Release(ctx, g.Lease); err != nil {
+		t.Fatal(err)
+	}
+
+	rr, err := c.Reload(ctx)
+	if err != nil || rr.RestartNeeded == nil || len(rr.RestartNeeded) != 0 {
+		t.Errorf("reload: %+v %v", rr, err)
+	}
+
+	m, err := c.Metrics(ctx)
+	if err != nil || !strings.Contains(m, `svcrun_service_up{service="demo/kv"`) || !strings.Contains(m, "# TYPE svcrun_leases gauge") {
+		t.Errorf("metrics: %v\n%s", err, m)
+	}
+
+	// Routes that do not exist, and wrong methods: JSON too.
+	if code, eb, _ := rawCall(t, c, "GET", "/v2/status", ""); code != http.StatusNotFound || eb.Code != CodeNotFound {
+		t.Errorf("unknown route: %d %+v", code, eb)
+	}
+	if code, eb, _ := rawCall(t, c, "POST", "/v1/status", ""); code != http.StatusMethodNotAllowed || eb.Code != CodeNotAllowed || !strings.Contains(eb.Error, "GET") {
+		t.Errorf("wrong method: %d %+v", code, eb)
+	}
+	if code, _, body := rawCall(t, c, "GET", "/v1/status", ""); code != http.StatusOK || !strings.Contains(body, `"services":[{"name":"demo/kv"`) {
+		t.Errorf("status JSON: %d %s", code, body)
+	}
+}
+
+func TestAPIReloadRefused(t *testing.T) {
+	n := startNode(t, demoModules(t))
+	cfg := n.a.Config().File
+	orig, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(orig, []byte("\nbogus = 1\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.c.Reload(ctxT(t, 30*time.Second))
+	var ae *Error
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "running configuration stays") {
+		t.Errorf("bad reload: %v", err)
+	}
+}
+
+func TestSecondServerFails(t *testing.T) {
+	n := startNode(t, demoModules(t))
+	_, err := NewServer(n.a, n.socket, nil)
+	if err == nil || !strings.Contains(err.Error(), "another svcrun listens on "+n.socket) {
+		t.Fatalf("second server: %v", err)
+	}
+	// The first one still serves.
+	if _, err := n.c.Status(ctxT(t, 10*time.Second)); err != nil {
+		t.Fatalf("first server after the second's attempt: %v", err)
+	}
+}
+
+func TestStaleSocketReplaced(t *testing.T) {
+	sock := filepath.Join(shortTempDir(t), "sub", "s.sock")
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.SetUnlinkOnClose(false)
+	ln.Close() // the file stays, nobody listens: stale
+	if _, err := os.Lstat(sock); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(nil, sock, nil)
+	if err != nil {
+		t.Fatalf("over a stale socket: %v", err)
+	}
+	c, err := Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, eb, _ := rawCall(t, c, "GET", "/nope", ""); code != http.StatusNotFound {
+		t.Errorf("new server: %d %+v", code, eb)
+	}
+	c.Close()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket left after close: %v", err)
+	}
+	_, err = Dial(sock)
+	var ue *UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cannot reach svcrun at "+sock+": is `svcrun serve` running?") || !strings.Contains(err.Error(), "(connect: no such file or directory)") {
+		t.Errorf("dial after close: %v", err)
+	}
+}
+
+func TestSocketPathChecks(t *testing.T) {
+	dir := shortTempDir(t)
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewServer(nil, file, nil); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+		t.Errorf("over a regular file: %v", err)
+	}
+	long := filepath.Join(dir, strings.Repeat("x", 120))
+	if _, err := NewServer(nil, long, nil); err == nil || !strings.Contains(err.Error(), "more than the 103") {
+		t.Errorf("long path: %v", err)
+	}
+	// A missing parent is created 0755.
+	sock := filepath.Join(dir, "new", "s.sock")
+	srv, err := NewServer(nil, sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	fi, err := os.Stat(filepath.Dir(sock))
+	if err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("parent dir: %v %v", fi.Mode(), err)
+	}
+}
+
+// TestShutdownEndsStreamsAndWaits: Close returns promptly with an event
+// stream open and an acquire waiting; the waiting client gets 503.
+func TestShutdownEndsStreamsAndWaits(t *testing.T) {
+	n := startNode(t, demoModules(t))
+	ctx := ctxT(t, 30*time.Second)
+	ev, err := n.c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	res := make(chan error, 1)
+	go func() {
+		_, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 5}, Wait: Duration(time.Minute)})
+		res <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if err := n.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	for {
+		if _, err := ev.Next(); err != nil {
+			break // the stream ended
+		}
+	}
+	if err := <-res; !errors.Is(err, agent.ErrStopping) {
+		t.Errorf("the waiting acquire: %v, want svcrun is stopping", err)
+	}
+}

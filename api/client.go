@@ -1,0 +1,294 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/agent"
+)
+
+// Client talks to a svcrun over its socket. It is safe for concurrent use
+// and keeps connections open between calls.
+//
+// Its errors keep what the server said: a rejected acquire is an
+// *agent.RejectedError with the reason; an unknown lease matches
+// errors.Is(err, agent.ErrUnknownLease); a stopping svcrun matches
+// agent.ErrStopping; other answers are an *Error; a socket nobody answers
+// on is an *UnreachableError with a hint.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// UnreachableError is a socket svcrun could not be reached on.
+type UnreachableError struct {
+	Socket string
+	Err    error // the connect error
+}
+
+func (e *UnreachableError) Error() string {
+	cause := e.Err
+	var op *net.OpError
+	if errors.As(cause, &op) && op.Err != nil {
+		cause = op.Err // "connect: no such file or directory"
+	}
+	hint := "is `svcrun serve` running? (the socket comes from --socket, else --config, else $SVCRUN_SOCKET)"
+	if errors.Is(e.Err, os.ErrPermission) {
+		hint = "only root and svcrun's own user may connect: run the command as one of them, e.g. with sudo"
+	}
+	return fmt.Sprintf("cannot reach svcrun at %s: %s (%v)", e.Socket, hint, cause)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Error is an error answer of the API.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // ErrorBody.Code
+	Message string
+	Reason  string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Is matches the agent's sentinel errors by code.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case agent.ErrUnknownLease:
+		return e.Code == CodeUnknownLease
+	case agent.ErrStopping:
+		return e.Code == CodeStopping
+	}
+	return false
+}
+
+// Dial returns a client of the svcrun listening on socket, after checking
+// that something accepts connections there.
+func Dial(socket string) (*Client, error) {
+	c := NewClient(socket)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conn.Close()
+	return c, nil
+}
+
+// NewClient returns a client of socket without connecting yet.
+func NewClient(socket string) *Client {
+	c := &Client{socket: socket}
+	c.http = &http.Client{Transport: &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second, // below the server's 2 min
+		DisableCompression:  true,
+	}}
+	return c
+}
+
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.socket)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &UnreachableError{Socket: c.socket, Err: err}
+	}
+	return conn, nil
+}
+
+// Socket is the socket the client talks to.
+func (c *Client) Socket() string { return c.socket }
+
+// Close closes the idle connections.
+func (c *Client) Close() error {
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// send makes a request and returns the response when its status is 2xx;
+// otherwise the error the body describes.
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://svcrun"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *UnreachableError
+		switch {
+		case errors.As(err, &ue):
+			return nil, ue
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		}
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("svcrun at %s: %s %s: %w (did svcrun stop?)", c.socket, method, path, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var eb ErrorBody
+	if json.Unmarshal(raw, &eb) != nil || eb.Error == "" {
+		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal,
+			Message: fmt.Sprintf("svcrun at %s answered %s to %s %s: %s", c.socket, resp.Status, method, path, strings.TrimSpace(string(raw)))}
+	}
+	if eb.Code == CodeRejected {
+		return nil, &agent.RejectedError{Reason: eb.Reason}
+	}
+	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Reason: eb.Reason}
+}
+
+// call makes a request and decodes a 2xx answer into out.
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("svcrun at %s: %s %s: unreadable answer: %w", c.socket, method, path, err)
+	}
+	return nil
+}
+
+// Status returns svcrun's view.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := c.call(ctx, http.MethodGet, "/v1/status", nil, &st)
+	return st, err
+}
+
+// Acquire asks for a lease and waits for the answer (at most req.Wait, plus
+// the time to answer). Canceling ctx withdraws the request.
+func (c *Client) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
+	var g Grant
+	err := c.call(ctx, http.MethodPost, "/v1/leases", req, &g)
+	return g, err
+}
+
+// Renew extends a lease's TTL.
+func (c *Client) Renew(ctx context.Context, lease string) (Renewal, error) {
+	var r Renewal
+	err := c.call(ctx, http.MethodPost, "/v1/leases/"+url.PathEscape(lease)+"/renew", nil, &r)
+	return r, err
+}
+
+// Release ends a lease.
+func (c *Client) Release(ctx context.Context, lease string) error {
+	var r Released
+	return c.call(ctx, http.MethodDelete, "/v1/leases/"+url.PathEscape(lease), nil, &r)
+}
+
+// Doctor runs the probes again.
+func (c *Client) Doctor(ctx context.Context) (Done, error) {
+	var d Done
+	err := c.call(ctx, http.MethodPost, "/v1/doctor", nil, &d)
+	return d, err
+}
+
+// Reap starts a reap round now.
+func (c *Client) Reap(ctx context.Context) (Done, error) {
+	var d Done
+	err := c.call(ctx, http.MethodPost, "/v1/reap", nil, &d)
+	return d, err
+}
+
+// Reset clears the failures of service, named MODULE/NAME.
+func (c *Client) Reset(ctx context.Context, service string) (Done, error) {
+	mod, name, ok := strings.Cut(service, "/")
+	if !ok || mod == "" || name == "" || strings.Contains(name, "/") {
+		return Done{}, fmt.Errorf("service %q: name it MODULE/NAME, e.g. demo/kv (see svcrun status)", service)
+	}
+	var d Done
+	err := c.call(ctx, http.MethodPost, "/v1/services/"+url.PathEscape(mod)+"/"+url.PathEscape(name)+"/reset", nil, &d)
+	return d, err
+}
+
+// SetModuleEnabled enables or disables a module until the next reload or
+// restart.
+func (c *Client) SetModuleEnabled(ctx context.Context, module string, enabled bool) (Done, error) {
+	verb := "disable"
+	if enabled {
+		verb = "enable"
+	}
+	var d Done
+	err := c.call(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(module)+"/"+verb, nil, &d)
+	return d, err
+}
+
+// Reload makes svcrun read its configuration again.
+func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
+	var r ReloadResult
+	err := c.call(ctx, http.MethodPost, "/v1/reload", nil, &r)
+	return r, err
+}
+
+// Metrics returns the Prometheus text exposition.
+func (c *Client) Metrics(ctx context.Context) (string, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// EventStream is an open GET /v1/events.
+type EventStream struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+// Events opens the event stream. It returns once svcrun has subscribed:
+// every record from then on is delivered, unless the reader falls more
+// than 256 records behind (the journal has them all).
+func (c *Client) Events(ctx context.Context) (*EventStream, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/events", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: resp.Body, dec: json.NewDecoder(resp.Body)}, nil
+}
+
+// Next blocks for the next record. It fails when the stream ends (svcrun
+// stopped, ctx done, or Close).
+func (s *EventStream) Next() (agent.Record, error) {
+	var r agent.Record
+	err := s.dec.Decode(&r)
+	return r, err
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }

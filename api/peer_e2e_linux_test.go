@@ -1,0 +1,85 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestPeerDeniedEndToEnd connects as another user (nobody) through a
+// socket opened to everyone: SO_PEERCRED is what refuses, with a 403.
+func TestPeerDeniedEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	dir := shortTempDir(t)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s.sock")
+	srv, err := NewServer(nil, sock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := os.Chmod(sock, 0o666); err != nil { // the file mode no longer guards
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "api.test")
+	if err := copyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestPeerHelper$", "-test.v")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SVCRUN_PEER_HELPER="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "RESULT 403 forbidden: uid 65534 (pid ") || !strings.Contains(string(out), "may not use svcrun's API") {
+		t.Errorf("helper output:\n%s", out)
+	}
+}
+
+// TestPeerHelper is the client side of TestPeerDeniedEndToEnd.
+func TestPeerHelper(t *testing.T) {
+	sock := os.Getenv("SVCRUN_PEER_HELPER")
+	if sock == "" {
+		t.Skip("helper of TestPeerDeniedEndToEnd")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := NewClient(sock).Status(ctx)
+	var ae *Error
+	if errors.As(err, &ae) {
+		fmt.Printf("RESULT %d %s: %s\n", ae.Status, ae.Code, ae.Message)
+		return
+	}
+	fmt.Printf("RESULT %v\n", err)
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,36 @@
+package api
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestAuthorizePeer(t *testing.T) {
+	const self = 1000
+	for _, tc := range []struct {
+		name string
+		p    peer
+		ok   bool
+		msg  string
+	}{
+		{"root", peerFromUcred(&unix.Ucred{Pid: 10, Uid: 0, Gid: 0}), true, ""},
+		{"svcrun's own user", peerFromUcred(&unix.Ucred{Pid: 11, Uid: self, Gid: 50}), true, ""},
+		{"another user", peerFromUcred(&unix.Ucred{Pid: 12, Uid: 1001, Gid: 1001}), false, "uid 1001 (pid 12) may not use svcrun's API: only root and svcrun's own user (uid 1000) may"},
+		{"nobody", peerFromUcred(&unix.Ucred{Pid: 13, Uid: 65534, Gid: 65534}), false, "uid 65534"},
+		{"unreadable credentials", peer{err: errors.New("bad file descriptor")}, false, "cannot read the credentials"},
+		{"platform without credentials", peer{}, true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := authorize(tc.p, self)
+			if (err == nil) != tc.ok {
+				t.Fatalf("authorize: %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("message %q lacks %q", err, tc.msg)
+			}
+		})
+	}
+}

@@ -1,0 +1,462 @@
+// Package api is svcrun's local API: HTTP/JSON over a Unix socket, and the
+// client the svcrun commands use.
+//
+// # The socket
+//
+// The socket file is created mode 0600 (under a umask, then chmod'ed
+// again) in a directory created 0755 if missing. A socket file already
+// there is removed only when nothing answers on it; if something does, the
+// server refuses to start ("another svcrun listens on SOCKET"). At close
+// the file is removed if it is still the one this server created.
+//
+// Every connection's peer is checked (SO_PEERCRED on Linux,
+// LOCAL_PEERCRED on macOS): root and svcrun's own effective uid may use the
+// API, anyone else gets 403. Where the platform has no peer credentials
+// (Windows) the socket file's ACL is the guard.
+//
+// # Routes
+//
+//	GET    /v1/status                            Status
+//	POST   /v1/leases                            AcquireRequest -> Grant; blocks until admitted or rejected
+//	POST   /v1/leases/{id}/renew                 -> Renewal
+//	DELETE /v1/leases/{id}                       -> Released
+//	POST   /v1/doctor                            -> Done (the probes run again)
+//	POST   /v1/reap                              -> Done (a reap round starts)
+//	POST   /v1/services/{module}/{service}/reset -> Done
+//	POST   /v1/modules/{name}/enable             -> Done
+//	POST   /v1/modules/{name}/disable            -> Done
+//	POST   /v1/reload                            -> ReloadResult
+//	GET    /v1/events                            newline-delimited agent.Record, until the client goes away
+//	GET    /metrics                              Prometheus text format
+//
+// Durations in requests are strings ("30s"). Every error is an ErrorBody
+// with its status: 400 a bad request, 403 a refused peer, 404 an unknown
+// route, lease, service or module, 405 a wrong method, 409 a lease not
+// admitted (with the reason), 422 a reload refused, 503 svcrun stopping, 500
+// anything else.
+//
+// A lease admitted while its client has gone away (the connection closed
+// before the answer) is released at once, so that no lease is left without
+// a holder.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// MaxSocketPath is the longest socket path every supported platform binds
+// (sockaddr_un's sun_path is 104 bytes on macOS, 108 on Linux, with a NUL).
+const MaxSocketPath = 103
+
+// Server serves the API of one agent on a Unix socket.
+type Server struct {
+	a      *agent.Agent
+	log    *slog.Logger
+	socket string
+	self   int // svcrun's effective uid
+
+	ln   *net.UnixListener
+	info os.FileInfo // the socket file as created, to remove only ours
+	http *http.Server
+
+	base   context.Context // every request's context derives from it
+	cancel context.CancelFunc
+	done   chan struct{} // Serve returned
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewServer creates the socket and serves the API on it until Shutdown or
+// Close. The agent may start running after: requests wait for its loop.
+func NewServer(a *agent.Agent, socketPath string, log *slog.Logger) (*Server, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	ln, info, err := listen(socketPath)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{})}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ConnContext:       withPeer,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("API server stopped", "socket", socketPath, "error", err)
+		}
+	}()
+	log.Info("API listening", "socket", socketPath)
+	return s, nil
+}
+
+// Socket is the path the server listens on.
+func (s *Server) Socket() string { return s.socket }
+
+// Shutdown stops the server: it stops accepting, ends the event streams
+// and the acquires still waiting (their requests are withdrawn), waits for
+// the other requests until ctx is done, and removes the socket file.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		err := s.http.Shutdown(ctx)
+		if err != nil {
+			err = errors.Join(err, s.http.Close())
+		}
+		<-s.done
+		s.removeSocket()
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+// Close is Shutdown with a 5 s grace.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
+
+func (s *Server) removeSocket() {
+	fi, err := os.Lstat(s.socket)
+	if err == nil && os.SameFile(fi, s.info) {
+		if err := os.Remove(s.socket); err != nil {
+			s.log.Warn("cannot remove the API socket", "socket", s.socket, "error", err)
+		}
+	}
+}
+
+// listen creates the socket file, mode 0600 from the start.
+func listen(path string) (*net.UnixListener, os.FileInfo, error) {
+	switch {
+	case path == "":
+		return nil, nil, errors.New("no API socket path: set socket in the node configuration")
+	case len(path) > MaxSocketPath:
+		return nil, nil, fmt.Errorf("API socket %s: the path is %d bytes, more than the %d a Unix socket allows: choose a shorter socket in the node configuration", path, len(path), MaxSocketPath)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("API socket %s: cannot create its directory: %w", path, err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, nil, fmt.Errorf("API socket %s: the path exists and is not a socket (%s): move it away or choose another socket in the node configuration", path, fi.Mode().Type())
+		}
+		c, err := net.DialTimeout("unix", path, 2*time.Second)
+		if err == nil {
+			c.Close()
+			return nil, nil, fmt.Errorf("another svcrun listens on %s: stop it first (or give this one another socket in the node configuration)", path)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, nil, fmt.Errorf("API socket %s: something holds it but does not answer (%v): stop it first or choose another socket", path, err)
+		}
+		// Nothing listens: a stale file from a svcrun that did not exit cleanly.
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("API socket %s: cannot remove the stale socket file: %w", path, err)
+		}
+	}
+	var ln *net.UnixListener
+	err := withUmask(0o177, func() error {
+		var err error
+		ln, err = net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("API socket %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(false) // removeSocket removes it, only if it is still ours
+	fail := func(err error) (*net.UnixListener, os.FileInfo, error) {
+		ln.Close()
+		os.Remove(path)
+		return nil, nil, fmt.Errorf("API socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fail(err)
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fail(err)
+	}
+	return ln, fi, nil
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", s.handleStatus)
+	mux.HandleFunc("POST /v1/leases", s.handleAcquire)
+	mux.HandleFunc("POST /v1/leases/{id}/renew", s.handleRenew)
+	mux.HandleFunc("DELETE /v1/leases/{id}", s.handleRelease)
+	mux.HandleFunc("POST /v1/doctor", s.handleDoctor)
+	mux.HandleFunc("POST /v1/reap", s.handleReap)
+	mux.HandleFunc("POST /v1/services/{module}/{service}/reset", s.handleReset)
+	mux.HandleFunc("POST /v1/modules/{name}/enable", s.handleModule(true))
+	mux.HandleFunc("POST /v1/modules/{name}/disable", s.handleModule(false))
+	mux.HandleFunc("POST /v1/reload", s.handleReload)
+	mux.HandleFunc("GET /v1/events", s.handleEvents)
+	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// A path that exists with another method is a 405, else a 404;
+		// both in JSON, unlike the mux's own answers.
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			r2 := r.Clone(r.Context())
+			r2.Method = m
+			if _, pat := mux.Handler(r2); pat != "/" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, CodeNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), "")
+			return
+		}
+		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s: the API's routes are under /v1 (see package api)", r.Method, r.URL.Path), "")
+	})
+	return s.guard(mux)
+}
+
+// guard refuses peers that may not use the API.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := peerFrom(r.Context())
+		if !ok {
+			p = peer{err: errors.New("no credentials recorded for the connection")}
+		}
+		if err := authorize(p, s.self); err != nil {
+			s.log.Warn("API request refused", "uid", p.uid, "pid", p.pid, "method", r.Method, "path", r.URL.Path, "error", err)
+			writeError(w, http.StatusForbidden, CodeForbidden, err.Error(), "")
+			return
+		}
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			start := time.Now()
+			defer func() {
+				s.log.Debug("API request", "method", r.Method, "path", r.URL.Path, "uid", p.uid, "took", time.Since(start))
+			}()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg, reason string) {
+	writeJSON(w, status, ErrorBody{Error: msg, Code: code, Reason: reason})
+}
+
+// fail answers err with its status. what names the subject for messages
+// ("lease lease-1f..."), or is empty.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	prefix := ""
+	if what != "" {
+		prefix = what + ": "
+	}
+	var rej *agent.RejectedError
+	switch {
+	case errors.As(err, &rej):
+		writeError(w, http.StatusConflict, CodeRejected, err.Error(), rej.Reason)
+	case errors.Is(err, agent.ErrUnknownLease):
+		writeError(w, http.StatusNotFound, CodeUnknownLease, prefix+err.Error(), "")
+	case errors.Is(err, agent.ErrStopping), s.base.Err() != nil:
+		writeError(w, http.StatusServiceUnavailable, CodeStopping, "svcrun is stopping: try again when it is back", "")
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads this.
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "request canceled", "")
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, CodeTimeout, prefix+err.Error(), "")
+	case strings.HasPrefix(err.Error(), "no such "):
+		// The agent's "no such service ...; services: ..." and "no such module".
+		writeError(w, http.StatusNotFound, CodeNotFound, err.Error(), "")
+	default:
+		s.log.Warn("API request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, prefix+err.Error(), "")
+	}
+}
+
+// decode reads a JSON body into v; an empty body leaves v as is.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "request body: "+strings.TrimPrefix(err.Error(), "json: "), "")
+		return false
+	}
+	return true
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.a.Status(r.Context())
+	if err != nil {
+		s.fail(w, r, "status", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statusOf(st))
+}
+
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
+	var req AcquireRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Wait < 0 || req.TTL < 0 {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "wait and ttl must not be negative", "")
+		return
+	}
+	for name, n := range req.Pools {
+		if n <= 0 {
+			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("pools: %s wants %d tokens: ask for 1 or more (or use needs_pools)", name, n), "")
+			return
+		}
+	}
+	g, err := s.a.Acquire(r.Context(), agent.AcquireRequest{
+		Job: req.Job, Attempt: req.Attempt,
+		Requirements: runtime.Requirements{Pools: req.Pools, NeedsPools: req.NeedsPools, Capabilities: req.Capabilities},
+		Wait:         time.Duration(req.Wait), TTL: time.Duration(req.TTL),
+	})
+	if err != nil {
+		s.fail(w, r, "", err)
+		return
+	}
+	if r.Context().Err() != nil {
+		// Admitted as the client went away: nobody would hold the lease.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
+		defer cancel()
+		err := s.a.Release(ctx, g.Lease)
+		s.log.Warn("lease admitted after its client went away: released", "lease", g.Lease, "attempt", g.Attempt, "error", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	exp, err := s.a.Renew(r.Context(), runtime.LeaseID(id))
+	if err != nil {
+		s.fail(w, r, "lease "+id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Renewal{Lease: id, Expires: exp})
+}
+
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := s.a.Release(r.Context(), runtime.LeaseID(id)); err != nil {
+		s.fail(w, r, "lease "+id, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Released{Lease: id})
+}
+
+func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
+	if err := s.a.Doctor("requested over the API"); err != nil {
+		s.fail(w, r, "doctor", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Done{OK: true, Message: "the probes run again; their results show in svcrun status"})
+}
+
+func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
+	if err := s.a.Reap(); err != nil {
+		s.fail(w, r, "reap", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Done{OK: true, Message: "a reap round started; what it destroys is in the event stream and the log"})
+}
+
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("module") + "/" + r.PathValue("service")
+	if err := s.a.Reset(r.Context(), name); err != nil {
+		s.fail(w, r, "reset "+name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Done{OK: true, Message: name + ": failures cleared; svcrun starts it again when it is needed"})
+}
+
+func (s *Server) handleModule(enable bool) http.HandlerFunc {
+	verb := map[bool]string{true: "enabled", false: "disabled"}[enable]
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if err := s.a.SetModuleEnabled(r.Context(), name, enable); err != nil {
+			s.fail(w, r, "module "+name, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, Done{OK: true, Message: fmt.Sprintf("module %s %s until the next reload or restart (the configuration file is unchanged)", name, verb)})
+	}
+}
+
+func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
+	notes, err := s.a.Reload(r.Context())
+	if err != nil {
+		if errors.Is(err, agent.ErrStopping) || r.Context().Err() != nil || s.base.Err() != nil {
+			s.fail(w, r, "reload", err)
+			return
+		}
+		writeError(w, http.StatusUnprocessableEntity, CodeRefused, err.Error()+" (the running configuration stays)", "")
+		return
+	}
+	writeJSON(w, http.StatusOK, ReloadResult{RestartNeeded: nonNil(notes)})
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	ch := s.a.Subscribe(r.Context())
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	for rec := range ch {
+		if err := enc.Encode(rec); err != nil {
+			return
+		}
+		if len(ch) == 0 {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	if err := s.a.WriteMetrics(r.Context(), &b); err != nil {
+		s.fail(w, r, "metrics", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	_, _ = io.WriteString(w, b.String())
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package api
+
+// withUmask runs fn: there is no umask here (Windows); the socket file
+// inherits its directory's ACL.
+func withUmask(_ int, fn func() error) error { return fn() }

@@ -1,0 +1,212 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/manifest"
+)
+
+// Duration is a time.Duration that travels as a Go duration string ("30s",
+// "1m30s", "250ms"). An empty string is 0.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf(`a duration is a string such as "30s" or "10m", not %s`, b)
+	}
+	if s == "" {
+		*d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf(`%q is not a duration: use a string such as "30s" or "10m"`, s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// AcquireRequest is the body of POST /v1/leases.
+type AcquireRequest struct {
+	Job          string           `json:"job,omitempty"`
+	Attempt      string           `json:"attempt,omitempty"` // generated when empty
+	Pools        map[string]int64 `json:"pools,omitempty"`   // tokens to reserve
+	NeedsPools   []string         `json:"needs_pools,omitempty"`
+	Capabilities []string         `json:"capabilities,omitempty"`
+	Wait         Duration         `json:"wait,omitempty"` // how long to wait for admission; 0: admitted now or rejected
+	TTL          Duration         `json:"ttl,omitempty"`  // 0: held until released
+}
+
+// Grant is an admitted lease, the 200 answer of POST /v1/leases.
+type Grant struct {
+	Lease    string    `json:"lease"`
+	Attempt  string    `json:"attempt"`
+	Services []string  `json:"services"`
+	Expires  time.Time `json:"expires,omitzero"` // zero without a TTL
+}
+
+// Renewal is the answer of POST /v1/leases/{id}/renew.
+type Renewal struct {
+	Lease   string    `json:"lease"`
+	Expires time.Time `json:"expires,omitzero"` // zero without a TTL
+}
+
+// Released is the answer of DELETE /v1/leases/{id}.
+type Released struct {
+	Lease string `json:"lease"`
+}
+
+// Done is the answer of the routes that only start something.
+type Done struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+}
+
+// ReloadResult is the answer of POST /v1/reload.
+type ReloadResult struct {
+	// RestartNeeded lists the node settings that changed but take effect
+	// only at the next start of svcrun.
+	RestartNeeded []string `json:"restart_needed"`
+}
+
+// ErrorBody is every error answer.
+type ErrorBody struct {
+	Error  string `json:"error"`
+	Code   string `json:"code"`             // see the Code* constants
+	Reason string `json:"reason,omitempty"` // a rejection's reason
+}
+
+// Error codes of ErrorBody.Code.
+const (
+	CodeBadRequest   = "bad_request"   // 400
+	CodeForbidden    = "forbidden"     // 403: the peer's uid may not use the API
+	CodeNotFound     = "not_found"     // 404: no such route, service or module
+	CodeUnknownLease = "unknown_lease" // 404
+	CodeNotAllowed   = "method_not_allowed"
+	CodeRejected     = "rejected"    // 409: the lease was not admitted
+	CodeRefused      = "refused"     // 422: a reload refused; the running configuration stays
+	CodeStopping     = "stopping"    // 503: svcrun is stopping
+	CodeInternal     = "internal"    // 500
+	CodeUnavailable  = "unavailable" // 503: the request could not be answered
+	CodeTimeout      = "timeout"     // 504
+)
+
+// Status is GET /v1/status: the engine's view and the agent's settings.
+type Status struct {
+	NodeID       string          `json:"node_id"`
+	Platform     string          `json:"platform"`
+	Config       string          `json:"config"`
+	DataDir      string          `json:"data_dir"`
+	Socket       string          `json:"socket"`
+	Sandbox      string          `json:"sandbox"` // require | best_effort
+	StartedAt    time.Time       `json:"started_at"`
+	Now          time.Time       `json:"now"`
+	Steps        uint64          `json:"steps"`
+	OpsInFlight  int             `json:"ops_in_flight"`
+	Memory       Memory          `json:"memory"`
+	Services     []ServiceStatus `json:"services"`
+	Probes       []ProbeStatus   `json:"probes"`
+	Leases       []LeaseStatus   `json:"leases"`
+	Pools        []PoolStatus    `json:"pools"`
+	Skipped      []string        `json:"skipped"` // services and probes not loaded on this platform
+	LiveAttempts []string        `json:"live_attempts"`
+}
+
+// Memory is the node's memory budget.
+type Memory struct {
+	BudgetGB float64 `json:"budget_gb"`
+	UsedGB   float64 `json:"used_gb"` // reserved by running services
+}
+
+// ServiceStatus is one service.
+type ServiceStatus struct {
+	Name         string             `json:"name"` // module/service
+	Module       string             `json:"module"`
+	Enabled      bool               `json:"enabled"`
+	Lifecycle    manifest.Lifecycle `json:"lifecycle"`
+	State        string             `json:"state"` // unknown, stopped, starting, waiting-ready, ready, stopping
+	Ready        bool               `json:"ready"` // usable by leases now
+	Refs         int                `json:"refs"`
+	Waiting      int                `json:"waiting"` // requests waiting for it
+	Failures     int                `json:"failures"`
+	Unhealthy    bool               `json:"unhealthy"`
+	Reason       string             `json:"reason,omitempty"`
+	BackoffUntil time.Time          `json:"backoff_until,omitzero"`
+	Frozen       bool               `json:"frozen"`
+	StopReason   string             `json:"stop_reason,omitempty"`
+	MemGB        float64            `json:"mem_gb"`
+	Charged      bool               `json:"charged"` // counted against the memory budget
+	Pools        map[string]int64   `json:"pools,omitempty"`
+	Capabilities []string           `json:"capabilities,omitempty"`
+	OpInFlight   string             `json:"op_in_flight,omitempty"`
+}
+
+// ProbeStatus is one probe and its last result.
+type ProbeStatus struct {
+	Name       string `json:"name"`
+	Capability string `json:"capability"`
+	Enabled    bool   `json:"enabled"`
+	Reported   bool   `json:"reported"`
+	Healthy    bool   `json:"healthy"`
+	Message    string `json:"message,omitempty"`
+}
+
+// LeaseStatus is one lease, admitted or waiting.
+type LeaseStatus struct {
+	ID           string           `json:"id"`
+	Job          string           `json:"job,omitempty"`
+	Attempt      string           `json:"attempt"`
+	Admitted     bool             `json:"admitted"`
+	Services     []string         `json:"services"`
+	Pools        map[string]int64 `json:"pools,omitempty"`
+	NeedsPools   []string         `json:"needs_pools,omitempty"`
+	Capabilities []string         `json:"capabilities,omitempty"`
+	Expires      time.Time        `json:"expires,omitzero"`
+}
+
+// PoolStatus is one pool.
+type PoolStatus struct {
+	Name     string `json:"name"`
+	Service  string `json:"service"`
+	Capacity int64  `json:"capacity"`
+	Reserved int64  `json:"reserved"`
+}
+
+// statusOf converts the agent's view to the wire's.
+func statusOf(st agent.Status) Status {
+	out := Status{
+		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
+		Sandbox: st.Sandbox, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
+		Memory:   Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
+		Services: []ServiceStatus{}, Probes: []ProbeStatus{}, Leases: []LeaseStatus{}, Pools: []PoolStatus{},
+		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),
+	}
+	for _, s := range st.Services {
+		out.Services = append(out.Services, ServiceStatus{
+			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: s.Lifecycle, State: s.State, Ready: s.Ready,
+			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
+			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
+			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight,
+		})
+	}
+	for _, p := range st.Probes {
+		out.Probes = append(out.Probes, ProbeStatus{Name: p.Name, Capability: p.Capability, Enabled: p.Enabled,
+			Reported: p.Reported, Healthy: p.Healthy, Message: p.Message})
+	}
+	for _, l := range st.Leases {
+		out.Leases = append(out.Leases, LeaseStatus{ID: string(l.ID), Job: l.Job, Attempt: l.Attempt, Admitted: l.Admitted,
+			Services: l.Services, Pools: l.Pools, NeedsPools: l.NeedsPools, Capabilities: l.Capabilities, Expires: l.Expires})
+	}
+	for _, p := range st.Pools {
+		out.Pools = append(out.Pools, PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Reserved: p.Reserved})
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+)
+
+// served starts an agent on the demo module with its API, as `svcrun
+// serve` does, and returns the node configuration file and the socket.
+func served(t *testing.T) (cfg, sock string) {
+	t.Helper()
+	demo, err := filepath.Abs("../../examples/modules/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdir, err := os.MkdirTemp("", "sv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sdir) })
+	sock = filepath.Join(sdir, "s.sock")
+	cfg = filepath.Join(t.TempDir(), "svcrun.toml")
+	text := fmt.Sprintf(`node_id = "cli-node"
+data_dir = "data"
+socket = %q
+memory_budget_gb = 1
+sandbox = "best_effort"
+
+[[modules]]
+bundle = %q
+settings = { slots = 2 }
+`, sock, demo)
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := startAPI(ctx, a, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+	return cfg, sock
+}
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestRunCommand(t *testing.T) {
+	_, sock := served(t)
+	code, out, errs := run(t, "run", "--socket", sock, "--capability", "kv", "--job", "j-run", "--",
+		"sh", "-c", `echo "attempt=$OARBANK_ATTEMPT_ID lease=$OARBANK_LEASE_ID home=$HOME"; exit 3`)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3 (CMD's)\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if !regexp.MustCompile(`attempt=attempt-[0-9a-f]{16} lease=lease-[0-9a-f]{16} home=` + regexp.QuoteMeta(os.Getenv("HOME"))).MatchString(out) {
+		t.Errorf("CMD's environment: %q", out)
+	}
+	// Released after: no lease left, kv has no reference.
+	code, out, errs = run(t, "status", "--socket", sock, "--json")
+	if code != 0 {
+		t.Fatalf("status: %d %s", code, errs)
+	}
+	var st api.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(st.Leases) != 0 || len(st.Services) != 1 || st.Services[0].Refs != 0 || !st.Services[0].Ready {
+		t.Errorf("after run: %+v", st)
+	}
+
+	// An attempt id given is passed on; a signal's death is 128+N.
+	code, out, _ = run(t, "run", "--socket", sock, "--attempt", "attempt-mine", "--ttl", "3s", "--", "sh", "-c", `echo $OARBANK_ATTEMPT_ID; sleep 1.2; kill -TERM $$`)
+	if code != 128+15 || strings.TrimSpace(out) != "attempt-mine" {
+		t.Errorf("killed CMD: exit %d, out %q", code, out)
+	}
+	code, _, errs = run(t, "run", "--socket", sock, "--", "/nonexistent/cmd")
+	if code != 127 || !strings.Contains(errs, "cannot run /nonexistent/cmd") {
+		t.Errorf("missing CMD: exit %d, %s", code, errs)
+	}
+	code, _, _ = run(t, "run", "--socket", sock, "--", "true")
+	if code != 0 {
+		t.Errorf("run true: exit %d", code)
+	}
+
+	// Not admitted: the reason, exit 1, CMD never runs.
+	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c", "echo ran")
+	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: not admitted in time: pool kv-slots: needs 5 token(s)") {
+		t.Errorf("rejected run: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, _, errs = run(t, "run", "--socket", sock, "--capability", "nope", "--", "true")
+	if code != 1 || !strings.Contains(errs, "not admitted") || !strings.Contains(errs, "nope") {
+		t.Errorf("unknown capability: exit %d, %s", code, errs)
+	}
+	st2 := status(t, sock)
+	if len(st2.Leases) != 0 || st2.Services[0].Refs != 0 {
+		t.Errorf("leases left: %+v", st2.Leases)
+	}
+}
+
+func status(t *testing.T, sock string) api.Status {
+	t.Helper()
+	c, err := api.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestLeaseCommands(t *testing.T) {
+	cfg, sock := served(t)
+	code, out, errs := run(t, "acquire", "--config", cfg, "--capability", "kv", "--pool", "kv-slots=1", "--ttl", "1m", "--job", "j1")
+	lease := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(lease, "lease-") {
+		t.Fatalf("acquire: %d %q %s", code, out, errs)
+	}
+	t.Setenv(EnvSocket, sock) // from here, the socket comes from the environment
+	code, out, _ = run(t, "acquire", "--capability", "kv", "--json")
+	var g api.Grant
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Lease == "" || g.Attempt == "" || g.Services[0] != "demo/kv" {
+		t.Fatalf("acquire --json: %d %s", code, out)
+	}
+	code, out, _ = run(t, "renew", lease)
+	if code != 0 || !strings.Contains(out, lease+" expires ") {
+		t.Errorf("renew: %d %s", code, out)
+	}
+	code, out, _ = run(t, "renew", "--json", g.Lease)
+	if code != 0 || !strings.Contains(out, `"lease": "`+g.Lease+`"`) || strings.Contains(out, "expires") {
+		t.Errorf("renew --json without ttl: %d %s", code, out)
+	}
+	code, out, _ = run(t, "status")
+	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB", "SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
+		"demo/posix-sh", lease, "j1", "admitted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	for _, l := range []string{lease, g.Lease} {
+		if code, _, errs := run(t, "release", l); code != 0 {
+			t.Errorf("release %s: %d %s", l, code, errs)
+		}
+	}
+	code, _, errs = run(t, "release", lease)
+	if code != 1 || !strings.Contains(errs, "no such lease") || !strings.Contains(errs, "hint: svcrun status lists the leases") {
+		t.Errorf("release twice: %d %s", code, errs)
+	}
+	code, _, errs = run(t, "renew", "lease-nope")
+	if code != 1 || !strings.Contains(errs, "lease lease-nope: no such lease") {
+		t.Errorf("renew unknown: %d %s", code, errs)
+	}
+	code, _, errs = run(t, "acquire", "--pool", "kv-slots=9", "--wait", "0s")
+	if code != 1 || !strings.Contains(errs, "not admitted: pool kv-slots") {
+		t.Errorf("acquire rejected: %d %s", code, errs)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+		err  string
+	}{
+		{[]string{"doctor"}, 0, "the probes run again", ""},
+		{[]string{"reap"}, 0, "a reap round started", ""},
+		{[]string{"reset", "demo/kv"}, 0, "demo/kv: failures cleared", ""},
+		{[]string{"reset", "demo/nope"}, 1, "", `no such service "demo/nope"; services: demo/kv`},
+		{[]string{"reset", "kv"}, 2, "", "name the service MODULE/SERVICE"},
+		{[]string{"disable", "demo"}, 0, "module demo disabled", ""},
+		{[]string{"enable", "demo"}, 0, "module demo enabled", ""},
+		{[]string{"enable", "nope"}, 1, "", `no such module "nope"; modules: demo`},
+		{[]string{"enable"}, 2, "", "give MODULE"},
+		{[]string{"reload"}, 0, "configuration reloaded", ""},
+		{[]string{"reload", "--json"}, 0, `"restart_needed": []`, ""},
+		{[]string{"release"}, 2, "", "give LEASE"},
+		{[]string{"run", "--capability", "kv"}, 2, "", "give the command to run after --"},
+		{[]string{"run", "--pool", "kv-slots", "--", "true"}, 2, "", "use NAME=N"},
+		{[]string{"status", "--socket", "/nonexistent/s.sock"}, 1, "", "svcrun status: cannot reach svcrun at /nonexistent/s.sock: is `svcrun serve` running?"},
+	} {
+		code, out, errs := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errs, tc.err) {
+			t.Errorf("%v: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
+		}
+	}
+}
+
+func TestSocketResolution(t *testing.T) {
+	cfg, sock := served(t)
+	t.Setenv(EnvSocket, "/from/env.sock")
+	fs := newFlagSet(&Main{Stderr: os.Stderr}, "x", "")
+	f := addSocketFlags(fs)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "/from/env.sock"},
+		{[]string{"--config", cfg}, sock},
+		{[]string{"--config", cfg, "--socket", "/given.sock"}, "/given.sock"},
+	} {
+		*f.socket, *f.config = "", ""
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := f.path(); err != nil || got != tc.want {
+			t.Errorf("%v: %q %v, want %q", tc.args, got, err, tc.want)
+		}
+	}
+	t.Setenv(EnvSocket, "")
+	*f.socket, *f.config = "", ""
+	if got, _ := f.path(); got != "/var/lib/svcrun/svcrun.sock" {
+		t.Errorf("default socket %q", got)
+	}
+}
+
+func TestStartAPIStopsWithContext(t *testing.T) {
+	_, sock := served(t)
+	// A second daemon on the same socket fails clearly.
+	cfg2 := filepath.Join(t.TempDir(), "n.toml")
+	os.WriteFile(cfg2, []byte(fmt.Sprintf("node_id = \"n2\"\ndata_dir = \"d\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", sock)), 0o644)
+	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := startAPI(ctx, a, slog.Default()); err == nil || !strings.Contains(err.Error(), "another svcrun listens on "+sock) {
+		t.Errorf("second API: %v", err)
+	}
+	// Its own socket elsewhere: closed when ctx is done.
+	sock2 := filepath.Join(filepath.Dir(sock), "t.sock")
+	a.Config().Socket = sock2
+	c, err := startAPI(ctx, a, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Lstat(sock2); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("socket still there after ctx done")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := c.Close(); err != nil {
+		t.Errorf("Close after ctx: %v", err)
+	}
+	a.Run(ctx) // closes the store
+}
+
+func TestProgressLine(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := api.Status{
+		Now: now,
+		Services: []api.ServiceStatus{
+			{Name: "db/postgres", Enabled: true, State: "starting"},
+			{Name: "demo/kv", Enabled: true, State: "stopped", Failures: 2, Reason: "start exited 1", BackoffUntil: now.Add(4 * time.Second)},
+			{Name: "demo/ok", Enabled: true, State: "ready", Ready: true},
+		},
+		Probes: []api.ProbeStatus{{Name: "demo/jdk", Capability: "jdk", Enabled: true}},
+		Pools:  []api.PoolStatus{{Name: "slots", Service: "demo/ok", Capacity: 2, Reserved: 2}},
+		Leases: []api.LeaseStatus{
+			{ID: "l1", Attempt: "a1", Services: []string{"db/postgres", "demo/kv"}, Capabilities: []string{"jdk"}},
+			{ID: "l2", Attempt: "a2", Services: []string{"demo/ok"}, Pools: map[string]int64{"slots": 1}},
+			{ID: "l3", Attempt: "a3", Admitted: true},
+		},
+	}
+	for _, tc := range []struct{ attempt, want string }{
+		{"a1", "waiting for db/postgres: starting; waiting for demo/kv: backing off after failure 2 (start exited 1), retry in 4s; waiting for capability jdk: its probe has not reported yet, 12 s"},
+		{"a2", "waiting for pool slots: 2 of 2 tokens reserved, needs 1, 12 s"},
+		{"a3", ""},
+		{"zz", ""},
+	} {
+		if got := progressLine(st, tc.attempt, 12*time.Second+300*time.Millisecond); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.attempt, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,440 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/svcenv"
+)
+
+const opSynopsis = `--bundle DIR [--data DIR] [--node-id ID] [--timeout DUR] [--settings FILE] [--json] SERVICE OP [ARGS]
+
+Runs one op of a service or probe of the bundle exactly as the agent runs it
+(the exec rules, the environment of the module data dir, the timeout, the
+validation of the output), without an agent. SERVICE is a service or probe
+name of the bundle's manifest; OP is fingerprint, start, stop, status, ready,
+list_owned or destroy ID [--force]. A probe implements only fingerprint.
+
+Prints the validated result as normalised JSON and exits 0; prints the op's
+error (its message, every protocol violation, the end of its stderr) and exits
+1 when the op fails. The module data dir is kept between runs, so that a start
+and a later status see the same state; settings.json, tools.json and
+limits.json are rewritten at every run. The op runs unsandboxed, as you.
+
+Flags:`
+
+// runOp runs one op of a bundle's service or probe without a daemon.
+func runOp(ctx context.Context, m *Main, args []string) error {
+	fs := newFlagSet(m, "op", opSynopsis)
+	bundle := fs.String("bundle", "", "the module bundle `DIR` (required)")
+	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
+	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
+	timeout := fs.Duration("timeout", 0, "the op's timeout, a `DUR`ation such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
+	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
+	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *bundle == "":
+		return usageError{"give --bundle DIR"}
+	case fs.NArg() < 2:
+		return usageError{"give the SERVICE (or probe) and the OP"}
+	case *timeout < 0:
+		return usageError{fmt.Sprintf("--timeout %v is negative", *timeout)}
+	}
+	mod, err := manifest.Load(*bundle)
+	if err != nil {
+		return invalid(m, []string{err.Error()})
+	}
+	t, err := findTarget(mod, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	op, err := protocol.ParseOp(fs.Arg(1))
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	opArgs := fs.Args()[2:]
+	if err := checkOpArgs(t, op, opArgs); err != nil {
+		return err
+	}
+	host := svcenv.HostPlatform()
+	if !t.runsOn(string(host)) {
+		return fmt.Errorf("%s %s runs only on %s, not on %s", t.kind(), t.fullName(), strings.Join(t.platforms, ", "), host)
+	}
+	settings := map[string]any{}
+	if *settingsFile != "" {
+		raw, err := os.ReadFile(*settingsFile)
+		if err != nil {
+			return fmt.Errorf("--settings: %w", err)
+		}
+		if err := json.Unmarshal(raw, &settings); err != nil {
+			return fmt.Errorf("--settings %s: want a JSON object: %w", *settingsFile, err)
+		}
+	}
+
+	dataDir, err := opDataDir(*data, mod.Name)
+	if err != nil {
+		return err
+	}
+	if *nodeID == "" {
+		if *nodeID, err = os.Hostname(); err != nil {
+			return fmt.Errorf("the host name (give --node-id): %w", err)
+		}
+	}
+	u, err := user.Current()
+	if err != nil {
+		return fmt.Errorf("the current user: %w", err)
+	}
+	layout, err := svcenv.Paths(host, dataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(layout.ModuleData), 0o700); err != nil {
+		return err
+	}
+	if err := svcenv.Prepare(layout, nil); err != nil {
+		return err
+	}
+	if err := svcenv.WriteFiles(layout, nil, svcenv.Files{Settings: settings, Tools: map[string]string{}, Limits: map[string]any{}}); err != nil {
+		return err
+	}
+	env, err := svcenv.Environ(svcenv.Input{Platform: host, NodeID: *nodeID, Module: mod.Name, Service: t.name, ModuleData: layout.ModuleData, User: u.Username})
+	if err != nil {
+		return err
+	}
+	cmd, err := executor.ResolveCommand(mod, t.exec)
+	if err != nil {
+		return err
+	}
+	if *timeout == 0 {
+		*timeout = executor.OpTimeout(op, t.startTimeout)
+	}
+
+	// Unlike the agent, svcrun op is no child subreaper: it exits after
+	// the op, and in tests it runs inside a test binary whose other
+	// children the reaper must not take.
+	res := executor.Run(ctx, cmd.Spec(op, opArgs, env, *timeout))
+	out := executor.Outcome(op, t.role, res)
+	r := opReport{
+		Module: mod.Name, Op: string(op), Args: opArgs, DataDir: layout.ModuleData,
+		OK:         out.Failure == runtime.FailNone,
+		DurationMS: float64(res.Duration.Microseconds()) / 1000,
+		Failure:    string(out.Failure), Message: out.Message,
+	}
+	if t.probe {
+		r.Probe = t.name
+	} else {
+		r.Service = t.name
+	}
+	if res.SpawnErr == nil && res.Pid != 0 {
+		r.ExitCode = &res.ExitCode
+	}
+	if res.PipesHeld {
+		r.Warnings = append(r.Warnings, "stdout or stderr was still open after the op exited: a process it left behind holds them; redirect a daemon's output (</dev/null >/dev/null 2>&1)")
+	}
+	if r.OK {
+		r.Result = normalise(out.Result)
+		r.Warnings = append(r.Warnings, out.Result.Warnings...)
+	} else if out.Failure == runtime.FailProtocol {
+		// The agent's message joins the reasons in one line; list them.
+		trunc := res.Output
+		if trunc.StdoutTruncated {
+			trunc.ExitCode = 0
+		}
+		var pe *protocol.ProtocolError
+		if _, err := protocol.Decode(op, t.role, trunc); errors.As(err, &pe) {
+			r.Reasons = pe.Reasons
+		}
+		r.stdout = res.Stdout
+	}
+	r.StderrTail = string(res.StderrTail)
+	if *asJSON {
+		if err := writeJSON(m.Stdout, r); err != nil {
+			return err
+		}
+	} else {
+		r.print(m, t)
+	}
+	if !r.OK {
+		return exitError{1}
+	}
+	return nil
+}
+
+// opTarget is the service or probe an op runs.
+type opTarget struct {
+	module       string
+	name         string
+	probe        bool
+	role         protocol.Role
+	exec         []string
+	platforms    []string
+	startTimeout time.Duration
+}
+
+func (t opTarget) kind() string {
+	if t.probe {
+		return "probe"
+	}
+	return "service"
+}
+
+func (t opTarget) fullName() string { return t.module + "/" + t.name }
+
+func (t opTarget) runsOn(p string) bool {
+	if t.platforms == nil {
+		return true
+	}
+	for _, x := range t.platforms {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
+
+// findTarget looks name up among the services, then the probes, of mod.
+func findTarget(mod *manifest.Module, name string) (opTarget, error) {
+	var services, probes []string
+	for _, s := range mod.Services {
+		if s.Name == name {
+			return opTarget{module: mod.Name, name: s.Name, exec: s.Exec, platforms: s.Platforms, startTimeout: s.StartTimeout}, nil
+		}
+		services = append(services, s.Name)
+	}
+	for _, p := range mod.Probes {
+		if p.Name == name {
+			return opTarget{module: mod.Name, name: p.Name, probe: true, role: protocol.RoleProbe, exec: p.Exec, platforms: p.Platforms}, nil
+		}
+		probes = append(probes, p.Name)
+	}
+	return opTarget{}, usageError{fmt.Sprintf("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))}
+}
+
+// checkOpArgs applies the protocol's rules to the op's arguments: only
+// destroy takes any, an object id that may be passed to destroy, then
+// --force.
+func checkOpArgs(t opTarget, op protocol.Op, args []string) error {
+	if t.probe && op != protocol.OpFingerprint {
+		return usageError{fmt.Sprintf("%s is a probe: it implements only fingerprint", t.fullName())}
+	}
+	if op != protocol.OpDestroy {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("%s takes no arguments, got %q", op, args)}
+		}
+		return nil
+	}
+	switch {
+	case len(args) == 0:
+		return usageError{"destroy needs the object ID: destroy ID [--force]"}
+	case len(args) > 2 || len(args) == 2 && args[1] != "--force":
+		return usageError{fmt.Sprintf("destroy takes ID [--force], got %q", args)}
+	}
+	if err := protocol.ValidObjectID(args[0]); err != nil {
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// opDataDir is the module data dir: dir made absolute, or a directory of
+// the user's cache (of the temporary directory where there is none) kept
+// across runs.
+func opDataDir(dir, module string) (string, error) {
+	if dir != "" {
+		return filepath.Abs(dir)
+	}
+	base, err := os.UserCacheDir()
+	if err != nil || !filepath.IsAbs(base) {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "svcrun-op", module), nil
+}
+
+// opReport is what svcrun op says about one op: printed as text, or as
+// JSON with --json.
+type opReport struct {
+	Module     string   `json:"module"`
+	Service    string   `json:"service,omitempty"`
+	Probe      string   `json:"probe,omitempty"`
+	Op         string   `json:"op"`
+	Args       []string `json:"args,omitempty"`
+	DataDir    string   `json:"data_dir"`
+	OK         bool     `json:"ok"`
+	ExitCode   *int     `json:"exit_code,omitempty"` // absent when the op could not be started
+	DurationMS float64  `json:"duration_ms"`
+	Result     any      `json:"result,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	Failure    string   `json:"failure,omitempty"`
+	Message    string   `json:"message,omitempty"`
+	Reasons    []string `json:"reasons,omitempty"`
+	StderrTail string   `json:"stderr_tail,omitempty"`
+
+	stdout []byte // of a protocol error, to show its beginning
+}
+
+// Limits of the text report.
+const (
+	stderrLinesShown = 20
+	stdoutBytesShown = 512
+)
+
+func (r *opReport) print(m *Main, t opTarget) {
+	if r.OK {
+		writeJSON(m.Stdout, r.Result)
+		for _, w := range r.Warnings {
+			fmt.Fprintf(m.Stderr, "svcrun op: warning: %s\n", w)
+		}
+		return
+	}
+	w := m.Stderr
+	fmt.Fprintf(w, "svcrun op: %s %s\n", t.fullName(), r.Message)
+	if len(r.Reasons) > 0 {
+		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
+		for _, reason := range r.Reasons {
+			fmt.Fprintf(w, "    %s\n", reason)
+		}
+	}
+	if len(r.stdout) > 0 {
+		s := r.stdout
+		more := ""
+		if len(s) > stdoutBytesShown {
+			s, more = s[:stdoutBytesShown], fmt.Sprintf(" (and %d more bytes)", len(r.stdout)-stdoutBytesShown)
+		}
+		fmt.Fprintf(w, "  stdout: %q%s\n", s, more)
+	}
+	if lines := lastLines(r.StderrTail, stderrLinesShown); len(lines) > 0 {
+		fmt.Fprintf(w, "  stderr (last %d line%s):\n", len(lines), plural(len(lines)))
+		for _, l := range lines {
+			fmt.Fprintf(w, "    | %s\n", l)
+		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "svcrun op: warning: %s\n", warn)
+	}
+	fmt.Fprintf(w, "  module data dir: %s\n", r.DataDir)
+}
+
+// lastLines returns the last n lines of s (trailing blank space dropped),
+// with invalid UTF-8 and control characters shown as U+FFFD.
+func lastLines(s string, n int) []string {
+	s = strings.TrimRight(s, "\n\r\t ")
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		lines[i] = strings.Map(visible, strings.TrimRight(l, "\r"))
+	}
+	return lines
+}
+
+// visible keeps tabs and printable text; strings.Map has already turned
+// invalid UTF-8 into U+FFFD.
+func visible(r rune) rune {
+	if r == '\t' {
+		return r
+	}
+	if r < 0x20 || r == 0x7f {
+		return '\uFFFD'
+	}
+	return r
+}
+
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// The normalised results: the wire format of protocol 1 as the agent
+// understood it, with fields in the schemas' order and defaults spelled out
+// where the agent reads them (ok, changed, running, ready).
+type (
+	fingerprintJSON struct {
+		Healthy bool             `json:"healthy"`
+		Running *bool            `json:"running,omitempty"`
+		Message string           `json:"message,omitempty"`
+		Attrs   map[string]any   `json:"attrs,omitempty"`
+		Pools   map[string]int64 `json:"pools,omitempty"`
+		Reserve *reserveJSON     `json:"reserve,omitempty"`
+	}
+	reserveJSON struct {
+		MemGB float64 `json:"mem_gb"`
+	}
+	opResultJSON struct {
+		OK        bool   `json:"ok"`
+		Changed   bool   `json:"changed"`
+		Escalated bool   `json:"escalated,omitempty"`
+		Message   string `json:"message,omitempty"`
+	}
+	statusJSON struct {
+		Running bool   `json:"running"`
+		Ready   bool   `json:"ready"`
+		Message string `json:"message,omitempty"`
+	}
+	ownedListJSON struct {
+		Objects []objectJSON `json:"objects"`
+	}
+	objectJSON struct {
+		ID        string            `json:"id"`
+		Kind      string            `json:"kind"`
+		Labels    map[string]string `json:"labels"`
+		CreatedAt string            `json:"created_at,omitempty"`
+		Busy      bool              `json:"busy,omitempty"`
+	}
+)
+
+func normalise(r protocol.Result) any {
+	switch {
+	case r.Fingerprint != nil:
+		f := r.Fingerprint
+		out := fingerprintJSON{Healthy: f.Healthy, Running: f.Running, Message: f.Message, Attrs: f.Attrs, Pools: f.Pools}
+		if f.Reserve != nil {
+			out.Reserve = &reserveJSON{MemGB: f.Reserve.MemGB}
+		}
+		return out
+	case r.OpResult != nil:
+		o := r.OpResult
+		return opResultJSON{OK: o.OK, Changed: o.Changed, Escalated: o.Escalated, Message: o.Message}
+	case r.Status != nil:
+		return statusJSON{Running: r.Status.Running, Ready: r.Status.Ready, Message: r.Status.Message}
+	case r.OwnedList != nil:
+		out := ownedListJSON{Objects: []objectJSON{}}
+		for _, o := range r.OwnedList.Objects {
+			j := objectJSON{ID: o.ID, Kind: o.Kind, Labels: o.Labels, Busy: o.Busy}
+			if j.Labels == nil {
+				j.Labels = map[string]string{}
+			}
+			if !o.CreatedAt.IsZero() {
+				j.CreatedAt = o.CreatedAt.Format(time.RFC3339Nano)
+			}
+			out.Objects = append(out.Objects, j)
+		}
+		return out
+	}
+	return nil
+}

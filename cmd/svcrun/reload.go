@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// runReload is `svcrun reload`: svcrun reads its configuration and modules
+// again (as on SIGHUP). A configuration with errors changes nothing.
+func runReload(ctx context.Context, m *Main, args []string) error {
+	fs := newFlagSet(m, "reload", "[--json]")
+	sock := addSocketFlags(fs)
+	asJSON := fs.Bool("json", false, "print the answer as JSON: restart_needed")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Reload(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(m.Stdout, r)
+	}
+	fmt.Fprintln(m.Stdout, "configuration reloaded")
+	if len(r.RestartNeeded) > 0 {
+		fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
+	}
+	return nil
+}

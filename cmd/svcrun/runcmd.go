@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+)
+
+// runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
+// CMD runs.
+//
+// It acquires the lease (waiting up to --wait; on a terminal it shows what
+// it waits for every second), runs CMD with the caller's environment plus
+// OARBANK_ATTEMPT_ID and OARBANK_LEASE_ID, renews the lease every TTL/3,
+// forwards SIGINT and SIGTERM to CMD, releases the lease when CMD exits and
+// exits with CMD's status (128+N when a signal N killed it). Not admitted:
+// the reason, exit 1. CMD not found: 127; found but not startable: 126.
+//
+// SIGINT is not forwarded when stdin is a terminal: the terminal already
+// sent it to CMD, which is in the same foreground process group.
+func runRun(ctx context.Context, m *Main, args []string) error {
+	fs := newFlagSet(m, "run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
+	sock := addSocketFlags(fs)
+	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		return usageError{"give the command to run after --, e.g. svcrun run --capability kv -- ./job.sh"}
+	}
+	req, err := lf.request()
+	if err != nil {
+		return err
+	}
+	if ttl := time.Duration(req.TTL); ttl > 0 && ttl < time.Second {
+		return usageError{"--ttl below 1s leaves no time to renew the lease: give 1s or more (or 0 for none)"}
+	}
+	if req.Attempt == "" {
+		req.Attempt = newAttemptID()
+	}
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	g, err := acquireShowing(ctx, m, c, req)
+	if err != nil {
+		return notAdmitted(m, "run", err)
+	}
+	// From here on the lease is held: renew and release it whatever ctx
+	// (canceled by SIGINT or SIGTERM) says.
+	bg := context.WithoutCancel(ctx)
+	release := func() {
+		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
+		defer cancel()
+		if err := c.Release(rctx, g.Lease); err != nil {
+			if errors.Is(err, agent.ErrUnknownLease) {
+				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended (expired or released) when CMD exited\n", g.Lease)
+				return
+			}
+			fmt.Fprintf(m.Stderr, "svcrun run: cannot release lease %s: %v\nhint: release it with svcrun release %s\n", g.Lease, err, g.Lease)
+		}
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	if ctx.Err() != nil { // interrupted as it was admitted
+		release()
+		fmt.Fprintln(m.Stderr, "svcrun run: interrupted before CMD started: the lease was released")
+		return exitError{1}
+	}
+
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, m.Stdout, m.Stderr
+	if err := cmd.Start(); err != nil {
+		release()
+		fmt.Fprintf(m.Stderr, "svcrun run: cannot run %s: %v\n", argv[0], err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return exitError{127}
+		}
+		return exitError{126}
+	}
+
+	renewCtx, stopRenew := context.WithCancel(bg)
+	var wg sync.WaitGroup
+	if req.TTL > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keepRenewing(renewCtx, m.Stderr, c, g.Lease, time.Duration(req.TTL))
+		}()
+	}
+	ttyInterrupt := isTerminal(os.Stdin)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-renewCtx.Done():
+				return
+			case s := <-sigs:
+				if s == os.Interrupt && ttyInterrupt {
+					continue
+				}
+				_ = cmd.Process.Signal(s)
+			}
+		}
+	}()
+	werr := cmd.Wait()
+	stopRenew()
+	wg.Wait()
+	release()
+	if werr != nil && cmd.ProcessState == nil {
+		return fmt.Errorf("waiting for %s: %w", argv[0], werr)
+	}
+	if code := exitCode(cmd.ProcessState); code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+// acquireShowing acquires; while it waits, with stderr on a terminal, it
+// prints every second what the lease waits for.
+func acquireShowing(ctx context.Context, m *Main, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+	if !isTerminal(m.Stderr) {
+		return c.Acquire(ctx, req)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		showProgress(pctx, m.Stderr, c, req.Attempt, time.Now())
+	}()
+	g, err := c.Acquire(ctx, req)
+	stop()
+	<-done
+	return g, err
+}
+
+func showProgress(ctx context.Context, w io.Writer, c *api.Client, attempt string, start time.Time) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := c.Status(ctx)
+		if err != nil {
+			continue
+		}
+		if line := progressLine(st, attempt, time.Since(start)); line != "" && ctx.Err() == nil {
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// progressLine says what the waiting lease of attempt waits for, e.g.
+// "waiting for demo/kv: starting, 12 s"; "" when there is no such lease.
+func progressLine(st api.Status, attempt string, waited time.Duration) string {
+	var l *api.LeaseStatus
+	for i := range st.Leases {
+		if st.Leases[i].Attempt == attempt && !st.Leases[i].Admitted {
+			l = &st.Leases[i]
+		}
+	}
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	for _, name := range l.Services {
+		for _, s := range st.Services {
+			if s.Name != name || s.Ready {
+				continue
+			}
+			what := s.State
+			switch {
+			case s.Unhealthy:
+				what = "unhealthy: " + s.Reason
+			case !s.Enabled:
+				what = "its module is disabled"
+			case s.BackoffUntil.After(st.Now):
+				what = fmt.Sprintf("backing off after failure %d (%s), retry in %s", s.Failures, s.Reason, s.BackoffUntil.Sub(st.Now).Round(time.Second))
+			}
+			parts = append(parts, "waiting for "+name+": "+what)
+		}
+	}
+	for _, capName := range l.Capabilities {
+		for _, p := range st.Probes {
+			if p.Capability != capName || (p.Reported && p.Healthy) {
+				continue
+			}
+			what := "its probe has not reported yet"
+			if p.Reported {
+				what = "its probe reports unhealthy: " + p.Message
+			}
+			parts = append(parts, "waiting for capability "+capName+": "+what)
+		}
+	}
+	if len(parts) == 0 {
+		for _, p := range st.Pools {
+			if n, ok := l.Pools[p.Name]; ok && p.Capacity-p.Reserved < n {
+				parts = append(parts, fmt.Sprintf("waiting for pool %s: %d of %d tokens reserved, needs %d", p.Name, p.Reserved, p.Capacity, n))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "waiting: earlier requests for the same pools go first")
+	}
+	return fmt.Sprintf("%s, %d s", strings.Join(parts, "; "), int(waited.Seconds()))
+}
+
+// keepRenewing renews the lease every ttl/3 until ctx is done. A failed
+// renewal is retried within a second; a lost lease is reported once.
+func keepRenewing(ctx context.Context, w io.Writer, c *api.Client, lease string, ttl time.Duration) {
+	every := ttl / 3
+	next := every
+	for {
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, every)
+		_, err := c.Renew(rctx, lease)
+		cancel()
+		switch {
+		case err == nil:
+			next = every
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, agent.ErrUnknownLease):
+			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
+			return
+		default:
+			fmt.Fprintf(w, "svcrun run: renewing lease %s: %v; retrying\n", lease, err)
+			next = min(time.Second, every)
+		}
+	}
+}
+
+// exitCode is CMD's exit status, 128+N when signal N killed it.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+func newAttemptID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return "attempt-" + hex.EncodeToString(b[:])
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/executor"
+)
+
+// runServe is `svcrun serve --config FILE`: the daemon. SIGTERM or SIGINT
+// stop it, leaving services running for the next start to adopt (unless
+// --stop-services-on-exit); SIGHUP reloads the configuration.
+func runServe(ctx context.Context, m *Main, args []string) error {
+	fs := newFlagSet(m, "serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
+	config := fs.String("config", "", "the node configuration `FILE` (svcrun.toml)")
+	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *config == "" {
+		return usageError{"give --config FILE (see examples/node.toml)"}
+	}
+	log, err := newLogger(m, *level, *format)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	// Daemons that ops leave behind are re-parented to svcrun, which reaps
+	// them; nothing else of svcrun may start children outside executor.
+	if err := executor.BecomeSubreaper(); err != nil {
+		log.Warn("cannot become a child subreaper: orphaned daemons will be reaped by init", "error", err)
+	}
+	a, err := agent.Open(agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit})
+	if err != nil {
+		fmt.Fprintln(m.Stderr, err)
+		return exitError{1}
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if notes, err := a.Reload(ctx); err != nil {
+					log.Error("reload refused: the running configuration stays", "error", err)
+				} else {
+					log.Info("configuration reloaded", "restart_needed_for", notes)
+				}
+			}
+		}
+	}()
+	srv, err := startAPI(ctx, a, log)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func newLogger(m *Main, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "" {
+		format = "json"
+		if f, ok := m.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			format = "text"
+		}
+	}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(m.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(m.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}

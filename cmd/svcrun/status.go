@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/oarbank/svcrun/api"
+)
+
+// runStatus is `svcrun status [--json]`: services, probes, memory, leases.
+func runStatus(ctx context.Context, m *Main, args []string) error {
+	fs := newFlagSet(m, "status", "[--json] [--socket PATH | --config FILE]")
+	sock := addSocketFlags(fs)
+	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(m.Stdout, st)
+	}
+	printStatus(m.Stdout, st)
+	return nil
+}
+
+func printStatus(out io.Writer, st api.Status) {
+	up := ""
+	if !st.StartedAt.IsZero() {
+		up = fmt.Sprintf(", up %s", ago(st.Now, st.StartedAt))
+	}
+	fmt.Fprintf(out, "node %s (%s)%s\nconfig %s, socket %s\n", st.NodeID, st.Platform, up, st.Config, st.Socket)
+	fmt.Fprintf(out, "sandbox %s: %s\n", st.Sandbox, sandboxNote(st.Sandbox))
+	fmt.Fprintf(out, "memory budget: %.2f of %g GB reserved by running services; %d op(s) in flight\n",
+		st.Memory.UsedGB, st.Memory.BudgetGB, st.OpsInFlight)
+
+	pools := map[string][]api.PoolStatus{}
+	for _, p := range st.Pools {
+		pools[p.Service] = append(pools[p.Service], p)
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILURES\tBACKOFF UNTIL\tPOOLS (RESERVED/CAP)\tCAPABILITIES\tFROZEN\tNOTE")
+	for _, s := range st.Services {
+		var ps []string
+		for _, p := range pools[s.Name] {
+			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Capacity))
+		}
+		backoff := "-"
+		if s.BackoffUntil.After(st.Now) {
+			backoff = fmt.Sprintf("%s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(st.Now).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Lifecycle, s.State, yesNo(s.Ready), s.Refs,
+			s.Failures, backoff, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ",")), yesNo(s.Frozen), dash(serviceNote(s)))
+	}
+	if len(st.Services) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	tw.Flush()
+
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROBE\tCAPABILITY\tLAST RESULT\tMESSAGE")
+	for _, p := range st.Probes {
+		res := "unhealthy"
+		switch {
+		case !p.Enabled:
+			res = "disabled"
+		case !p.Reported:
+			res = "not reported yet"
+		case p.Healthy:
+			res = "healthy"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Capability, res, dash(p.Message))
+	}
+	if len(st.Probes) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	tw.Flush()
+
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tJOB\tATTEMPT\tSTATE\tSERVICES\tNEEDS\tEXPIRES")
+	for _, l := range st.Leases {
+		state := "waiting"
+		if l.Admitted {
+			state = "admitted"
+		}
+		exp := "-"
+		if !l.Expires.IsZero() {
+			exp = fmt.Sprintf("%s (in %s)", l.Expires.Local().Format("15:04:05"), l.Expires.Sub(st.Now).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Job), l.Attempt, state, dash(strings.Join(l.Services, ",")), dash(needs(l)), exp)
+	}
+	if len(st.Leases) == 0 {
+		fmt.Fprintln(tw, "(none)")
+	}
+	tw.Flush()
+	if len(st.Skipped) > 0 {
+		fmt.Fprintf(out, "\nnot loaded on %s: %s\n", st.Platform, strings.Join(st.Skipped, ", "))
+	}
+}
+
+func sandboxNote(mode string) string {
+	switch mode {
+	case "require":
+		return "a service whose sandbox cannot be applied whole is not run"
+	case "best_effort":
+		return "no sandbox layer is applied yet (Landlock, namespaces, no_new_privs come with the sandbox work): ops run unconfined as svcrun's user"
+	}
+	return "unknown mode"
+}
+
+func serviceNote(s api.ServiceStatus) string {
+	var n []string
+	if !s.Enabled {
+		n = append(n, "module disabled")
+	}
+	if s.Unhealthy {
+		n = append(n, "UNHEALTHY: "+s.Reason+" (svcrun reset "+s.Name+")")
+	} else if s.Reason != "" && s.Failures > 0 {
+		n = append(n, "last failure: "+s.Reason)
+	}
+	if s.OpInFlight != "" {
+		n = append(n, "running "+s.OpInFlight)
+	}
+	if s.StopReason != "" {
+		n = append(n, "stopping: "+s.StopReason)
+	}
+	if s.Waiting > 0 {
+		n = append(n, fmt.Sprintf("%d waiting", s.Waiting))
+	}
+	return strings.Join(n, "; ")
+}
+
+func needs(l api.LeaseStatus) string {
+	var n []string
+	names := make([]string, 0, len(l.Pools))
+	for p := range l.Pools {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		n = append(n, fmt.Sprintf("%s=%d", p, l.Pools[p]))
+	}
+	n = append(n, l.NeedsPools...)
+	n = append(n, l.Capabilities...)
+	return strings.Join(n, ",")
+}
+
+func ago(now, t time.Time) string {
+	d := now.Sub(t)
+	if d < time.Minute {
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
