@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildSvcrun builds the real binary once per test.
+func buildSvcrun(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "svcrun")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestKill9KeepsLeasesAndAdopts kills svcrun with SIGKILL while it holds a
+// lease on a running service, starts it again, and checks that the lease is
+// still held, the service was adopted (started once in all), and the lease
+// can be released.
+func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildSvcrun(t)
+	demo, _ := filepath.Abs("../../examples/modules/demo")
+	sdir, err := os.MkdirTemp("", "k9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sdir) })
+	data := t.TempDir()
+	cfg := filepath.Join(data, "svcrun.toml")
+	sock := filepath.Join(sdir, "s.sock")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = \"k9\"\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", sock, demo)), 0o644)
+
+	serve := func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
+		cmd.Stderr = &testLog{t}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if err := exec.Command(bin, "status", "--socket", sock).Run(); err == nil {
+				return cmd
+			}
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatal("svcrun serve did not answer within 10 s")
+			}
+			time.Sleep(20 * time.Millisecond) // polling a real daemon's readiness, not synchronizing the engine
+		}
+	}
+	cli := func(args ...string) string {
+		full := append([]string{args[0], "--socket", sock}, args[1:]...)
+		out, err := exec.Command(bin, full...).Output()
+		if err != nil {
+			t.Fatalf("svcrun %v: %v", args, err)
+		}
+		return string(out)
+	}
+
+	s1 := serve()
+	var grant struct{ Lease string }
+	if err := json.Unmarshal([]byte(cli("acquire", "--capability", "kv", "--json", "--wait", "20s")), &grant); err != nil || grant.Lease == "" {
+		t.Fatalf("acquire: %v %+v", err, grant)
+	}
+	s1.Process.Signal(syscall.SIGKILL)
+	s1.Wait()
+
+	s2 := serve()
+	t.Cleanup(func() {
+		s2.Process.Signal(syscall.SIGTERM)
+		s2.Wait()
+		// Leave nothing running: the demo daemon's pid file names it.
+		if pid, err := os.ReadFile(filepath.Join(data, "data", "modules", "demo", "kv.pid")); err == nil {
+			var p int
+			fmt.Sscan(string(pid), &p)
+			if p > 0 {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+	})
+	var st struct {
+		Leases []struct {
+			ID       string `json:"id"`
+			Admitted bool   `json:"admitted"`
+		} `json:"leases"`
+	}
+	if err := json.Unmarshal([]byte(cli("status", "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Leases) != 1 || st.Leases[0].ID != grant.Lease || !st.Leases[0].Admitted {
+		t.Fatalf("after kill -9: leases %+v, want %s admitted", st.Leases, grant.Lease)
+	}
+	cli("release", grant.Lease)
+	journal, err := os.ReadFile(filepath.Join(data, "data", "journal", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(journal), "run demo/kv start"); n != 1 {
+		t.Errorf("demo/kv started %d times across kill -9, want 1 (adopted)", n)
+	}
+}
