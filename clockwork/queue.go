@@ -36,6 +36,7 @@ type entry struct {
 const (
 	posFree  = -1 // slot not in use
 	posFired = -2 // out of the heap, waiting in Real's ready queue
+	posHeld  = -3 // never in the heap: in Virtual's queue of events due now
 )
 
 func (a entry) less(b entry) bool {
@@ -82,6 +83,28 @@ func (q *queue[E]) push(when int64, ev E) TimerID {
 	q.seq++
 	q.heap = append(q.heap, entry{when: when, seq: q.seq, slot: s})
 	q.up(i)
+	return makeID(q.gen[s], s)
+}
+
+// hold stores ev outside the heap (Virtual's events due now) and returns
+// its id; the caller keeps the order.
+func (q *queue[E]) hold(ev E) TimerID {
+	var s uint32
+	if n := len(q.free); n > 0 {
+		s = q.free[n-1]
+		q.free = q.free[:n-1]
+		q.gen[s]++
+		q.evs[s] = ev
+	} else {
+		if len(q.evs) >= math.MaxUint32 {
+			panic("clockwork: too many timers")
+		}
+		s = uint32(len(q.evs))
+		q.evs = append(q.evs, ev)
+		q.pos = append(q.pos, posFree)
+		q.gen = append(q.gen, 1)
+	}
+	q.pos[s] = posHeld
 	return makeID(q.gen[s], s)
 }
 

@@ -18,6 +18,14 @@ type Virtual[E any] struct {
 	start time.Time
 	now   int64 // nanoseconds since start
 	q     queue[E]
+	// due holds, in order, the events scheduled for the current Now (Post,
+	// and At for a time not after Now): most completions of a simulation.
+	// A queue instead of the heap makes them O(1); the order is the same,
+	// since an event pushed to the heap for Now was pushed before Now was
+	// reached, so before every event in due.
+	due     []TimerID
+	dueHead int
+	dueLive int
 }
 
 // NewVirtual returns a Virtual scheduler whose Now is start. The monotonic
@@ -44,15 +52,50 @@ func (v *Virtual[E]) offset(when time.Time) int64 {
 // At schedules ev at when. A when before Now is treated as Now: the event
 // pops after every event already due at Now, including earlier Posts.
 func (v *Virtual[E]) At(when time.Time, ev E) TimerID {
-	return v.q.push(v.offset(when), ev)
+	off := v.offset(when)
+	if off == v.now {
+		return v.holdNow(ev)
+	}
+	return v.q.push(off, ev)
+}
+
+func (v *Virtual[E]) holdNow(ev E) TimerID {
+	id := v.q.hold(ev)
+	v.due = append(v.due, id)
+	v.dueLive++
+	return id
 }
 
 // Cancel removes a pending event. It reports false if id was never issued,
 // was already popped or was already cancelled. O(log n).
-func (v *Virtual[E]) Cancel(id TimerID) bool { return v.q.cancel(id) }
+func (v *Virtual[E]) Cancel(id TimerID) bool {
+	if s, ok := v.q.lookup(id); ok && v.q.pos[s] == posHeld {
+		v.dueLive--
+	}
+	return v.q.cancel(id)
+}
 
 // Post schedules ev at Now, after every event already due at Now.
-func (v *Virtual[E]) Post(ev E) { v.q.push(v.now, ev) }
+func (v *Virtual[E]) Post(ev E) { v.holdNow(ev) }
+
+// popDue takes the next live event of due; dueLive must be > 0.
+func (v *Virtual[E]) popDue() E {
+	for {
+		id := v.due[v.dueHead]
+		v.dueHead++
+		if v.dueHead == len(v.due) {
+			v.due, v.dueHead = v.due[:0], 0
+		}
+		s, ok := v.q.lookup(id)
+		if !ok {
+			continue // cancelled
+		}
+		ev := v.q.evs[s]
+		v.q.release(s)
+		v.dueLive--
+		return ev
+	}
+}
 
 // Next pops the earliest event (ties in insertion order) and moves Now to
 // its time. It reports false when nothing is pending or ctx is done.
@@ -65,6 +108,15 @@ func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 		default:
 		}
 	}
+	// Heap events due now were pushed before Now was reached: they come
+	// first; then the events held for Now; then time moves.
+	if when, ok := v.q.peek(); ok && when <= v.now {
+		_, ev := v.q.pop()
+		return ev, true
+	}
+	if v.dueLive > 0 {
+		return v.popDue(), true
+	}
 	if v.q.len() == 0 {
 		return zero, false
 	}
@@ -74,10 +126,13 @@ func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 }
 
 // Len returns the number of pending events.
-func (v *Virtual[E]) Len() int { return v.q.len() }
+func (v *Virtual[E]) Len() int { return v.q.len() + v.dueLive }
 
 // Peek returns the time of the next event, if any.
 func (v *Virtual[E]) Peek() (time.Time, bool) {
+	if v.dueLive > 0 {
+		return v.Now(), true
+	}
 	when, ok := v.q.peek()
 	if !ok {
 		return time.Time{}, false
@@ -94,6 +149,10 @@ func (v *Virtual[E]) AdvanceTo(t time.Time) error {
 	off := int64(t.Sub(v.start))
 	if off < v.now {
 		return fmt.Errorf("%w: now %s, asked %s", ErrBackwards, v.Now().Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
+	}
+	if v.dueLive > 0 && off > v.now {
+		return fmt.Errorf("%w: %d pending at %s, before %s", ErrWouldSkip, v.dueLive,
+			v.Now().Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
 	}
 	if when, ok := v.q.peek(); ok && when < off {
 		return fmt.Errorf("%w: %d pending, the next at %s, before %s", ErrWouldSkip, v.q.len(),

@@ -80,7 +80,7 @@ type proc struct {
 	gen     int // bumps at every start and stop, so stale crashes are ignored
 	startAt time.Time
 	polls   int
-	calls   map[protocol.Op]int
+	calls   [8]int // ops run so far, by opIndex
 	objects []Object
 	starts  int
 	kills   int
@@ -112,7 +112,7 @@ func newProc(b *Behaviour) *proc {
 	if b == nil {
 		b = &Behaviour{}
 	}
-	p := &proc{b: b, calls: map[protocol.Op]int{}, running: b.Running}
+	p := &proc{b: b, running: b.Running}
 	p.objects = append(p.objects, b.Objects...)
 	return p
 }
@@ -176,7 +176,33 @@ func (x *Executor) Crash(name string) {
 }
 
 // outcome picks the n-th outcome of op's script.
-func (b *Behaviour) script(op protocol.Op) OpScript { return b.Ops[op] }
+// opIndex numbers the ops for the per-op counters (0 for an unknown op).
+func opIndex(op protocol.Op) int {
+	switch op {
+	case protocol.OpFingerprint:
+		return 1
+	case protocol.OpStart:
+		return 2
+	case protocol.OpStop:
+		return 3
+	case protocol.OpStatus:
+		return 4
+	case protocol.OpReady:
+		return 5
+	case protocol.OpListOwned:
+		return 6
+	case protocol.OpDestroy:
+		return 7
+	}
+	return 0
+}
+
+func (b *Behaviour) script(op protocol.Op) OpScript {
+	if len(b.Ops) == 0 {
+		return OpScript{}
+	}
+	return b.Ops[op]
+}
 
 func (s OpScript) outcome(n int) Outcome {
 	if len(s.Outcomes) == 0 {
@@ -194,8 +220,8 @@ func (x *Executor) Run(op runtime.RunOp) {
 	p := x.procOf(op.Target)
 	name := p.name
 	sc := p.b.script(op.Op)
-	n := p.calls[op.Op]
-	p.calls[op.Op]++
+	n := p.calls[opIndex(op.Op)]
+	p.calls[opIndex(op.Op)]++
 	out := sc.outcome(n)
 	if op.Op == protocol.OpStop && p.b.StopIgnored && p.running {
 		out = Hang // the daemon ignores SIGTERM: stop runs into its timeout
