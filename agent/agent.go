@@ -26,6 +26,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
@@ -51,6 +52,9 @@ type Options struct {
 	Clock clock.Clock
 	// NewExecutor builds the executor; nil uses package executor.
 	NewExecutor func(executor.Config, func(runtime.Event)) (Executor, error)
+	// NoContainers runs ops in process groups only, without cgroup v2
+	// containers (tests that must not touch the host's cgroups).
+	NoContainers bool
 }
 
 // Executor is what the agent needs of its executor.
@@ -72,6 +76,8 @@ type Agent struct {
 	engine *runtime.Engine
 	driver *runtime.Driver
 	jour   *Journal
+	// containers are the per-service cgroups; nil when not used.
+	containers *cgroup.Manager
 
 	mu      sync.Mutex
 	waiters map[runtime.LeaseID][]chan runtime.Effect
@@ -133,12 +139,24 @@ func Open(opts Options) (*Agent, error) {
 		waiters: map[runtime.LeaseID][]chan runtime.Effect{},
 		subs:    map[chan Record]bool{},
 	}
+	if !opts.NoContainers {
+		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID})
+		if err := a.containers.Err(); err != nil {
+			a.log.Warn("no cgroup v2 process containers: ops run in process groups (kill, freeze and crash detection by signals and polling)", "reason", err)
+		}
+		for _, m := range a.containers.Support().Missing() {
+			a.log.Warn("process container: missing", "what", m)
+		}
+	}
 	newExec := opts.NewExecutor
 	if newExec == nil {
 		newExec = func(c executor.Config, post func(runtime.Event)) (Executor, error) { return executor.New(c, post) }
 	}
 	a.exec, err = newExec(a.execConfig(cfg, mods), a.sched.Post)
 	if err != nil {
+		if a.containers != nil {
+			a.containers.Close()
+		}
 		jour.Close()
 		db.Close()
 		return nil, err
@@ -150,7 +168,7 @@ func Open(opts Options) (*Agent, error) {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []*manifest.Module) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -236,6 +254,10 @@ func (a *Agent) shutdown(cause error) error {
 	}
 	a.thawAll()
 	a.exec.Close()
+	if a.containers != nil {
+		// The containers stay, with their daemons, for the next svcrun.
+		a.containers.Close()
+	}
 	jerr := a.jour.Close()
 	derr := a.db.Close()
 	a.log.Info("svcrun stopped", "error", errors.Join(cause, jerr, derr))

@@ -139,6 +139,11 @@ type Status struct {
 	Sandbox   string    `json:"sandbox"`
 	StartedAt time.Time `json:"started_at"`
 	Steps     uint64    `json:"steps"`
+	// Containers says how services are contained on this host (cgroup v2
+	// and what of it works, or process groups and why).
+	Containers string `json:"containers"`
+	// ContainerModes is, per service, "cgroup" or "process-group: reason".
+	ContainerModes map[string]string `json:"container_modes,omitempty"`
 }
 
 // Status returns the current view.
@@ -149,6 +154,16 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 			Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
 			DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
 			StartedAt: a.started, Steps: a.steps,
+			Containers: "process groups (cgroup containers disabled)",
+		}
+		if a.containers != nil {
+			st.Containers = a.containers.Support().String()
+		}
+		if cm, ok := a.exec.(interface{ ContainerMode(string) string }); ok {
+			st.ContainerModes = map[string]string{}
+			for _, s := range st.Services {
+				st.ContainerModes[s.Name] = cm.ContainerMode(s.Name)
+			}
 		}
 	})
 	return st, err

@@ -106,7 +106,8 @@ type Status struct {
 	Config       string          `json:"config"`
 	DataDir      string          `json:"data_dir"`
 	Socket       string          `json:"socket"`
-	Sandbox      string          `json:"sandbox"` // require | best_effort
+	Sandbox      string          `json:"sandbox"`    // require | best_effort
+	Containers   string          `json:"containers"` // how services are contained on this host
 	StartedAt    time.Time       `json:"started_at"`
 	Now          time.Time       `json:"now"`
 	Steps        uint64          `json:"steps"`
@@ -147,6 +148,7 @@ type ServiceStatus struct {
 	Pools        map[string]int64   `json:"pools,omitempty"`
 	Capabilities []string           `json:"capabilities,omitempty"`
 	OpInFlight   string             `json:"op_in_flight,omitempty"`
+	Container    string             `json:"container,omitempty"` // cgroup, or process-group: reason
 }
 
 // ProbeStatus is one probe and its last result.
@@ -184,7 +186,7 @@ type PoolStatus struct {
 func statusOf(st agent.Status) Status {
 	out := Status{
 		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
-		Sandbox: st.Sandbox, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
+		Sandbox: st.Sandbox, Containers: st.Containers, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
 		Memory:   Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
 		Services: []ServiceStatus{}, Probes: []ProbeStatus{}, Leases: []LeaseStatus{}, Pools: []PoolStatus{},
 		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),
@@ -194,7 +196,7 @@ func statusOf(st agent.Status) Status {
 			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: s.Lifecycle, State: s.State, Ready: s.Ready,
 			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
 			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
-			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight,
+			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name],
 		})
 	}
 	for _, p := range st.Probes {

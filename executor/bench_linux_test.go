@@ -61,7 +61,8 @@ func BenchmarkFingerprintOp(b *testing.B) {
 		return ns
 	}
 
-	b.Run("executor", func(b *testing.B) {
+	// vsC runs op b.N times against the C loop.
+	vsC := func(b *testing.B, op func() Result) {
 		// The C loop runs in blocks between blocks of ops, so that both
 		// see the same machine: x-c is robust to a noisy neighbour.
 		const block = 250
@@ -77,7 +78,7 @@ func BenchmarkFingerprintOp(b *testing.B) {
 			if i > 0 && i%block == 0 {
 				cBlock(block)
 			}
-			res := Run(ctx, spec)
+			res := op()
 			if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != runtime.FailNone {
 				b.Fatalf("outcome %+v", o)
 			}
@@ -85,6 +86,25 @@ func BenchmarkFingerprintOp(b *testing.B) {
 		cBlock(b.N - cRuns)
 		b.StopTimer()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/cTotal, "x-c")
+	}
+	b.Run("executor", func(b *testing.B) {
+		vsC(b, func() Result { return Run(ctx, spec) })
+	})
+	// The same op cloned into a cgroup v2, with the Manager's op
+	// accounting, as the adapter runs a service's op.
+	b.Run("executor-cgroup", func(b *testing.B) {
+		m := newContainers(b)
+		cspec := spec
+		vsC(b, func() Result {
+			fd, err := m.OpStart("bench/fp")
+			if err != nil {
+				b.Fatal(err)
+			}
+			cspec.Hooks.SysProcAttr = withCgroupFD(nil, fd)
+			res := Run(ctx, cspec)
+			m.OpEnd("bench/fp")
+			return res
+		})
 	})
 	b.Run("c-posix_spawn", func(b *testing.B) {
 		b.ReportMetric(cLoop(b, b.N), "ns/op")

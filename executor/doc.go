@@ -85,13 +85,31 @@
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
 // for their OpDone.
 //
-// Kill, Freeze and Thaw send SIGKILL, SIGSTOP and SIGCONT to the process
-// groups of the service: those of its running ops and those its ops left
-// processes in (the daemon of a start). This is the process-group fallback
-// of filled-in §4, with its limits: a process that leaves its group (setsid,
-// or a double fork that changes group) is out of reach, and a group id is
-// forgotten once the group is seen empty (at the end of each of the
-// service's ops and before every signal), so a group id recycled in between
-// could be signalled. The cgroup process container of the sandbox issue
-// replaces all of this; no ContainerEmptied event is posted until then.
+// # Process containers
+//
+// With Config.Containers (a working cgroup.Manager), every service has a
+// cgroup v2 of its own and each of its ops is cloned straight into it
+// (SysProcAttr.UseCgroupFD, composed after the target's own SysProcAttr
+// hook), so whatever a start leaves behind stays there, double forks and
+// setsid'd processes included. Kill writes cgroup.kill, Freeze and Thaw
+// cgroup.freeze, none of them waiting (they run on the driver's loop). The
+// node's limits become memory.max and pids.max where those controllers are
+// enabled (recorded missing otherwise). The Manager is told when each op
+// starts and ends: a container still populated at the end of an op holds a
+// daemon and is armed, and when an armed container empties with no op of
+// the service running, runtime.ContainerEmptied is posted (within a few
+// milliseconds of the death; the package cgroup doc has the rule). An op
+// whose clone into its cgroup fails is run again without it, and if that
+// starts, the service falls back to process groups until Update.
+// Probes always run in process groups. ContainerMode says, per service,
+// "cgroup" or "process-group: <why>".
+//
+// The fallback, for services without a container: Kill, Freeze and Thaw
+// send SIGKILL, SIGSTOP and SIGCONT to the process groups of the service:
+// those of its running ops and those its ops left processes in (the daemon
+// of a start). A process that leaves its group (setsid, or a double fork
+// that changes group) is out of reach, and a group id is forgotten once the
+// group is seen empty (at the end of each of the service's ops and before
+// every signal), so a group id recycled in between could be signalled. No
+// ContainerEmptied is posted for those services.
 package executor

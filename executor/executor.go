@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -44,6 +45,15 @@ type Config struct {
 	// Hooks returns the sandbox hooks of a target. It is called when the
 	// targets are built (New, Update); nil runs every op unconfined.
 	Hooks func(t runtime.Target, mod *manifest.Module) (Hooks, error)
+	// Containers, when set and working (Err() nil), is the process
+	// container of every service (filled-in §4): each op of a service is
+	// cloned into the service's cgroup v2, Kill, Freeze and Thaw go to
+	// that cgroup, its limits are Node.Limits, and the emptying of a
+	// container holding a daemon is posted as runtime.ContainerEmptied.
+	// Nil, or a Manager whose Err is set, leaves every service to process
+	// groups and signals (ContainerMode says why). New takes it; Update
+	// ignores it. The caller closes it, after the Executor.
+	Containers *cgroup.Manager
 }
 
 // Executor is the runtime.Executor of svcrun: it runs the ops of the
@@ -62,6 +72,8 @@ type Executor struct {
 
 	gmu    sync.Mutex
 	groups map[runtime.Target]map[int]bool // process group -> its op is still running
+
+	containers
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -132,7 +144,7 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		n = 4 * goruntime.NumCPU()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Executor{
+	x := &Executor{
 		post:      post,
 		sem:       make(chan struct{}, n),
 		grace:     cfg.Grace,
@@ -141,13 +153,18 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		cancel:    cancel,
 		targets:   targets,
 		groups:    map[runtime.Target]map[int]bool{},
-	}, nil
+	}
+	x.initContainers(cfg, post)
+	return x, nil
 }
 
 // Update replaces the targets after a configuration reload. Every module's
 // settings, tools and limits files are written again before its next op.
 // Ops already running finish with what they started with; the process
-// groups known for each service are kept.
+// groups known for each service are kept. The new Node.Limits apply to the
+// containers from each service's next op; services that fell back to
+// process groups try their container again; the empty containers of
+// services that are gone are removed.
 func (x *Executor) Update(cfg Config) error {
 	targets, err := buildTargets(cfg)
 	if err != nil {
@@ -156,14 +173,17 @@ func (x *Executor) Update(cfg Config) error {
 	x.mu.Lock()
 	x.targets = targets
 	x.mu.Unlock()
+	x.updateContainers(cfg, targets)
 	return nil
 }
 
 // Close kills the ops still running (their OpDone reports them canceled)
-// and waits until every OpDone was posted.
+// and waits until every OpDone was posted. No ContainerEmptied is posted
+// after Close; the containers themselves (and the daemons in them) stay.
 func (x *Executor) Close() {
 	x.cancel()
 	x.wg.Wait()
+	x.closeContainers()
 }
 
 func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
@@ -297,13 +317,20 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	}
 	spec := t.cmd.Spec(op.Op, op.Args, t.env, timeout)
 	spec.Grace, spec.WaitDelay, spec.Hooks = x.grace, x.waitDelay, t.hooks
-	spec.OnStart = func(pid int) { x.addGroup(op.Target, pid) }
-	res := Run(x.ctx, spec)
+	res := x.runIn(op.Target, spec)
 	<-x.sem
-	if res.Pid != 0 {
-		x.opEnded(op.Target, res.Pid)
-	}
 	return Outcome(op.Op, t.role, res)
+}
+
+// runGrouped runs spec with its process group tracked for Kill, Freeze and
+// Thaw: the process-group fallback.
+func (x *Executor) runGrouped(t runtime.Target, spec Spec) Result {
+	spec.OnStart = func(pid int) { x.addGroup(t, pid) }
+	res := Run(x.ctx, spec)
+	if res.Pid != 0 {
+		x.opEnded(t, res.Pid)
+	}
+	return res
 }
 
 // ----- Process groups: the process-container fallback of filled-in §4. -----
@@ -370,18 +397,29 @@ func (x *Executor) Groups(service string) []int {
 	return sortedKeys(x.groups[t])
 }
 
-// Kill sends SIGKILL to the service's process groups: its running ops and
-// whatever its ops left in their groups. A process that left its group
-// (setsid, a double fork that changes group) is out of reach until the
-// cgroup process container of the sandbox issue replaces this.
-func (x *Executor) Kill(service string) { x.signal(service, syscall.SIGKILL) }
+// Kill ends everything in the service's process container: cgroup.kill of
+// its cgroup, and SIGKILL to the process groups of its ops that ran
+// without one (the fallback). In a process group, a process that left its
+// group (setsid, a double fork that changes group) is out of reach; in a
+// cgroup, nothing is.
+func (x *Executor) Kill(service string) {
+	x.containerKill(service)
+	x.signal(service, syscall.SIGKILL)
+}
 
-// Freeze sends SIGSTOP to the service's process groups (the process-group
-// fallback of filled-in §4; the cgroup freezer replaces it).
-func (x *Executor) Freeze(service string) { x.signal(service, sigStop) }
+// Freeze stops the service's processes: cgroup.freeze of its cgroup, and
+// SIGSTOP to the process groups of its ops that ran without one.
+func (x *Executor) Freeze(service string) {
+	x.containerFreeze(service, true)
+	x.signal(service, sigStop)
+}
 
-// Thaw sends SIGCONT to the service's process groups.
-func (x *Executor) Thaw(service string) { x.signal(service, sigCont) }
+// Thaw resumes the service's processes: cgroup.freeze 0 of its cgroup, and
+// SIGCONT to the process groups of its ops that ran without one.
+func (x *Executor) Thaw(service string) {
+	x.containerFreeze(service, false)
+	x.signal(service, sigCont)
+}
 
 func sortedKeys(m map[int]bool) []int {
 	keys := make([]int, 0, len(m))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -30,6 +31,14 @@ exec = ["bin/svc.sh", "env"]
 [[services]]
 name = "daemon"
 exec = ["bin/svc.sh", "leavedaemon"]
+
+[[services]]
+name = "spread"
+exec = ["bin/svc.sh", "spread"]
+
+[[services]]
+name = "where"
+exec = ["bin/svc.sh", "cgroup"]
 
 [[services]]
 name = "count"
@@ -64,13 +73,23 @@ tools = { sh = "/bin/sh" }
 `
 
 type adapterFixture struct {
-	x    *Executor
-	done chan runtime.OpDone
-	node *nodeconfig.Config
-	data string // the module data dir
+	x       *Executor
+	done    chan runtime.OpDone
+	emptied chan emptiedAt
+	node    *nodeconfig.Config
+	data    string // the module data dir
 }
 
-func newAdapter(t *testing.T) *adapterFixture {
+// emptiedAt is a ContainerEmptied and when it was posted.
+type emptiedAt struct {
+	service string
+	at      time.Time
+}
+
+func newAdapter(t *testing.T) *adapterFixture { return newAdapterWith(t, nil) }
+
+// newAdapterWith builds the executor with containers (nil: none).
+func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -89,9 +108,16 @@ func newAdapter(t *testing.T) *adapterFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan runtime.OpDone, 100), node: node, data: node.ModuleDataDir("test")}
-	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond}, func(ev runtime.Event) {
-		a.done <- ev.(runtime.OpDone)
+	a := &adapterFixture{done: make(chan runtime.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
+	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers}, func(ev runtime.Event) {
+		switch ev := ev.(type) {
+		case runtime.OpDone:
+			a.done <- ev
+		case runtime.ContainerEmptied:
+			a.emptied <- emptiedAt{ev.Service, time.Now()}
+		default:
+			t.Errorf("unexpected event %T", ev)
+		}
 	})
 	if err != nil {
 		t.Fatal(err)

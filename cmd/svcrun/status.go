@@ -46,6 +46,9 @@ func printStatus(out io.Writer, st api.Status) {
 	}
 	fmt.Fprintf(out, "node %s (%s)%s\nconfig %s, socket %s\n", st.NodeID, st.Platform, up, st.Config, st.Socket)
 	fmt.Fprintf(out, "sandbox %s: %s\n", st.Sandbox, sandboxNote(st.Sandbox))
+	if st.Containers != "" {
+		fmt.Fprintf(out, "process containers:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(st.Containers), "\n", "\n  "))
+	}
 	fmt.Fprintf(out, "memory budget: %.2f of %g GB reserved by running services; %d op(s) in flight\n",
 		st.Memory.UsedGB, st.Memory.BudgetGB, st.OpsInFlight)
 
@@ -144,6 +147,9 @@ func serviceNote(s api.ServiceStatus) string {
 	}
 	if s.Waiting > 0 {
 		n = append(n, fmt.Sprintf("%d waiting", s.Waiting))
+	}
+	if strings.HasPrefix(s.Container, "process-group") {
+		n = append(n, s.Container)
 	}
 	return strings.Join(n, "; ")
 }

@@ -69,6 +69,23 @@ leavedaemon)
 	echo $! >"$data/daemon.pid"
 	printf '{"ok":true,"changed":true}\n'
 	;;
+spread)
+	# A start that leaves a daemon in its group, a double-forked
+	# grandchild (its parent, a subshell, exits at once), and a setsid'd
+	# process in a session and group of its own, out of reach of the
+	# op's process group.
+	sleep 1000 </dev/null >/dev/null 2>&1 &
+	echo $! >"$data/daemon.pid"
+	( sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >"$data/grandchild.pid" )
+	setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+	echo $! >"$data/setsid.pid"
+	printf '{"ok":true,"changed":true}\n'
+	;;
+cgroup)
+	# Where the op runs: its cgroup v2 path.
+	sed -n 's/^0:://p' /proc/$$/cgroup >"$data/cgroup"
+	printf '{"healthy":true,"running":false}\n'
+	;;
 twodocs)
 	printf '{"healthy":true,"running":false}\n{"healthy":true,"running":false}\n'
 	;;

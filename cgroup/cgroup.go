@@ -1,0 +1,220 @@
+// Package cgroup is svcrun's process container on Linux (filled-in §4):
+// one cgroup v2 per service, that every op of the service is cloned into,
+// so that whatever an op leaves behind (the daemon of a start, its double
+// forks, its setsid'd children) stays in one place that can be frozen,
+// killed and watched.
+//
+// # Detection: Probe
+//
+// Probe finds the cgroup2 mount in /proc/self/mountinfo (/sys/fs/cgroup
+// when it is cgroup2, else the first cgroup2 mount, such as
+// /sys/fs/cgroup/unified on a hybrid host), svcrun's own cgroup in
+// /proc/self/cgroup ("0::/path"), and creates the base cgroup
+// <mount><own>/<name> (default name "svcrun-<node id>"). It reports which
+// core files work (cgroup.events, cgroup.kill from 5.14, cgroup.freeze
+// from 5.2) and whether the memory and pids controllers could be enabled
+// for the containers ("+memory +pids" into the subtree_control of svcrun's
+// cgroup and of the base), with the reason of every missing layer. Probe
+// never fails: a host without a writable cgroup v2 gets a Support that says
+// why, and svcrun falls back to process groups and signals.
+//
+// # Containers: Manager
+//
+// New(Options) returns a Manager whether or not cgroups work; Err says why
+// they do not. A service module/name has the container
+// <base>/<module>/<name>; names are checked against [a-z0-9][a-z0-9-]*.
+// OpStart (or Create) makes the container, keeps an O_PATH directory
+// descriptor of it for SysProcAttr.CgroupFD (clone3 CLONE_INTO_CGROUP) and
+// counts the op; OpEnd ends it. Kill writes cgroup.kill (fallback: SIGKILL
+// every pid of cgroup.procs, frozen first, until it is empty), Freeze and
+// Thaw write cgroup.freeze (fallback: SIGSTOP and SIGCONT), and each can
+// wait, bounded, for cgroup.events to say it is done. Limits writes
+// memory.max and pids.max where those controllers are enabled and records
+// them missing otherwise. Remove deletes an empty container; Close stops
+// the watcher and leaves the containers (and the daemons in them) for the
+// next svcrun to adopt.
+//
+// # Emptied events
+//
+// One goroutine reads an inotify descriptor watching IN_MODIFY of every
+// container's cgroup.events and re-reads the file at each event. Ops run in
+// the container, so it empties after every op of a service whose daemon
+// lives elsewhere or that is stopped: that is not a crash. The rule is
+// therefore: a container is armed when an op ends and the container is
+// still populated (a process outlived the op: the service has a daemon);
+// an armed container that is seen empty while none of the service's ops
+// runs (at the watcher's event, or at the end of an op) is reported once
+// to Options.OnEmptied, and disarmed until an op ends with it populated
+// again.
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Options configure a Manager (and ProbeWith).
+type Options struct {
+	// NodeID names the base cgroup "svcrun-<NodeID>" unless Name is set.
+	NodeID string
+	// Name is the base cgroup's name under svcrun's own cgroup; default
+	// "svcrun-<NodeID>", or "svcrun" without a node id.
+	Name string
+	// Parent, if set, is the cgroup directory the base is created in
+	// instead of <mount><svcrun's own cgroup>; it must be inside a
+	// cgroup2 mount.
+	Parent string
+	// OnEmptied is told the service (module/name) whose armed container
+	// emptied. It is called from the watcher goroutine or from OpEnd and
+	// must not block; SetOnEmptied replaces it.
+	OnEmptied func(service string)
+}
+
+// Feature is one layer of the process container: whether it works here,
+// and why not.
+type Feature struct {
+	OK     bool
+	Reason string // why it is missing; "" when OK
+}
+
+func (f Feature) String() string {
+	if f.OK {
+		return "yes"
+	}
+	return "missing: " + f.Reason
+}
+
+// Support is what Probe found: what works and what is missing, with
+// reasons. It is printed by svcrun status and svcrun sandbox.
+type Support struct {
+	// Mount is the cgroup2 mount point; "" when there is none.
+	Mount string
+	// Own is svcrun's own cgroup, from /proc/self/cgroup ("/" for the root).
+	Own string
+	// Parent is <Mount><Own> (or Options.Parent): where the base is.
+	Parent string
+	// Base is the base cgroup, <Parent>/<name>, parent of the modules'.
+	Base string
+	// Containers says whether per-service cgroups can be created and ops
+	// cloned into them (a writable base with cgroup.events). Without it
+	// svcrun falls back to process groups and signals.
+	Containers Feature
+	// Kill is cgroup.kill (Linux 5.14); without it Kill signals every pid
+	// of cgroup.procs.
+	Kill Feature
+	// Freeze is cgroup.freeze (Linux 5.2); without it Freeze and Thaw
+	// signal SIGSTOP and SIGCONT to every pid of cgroup.procs.
+	Freeze Feature
+	// Controllers are the controllers available to the base's parent
+	// (its cgroup.controllers).
+	Controllers []string
+	// Memory and Pids say whether memory.max and pids.max can be set on
+	// the containers (the controller is enabled down to them).
+	Memory, Pids Feature
+}
+
+// Available reports whether containers work.
+func (s Support) Available() bool { return s.Containers.OK }
+
+// Missing lists the missing layers, one "layer: reason" each.
+func (s Support) Missing() []string {
+	var out []string
+	for _, l := range []struct {
+		name string
+		f    Feature
+	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}} {
+		if !l.f.OK {
+			out = append(out, l.name+": "+l.f.Reason)
+		}
+	}
+	return out
+}
+
+// String is the multi-line report of svcrun status and svcrun sandbox.
+func (s Support) String() string {
+	var b strings.Builder
+	mount := s.Mount
+	if mount == "" {
+		mount = "(none)"
+	}
+	fmt.Fprintf(&b, "cgroup v2 mount %s, svcrun's cgroup %s, base %s\n", mount, orNone(s.Own), orNone(s.Base))
+	if s.Containers.OK {
+		fmt.Fprintf(&b, "process containers: cgroup v2 (one per service, ops cloned into it)\n")
+	} else {
+		fmt.Fprintf(&b, "process containers: process groups and signals (%s)\n", s.Containers.Reason)
+	}
+	fmt.Fprintf(&b, "cgroup.kill: %s\n", s.Kill)
+	fmt.Fprintf(&b, "cgroup.freeze: %s\n", s.Freeze)
+	fmt.Fprintf(&b, "controllers available: %s\n", orNone(strings.Join(s.Controllers, " ")))
+	fmt.Fprintf(&b, "memory.max: %s\n", s.Memory)
+	fmt.Fprintf(&b, "pids.max: %s\n", s.Pids)
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+// Status is one container, for status and tests.
+type Status struct {
+	Service string
+	Path    string
+	// Populated and Frozen are the last cgroup.events seen.
+	Populated, Frozen bool
+	// Armed says the container held a process that outlived an op: its
+	// emptying will be reported.
+	Armed bool
+	// Ops counts the service's ops running now.
+	Ops int
+	// Memory and Pids say what memory.max and pids.max were set to:
+	// "max" (no cap), a number, or "missing: <why>".
+	Memory, Pids string
+}
+
+// LimitsStatus is what Limits did.
+type LimitsStatus struct {
+	Memory, Pids string
+}
+
+// ErrBusy is returned by Remove for a container that is populated or has
+// an op running.
+var ErrBusy = errors.New("cgroup: container in use")
+
+// DefaultWait is the bound the tests and the CLI give Kill, Freeze and Thaw.
+const DefaultWait = 2 * time.Second
+
+var (
+	serviceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	baseNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)
+)
+
+// splitService checks a service's full name module/name and returns its
+// parts.
+func splitService(service string) (module, name string, err error) {
+	module, name, ok := strings.Cut(service, "/")
+	if !ok || !serviceNameRE.MatchString(module) || !serviceNameRE.MatchString(name) {
+		return "", "", fmt.Errorf("cgroup: %q is not a service name (module/name, each [a-z0-9][a-z0-9-]*)", service)
+	}
+	return module, name, nil
+}
+
+// baseName is the base cgroup's name for o.
+func (o Options) baseName() (string, error) {
+	name := o.Name
+	if name == "" {
+		name = "svcrun"
+		if o.NodeID != "" {
+			name += "-" + o.NodeID
+		}
+	}
+	if !baseNameRE.MatchString(name) || strings.HasPrefix(name, "cgroup.") {
+		return "", fmt.Errorf("cgroup: %q cannot name the base cgroup", name)
+	}
+	return name, nil
+}

@@ -1,0 +1,698 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Manager owns the per-service containers under one base cgroup and
+// watches them (see the package doc). Its methods are safe for concurrent
+// use.
+type Manager struct {
+	sup       Support
+	err       error // why containers do not work; nil when they do
+	onEmptied atomic.Pointer[func(string)]
+
+	mu      sync.Mutex
+	closed  bool
+	modules map[string]*moduleDir
+	svcs    map[string]*container
+	wds     map[int32]*container
+	ino     *os.File // inotify, non-blocking, read by watch
+	inoFD   int
+	done    chan struct{}
+}
+
+// moduleDir is <base>/<module>; limits says why a controller is not
+// enabled for its services ("" when it is).
+type moduleDir struct {
+	memory, pids string
+}
+
+// container is one service's cgroup.
+type container struct {
+	service, dir string
+	dirFD        int // O_PATH|O_DIRECTORY: SysProcAttr.CgroupFD
+	eventsFD     int // cgroup.events, re-read with pread
+	wd           int32
+	mod          *moduleDir
+
+	mu        sync.Mutex
+	ops       int
+	armed     bool
+	populated bool
+	frozen    bool
+	changed   chan struct{} // closed and replaced at every re-read
+	limits    *[2]float64   // memGB, pids last applied
+	memory    string
+	pids      string
+}
+
+// New probes the host (ProbeWith), creates the base cgroup and starts the
+// watcher. It always returns a Manager: when containers do not work, Err
+// says why, every method that needs one fails with it, and svcrun falls
+// back to process groups.
+func New(o Options) *Manager {
+	m := &Manager{modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1}
+	if o.OnEmptied != nil {
+		m.SetOnEmptied(o.OnEmptied)
+	}
+	m.sup, _ = probe(o)
+	if !m.sup.Containers.OK {
+		m.err = fmt.Errorf("cgroup v2 process containers: %s", m.sup.Containers.Reason)
+		return m
+	}
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		m.err = fmt.Errorf("cgroup v2 process containers: inotify: %w", err)
+		m.sup.Containers = Feature{Reason: fmt.Sprintf("inotify (to watch cgroup.events): %v", err)}
+		return m
+	}
+	m.inoFD = fd
+	m.ino = os.NewFile(uintptr(fd), "inotify") // pollable: Close wakes the reader
+	m.done = make(chan struct{})
+	go m.watch()
+	return m
+}
+
+// Support is what the probe found.
+func (m *Manager) Support() Support { return m.sup }
+
+// Err says why containers do not work here; nil when they do.
+func (m *Manager) Err() error { return m.err }
+
+// Base is the base cgroup directory.
+func (m *Manager) Base() string { return m.sup.Base }
+
+// SetOnEmptied sets the function told about emptied armed containers.
+func (m *Manager) SetOnEmptied(f func(service string)) {
+	if f == nil {
+		m.onEmptied.Store(nil)
+		return
+	}
+	m.onEmptied.Store(&f)
+}
+
+func (m *Manager) emit(service string) {
+	if f := m.onEmptied.Load(); f != nil {
+		(*f)(service)
+	}
+}
+
+// Path is the container directory of a service (whether or not it exists).
+func (m *Manager) Path(service string) (string, error) {
+	mod, name, err := splitService(service)
+	if err != nil {
+		return "", err
+	}
+	if m.sup.Base == "" {
+		return "", m.err
+	}
+	return filepath.Join(m.sup.Base, mod, name), nil
+}
+
+// Create makes the service's container if needed and returns its directory
+// descriptor, for SysProcAttr.UseCgroupFD/CgroupFD. The descriptor belongs
+// to the Manager and stays valid until Remove or Close. A container left
+// frozen (by an earlier svcrun) is thawed, so that ops can run in it.
+func (m *Manager) Create(service string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.createLocked(service)
+	if err != nil {
+		return -1, err
+	}
+	return c.dirFD, nil
+}
+
+// OpStart creates the container if needed, counts an op of the service as
+// running, and returns the descriptor to clone the op into. Every
+// successful OpStart must be followed by OpEnd once the op's process has
+// exited.
+func (m *Manager) OpStart(service string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, err := m.createLocked(service)
+	if err != nil {
+		return -1, err
+	}
+	c.mu.Lock()
+	c.ops++
+	c.mu.Unlock()
+	return c.dirFD, nil
+}
+
+// OpEnd says an op of the service ended (its process exited). If the
+// container is still populated and no other op of it runs, a process
+// outlived the op: the container is armed. An armed container found empty
+// here is reported as emptied.
+func (m *Manager) OpEnd(service string) {
+	c := m.lookup(service)
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if c.ops > 0 {
+		c.ops--
+	}
+	post := c.refreshLocked()
+	if c.populated && c.ops == 0 {
+		c.armed = true
+	}
+	c.mu.Unlock()
+	if post {
+		m.emit(c.service)
+	}
+}
+
+func (m *Manager) lookup(service string) *container {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.svcs[service]
+}
+
+func (m *Manager) createLocked(service string) (*container, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if m.closed {
+		return nil, errors.New("cgroup: manager closed")
+	}
+	if c := m.svcs[service]; c != nil {
+		return c, nil
+	}
+	modName, name, err := splitService(service)
+	if err != nil {
+		return nil, err
+	}
+	mod, err := m.moduleLocked(modName)
+	if err != nil {
+		return nil, err
+	}
+	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), dirFD: -1, eventsFD: -1, wd: -1, mod: mod, changed: make(chan struct{})}
+	if err := unix.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("cgroup: create %s: %w", c.dir, err)
+	}
+	fail := func(what string, err error) (*container, error) {
+		c.closeFDs()
+		return nil, fmt.Errorf("cgroup: %s %s: %w", what, c.dir, err)
+	}
+	if c.dirFD, err = unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return fail("open", err)
+	}
+	events := filepath.Join(c.dir, fileEvents)
+	if c.eventsFD, err = unix.Open(events, unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		return fail("open "+fileEvents+" of", err)
+	}
+	wd, err := unix.InotifyAddWatch(m.inoFD, events, unix.IN_MODIFY)
+	if err != nil {
+		return fail("watch "+fileEvents+" of", err)
+	}
+	c.wd = int32(wd)
+	c.mu.Lock()
+	c.refreshLocked()
+	frozen := c.frozen
+	c.mu.Unlock()
+	if frozen {
+		m.setFrozen(c, false)
+	}
+	m.svcs[service] = c
+	m.wds[c.wd] = c
+	return c, nil
+}
+
+// moduleLocked makes <base>/<module>, with the limit controllers enabled
+// for its services.
+func (m *Manager) moduleLocked(module string) (*moduleDir, error) {
+	if md := m.modules[module]; md != nil {
+		return md, nil
+	}
+	dir := filepath.Join(m.sup.Base, module)
+	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("cgroup: create %s: %w", dir, err)
+	}
+	md := &moduleDir{}
+	for _, lc := range limitControllers {
+		f, why := m.sup.Memory, &md.memory
+		if lc.name == "pids" {
+			f, why = m.sup.Pids, &md.pids
+		}
+		switch {
+		case !f.OK:
+			*why = f.Reason
+		default:
+			if err := enableIn(dir, lc.name); err != nil {
+				*why = fmt.Sprintf("enable %s in %s: %v", lc.name, filepath.Join(dir, fileSubtree), err)
+			}
+		}
+	}
+	m.modules[module] = md
+	return md, nil
+}
+
+func (c *container) closeFDs() {
+	if c.dirFD >= 0 {
+		unix.Close(c.dirFD)
+		c.dirFD = -1
+	}
+	if c.eventsFD >= 0 {
+		unix.Close(c.eventsFD)
+		c.eventsFD = -1
+	}
+}
+
+// refreshLocked re-reads cgroup.events, wakes the waiters, and reports
+// whether the container is to be reported emptied (armed, empty, no op
+// running), disarming it then. c.mu is held.
+func (c *container) refreshLocked() (post bool) {
+	if c.eventsFD < 0 { // removed, or the Manager closed
+		return false
+	}
+	var buf [128]byte
+	n, err := unix.Pread(c.eventsFD, buf[:], 0)
+	for err == unix.EINTR {
+		n, err = unix.Pread(c.eventsFD, buf[:], 0)
+	}
+	if err != nil || n <= 0 {
+		return false
+	}
+	c.populated, c.frozen = parseEvents(buf[:n], c.populated, c.frozen)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	if !c.populated && c.armed && c.ops == 0 {
+		c.armed = false
+		return true
+	}
+	return false
+}
+
+// parseEvents reads "populated 0|1" and "frozen 0|1" of cgroup.events;
+// keys that are absent keep their previous value.
+func parseEvents(data []byte, populated, frozen bool) (bool, bool) {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "populated":
+			populated = v == "1"
+		case "frozen":
+			frozen = v == "1"
+		}
+	}
+	return populated, frozen
+}
+
+// watch reads the inotify events until Close and re-reads the cgroup.events
+// of the containers they name.
+func (m *Manager) watch() {
+	defer close(m.done)
+	buf := make([]byte, 64*1024)
+	var touched []*container
+	for {
+		n, err := m.ino.Read(buf)
+		if err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				return
+			}
+			if errors.Is(err, syscall.EINTR) || errors.Is(err, syscall.EAGAIN) {
+				continue
+			}
+			return // cannot happen on a valid inotify descriptor
+		}
+		touched = touched[:0]
+		overflow := false
+		m.mu.Lock()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			switch {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				overflow = true
+			case ev.Mask&unix.IN_IGNORED != 0:
+				if c := m.wds[ev.Wd]; c != nil {
+					delete(m.wds, ev.Wd)
+				}
+			case ev.Mask&unix.IN_MODIFY != 0:
+				if c := m.wds[ev.Wd]; c != nil {
+					touched = append(touched, c)
+				}
+			}
+		}
+		if overflow {
+			touched = touched[:0]
+			for _, c := range m.svcs {
+				touched = append(touched, c)
+			}
+		}
+		m.mu.Unlock()
+		for i, c := range touched {
+			if i > 0 && touched[i-1] == c {
+				continue
+			}
+			c.mu.Lock()
+			post := c.refreshLocked()
+			c.mu.Unlock()
+			if post {
+				m.emit(c.service)
+			}
+		}
+	}
+}
+
+// waitFor waits until cond (called with c.mu held, after a re-read of
+// cgroup.events) holds, at most bound. The watcher's re-reads wake it; it
+// re-reads itself every 20 ms in case no notification comes.
+func (m *Manager) waitFor(c *container, bound time.Duration, cond func(*container) bool) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		c.mu.Lock()
+		ch := c.changed
+		post := c.refreshLocked()
+		ok := cond(c)
+		c.mu.Unlock()
+		if post {
+			m.emit(c.service)
+		}
+		if ok {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		t := time.NewTimer(min(left, 20*time.Millisecond))
+		select {
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// Kill ends every process of the service's container: cgroup.kill, or
+// where it is missing, SIGKILL to every pid of cgroup.procs (frozen first
+// where cgroup.freeze works, so nothing forks away meanwhile), repeated
+// until it is empty. With wait > 0 it waits that long at most for the
+// container to be empty, and fails if it is not. A service without a
+// container has nothing to kill.
+func (m *Manager) Kill(service string, wait time.Duration) error {
+	c, err := m.existing(service)
+	if c == nil {
+		return err
+	}
+	if m.sup.Kill.OK {
+		if err := writeFile(filepath.Join(c.dir, fileKill), "1"); err == nil {
+			if wait > 0 && !m.waitFor(c, wait, func(c *container) bool { return !c.populated }) {
+				return fmt.Errorf("cgroup: %s still populated %v after cgroup.kill", c.dir, wait)
+			}
+			return nil
+		}
+	}
+	// The fallback: signal each process, repeatedly.
+	bound := max(wait, 200*time.Millisecond)
+	deadline := time.Now().Add(bound)
+	if m.sup.Freeze.OK {
+		writeFile(filepath.Join(c.dir, fileFreeze), "1")
+		defer writeFile(filepath.Join(c.dir, fileFreeze), "0")
+	}
+	for {
+		pids, err := c.procs()
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // the container is gone: nothing left to kill
+		}
+		if err != nil {
+			return fmt.Errorf("cgroup: kill %s: %w", c.dir, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		for _, pid := range pids {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cgroup: %s: %d processes survived SIGKILL for %v", c.dir, len(pids), bound)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Freeze stops every process of the container (cgroup.freeze 1; fallback
+// SIGSTOP to each). With wait > 0 it waits at most that long for
+// cgroup.events to say "frozen 1".
+func (m *Manager) Freeze(service string, wait time.Duration) error {
+	return m.freezeThaw(service, true, wait)
+}
+
+// Thaw resumes a frozen container (cgroup.freeze 0; fallback SIGCONT to
+// each process). With wait > 0 it waits at most that long for "frozen 0".
+func (m *Manager) Thaw(service string, wait time.Duration) error {
+	return m.freezeThaw(service, false, wait)
+}
+
+func (m *Manager) freezeThaw(service string, freeze bool, wait time.Duration) error {
+	c, err := m.existing(service)
+	if c == nil {
+		return err
+	}
+	if !m.sup.Freeze.OK {
+		sig := unix.SIGCONT
+		if freeze {
+			sig = unix.SIGSTOP
+		}
+		pids, err := c.procs()
+		for _, pid := range pids {
+			unix.Kill(pid, sig)
+		}
+		return err
+	}
+	if err := m.setFrozen(c, freeze); err != nil {
+		return err
+	}
+	if wait > 0 && !m.waitFor(c, wait, func(c *container) bool { return c.frozen == freeze }) {
+		return fmt.Errorf("cgroup: %s not %s after %v", c.dir, map[bool]string{true: "frozen", false: "thawed"}[freeze], wait)
+	}
+	return nil
+}
+
+func (m *Manager) setFrozen(c *container, freeze bool) error {
+	v := "0"
+	if freeze {
+		v = "1"
+	}
+	if err := writeFile(filepath.Join(c.dir, fileFreeze), v); err != nil {
+		return fmt.Errorf("cgroup: write %s of %s: %w", fileFreeze, c.dir, err)
+	}
+	return nil
+}
+
+// existing returns the service's container, creating it if it exists on
+// disk (left by an earlier svcrun); nil with a nil error when there is
+// none.
+func (m *Manager) existing(service string) (*container, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.svcs[service]; c != nil {
+		return c, nil
+	}
+	if m.err != nil {
+		return nil, m.err
+	}
+	p, err := m.Path(service)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(p); err != nil {
+		return nil, nil
+	}
+	return m.createLocked(service)
+}
+
+// procs lists the pids of cgroup.procs.
+func (c *container) procs() ([]int, error) {
+	data, err := os.ReadFile(filepath.Join(c.dir, fileProcs))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for f := range strings.FieldsSeq(string(data)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// Procs lists the processes in the service's container.
+func (m *Manager) Procs(service string) ([]int, error) {
+	c, err := m.existing(service)
+	if c == nil {
+		return nil, err
+	}
+	return c.procs()
+}
+
+// Limits sets memory.max (memGB GiB, 0 for no cap) and pids.max (0 for
+// no cap) of the service's container, where those files exist; where they
+// do not, the status records them missing and no error is returned. The
+// same limits again are not rewritten.
+func (m *Manager) Limits(service string, memGB float64, pids int64) (LimitsStatus, error) {
+	m.mu.Lock()
+	c, err := m.createLocked(service)
+	m.mu.Unlock()
+	if err != nil {
+		return LimitsStatus{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := [2]float64{memGB, float64(pids)}
+	if c.limits != nil && *c.limits == want {
+		return LimitsStatus{Memory: c.memory, Pids: c.pids}, nil
+	}
+	var errs []error
+	memValue := "max"
+	if memGB > 0 {
+		memValue = strconv.FormatInt(int64(memGB*(1<<30)), 10)
+	}
+	pidsValue := "max"
+	if pids > 0 {
+		pidsValue = strconv.FormatInt(pids, 10)
+	}
+	c.memory, err = c.setLimit(fileMemoryMax, memValue, c.mod.memory)
+	errs = append(errs, err)
+	c.pids, err = c.setLimit(filePidsMax, pidsValue, c.mod.pids)
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return LimitsStatus{Memory: c.memory, Pids: c.pids}, err
+	}
+	c.limits = &want
+	return LimitsStatus{Memory: c.memory, Pids: c.pids}, nil
+}
+
+// setLimit writes value to file, and returns what the status shows.
+func (c *container) setLimit(file, value, missing string) (string, error) {
+	path := filepath.Join(c.dir, file)
+	if _, err := os.Stat(path); err != nil {
+		if missing == "" {
+			missing = fmt.Sprintf("%s has no %s", c.dir, file)
+		}
+		if value == "max" {
+			return "none (" + file + " missing: " + missing + ")", nil
+		}
+		return "missing: " + missing, nil
+	}
+	if err := writeFile(path, value); err != nil {
+		return "error: " + err.Error(), fmt.Errorf("cgroup: write %s=%s: %w", path, value, err)
+	}
+	return value, nil
+}
+
+// Status is the state of the service's container; false when it has none
+// in this Manager.
+func (m *Manager) Status(service string) (Status, bool) {
+	c := m.lookup(service)
+	if c == nil {
+		return Status{}, false
+	}
+	c.mu.Lock()
+	post := c.refreshLocked()
+	st := Status{Service: c.service, Path: c.dir, Populated: c.populated, Frozen: c.frozen, Armed: c.armed, Ops: c.ops, Memory: c.memory, Pids: c.pids}
+	c.mu.Unlock()
+	if post {
+		m.emit(c.service)
+	}
+	return st, true
+}
+
+// Services lists the services that have a container in this Manager.
+func (m *Manager) Services() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.svcs))
+	for s := range m.svcs {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Remove deletes the service's container, which must be empty with no op
+// running (ErrBusy otherwise), and its module's directory if that is
+// empty then. A container that does not exist is removed already.
+func (m *Manager) Remove(service string) error {
+	p, err := m.Path(service)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.svcs[service]
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.ops > 0 {
+			return fmt.Errorf("%w: %s has %d ops running", ErrBusy, service, c.ops)
+		}
+	}
+	if err := unix.Rmdir(p); err != nil && !errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("%w: %s is not empty", ErrBusy, p)
+		}
+		return fmt.Errorf("cgroup: remove %s: %w", p, err)
+	}
+	if c != nil {
+		if c.wd >= 0 && m.ino != nil && !m.closed {
+			unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
+			delete(m.wds, c.wd)
+		}
+		c.closeFDs()
+		delete(m.svcs, service)
+	}
+	// The module's directory goes when its last service did.
+	mod := filepath.Dir(p)
+	if err := unix.Rmdir(mod); err == nil {
+		delete(m.modules, filepath.Base(mod))
+	}
+	return nil
+}
+
+// Close stops the watcher and closes the descriptors. The containers stay,
+// with whatever runs in them: the next svcrun adopts them. Descriptors
+// handed out by Create and OpStart are invalid afterwards.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	var err error
+	if m.ino != nil {
+		err = m.ino.Close()
+	}
+	m.mu.Unlock()
+	if m.done != nil {
+		<-m.done
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range m.svcs {
+		c.mu.Lock()
+		c.closeFDs()
+		c.mu.Unlock()
+	}
+	return err
+}

@@ -1,0 +1,177 @@
+package executor
+
+import (
+	"time"
+
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/nodeconfig"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// containers is the Executor's side of the cgroup process containers
+// (Config.Containers): which services fell back to process groups, and the
+// limits to apply.
+type containers struct {
+	cg       *cgroup.Manager // nil: none configured
+	cmu      sync.Mutex
+	limits   nodeconfig.Limits
+	fallback map[string]error // service -> why its ops run in process groups
+}
+
+func (x *Executor) initContainers(cfg Config, post func(runtime.Event)) {
+	x.cg = cfg.Containers
+	x.limits = cfg.Node.Limits
+	x.fallback = map[string]error{}
+	if x.cgUsable() {
+		x.cg.SetOnEmptied(func(service string) { post(runtime.ContainerEmptied{Service: service}) })
+	}
+}
+
+func (x *Executor) cgUsable() bool { return x.cg != nil && x.cg.Err() == nil }
+
+// updateContainers takes the new limits, lets the services that fell back
+// try their container again, and removes the empty containers of services
+// that are gone.
+func (x *Executor) updateContainers(cfg Config, targets map[runtime.Target]*target) {
+	x.cmu.Lock()
+	x.limits = cfg.Node.Limits
+	x.fallback = map[string]error{}
+	x.cmu.Unlock()
+	if !x.cgUsable() {
+		return
+	}
+	for _, s := range x.cg.Services() {
+		t := targetOf(s)
+		if targets[t] == nil {
+			x.cg.Remove(s) // ErrBusy: a daemon still runs there; kept
+		}
+	}
+}
+
+// closeContainers stops the emptied events (Close).
+func (x *Executor) closeContainers() {
+	if x.cgUsable() {
+		x.cg.SetOnEmptied(nil)
+	}
+}
+
+func targetOf(service string) runtime.Target {
+	var t runtime.Target
+	t.Module, t.Name, _ = strings.Cut(service, "/")
+	return t
+}
+
+// ContainerMode says how the service's processes are contained: "cgroup"
+// (its cgroup v2, which its ops are cloned into), or "process-group: " and
+// why not. For svcrun status.
+func (x *Executor) ContainerMode(service string) string {
+	switch {
+	case x.cg == nil:
+		return "process-group: no cgroup v2 process containers configured"
+	case x.cg.Err() != nil:
+		return "process-group: " + x.cg.Err().Error()
+	}
+	x.cmu.Lock()
+	defer x.cmu.Unlock()
+	if err := x.fallback[service]; err != nil {
+		return "process-group: " + err.Error()
+	}
+	return "cgroup"
+}
+
+func (x *Executor) setFallback(service string, err error) {
+	x.cmu.Lock()
+	x.fallback[service] = err
+	x.cmu.Unlock()
+}
+
+// runIn runs the op of t: a service's in its cgroup when it has one, with
+// the op counted by the Manager (the arming rule of emptied events);
+// probes, and services without a container, in a tracked process group.
+// An op whose clone into the cgroup fails is run again without it; if it
+// then starts, the cgroup was at fault and the service falls back to
+// process groups (until Update).
+func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
+	if t.Probe {
+		return x.runGrouped(t, spec)
+	}
+	svc := t.String()
+	fd, ok := x.opStart(svc)
+	if !ok {
+		return x.runGrouped(t, spec)
+	}
+	defer x.cg.OpEnd(svc)
+	hooks := spec.Hooks
+	spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
+	res := Run(x.ctx, spec)
+	if res.SpawnErr == nil || res.Pid != 0 || res.Canceled {
+		return res
+	}
+	// Nothing of the op ran.
+	spec.Hooks = hooks
+	if again := x.runGrouped(t, spec); again.Pid != 0 {
+		path, _ := x.cg.Path(svc)
+		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, res.SpawnErr))
+		return again
+	}
+	return res
+}
+
+// opStart readies the service's container for an op: the descriptor to
+// clone into, and false when the service runs in process groups.
+func (x *Executor) opStart(service string) (int, bool) {
+	if !x.cgUsable() {
+		return -1, false
+	}
+	x.cmu.Lock()
+	fallback, lim := x.fallback[service], x.limits
+	x.cmu.Unlock()
+	if fallback != nil {
+		return -1, false
+	}
+	fd, err := x.cg.OpStart(service)
+	if err != nil {
+		x.setFallback(service, err)
+		return -1, false
+	}
+	// Missing controllers are recorded, not errors; a failed write shows
+	// in the container's status. Unchanged limits are not rewritten.
+	x.cg.Limits(service, lim.MemGB, lim.Pids)
+	return fd, true
+}
+
+// containerKill kills the service's cgroup, without waiting: Kill runs on
+// the driver's loop.
+func (x *Executor) containerKill(service string) {
+	if x.cgUsable() {
+		// The driver contract: a Kill is done before the next event, or
+		// the kill would also hit the next op cloned into the container
+		// (a retry's start). Bounded: cgroup.kill empties a container in
+		// milliseconds.
+		x.cg.Kill(service, killWait)
+	}
+}
+
+// killWait and freezeWait bound how long the driver loop waits for the
+// cgroup to settle after a kill, a freeze or a thaw.
+const (
+	killWait   = 2 * time.Second
+	freezeWait = time.Second
+)
+
+// containerFreeze freezes or thaws the service's cgroup and waits (bounded)
+// for the freezer to settle, as the driver contract asks.
+func (x *Executor) containerFreeze(service string, freeze bool) {
+	if !x.cgUsable() {
+		return
+	}
+	if freeze {
+		x.cg.Freeze(service, freezeWait)
+	} else {
+		x.cg.Thaw(service, freezeWait)
+	}
+}

@@ -1,0 +1,259 @@
+package executor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// newContainers is a cgroup Manager on a base of its own, whose containers
+// are killed and removed, and the base too, when the test ends. Without a
+// writable cgroup v2 the test is skipped, unless REQUIRE_KERNEL_FEATURES=1.
+func newContainers(t testing.TB) *cgroup.Manager {
+	t.Helper()
+	m := cgroup.New(cgroup.Options{Name: fmt.Sprintf("svcrun-extest-%d-%d", os.Getpid(), time.Now().UnixNano())})
+	if err := m.Err(); err != nil {
+		m.Close()
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %v\n%s", err, m.Support())
+		}
+		t.Skipf("cgroup v2 not usable here: %v", err)
+	}
+	t.Cleanup(func() {
+		for _, s := range m.Services() {
+			if err := m.Kill(s, 5*time.Second); err != nil {
+				t.Errorf("cleanup: kill %s: %v", s, err)
+			}
+			if err := m.Remove(s); err != nil {
+				t.Errorf("cleanup: remove %s: %v", s, err)
+			}
+		}
+		m.Close()
+		if err := os.Remove(m.Base()); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	return m
+}
+
+// cgroupRel is the cgroup v2 path of the service's container, as
+// /proc/<pid>/cgroup shows it.
+func cgroupRel(t *testing.T, m *cgroup.Manager, service string) string {
+	t.Helper()
+	p, err := m.Path(service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(p, m.Support().Mount)
+}
+
+func cgroupOfPid(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+func (a *adapterFixture) pid(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	data, err := os.ReadFile(filepath.Join(a.data, file))
+	if err == nil {
+		_, err = fmt.Sscan(string(data), &pid)
+	}
+	if err != nil || pid <= 1 {
+		t.Fatalf("%s: %q %v", file, data, err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+func TestContainerOpsRunInTheServiceCgroup(t *testing.T) {
+	m := newContainers(t)
+	a := newAdapterWith(t, m)
+	if mode := a.x.ContainerMode("test/where"); mode != "cgroup" {
+		t.Errorf("mode %q", mode)
+	}
+	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatalf("outcome %+v", o)
+	}
+	got, err := os.ReadFile(filepath.Join(a.data, "cgroup"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := cgroupRel(t, m, "test/where"); strings.TrimSpace(string(got)) != want {
+		t.Errorf("the op ran in cgroup %q, want %q", got, want)
+	}
+	// Its process group is not tracked: the cgroup replaces it.
+	if g := a.x.Groups("test/where"); len(g) != 0 {
+		t.Errorf("groups %v", g)
+	}
+	// Limits: pids = 100 in the node configuration; where the pids
+	// controller is not enabled (this host's hybrid layout) it is
+	// recorded missing, and the op ran all the same.
+	st, _ := m.Status("test/where")
+	t.Logf("limits here: memory %q, pids %q", st.Memory, st.Pids)
+	if sup := m.Support(); sup.Pids.OK && st.Pids != "100" || !sup.Pids.OK && !strings.HasPrefix(st.Pids, "missing: ") {
+		t.Errorf("pids limit %q with %+v", st.Pids, sup.Pids)
+	}
+	if !strings.HasPrefix(st.Memory, "none") && st.Memory != "max" {
+		t.Errorf("memory limit %q without mem_gb", st.Memory)
+	}
+}
+
+// TestContainerHoldsWhatStartLeaves: the daemon, a double-forked grandchild
+// and a setsid'd process a start op leaves stay in the container; Freeze
+// and Thaw reach them, and Kill ends them all.
+func TestContainerHoldsWhatStartLeaves(t *testing.T) {
+	m := newContainers(t)
+	a := newAdapterWith(t, m)
+	if o := a.run(t, 1, "spread", false, protocol.OpStart); o.Failure != runtime.FailNone {
+		t.Fatalf("start: %+v", o)
+	}
+	pids := map[string]int{}
+	for _, name := range []string{"daemon", "grandchild", "setsid"} {
+		pids[name] = a.pid(t, name+".pid")
+	}
+	want := cgroupRel(t, m, "test/spread")
+	for name, pid := range pids {
+		if got := cgroupOfPid(pid); got != want {
+			t.Errorf("%s %d in cgroup %q, want %q", name, pid, got, want)
+		}
+	}
+	eventually(t, 10*time.Second, "the setsid'd process leads a group of its own", func() bool {
+		pgid, _ := syscall.Getpgid(pids["setsid"])
+		return pgid == pids["setsid"]
+	})
+	if st, _ := m.Status("test/spread"); !st.Populated || !st.Armed || st.Ops != 0 {
+		t.Errorf("after start: %+v", st)
+	}
+
+	a.x.Freeze("test/spread")
+	eventually(t, 10*time.Second, "frozen 1 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return st.Frozen })
+	a.x.Thaw("test/spread")
+	eventually(t, 10*time.Second, "frozen 0 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return !st.Frozen })
+
+	a.x.Kill("test/spread")
+	for name, pid := range pids {
+		eventually(t, 10*time.Second, fmt.Sprintf("the %s survived Kill", name), func() bool { return !alive(pid) })
+	}
+	// The daemon died with no op running: that is an emptied container.
+	select {
+	case e := <-a.emptied:
+		if e.service != "test/spread" {
+			t.Errorf("emptied %q", e.service)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no ContainerEmptied after Kill")
+	}
+}
+
+// TestContainerEmptiedEvent: a daemon killed from outside is posted as
+// ContainerEmptied within 100 ms; ops of a daemon-less service never are.
+func TestContainerEmptiedEvent(t *testing.T) {
+	m := newContainers(t)
+	a := newAdapterWith(t, m)
+	id := runtime.OpID(0)
+	for range 5 {
+		id++
+		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+			t.Fatalf("fingerprint: %+v", o)
+		}
+		if st, _ := m.Status("test/where"); st.Armed || st.Populated {
+			t.Fatalf("a daemon-less service after an op: %+v", st)
+		}
+	}
+	const runs = 10
+	var worst, total time.Duration
+	for i := range runs {
+		id++
+		if o := a.run(t, id, "daemon", false, protocol.OpStart); o.Failure != runtime.FailNone {
+			t.Fatalf("start: %+v", o)
+		}
+		daemon := a.pid(t, "daemon.pid")
+		if st, _ := m.Status("test/daemon"); !st.Armed {
+			t.Fatalf("run %d: a daemon, not armed: %+v", i, st)
+		}
+		t0 := time.Now()
+		if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e := <-a.emptied:
+			lat := e.at.Sub(t0)
+			worst, total = max(worst, lat), total+lat
+			if e.service != "test/daemon" {
+				t.Fatalf("run %d: emptied %q", i, e.service)
+			}
+			if lat >= 100*time.Millisecond {
+				t.Errorf("run %d: ContainerEmptied %v after the kill", i, lat)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %d: no ContainerEmptied", i)
+		}
+	}
+	t.Logf("ContainerEmptied after the daemon's death: mean %v, worst %v over %d runs", total/runs, worst, runs)
+	// Nothing else was posted: not for the daemon-less service, not twice
+	// for the daemon.
+	select {
+	case e := <-a.emptied:
+		t.Errorf("unexpected ContainerEmptied for %s", e.service)
+	default:
+	}
+}
+
+// TestContainerFallbacks: without a working Manager, and for a service
+// whose clone into its cgroup fails, ops run in process groups, and
+// ContainerMode says why.
+func TestContainerFallbacks(t *testing.T) {
+	broken := cgroup.New(cgroup.Options{Parent: "/nonexistent-cgroup"})
+	defer broken.Close()
+	a := newAdapterWith(t, broken)
+	if mode := a.x.ContainerMode("test/daemon"); !strings.HasPrefix(mode, "process-group: ") {
+		t.Errorf("mode %q", mode)
+	}
+	if o := a.run(t, 1, "daemon", false, protocol.OpStart); o.Failure != runtime.FailNone {
+		t.Fatalf("start: %+v", o)
+	}
+	daemon := a.pid(t, "daemon.pid")
+	if g := a.x.Groups("test/daemon"); len(g) != 1 {
+		t.Errorf("groups %v", g)
+	}
+	a.x.Kill("test/daemon")
+	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
+	if m := newAdapter(t).x.ContainerMode("test/daemon"); !strings.HasPrefix(m, "process-group: ") {
+		t.Errorf("mode without Containers: %q", m)
+	}
+
+	// The container removed behind svcrun's back: the clone fails, the op
+	// runs in a process group, and the service stays there.
+	m := newContainers(t)
+	a = newAdapterWith(t, m)
+	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatal(o)
+	}
+	p, _ := m.Path("test/where")
+	if err := syscall.Rmdir(p); err != nil {
+		t.Fatal(err)
+	}
+	if o := a.run(t, 2, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatalf("op after the container was removed: %+v", o)
+	}
+	if mode := a.x.ContainerMode("test/where"); !strings.HasPrefix(mode, "process-group: clone into "+p) {
+		t.Errorf("mode %q", mode)
+	}
+	if got, _ := os.ReadFile(filepath.Join(a.data, "cgroup")); strings.TrimSpace(string(got)) == cgroupRel(t, m, "test/where") {
+		t.Errorf("the op ran in the removed cgroup %s", got)
+	}
+}
