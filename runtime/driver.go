@@ -38,18 +38,15 @@ type Driver struct {
 	// Trace sees every step: the event and all its effects. Optional.
 	Trace func(now time.Time, ev Event, effects []Effect)
 
-	timers map[TimerKey]clockwork.TimerID
+	timers []clockwork.TimerID // by TimerKey.Slot; 0: none pending
 	batch  []Effect
 }
 
 // Step feeds one event to the engine at the scheduler's time and carries out
 // the effects.
 func (d *Driver) Step(ev Event) error {
-	if d.timers == nil {
-		d.timers = map[TimerKey]clockwork.TimerID{}
-	}
-	if f, ok := ev.(Fire); ok {
-		delete(d.timers, f.Timer)
+	if f, ok := ev.(Fire); ok && int(f.Timer.Slot) < len(d.timers) {
+		d.timers[f.Timer.Slot] = 0
 	}
 	now := d.Sched.Now()
 	effects := d.Engine.Step(now, ev)
@@ -73,14 +70,19 @@ func (d *Driver) Step(ev Event) error {
 		case RunOp:
 			d.Exec.Run(f)
 		case SetTimer:
-			if id, ok := d.timers[f.Key]; ok {
+			for int(f.Key.Slot) >= len(d.timers) {
+				d.timers = append(d.timers, make([]clockwork.TimerID, len(d.timers)+64)...)
+			}
+			if id := d.timers[f.Key.Slot]; id != 0 {
 				d.Sched.Cancel(id)
 			}
-			d.timers[f.Key] = d.Sched.At(f.At, Fire{Timer: f.Key})
+			d.timers[f.Key.Slot] = d.Sched.At(f.At, Fire{Timer: f.Key})
 		case CancelTimer:
-			if id, ok := d.timers[f.Key]; ok {
-				d.Sched.Cancel(id)
-				delete(d.timers, f.Key)
+			if int(f.Key.Slot) < len(d.timers) {
+				if id := d.timers[f.Key.Slot]; id != 0 {
+					d.Sched.Cancel(id)
+					d.timers[f.Key.Slot] = 0
+				}
 			}
 		case Kill:
 			d.Exec.Kill(f.Service)
@@ -113,4 +115,12 @@ func (d *Driver) Run(ctx context.Context) error {
 }
 
 // PendingTimers is the number of timers the driver holds.
-func (d *Driver) PendingTimers() int { return len(d.timers) }
+func (d *Driver) PendingTimers() int {
+	n := 0
+	for _, id := range d.timers {
+		if id != 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -46,6 +46,9 @@ type Engine struct {
 	memUsed    float64
 	unknown    int // services not fingerprinted since load
 
+	nextBase  uint32   // the last timer slot base handed out
+	freeBases []uint32 // bases of forgotten leases
+
 	doctorPending bool
 }
 
@@ -180,12 +183,24 @@ func (e *Engine) note(subject, format string, args ...any) {
 	e.emit(Note{Subject: subject, Text: fmt.Sprintf(format, args...)})
 }
 
-func (e *Engine) setTimer(kind TimerKind, subject string, at time.Time) {
-	e.emit(SetTimer{Key: TimerKey{Kind: kind, Subject: subject}, At: at})
+func (e *Engine) setTimer(base uint32, kind TimerKind, subject string, at time.Time) {
+	e.emit(SetTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}, At: at})
 }
 
-func (e *Engine) cancelTimer(kind TimerKind, subject string) {
-	e.emit(CancelTimer{Key: TimerKey{Kind: kind, Subject: subject}})
+func (e *Engine) cancelTimer(base uint32, kind TimerKind, subject string) {
+	e.emit(CancelTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}})
+}
+
+// slotBase gives an owner (service, probe, lease) its range of timer slots;
+// 0 belongs to the node-wide timers. Lease bases are recycled.
+func (e *Engine) slotBase() uint32 {
+	if n := len(e.freeBases); n > 0 {
+		b := e.freeBases[n-1]
+		e.freeBases = e.freeBases[:n-1]
+		return b
+	}
+	e.nextBase += timerKinds
+	return e.nextBase
 }
 
 // ----- Loading modules. -----
@@ -221,7 +236,7 @@ func (e *Engine) boot(b Boot) {
 	for _, r := range b.State.Leases {
 		e.restoreLease(r)
 	}
-	e.setTimer(TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 }
 
 func sortedSpecs(specs []ModuleSpec) []ModuleSpec {
@@ -249,6 +264,7 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 			continue
 		}
 		s := newService(m, spec)
+		s.slot = e.slotBase()
 		m.services = append(m.services, s)
 		e.services[s.name] = s
 	}
@@ -261,7 +277,7 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name, e.cfg.Platform, spec.Platforms)
 			continue
 		}
-		p := &probe{name: name, spec: spec, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}}
+		p := &probe{name: name, spec: spec, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()}
 		m.probes = append(m.probes, p)
 		e.probes[name] = p
 	}
@@ -327,7 +343,7 @@ func (e *Engine) disableModule(m *module) {
 	for _, p := range m.probes {
 		p.due = false
 		p.reported, p.healthy = false, false
-		e.cancelTimer(TimerProbe, p.name)
+		e.cancelTimer(p.slot, TimerProbe, p.name)
 		e.failWaitingForProbe(p, fmt.Sprintf("module %s was disabled", m.name))
 	}
 }
@@ -396,6 +412,7 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			continue
 		}
 		s := newService(m, sp)
+		s.slot = e.slotBase()
 		m.services = append(m.services, s)
 		e.services[s.name] = s
 		if m.enabled {
@@ -421,7 +438,7 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			p.spec = sp
 			continue
 		}
-		p := &probe{name: name, spec: sp, mod: m, target: Target{Module: m.name, Name: sp.Name, Probe: true}, due: m.enabled}
+		p := &probe{name: name, spec: sp, mod: m, target: Target{Module: m.name, Name: sp.Name, Probe: true}, due: m.enabled, slot: e.slotBase()}
 		m.probes = append(m.probes, p)
 		e.probes[name] = p
 		e.markDirty(p)
@@ -509,7 +526,7 @@ func (e *Engine) doctor(reason string) {
 		return
 	}
 	e.doctorPending = true
-	e.setTimer(TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
+	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
 }
 
 func (e *Engine) reset(name string) {
@@ -520,7 +537,7 @@ func (e *Engine) reset(name string) {
 	}
 	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
 	s.backoffTimer = false
-	e.cancelTimer(TimerBackoff, s.name)
+	e.cancelTimer(s.slot, TimerBackoff, s.name)
 	e.persistService(s)
 	e.note(s.name, "reset: failures cleared")
 	e.markDirty(s)

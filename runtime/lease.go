@@ -11,6 +11,7 @@ import (
 
 type lease struct {
 	id      LeaseID
+	slot    uint32 // timer slot base
 	job     string
 	attempt string
 	req     Requirements
@@ -150,7 +151,7 @@ func (e *Engine) acquire(a Acquire) {
 		reject(why)
 		return
 	}
-	l := &lease{id: a.Lease, job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs}
+	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs}
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
 	for _, s := range svcs {
@@ -166,7 +167,7 @@ func (e *Engine) acquire(a Acquire) {
 		e.dropWaiting(l, e.whyWaiting(l))
 		return
 	}
-	e.setTimer(TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
 }
 
 // admitWaiting admits waiting leases in FIFO order. A lease blocked on a
@@ -232,10 +233,10 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 		names[i] = s.name
 		e.markDirty(s)
 	}
-	e.cancelTimer(TimerLeaseWait, string(l.id))
+	e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
 	if l.ttl > 0 {
 		l.expires = e.now.Add(l.ttl)
-		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
 	e.emit(PutLease{Lease: l.record()})
 	e.emit(Admitted{Lease: l.id, Services: names})
@@ -282,7 +283,7 @@ func (e *Engine) dropWaiting(l *lease, why string) {
 		s.waiting--
 		e.markDirty(s)
 	}
-	e.cancelTimer(TimerLeaseWait, string(l.id))
+	e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
 	e.emit(Rejected{Lease: l.id, Reason: why})
 	e.admitDirty = true
 	e.unblockMemory()
@@ -290,6 +291,9 @@ func (e *Engine) dropWaiting(l *lease, why string) {
 
 func (e *Engine) forgetLease(l *lease) {
 	delete(e.leases, l.id)
+	// The base is free again: its timers were cancelled or fired (a
+	// cancel effect of this step precedes any new timer of the base).
+	e.freeBases = append(e.freeBases, l.slot)
 	if e.attempts[l.attempt]--; e.attempts[l.attempt] <= 0 {
 		delete(e.attempts, l.attempt)
 	}
@@ -396,7 +400,7 @@ func (e *Engine) release(id LeaseID) {
 			s.waiting--
 			e.markDirty(s)
 		}
-		e.cancelTimer(TimerLeaseWait, string(l.id))
+		e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
 		e.emit(Released{Lease: id})
 		e.admitDirty = true
 		return
@@ -421,7 +425,7 @@ func (e *Engine) endLease(l *lease) {
 	// A service just left idle may be yielded to one waiting for memory.
 	e.unblockMemory()
 	if l.ttl > 0 {
-		e.cancelTimer(TimerLeaseTTL, string(l.id))
+		e.cancelTimer(l.slot, TimerLeaseTTL, string(l.id))
 	}
 	e.emit(DeleteLease{Lease: l.id})
 	e.admitDirty = true
@@ -435,7 +439,7 @@ func (e *Engine) renew(id LeaseID) {
 	}
 	if l.ttl > 0 {
 		l.expires = e.now.Add(l.ttl)
-		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 		e.emit(PutLease{Lease: l.record()})
 	}
 	e.emit(Renewed{Lease: id, Expires: l.expires})
@@ -454,7 +458,7 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 // restoreLease takes back an admitted lease from the store at boot. Its
 // services are referenced again, so that adoption keeps them up.
 func (e *Engine) restoreLease(r LeaseRecord) {
-	l := &lease{id: r.ID, job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
+	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
 	svcs, prbs, why := e.resolve(r.Requirements)
 	if why != "" {
 		// Keep the lease (its attempt stays live, its objects safe) but
@@ -479,7 +483,7 @@ func (e *Engine) restoreLease(r LeaseRecord) {
 			e.emit(Expired{Lease: l.id})
 			return
 		}
-		e.setTimer(TimerLeaseTTL, string(l.id), l.expires)
+		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
 }
 

@@ -13,6 +13,7 @@ type probe struct {
 	spec   *manifest.Probe
 	mod    *module
 	target Target
+	slot   uint32 // timer slot base
 
 	op       *opRun // in flight: &run, or nil
 	run      opRun
@@ -39,7 +40,7 @@ func (p *probe) reconcile(e *Engine) {
 	if e.runOp(p, r, p.target, nil, protocol.DefaultTimeout(protocol.OpFingerprint)) {
 		p.op = r
 		p.due = false
-		e.cancelTimer(TimerProbe, p.name)
+		e.cancelTimer(p.slot, TimerProbe, p.name)
 	}
 }
 
@@ -62,7 +63,7 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 		}
 	}
 	p.reported, p.healthy, p.message = true, healthy, msg
-	e.setTimer(TimerProbe, p.name, e.now.Add(p.spec.Period))
+	e.setTimer(p.slot, TimerProbe, p.name, e.now.Add(p.spec.Period))
 	e.admitDirty = true
 	if p.due {
 		e.markDirty(p)

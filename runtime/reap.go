@@ -22,7 +22,7 @@ type destroyReq struct {
 
 // startReap begins a reap round: every running service lists its objects.
 func (e *Engine) startReap() {
-	e.setTimer(TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 	snap := &reapSnap{at: e.now, live: make(map[string]bool, len(e.attempts))}
 	for a := range e.attempts {
 		snap.live[a] = true

@@ -33,6 +33,7 @@ type service struct {
 	spec   *manifest.Service
 	mod    *module
 	target Target
+	slot   uint32 // timer slot base
 
 	state    svcState
 	op       *opRun // in flight: &run, or nil
@@ -198,8 +199,8 @@ func (s *service) reconcile(e *Engine) {
 		case s.idle() && s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand:
 			s.frozen = true
 			e.emit(Freeze{Service: s.name})
-			e.cancelTimer(TimerStatus, s.name)
-			e.cancelTimer(TimerFingerprint, s.name)
+			e.cancelTimer(s.slot, TimerStatus, s.name)
+			e.cancelTimer(s.slot, TimerFingerprint, s.name)
 			s.statusDue, s.fpDue = false, false
 		}
 	}
@@ -226,7 +227,7 @@ func (e *Engine) idleStop(s *service) bool {
 	if !s.idle() {
 		if s.idleTimer {
 			s.idleTimer = false
-			e.cancelTimer(TimerIdle, s.name)
+			e.cancelTimer(s.slot, TimerIdle, s.name)
 		}
 		s.idleExpired = false
 		return false
@@ -238,7 +239,7 @@ func (e *Engine) idleStop(s *service) bool {
 	}
 	if !s.idleTimer {
 		s.idleTimer = true
-		e.setTimer(TimerIdle, s.name, e.now.Add(s.spec.IdleTimeout))
+		e.setTimer(s.slot, TimerIdle, s.name, e.now.Add(s.spec.IdleTimeout))
 	}
 	return false
 }
@@ -268,7 +269,7 @@ func (e *Engine) maybeStart(s *service) {
 		// not its timer.
 		if !s.backoffTimer {
 			s.backoffTimer = true
-			e.setTimer(TimerBackoff, s.name, s.backoffUntil)
+			e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
 		}
 		return
 	}
@@ -296,7 +297,7 @@ func (e *Engine) startReason(s *service) string {
 func (e *Engine) beginStop(s *service, why string) {
 	if s.idleTimer {
 		s.idleTimer = false
-		e.cancelTimer(TimerIdle, s.name)
+		e.cancelTimer(s.slot, TimerIdle, s.name)
 	}
 	s.idleExpired = false
 	s.stopWhy = why
@@ -309,14 +310,14 @@ func (e *Engine) beginStop(s *service, why string) {
 }
 
 func (e *Engine) cancelWatch(s *service) {
-	e.cancelTimer(TimerStatus, s.name)
-	e.cancelTimer(TimerFingerprint, s.name)
-	e.cancelTimer(TimerResetAfter, s.name)
+	e.cancelTimer(s.slot, TimerStatus, s.name)
+	e.cancelTimer(s.slot, TimerFingerprint, s.name)
+	e.cancelTimer(s.slot, TimerResetAfter, s.name)
 	if s.readyTimer {
 		s.readyTimer = false
-		e.cancelTimer(TimerReadyPoll, s.name)
+		e.cancelTimer(s.slot, TimerReadyPoll, s.name)
 	}
-	e.cancelTimer(TimerStartDeadline, s.name)
+	e.cancelTimer(s.slot, TimerStartDeadline, s.name)
 	s.statusDue, s.reapDue = false, false
 	s.reap = nil
 	s.destroy = s.destroy[:0]
@@ -384,8 +385,8 @@ func (e *Engine) armWatch(s *service, now bool) {
 		s.statusDue, s.fpDue = true, true
 		return
 	}
-	e.setTimer(TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
-	e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+	e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+	e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 }
 
 func (e *Engine) serviceTimer(s *service, k TimerKind) {
@@ -442,7 +443,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		s.setState(e, sWaitReady)
 		s.readyDue = true
-		e.setTimer(TimerStartDeadline, s.name, s.startDeadline)
+		e.setTimer(s.slot, TimerStartDeadline, s.name, s.startDeadline)
 	case protocol.OpReady:
 		if s.state != sWaitReady {
 			return
@@ -457,12 +458,12 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		s.readyTimer = true
 		at := e.now.Add(e.cfg.ReadyPoll)
-		e.setTimer(TimerReadyPoll, s.name, at)
+		e.setTimer(s.slot, TimerReadyPoll, s.name, at)
 	case protocol.OpStatus:
 		if s.state != sReady {
 			return
 		}
-		e.setTimer(TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
 		switch {
 		case failed:
 			e.note(s.name, "status %s: %s", o.Failure, o.Message)
@@ -473,7 +474,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			s.setState(e, sWaitReady)
 			s.readyDue = false
 			s.readyTimer = true
-			e.setTimer(TimerReadyPoll, s.name, e.now.Add(e.cfg.ReadyPoll))
+			e.setTimer(s.slot, TimerReadyPoll, s.name, e.now.Add(e.cfg.ReadyPoll))
 		}
 	case protocol.OpStop:
 		if failed {
@@ -512,14 +513,14 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	if o.Failure != FailNone {
 		e.note(s.name, "fingerprint %s: %s", o.Failure, o.Message)
 		if s.spec.Lifecycle == manifest.Manual {
-			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
 		if s.state == sUnknown {
 			// Nothing is known: treat it as stopped; start is idempotent
 			// should it in fact be running.
 			s.setState(e, sStopped)
 		} else if s.state == sReady || s.state == sWaitReady {
-			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
 		return
 	}
@@ -547,7 +548,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	case sUnknown:
 		switch {
 		case s.spec.Lifecycle == manifest.Manual:
-			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
 				e.note(s.name, "running (manual): usable")
 				s.setState(e, sReady)
@@ -568,12 +569,12 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			s.setState(e, sWaitReady)
 			s.readyDue = true
 			s.startDeadline = e.now.Add(s.spec.StartTimeout)
-			e.setTimer(TimerStartDeadline, s.name, s.startDeadline)
+			e.setTimer(s.slot, TimerStartDeadline, s.name, s.startDeadline)
 		default:
 			s.setState(e, sStopped)
 		}
 	case sReady, sWaitReady:
-		e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		if !running {
 			if s.spec.Lifecycle == manifest.Manual {
 				e.note(s.name, "not running (manual): unusable until it runs again")
@@ -586,7 +587,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	case sStopped:
 		if s.spec.Lifecycle == manifest.Manual {
 			// Fingerprinted only, forever: it may come back.
-			e.setTimer(TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
 				e.note(s.name, "running (manual): usable")
 				s.setState(e, sReady)
@@ -597,7 +598,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 }
 
 func (e *Engine) becameReady(s *service) {
-	e.cancelTimer(TimerStartDeadline, s.name)
+	e.cancelTimer(s.slot, TimerStartDeadline, s.name)
 	s.startDeadline = time.Time{}
 	if s.adopting {
 		e.note(s.name, "ready (adopted)")
@@ -609,7 +610,7 @@ func (e *Engine) becameReady(s *service) {
 	s.readySince = e.now
 	e.armWatch(s, false)
 	if s.failures > 0 {
-		e.setTimer(TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
+		e.setTimer(s.slot, TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
 	}
 	e.admitDirty = true
 }
@@ -676,7 +677,7 @@ func (e *Engine) fail(s *service, why string) {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)
 		s.backoffTimer = true
-		e.setTimer(TimerBackoff, s.name, s.backoffUntil)
+		e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
 		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, why, s.backoffUntil.Format(time.RFC3339Nano), d)
 	}
 	e.persistService(s)

@@ -222,11 +222,17 @@ func (k TimerKind) String() string {
 }
 
 // TimerKey names a timer: at most one is pending per key. Subject is a
-// service, a probe or a lease.
+// service, a probe or a lease. Slot is the same key as a small number
+// (owner base + kind), unique among pending timers, so that a driver can
+// keep its timers in a slice instead of hashing subjects.
 type TimerKey struct {
 	Kind    TimerKind
 	Subject string
+	Slot    uint32
 }
+
+// timerKinds is the room each owner has in the slot space.
+const timerKinds = 16
 
 // SetTimer asks for Fire{Key} at At, replacing a pending timer of the same
 // key.
