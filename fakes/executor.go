@@ -332,7 +332,7 @@ func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time)
 		if op.Op == protocol.OpStatus {
 			ready = p.running && out != NotReady
 		}
-		r.Status = &protocol.Status{Running: p.running, Ready: ready}
+		r.Status = statuses[b2i(p.running)*2+b2i(ready)]
 	case protocol.OpListOwned:
 		list := &protocol.OwnedList{}
 		for _, o := range p.objects {
@@ -353,6 +353,19 @@ func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time)
 		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
 	}
 	return r
+}
+
+// statuses are the four possible status results, shared: results are
+// read-only, and status is the most frequent op of a simulation.
+var statuses = [4]*protocol.Status{
+	{}, {Ready: true}, {Running: true}, {Running: true, Ready: true},
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func kindOr(k string) string {
