@@ -20,11 +20,13 @@ type Invariants struct {
 	specs    map[string]*manifest.Service
 	failures []string
 	log      []string // the recent trace, shown on failure
+
+	readySince map[string]time.Time // services in state ready, since when (continuously)
 }
 
 // WatchInvariants installs the checks on w.
 func WatchInvariants(w *World, mods []runtime.ModuleSpec, node string) *Invariants {
-	c := &Invariants{w: w, node: node, specs: map[string]*manifest.Service{}}
+	c := &Invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}}
 	for _, m := range mods {
 		for i := range m.Module.Services {
 			s := &m.Module.Services[i]
@@ -134,6 +136,14 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 			if r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) {
 				c.Failf("%s: %d failure(s) of %d, unhealthy=%v", r.Name, r.Failures, spec.Restart.MaxFailures, r.Unhealthy)
 			}
+			// Failures are forgotten by reset_after_s only after that long
+			// of continuous readiness.
+			if fire, ok := ev.(runtime.Fire); ok && fire.Timer.Kind == runtime.TimerResetAfter && r.Failures == 0 {
+				since, ready := c.readySince[r.Name]
+				if !ready || now.Sub(since) < spec.Restart.ResetAfter {
+					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
+				}
+			}
 			if _, isFail := ev.(runtime.OpDone); isFail || isFailureEvent(ev) {
 				if r.Failures > 0 && !r.Unhealthy {
 					if want := now.Add(runtime.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
@@ -190,6 +200,13 @@ func (c *Invariants) check(w *World) error {
 		}
 	}
 	for _, s := range st.Services {
+		if s.State == "ready" {
+			if _, ok := c.readySince[s.Name]; !ok {
+				c.readySince[s.Name] = st.Now
+			}
+		} else {
+			delete(c.readySince, s.Name)
+		}
 		if s.Refs != refs[s.Name] || s.Waiting != waits[s.Name] {
 			c.Failf("%s: refcount %d/%d, but %d admitted and %d waiting leases need it", s.Name, s.Refs, s.Waiting, refs[s.Name], waits[s.Name])
 		}
