@@ -54,6 +54,7 @@ type container struct {
 	armed     bool
 	populated bool
 	frozen    bool
+	killed    bool          // received cgroup.kill: replaced before its next op
 	changed   chan struct{} // closed and replaced at every re-read
 	limits    *[2]float64   // memGB, pids last applied
 	memory    string
@@ -191,7 +192,16 @@ func (m *Manager) createLocked(service string) (*container, error) {
 		return nil, errors.New("cgroup: manager closed")
 	}
 	if c := m.svcs[service]; c != nil {
-		return c, nil
+		c.mu.Lock()
+		stale := c.killed && !c.populated && c.ops == 0
+		c.mu.Unlock()
+		if !stale {
+			return c, nil
+		}
+		// A cgroup that received cgroup.kill SIGKILLs every process cloned
+		// into it afterwards (seen on Linux 6.18): the next op gets a fresh
+		// container, or the service could never start again.
+		m.dropLocked(c)
 	}
 	modName, name, err := splitService(service)
 	if err != nil {
@@ -202,6 +212,9 @@ func (m *Manager) createLocked(service string) (*container, error) {
 		return nil, err
 	}
 	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), dirFD: -1, eventsFD: -1, wd: -1, mod: mod, changed: make(chan struct{})}
+	// An empty container left by an earlier svcrun may have been killed:
+	// replace it. A populated one holds a daemon to adopt: keep it.
+	_ = unix.Rmdir(c.dir)
 	if err := unix.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, fmt.Errorf("cgroup: create %s: %w", c.dir, err)
 	}
@@ -416,6 +429,9 @@ func (m *Manager) Kill(service string, wait time.Duration) error {
 	}
 	if m.sup.Kill.OK {
 		if err := writeFile(filepath.Join(c.dir, fileKill), "1"); err == nil {
+			c.mu.Lock()
+			c.killed = true
+			c.mu.Unlock()
 			if wait > 0 && !m.waitFor(c, wait, func(c *container) bool { return !c.populated }) {
 				return fmt.Errorf("cgroup: %s still populated %v after cgroup.kill", c.dir, wait)
 			}
@@ -627,6 +643,18 @@ func (m *Manager) Services() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// dropLocked forgets a container and removes its directory (best effort: it
+// is empty when called).
+func (m *Manager) dropLocked(c *container) {
+	if c.wd >= 0 && m.ino != nil && !m.closed {
+		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
+		delete(m.wds, c.wd)
+	}
+	c.closeFDs()
+	delete(m.svcs, c.service)
+	_ = unix.Rmdir(c.dir)
 }
 
 // Remove deletes the service's container, which must be empty with no op
