@@ -50,7 +50,7 @@ type running struct {
 
 func start(t *testing.T, cfg string, stopServices bool) *running {
 	t.Helper()
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices})
+	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestRequireSandboxRefused(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `sandbox = "best_effort"`, `sandbox = "require"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(Options{ConfigPath: cfg})
+	_, err := Open(Options{ConfigPath: cfg, NoContainers: true})
 	if err == nil || !strings.Contains(err.Error(), `set sandbox = "best_effort"`) {
 		t.Fatalf("require accepted without a sandbox: %v", err)
 	}

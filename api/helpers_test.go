@@ -72,7 +72,7 @@ reap_period_s = 60
 		w = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, ShutdownGrace: 10 * time.Second})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, ShutdownGrace: 10 * time.Second, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ settings = { slots = 2 }
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestStartAPIStopsWithContext(t *testing.T) {
 	// A second daemon on the same socket fails clearly.
 	cfg2 := filepath.Join(t.TempDir(), "n.toml")
 	os.WriteFile(cfg2, []byte(fmt.Sprintf("node_id = \"n2\"\ndata_dir = \"d\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", sock)), 0o644)
-	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil))})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,8 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
 		}
+		// And no cgroup: svcrun leaves its containers for the next start.
+		removeCgroups(t, "svcrun-k9")
 	})
 	var st struct {
 		Leases []struct {
@@ -112,5 +114,30 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	}
 	if n := strings.Count(string(journal), "run demo/kv start"); n != 1 {
 		t.Errorf("demo/kv started %d times across kill -9, want 1 (adopted)", n)
+	}
+}
+
+// removeCgroups deletes a node's cgroup tree, deepest first, once it is
+// empty (killed processes take a moment to leave).
+func removeCgroups(t *testing.T, name string) {
+	t.Helper()
+	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		root := filepath.Join(mount, name)
+		if _, err := os.Stat(root); err != nil {
+			continue
+		}
+		var dirs []string
+		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		deadline := time.Now().Add(5 * time.Second)
+		for i := len(dirs) - 1; i >= 0; i-- {
+			for os.Remove(dirs[i]) != nil && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond) // the kernel empties a killed cgroup asynchronously
+			}
+		}
 	}
 }
