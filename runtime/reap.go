@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -28,7 +29,8 @@ func (e *Engine) startReap() {
 		snap.live[a] = true
 	}
 	for _, s := range e.svcOrder {
-		if s.state == sReady && s.enabled() {
+		// The spec: the agent "only fingerprints" a manual service.
+		if s.state == sReady && s.enabled() && s.spec.Lifecycle != manifest.Manual {
 			s.reap = snap
 			s.reapDue = true
 			e.markDirty(s)
