@@ -61,21 +61,7 @@ func makeID(gen, slot uint32) TimerID { return TimerID(uint64(gen)<<32 | uint64(
 
 // push stores ev due at when and returns its id.
 func (q *queue[E]) push(when int64, ev E) TimerID {
-	var s uint32
-	if n := len(q.free); n > 0 {
-		s = q.free[n-1]
-		q.free = q.free[:n-1]
-		q.gen[s]++
-		q.evs[s] = ev
-	} else {
-		if len(q.evs) >= math.MaxUint32 {
-			panic("clockwork: too many timers")
-		}
-		s = uint32(len(q.evs))
-		q.evs = append(q.evs, ev)
-		q.pos = append(q.pos, posFree)
-		q.gen = append(q.gen, 1)
-	}
+	s := q.alloc(ev)
 	i := len(q.heap)
 	if i >= math.MaxInt32 {
 		panic("clockwork: too many pending timers")
@@ -89,23 +75,29 @@ func (q *queue[E]) push(when int64, ev E) TimerID {
 // hold stores ev outside the heap (Virtual's events due now) and returns
 // its id; the caller keeps the order.
 func (q *queue[E]) hold(ev E) TimerID {
-	var s uint32
+	s := q.alloc(ev)
+	q.pos[s] = posHeld
+	return makeID(q.gen[s], s)
+}
+
+// alloc takes a slot for ev: a recycled one with its generation bumped, or
+// a new one.
+func (q *queue[E]) alloc(ev E) uint32 {
 	if n := len(q.free); n > 0 {
-		s = q.free[n-1]
+		s := q.free[n-1]
 		q.free = q.free[:n-1]
 		q.gen[s]++
 		q.evs[s] = ev
-	} else {
-		if len(q.evs) >= math.MaxUint32 {
-			panic("clockwork: too many timers")
-		}
-		s = uint32(len(q.evs))
-		q.evs = append(q.evs, ev)
-		q.pos = append(q.pos, posFree)
-		q.gen = append(q.gen, 1)
+		return s
 	}
-	q.pos[s] = posHeld
-	return makeID(q.gen[s], s)
+	if len(q.evs) >= math.MaxUint32 {
+		panic("clockwork: too many timers")
+	}
+	s := uint32(len(q.evs))
+	q.evs = append(q.evs, ev)
+	q.pos = append(q.pos, posFree)
+	q.gen = append(q.gen, 1)
+	return s
 }
 
 // lookup returns the slot of a live id.

@@ -110,19 +110,13 @@ func (e *Engine) known(what string, names []string) string {
 	return " (" + what + ": " + strings.Join(names, ", ") + ")"
 }
 
-func (e *Engine) capNames() []string {
-	out := make([]string, 0, len(e.caps))
-	for c := range e.caps {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
+func (e *Engine) capNames() []string  { return sortedKeys(e.caps) }
+func (e *Engine) poolNames() []string { return sortedKeys(e.pools) }
 
-func (e *Engine) poolNames() []string {
-	out := make([]string, 0, len(e.pools))
-	for p := range e.pools {
-		out = append(out, p)
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

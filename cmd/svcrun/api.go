@@ -79,6 +79,31 @@ func (f socketFlags) dial() (*api.Client, error) {
 	return api.Dial(p)
 }
 
+// connect parses a command that takes no arguments and dials svcrun.
+func connect(fs *flag.FlagSet, sock socketFlags, args []string) (*api.Client, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if err := noArgs(fs); err != nil {
+		return nil, err
+	}
+	return sock.dial()
+}
+
+// connectOne parses a command that takes one argument, named what, and
+// dials svcrun.
+func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what string) (*api.Client, string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return nil, "", err
+	}
+	arg, err := oneArg(fs, what)
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := sock.dial()
+	return c, arg, err
+}
+
 // noArgs checks that no positional arguments are left.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
@@ -102,4 +127,22 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// runDone runs a command without arguments whose API call answers with a
+// message (doctor, reap).
+func runDone(ctx context.Context, m *Main, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
+	fs := newFlagSet(m, name, "")
+	sock := addSocketFlags(fs)
+	c, err := connect(fs, sock, args)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := call(c, ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(m.Stdout, d.Message)
+	return nil
 }

@@ -23,14 +23,7 @@ func runDisable(ctx context.Context, m *Main, args []string) error {
 func setModule(ctx context.Context, m *Main, cmd string, enable bool, args []string) error {
 	fs := newFlagSet(m, cmd, "MODULE")
 	sock := addSocketFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	name, err := oneArg(fs, "MODULE (svcrun status lists the modules of the services)")
-	if err != nil {
-		return err
-	}
-	c, err := sock.dial()
+	c, name, err := connectOne(fs, sock, args, "MODULE (svcrun status lists the modules of the services)")
 	if err != nil {
 		return err
 	}

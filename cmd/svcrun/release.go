@@ -6,14 +6,7 @@ import "context"
 func runRelease(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "release", "LEASE")
 	sock := addSocketFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	lease, err := oneArg(fs, "LEASE (the id svcrun acquire printed)")
-	if err != nil {
-		return err
-	}
-	c, err := sock.dial()
+	c, lease, err := connectOne(fs, sock, args, "LEASE (the id svcrun acquire printed)")
 	if err != nil {
 		return err
 	}

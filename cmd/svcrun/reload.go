@@ -12,13 +12,7 @@ func runReload(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "reload", "[--json]")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: restart_needed")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	c, err := sock.dial()
+	c, err := connect(fs, sock, args)
 	if err != nil {
 		return err
 	}

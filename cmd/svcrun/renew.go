@@ -15,14 +15,7 @@ func runRenew(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "renew", "[--json] LEASE")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: lease, expires")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	lease, err := oneArg(fs, "LEASE (the id svcrun acquire printed)")
-	if err != nil {
-		return err
-	}
-	c, err := sock.dial()
+	c, lease, err := connectOne(fs, sock, args, "LEASE (the id svcrun acquire printed)")
 	if err != nil {
 		return err
 	}

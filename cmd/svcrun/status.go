@@ -17,13 +17,7 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "status", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status)")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := noArgs(fs); err != nil {
-		return err
-	}
-	c, err := sock.dial()
+	c, err := connect(fs, sock, args)
 	if err != nil {
 		return err
 	}
