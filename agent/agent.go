@@ -32,6 +32,7 @@ import (
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/sandbox"
 	"github.com/oarbank/svcrun/store"
 )
 
@@ -78,6 +79,12 @@ type Agent struct {
 	jour   *Journal
 	// containers are the per-service cgroups; nil when not used.
 	containers *cgroup.Manager
+	// identity is who ops run as (run_as when svcrun is root).
+	identity sandbox.Identity
+	// sandboxHost is what this host can enforce, probed once at start;
+	// sandboxMissing what each module runs without (or is refused for).
+	sandboxHost    string
+	sandboxMissing []string
 
 	mu      sync.Mutex
 	waiters map[runtime.LeaseID][]chan runtime.Effect
@@ -112,10 +119,6 @@ func Open(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Sandbox == nodeconfig.SandboxRequire {
-		// Honest until the sandbox lands: require means no unconfined op.
-		return nil, fmt.Errorf("%s: sandbox = \"require\", but this svcrun cannot apply the sandbox yet (Landlock, namespaces and no_new_privs are not implemented): every service would be refused; set sandbox = \"best_effort\" to run them unconfined, knowingly", cfg.File)
-	}
 	for _, m := range mods {
 		for _, w := range m.Warnings {
 			opts.Logger.Warn(w, "module", m.Name)
@@ -148,6 +151,18 @@ func Open(opts Options) (*Agent, error) {
 			a.log.Warn("process container: missing", "what", m)
 		}
 	}
+	id, err := sandbox.IdentityOf(cfg)
+	if err != nil {
+		jour.Close()
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", cfg.File, err)
+	}
+	a.identity = id
+	a.sandboxHost = sandbox.Probe().String()
+	a.sandboxMissing = sandbox.Report(cfg, mods)
+	for _, l := range a.sandboxMissing {
+		a.log.Warn("sandbox: " + l)
+	}
 	newExec := opts.NewExecutor
 	if newExec == nil {
 		newExec = func(c executor.Config, post func(runtime.Event)) (Executor, error) { return executor.New(c, post) }
@@ -168,9 +183,12 @@ func Open(opts Options) (*Agent, error) {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []*manifest.Module) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg, mods)}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
+	}
+	if a.identity.Owner != nil {
+		c.User, c.Owner = a.identity.User, a.identity.Owner
 	}
 	return c
 }

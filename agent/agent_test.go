@@ -151,14 +151,33 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	}
 }
 
-func TestRequireSandboxRefused(t *testing.T) {
+// TestRequireSandbox checks that sandbox = "require" refuses the ops of a
+// module whose sandbox cannot be applied whole, and says which layer is
+// missing (here, as root with no run_as: the op would share svcrun's
+// identity).
+func TestRequireSandbox(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the missing layer differs when svcrun is not root")
+	}
 	cfg := testConfig(t)
 	data, _ := os.ReadFile(cfg)
 	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `sandbox = "best_effort"`, `sandbox = "require"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(Options{ConfigPath: cfg, NoContainers: true})
-	if err == nil || !strings.Contains(err.Error(), `set sandbox = "best_effort"`) {
-		t.Fatalf("require accepted without a sandbox: %v", err)
+	r := start(t, cfg, true)
+	defer r.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := r.a.Acquire(ctx, AcquireRequest{Requirements: runtime.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
+	var rej *RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("an op ran without its whole sandbox: %v", err)
+	}
+	st, err := r.a.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(st.SandboxMissing, "\n"), "run_as") {
+		t.Fatalf("status does not name the missing layer: %q", st.SandboxMissing)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/sandbox"
 )
 
 // AcquireRequest asks for a lease.
@@ -142,6 +143,10 @@ type Status struct {
 	// Containers says how services are contained on this host (cgroup v2
 	// and what of it works, or process groups and why).
 	Containers string `json:"containers"`
+	// SandboxHost is what this host's kernel can enforce; SandboxMissing
+	// lists, per module, the layers that are not applied.
+	SandboxHost    string   `json:"sandbox_host"`
+	SandboxMissing []string `json:"sandbox_missing,omitempty"`
 	// ContainerModes is, per service, "cgroup" or "process-group: reason".
 	ContainerModes map[string]string `json:"container_modes,omitempty"`
 }
@@ -154,7 +159,8 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 			Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
 			DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
 			StartedAt: a.started, Steps: a.steps,
-			Containers: "process groups (cgroup containers disabled)",
+			Containers:  "process groups (cgroup containers disabled)",
+			SandboxHost: a.sandboxHost, SandboxMissing: a.sandboxMissing,
 		}
 		if a.containers != nil {
 			st.Containers = a.containers.Support().String()
@@ -253,6 +259,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep := *a.cfg
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
+		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
 		stepErr = a.driver.Step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
 	})
 	for _, n := range notes {

@@ -106,8 +106,10 @@ type Status struct {
 	Config       string          `json:"config"`
 	DataDir      string          `json:"data_dir"`
 	Socket       string          `json:"socket"`
-	Sandbox      string          `json:"sandbox"`    // require | best_effort
-	Containers   string          `json:"containers"` // how services are contained on this host
+	Sandbox      string          `json:"sandbox"`                   // require | best_effort
+	Containers   string          `json:"containers"`                // how services are contained on this host
+	SandboxHost  string          `json:"sandbox_host"`              // what this host's kernel can enforce
+	SandboxGaps  []string        `json:"sandbox_missing,omitempty"` // per module: layers not applied (or refused)
 	StartedAt    time.Time       `json:"started_at"`
 	Now          time.Time       `json:"now"`
 	Steps        uint64          `json:"steps"`
@@ -186,7 +188,7 @@ type PoolStatus struct {
 func statusOf(st agent.Status) Status {
 	out := Status{
 		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
-		Sandbox: st.Sandbox, Containers: st.Containers, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
+		Sandbox: st.Sandbox, Containers: st.Containers, SandboxHost: st.SandboxHost, SandboxGaps: st.SandboxMissing, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
 		Memory:   Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
 		Services: []ServiceStatus{}, Probes: []ProbeStatus{}, Leases: []LeaseStatus{}, Pools: []PoolStatus{},
 		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),

@@ -52,8 +52,11 @@
 // SysProcAttr adjusts the child's attributes (Credential for run_as,
 // Cloneflags for namespaces, UseCgroupFD and CgroupFD to clone the op into
 // its service's cgroup), and Launch runs the fork on the thread it must
-// happen on (a locked OS thread confined by Landlock). Files handed to the
-// child are opened before Launch, on Run's goroutine.
+// happen on (a locked OS thread confined by Landlock), and Started sees
+// the op's pid as soon as it runs (the sandbox's prlimit of RLIMIT_CORE; an
+// error there kills the op and fails it as a spawn). Files handed to the
+// child are opened before Launch, on Run's goroutine. Package sandbox
+// builds these hooks.
 //
 // # The reaper
 //

@@ -42,8 +42,10 @@ type Config struct {
 	MaxConcurrentOps int
 	// Grace and WaitDelay are passed to every Spec (0: the defaults).
 	Grace, WaitDelay time.Duration
-	// Hooks returns the sandbox hooks of a target. It is called when the
-	// targets are built (New, Update); nil runs every op unconfined.
+	// Hooks returns the sandbox hooks of a target (sandbox.For builds
+	// it). It is called when the targets are built (New, Update); an
+	// error fails every op of the target with FailSpawn and that message;
+	// nil runs every op unconfined.
 	Hooks func(t runtime.Target, mod *manifest.Module) (Hooks, error)
 	// Containers, when set and working (Err() nil), is the process
 	// container of every service (filled-in §4): each op of a service is

@@ -74,6 +74,12 @@ type Hooks struct {
 	// goroutine. Files Run passes to the child are opened beforehand, on
 	// Run's goroutine.
 	Launch func(start func() error) error
+	// Started, if set, is called with the op's pid as soon as it was
+	// started, before OnStart and before Run waits for it: the sandbox
+	// sets the op's RLIMIT_CORE there (prlimit). An error kills the op's
+	// process group, and Run fails with SpawnErr set to that error and
+	// Pid 0, as for a failed start.
+	Started func(pid int) error
 }
 
 // Result is how one op process ended.
@@ -250,6 +256,9 @@ func runPortable(ctx context.Context, p *prepared) Result {
 		proc, untrack, err = startTracked(p.spec.Path, p.argv, attr)
 		return err
 	}, func() bool { return proc != nil })
+	if err == nil && p.spec.Hooks.Started != nil {
+		err = p.spec.Hooks.Started(proc.Pid)
+	}
 	wOut.Close()
 	wErr.Close()
 	if err != nil {

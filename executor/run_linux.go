@@ -72,6 +72,9 @@ func runNative(ctx context.Context, p *prepared) (Result, bool) {
 		}
 		return nil
 	}, func() bool { return pid != 0 })
+	if err == nil && p.spec.Hooks.Started != nil {
+		err = p.spec.Hooks.Started(pid)
+	}
 	unix.Close(po[1])
 	unix.Close(pe[1])
 	if err == nil && pidfd < 0 {

@@ -3,6 +3,7 @@ package executor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -347,6 +348,32 @@ func testHooks(t *testing.T) {
 	if res := Run(context.Background(), s); res.SpawnErr == nil {
 		t.Errorf("a Launch that never started the op succeeded")
 	}
+
+	// Started sees the pid of the running op; its error kills the op.
+	s.Hooks.Launch = nil
+	var startedPid int
+	s.Hooks.Started = func(p int) error {
+		startedPid = p
+		if _, _, ok := procStat(p); !ok { // it may have exited, but is not reaped yet
+			t.Errorf("Started(%d): no such process", p)
+		}
+		return nil
+	}
+	res = Run(context.Background(), s)
+	if startedPid == 0 || startedPid != res.Pid || res.SpawnErr != nil {
+		t.Errorf("Started saw pid %d; result pid %d, spawn error %v", startedPid, res.Pid, res.SpawnErr)
+	}
+	s = f.spec("hang", protocol.OpStart, 10*time.Second)
+	s.Hooks.Started = func(p int) error {
+		startedPid = p
+		return errors.New("no rlimit for you")
+	}
+	t0 := time.Now()
+	res = Run(context.Background(), s)
+	if res.SpawnErr == nil || !strings.Contains(res.SpawnErr.Error(), "no rlimit for you") || res.Pid != 0 || time.Since(t0) > 5*time.Second {
+		t.Errorf("a failing Started: spawn error %v, pid %d, after %v", res.SpawnErr, res.Pid, time.Since(t0))
+	}
+	eventually(t, 5*time.Second, "the op of a failing Started is killed", func() bool { return !alive(startedPid) })
 }
 
 func testReaperReapsAbandonedDaemon(t *testing.T) {

@@ -396,6 +396,17 @@ var forbiddenPaths = []struct{ pattern, why string }{
 	{"/dev/kvm", "the KVM device"},
 }
 
+// ForbiddenPaths returns the fixed paths no grant may reach (sockets of the
+// container runtimes and /dev/kvm), as glob patterns where "*" matches one
+// path element: for the sandbox's checks of what exists on a host.
+func ForbiddenPaths() []string {
+	out := make([]string, len(forbiddenPaths))
+	for i, f := range forbiddenPaths {
+		out[i] = f.pattern
+	}
+	return out
+}
+
 // forbiddenNames are socket names refused wherever they stand.
 var forbiddenNames = map[string]string{
 	"docker.sock":     "a Docker socket",

@@ -61,6 +61,7 @@ var commands = map[string]command{
 	"enable":   {"enable a module until the next reload", runEnable},
 	"disable":  {"disable a module until the next reload", runDisable},
 	"reload":   {"reload the node configuration (as SIGHUP)", runReload},
+	"sandbox":  {"show what this host enforces of the sandbox (--config: per module)", runSandbox},
 }
 
 // usageError is a wrong command line: exit 2, with the usage.

@@ -40,6 +40,15 @@ func printStatus(out io.Writer, st api.Status) {
 	}
 	fmt.Fprintf(out, "node %s (%s)%s\nconfig %s, socket %s\n", st.NodeID, st.Platform, up, st.Config, st.Socket)
 	fmt.Fprintf(out, "sandbox %s: %s\n", st.Sandbox, sandboxNote(st.Sandbox))
+	if st.SandboxHost != "" {
+		fmt.Fprintf(out, "  this host: %s\n", strings.ReplaceAll(strings.TrimSpace(st.SandboxHost), "\n", "\n  "))
+	}
+	if len(st.SandboxGaps) == 0 {
+		fmt.Fprintln(out, "  every module runs with every layer of its sandbox")
+	}
+	for _, g := range st.SandboxGaps {
+		fmt.Fprintf(out, "  %s\n", g)
+	}
 	if st.Containers != "" {
 		fmt.Fprintf(out, "process containers:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(st.Containers), "\n", "\n  "))
 	}
@@ -116,9 +125,9 @@ func printStatus(out io.Writer, st api.Status) {
 func sandboxNote(mode string) string {
 	switch mode {
 	case "require":
-		return "a service whose sandbox cannot be applied whole is not run"
+		return "an op whose sandbox cannot be applied whole is refused, naming the missing layer"
 	case "best_effort":
-		return "no sandbox layer is applied yet (Landlock, namespaces, no_new_privs come with the sandbox work): ops run unconfined as svcrun's user"
+		return "ops run with the layers this host can apply; the missing ones are listed below"
 	}
 	return "unknown mode"
 }

@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/oarbank/svcrun/cgroup"
+)
+
+// Feature is one capability of the host: whether the sandbox can use it,
+// and why not.
+type Feature struct {
+	OK     bool
+	Reason string // why it is missing; "" when OK
+}
+
+func (f Feature) String() string {
+	if f.OK {
+		return "yes"
+	}
+	return "no: " + f.Reason
+}
+
+// Support is what Probe found on this host. String is the report of
+// `svcrun sandbox` and `svcrun status`.
+type Support struct {
+	// OS is the platform (runtime.GOOS); Enforced is false outside Linux,
+	// where no layer is applied and Reason says so.
+	OS       string
+	Enforced bool
+	Reason   string
+	// Kernel is the kernel release (uname -r) on Linux.
+	Kernel string
+	// EUID is svcrun's effective user id (run_as and network namespaces
+	// need 0).
+	EUID int
+	// Landlock is the kernel's Landlock ABI version, 0 when Landlock is
+	// unusable (LandlockReason says why).
+	Landlock       int
+	LandlockReason string
+	// NoNewPrivs, NetNS and UserNS say whether a thread can set
+	// no_new_privs, enter a new network namespace, and whether a child can
+	// be cloned into a new user namespace (informational: the sandbox
+	// does not use user namespaces).
+	NoNewPrivs, NetNS, UserNS Feature
+	// CoreHard says whether the hard RLIMIT_CORE of run_as ops can be
+	// lowered to 0 too (prlimit on another user's process needs
+	// CAP_SYS_RESOURCE); their soft limit is 0 in any case.
+	CoreHard Feature
+	// Cgroup is the process container's support (cgroup.Probe).
+	Cgroup cgroup.Support
+}
+
+// landlockFeatures names what each ABI adds, as String prints it.
+var landlockFeatures = []struct {
+	abi        int
+	linux, use string
+}{
+	{1, "5.13", "filesystem rules"},
+	{2, "5.19", "rename and link across directories (refer)"},
+	{3, "6.2", "truncate"},
+	{4, "6.7", "TCP bind and connect (not used)"},
+	{5, "6.10", "ioctl on devices"},
+	{6, "6.12", "abstract Unix socket scoping"},
+	{7, "6.15", "audit logging flags (not used)"},
+	{8, "7.0", "all-thread enforcement (not used: svcrun stays unconfined)"},
+	{9, "7.1", "pathname Unix socket connections (resolve_unix)"},
+}
+
+func (s Support) String() string {
+	var b strings.Builder
+	if !s.Enforced {
+		fmt.Fprintf(&b, "sandbox: NOT enforced on %s: %s\n", s.OS, s.Reason)
+		fmt.Fprintf(&b, "process containers: %s\n", indentRest(s.Cgroup.String()))
+		return b.String()
+	}
+	who := fmt.Sprintf("uid %d", s.EUID)
+	if s.EUID == 0 {
+		who = "root"
+	}
+	fmt.Fprintf(&b, "sandbox: enforced on %s %s; svcrun runs as %s\n", s.OS, s.Kernel, who)
+	if s.Landlock > 0 {
+		var has, lacks []string
+		for _, f := range landlockFeatures {
+			if f.abi <= s.Landlock {
+				has = append(has, f.use)
+			} else {
+				lacks = append(lacks, fmt.Sprintf("%s (ABI %d, Linux %s)", f.use, f.abi, f.linux))
+			}
+		}
+		fmt.Fprintf(&b, "landlock: ABI %d: %s\n", s.Landlock, strings.Join(has, ", "))
+		if len(lacks) > 0 {
+			fmt.Fprintf(&b, "landlock lacks: %s\n", strings.Join(lacks, ", "))
+		}
+	} else {
+		fmt.Fprintf(&b, "landlock: no: %s\n", s.LandlockReason)
+	}
+	if s.Landlock >= 6 {
+		if ScopeSignals {
+			fmt.Fprintf(&b, "signal scoping: on: ops signal no process outside their module's current domain (daemons of ops before an svcrun restart or a reload included)\n")
+		} else {
+			fmt.Fprintf(&b, "signal scoping: off (ScopeSignals): it would cut ops off from the daemons earlier ops left, after a restart or a reload; run_as keeps ops from signalling svcrun\n")
+		}
+	}
+	switch {
+	case s.Landlock >= 9:
+		fmt.Fprintf(&b, "pathname unix sockets: confined by Landlock\n")
+	case s.EUID == 0:
+		fmt.Fprintf(&b, "pathname unix sockets: not confined by Landlock; file permissions guard them when ops run as run_as\n")
+	default:
+		fmt.Fprintf(&b, "pathname unix sockets: not confined: ops run as svcrun's own user\n")
+	}
+	fmt.Fprintf(&b, "no_new_privs: %s\n", s.NoNewPrivs)
+	fmt.Fprintf(&b, "network namespaces (network = \"none\"): %s\n", s.NetNS)
+	fmt.Fprintf(&b, "user namespaces: %s (not used)\n", s.UserNS)
+	if s.EUID == 0 {
+		fmt.Fprintf(&b, "run_as: yes: ops run as run_as when it is set\n")
+	} else {
+		fmt.Fprintf(&b, "run_as: no: svcrun is not root; ops run as its own user\n")
+	}
+	fmt.Fprintf(&b, "rlimit_core: yes: soft 0 from the fork; hard 0 for run_as ops: %s\n", s.CoreHard)
+	fmt.Fprintf(&b, "process containers: %s\n", indentRest(s.Cgroup.String()))
+	return b.String()
+}
+
+// indentRest indents every line of a multi-line report but the first.
+func indentRest(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// notEnforced is why nothing is enforced on goos.
+func notEnforced(goos string) string {
+	return fmt.Sprintf("the sandbox is not enforced on %s: ops run unconfined, as svcrun's own user with all its rights (no Landlock, namespaces or no_new_privs there)", goos)
+}
