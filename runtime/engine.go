@@ -30,6 +30,9 @@ type Engine struct {
 	// offPlatform says, for a capability or pool ("capability x", "pool
 	// y") of a service or probe not loaded here, why: rejections name it.
 	offPlatform map[string]string
+	// offline says why a capability or pool of a disabled module or a
+	// removed service is not offered.
+	offline map[string]string
 
 	leases   map[LeaseID]*lease
 	waiting  []*lease // FIFO
@@ -99,6 +102,7 @@ func New() *Engine {
 		ops:      map[OpID]*opRun{},
 
 		offPlatform: map[string]string{},
+		offline:     map[string]string{},
 	}
 }
 
@@ -302,17 +306,40 @@ func (e *Engine) rebuildIndex() {
 		e.prbOrder = append(e.prbOrder, p)
 	}
 	sort.Slice(e.prbOrder, func(i, j int) bool { return e.prbOrder[i].name < e.prbOrder[j].name })
+	// Only enabled providers are indexed: names are unique among enabled
+	// modules only, so a disabled or removed one must not hide the live
+	// one. Why the others offer nothing is kept for rejections.
 	clear(e.caps)
 	clear(e.pools)
+	clear(e.offline)
 	for _, s := range e.svcOrder {
+		why := ""
+		switch {
+		case s.removed:
+			why = fmt.Sprintf("service %s was removed from its module", s.name)
+		case !s.mod.enabled:
+			why = fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
+		}
 		for _, c := range s.spec.Capabilities {
+			if why != "" {
+				e.offline["capability "+c] = why
+				continue
+			}
 			e.caps[c] = provider{svc: s}
 		}
 		for _, p := range s.spec.Pools {
+			if why != "" {
+				e.offline["pool "+p] = why
+				continue
+			}
 			e.pools[p] = s
 		}
 	}
 	for _, p := range e.prbOrder {
+		if !p.mod.enabled {
+			e.offline["capability "+p.spec.Name] = fmt.Sprintf("capability %q: module %s is disabled", p.spec.Name, p.mod.name)
+			continue
+		}
 		e.caps[p.spec.Name] = provider{prb: p}
 	}
 	sort.Strings(e.skipped)
@@ -320,6 +347,7 @@ func (e *Engine) rebuildIndex() {
 
 func (e *Engine) enableModule(m *module) {
 	m.enabled = true
+	e.rebuildIndex()
 	for _, s := range m.services {
 		s.setState(e, sUnknown)
 		s.fpDue = true
@@ -333,10 +361,10 @@ func (e *Engine) enableModule(m *module) {
 
 func (e *Engine) disableModule(m *module) {
 	m.enabled = false
+	e.rebuildIndex()
 	for _, s := range m.services {
-		if s.state == sUnknown {
-			s.setState(e, sStopped)
-		}
+		// A service still unknown is fingerprinted all the same: if it runs,
+		// it is stopped (fingerprinted), else it is stopped already.
 		e.failWaitingFor(s, fmt.Sprintf("module %s was disabled", m.name))
 		e.markDirty(s)
 	}
@@ -408,7 +436,12 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 		}
 		known[sp.FullName()] = true
 		if s := e.services[sp.FullName()]; s != nil {
-			s.spec = sp
+			e.respec(s, sp)
+			if s.removed {
+				s.removed = false
+				e.note(s.name, "back in the manifest")
+				e.markDirty(s)
+			}
 			continue
 		}
 		s := newService(m, sp)
@@ -428,12 +461,14 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			e.markDirty(s)
 		}
 	}
+	knownProbes := map[string]bool{}
 	for i := range spec.Probes {
 		sp := &spec.Probes[i]
 		name := m.name + "/" + sp.Name
 		if !sp.RunsOn(e.cfg.Platform) {
 			continue
 		}
+		knownProbes[name] = true
 		if p := e.probes[name]; p != nil {
 			p.spec = sp
 			continue
@@ -443,8 +478,25 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 		e.probes[name] = p
 		e.markDirty(p)
 	}
+	kept := m.probes[:0]
+	for _, p := range m.probes {
+		if knownProbes[p.name] {
+			kept = append(kept, p)
+			continue
+		}
+		e.note(p.name, "removed from the manifest: capability %s withdrawn", p.spec.Name)
+		p.removed = true
+		e.cancelTimer(p.slot, TimerProbe, p.name)
+		e.failWaitingForProbe(p, fmt.Sprintf("probe %s was removed from its module", p.name))
+		delete(e.probes, p.name)
+	}
+	m.probes = kept
 	e.rebuildIndex()
 }
+
+// respec gives a service its new manifest entry; memory already charged
+// stays accounted by what was charged (see setState).
+func (e *Engine) respec(s *service, sp *manifest.Service) { s.spec = sp }
 
 // ----- Ops. -----
 

@@ -44,6 +44,8 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 		switch {
 		case !ok && e.offPlatform["capability "+c] != "":
 			return nil, nil, fmt.Sprintf("capability %q: %s", c, e.offPlatform["capability "+c])
+		case !ok && e.offline["capability "+c] != "":
+			return nil, nil, e.offline["capability "+c]
 		case !ok:
 			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
 		case p.svc != nil:
@@ -53,8 +55,8 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 		}
 	}
 	poolNames := make([]string, 0, len(req.Pools)+len(req.NeedsPools))
-	for name, n := range req.Pools {
-		if n <= 0 {
+	for _, name := range sortedKeys(req.Pools) {
+		if n := req.Pools[name]; n <= 0 {
 			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
 		}
 		poolNames = append(poolNames, name)
@@ -65,6 +67,9 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 		s, ok := e.pools[name]
 		if !ok && e.offPlatform["pool "+name] != "" {
 			return nil, nil, fmt.Sprintf("pool %q: %s", name, e.offPlatform["pool "+name])
+		}
+		if !ok && e.offline["pool "+name] != "" {
+			return nil, nil, e.offline["pool "+name]
 		}
 		if !ok {
 			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
@@ -254,6 +259,16 @@ func (e *Engine) poolBlocked(l *lease) bool {
 	}
 	for _, s := range l.services {
 		if !s.usable() {
+			return false
+		}
+	}
+	for _, p := range l.probes {
+		if !p.usable() {
+			return false
+		}
+	}
+	for _, name := range l.req.NeedsPools {
+		if e.capacity(name) <= 0 {
 			return false
 		}
 	}

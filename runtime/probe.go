@@ -15,6 +15,7 @@ type probe struct {
 	target Target
 	slot   uint32 // timer slot base
 
+	removed  bool   // gone from its manifest
 	op       *opRun // in flight: &run, or nil
 	run      opRun
 	dirty    bool
@@ -32,7 +33,7 @@ func (p *probe) slotWait() *bool { return &p.waitSlot }
 func (p *probe) usable() bool { return p.mod.enabled && p.reported && p.healthy }
 
 func (p *probe) reconcile(e *Engine) {
-	if p.op != nil || p.waitSlot || !p.due || !p.mod.enabled {
+	if p.op != nil || p.waitSlot || !p.due || !p.mod.enabled || p.removed {
 		return
 	}
 	r := &p.run
@@ -46,7 +47,7 @@ func (p *probe) reconcile(e *Engine) {
 
 func (e *Engine) probeOpDone(p *probe, o Outcome) {
 	p.op = nil
-	if !p.mod.enabled {
+	if !p.mod.enabled || p.removed {
 		return
 	}
 	healthy, msg := false, o.Message

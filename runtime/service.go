@@ -68,6 +68,7 @@ type service struct {
 	fpMessage string
 	pools     map[string]int64
 	memGB     float64
+	chargedGB float64 // what memUsed holds for this service
 	memNoted  bool
 
 	reap    *reapSnap
@@ -125,20 +126,28 @@ func (s *service) setState(e *Engine, st svcState) {
 			}
 		}
 	}
-	if s.spec.ReservesHostMemory && s.state.charged() != st.charged() {
-		if st.charged() {
-			e.memUsed += s.memGB
-		} else {
-			e.memUsed -= s.memGB
-			e.unblockMemory()
-		}
+	// The amount charged is remembered, so that a reload changing
+	// reserves_host_memory cannot make the account drift.
+	switch {
+	case s.state.charged() && !st.charged():
+		e.memUsed -= s.chargedGB
+		s.chargedGB = 0
+		e.unblockMemory()
+	case !s.state.charged() && st.charged() && s.spec.ReservesHostMemory:
+		s.chargedGB = s.memGB
+		e.memUsed += s.chargedGB
 	}
 	s.state = st
 }
 
 func (s *service) setMem(e *Engine, gb float64) {
-	if s.spec.ReservesHostMemory && s.state.charged() {
-		e.memUsed += gb - s.memGB
+	if s.state.charged() {
+		charge := 0.0
+		if s.spec.ReservesHostMemory {
+			charge = gb
+		}
+		e.memUsed += charge - s.chargedGB
+		s.chargedGB = charge
 	}
 	s.memGB = gb
 }
@@ -157,10 +166,17 @@ func (s *service) reconcile(e *Engine) {
 	}
 	switch s.state {
 	case sUnknown:
-		if s.enabled() && s.fpDue {
+		// Fingerprinted even when disabled or removed meanwhile: a
+		// service found running is then stopped, and the count of
+		// services not yet fingerprinted, which holds back starts, drops.
+		if s.fpDue {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 		}
 	case sStopped:
+		if s.removed && s.idle() {
+			e.forget(s)
+			return
+		}
 		if s.spec.Lifecycle == manifest.Manual && s.fpDue && s.enabled() {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 			return
@@ -556,6 +572,10 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			} else {
 				s.setState(e, sStopped)
 			}
+		case running && !s.enabled():
+			// Disabled or removed while its fingerprint ran: stop it.
+			s.setState(e, sReady)
+			e.beginStop(s, "module disabled")
 		case running && s.unhealthy:
 			// The previous agent marked it unhealthy, and its cleanup
 			// stop may have died with it: finish the cleanup.
@@ -655,9 +675,9 @@ func (e *Engine) containerEmptied(s *service) {
 	}
 	switch s.state {
 	case sReady, sWaitReady:
-		if s.frozen {
-			s.frozen = false
-		}
+		// Thaw the empty container too, or the cleanup stop and the next
+		// start would be cloned into a frozen cgroup and hang.
+		e.thaw(s)
 		e.fail(s, "crashed: its process container emptied")
 	}
 }
