@@ -13,6 +13,7 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/sandbox"
 )
 
 // runServe is `svcrun serve --config FILE`: the daemon. SIGTERM or SIGINT
@@ -41,6 +42,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// them; nothing else of svcrun may start children outside executor.
 	if err := executor.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned daemons will be reaped by init", "error", err)
+	}
+	// Ops are born unable to dump core (filled-in §4): svcrun's own hard
+	// limit goes to 0 first, since children inherit it.
+	if err := sandbox.DisableCores(); err != nil {
+		log.Warn("core dumps of ops not disabled", "error", err)
 	}
 	a, err := agent.Open(agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit})
 	if err != nil {
