@@ -15,12 +15,14 @@ import (
 
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/sandbox"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
-const opSynopsis = `--bundle DIR [--data DIR] [--node-id ID] [--timeout DUR] [--settings FILE] [--json] SERVICE OP [ARGS]
+const opSynopsis = `(--bundle DIR [--data DIR] [--node-id ID] [--settings FILE] | --config FILE) [--timeout DUR] [--json] SERVICE OP [ARGS]
 
 Runs one op of a service or probe of the bundle exactly as the agent runs it
 (the exec rules, the environment of the module data dir, the timeout, the
@@ -32,14 +34,19 @@ Prints the validated result as normalised JSON and exits 0; prints the op's
 error (its message, every protocol violation, the end of its stderr) and exits
 1 when the op fails. The module data dir is kept between runs, so that a start
 and a later status see the same state; settings.json, tools.json and
-limits.json are rewritten at every run. The op runs unsandboxed, as you.
+limits.json are rewritten at every run. With --bundle the op runs
+unsandboxed, as you. With --config it runs as the node runs it: the node's
+module data dir, settings, tools and limits, run_as, and the module's
+sandbox (SERVICE may be MODULE/SERVICE); only the cgroup container is left
+out, so that a daemon it starts stays outside svcrun's containers.
 
 Flags:`
 
 // runOp runs one op of a bundle's service or probe without a daemon.
 func runOp(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "op", opSynopsis)
-	bundle := fs.String("bundle", "", "the module bundle `DIR` (required)")
+	bundle := fs.String("bundle", "", "the module bundle `DIR`")
+	config := fs.String("config", "", "a node configuration `FILE`: run the op as that node does, sandbox included")
 	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
 	timeout := fs.Duration("timeout", 0, "the op's timeout, a `DUR`ation such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
@@ -49,18 +56,26 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	switch {
-	case *bundle == "":
-		return usageError{"give --bundle DIR"}
+	case (*bundle == "") == (*config == ""):
+		return usageError{"give --bundle DIR or --config FILE"}
 	case fs.NArg() < 2:
 		return usageError{"give the SERVICE (or probe) and the OP"}
 	case *timeout < 0:
 		return usageError{fmt.Sprintf("--timeout %v is negative", *timeout)}
 	}
-	mod, err := manifest.Load(*bundle)
-	if err != nil {
+	var node *opNode
+	var mod *manifest.Module
+	var err error
+	if *config != "" {
+		node, err = loadOpNode(*config, fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		mod = node.mod
+	} else if mod, err = manifest.Load(*bundle); err != nil {
 		return invalid(m, []string{err.Error()})
 	}
-	t, err := findTarget(mod, fs.Arg(0))
+	t, err := findTarget(mod, strings.TrimPrefix(fs.Arg(0), mod.Name+"/"))
 	if err != nil {
 		return err
 	}
@@ -91,6 +106,12 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
+	var tools map[string]string
+	var limits any = map[string]any{}
+	if node != nil {
+		dataDir, *nodeID = node.cfg.ModuleDataDir(mod.Name), node.cfg.NodeID
+		settings, tools, limits = node.mc.Settings, node.mc.Tools, node.cfg.Limits
+	}
 	if *nodeID == "" {
 		if *nodeID, err = os.Hostname(); err != nil {
 			return fmt.Errorf("the host name (give --node-id): %w", err)
@@ -100,6 +121,11 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return fmt.Errorf("the current user: %w", err)
 	}
+	userName := u.Username
+	var owner *svcenv.Owner
+	if node != nil && node.id.Owner != nil {
+		userName, owner = node.id.User, node.id.Owner
+	}
 	layout, err := svcenv.Paths(host, dataDir)
 	if err != nil {
 		return err
@@ -107,13 +133,20 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	if err := os.MkdirAll(filepath.Dir(layout.ModuleData), 0o700); err != nil {
 		return err
 	}
-	if err := svcenv.Prepare(layout, nil); err != nil {
+	if err := svcenv.Prepare(layout, owner); err != nil {
 		return err
 	}
-	if err := svcenv.WriteFiles(layout, nil, svcenv.Files{Settings: settings, Tools: map[string]string{}, Limits: map[string]any{}}); err != nil {
+	if tools == nil {
+		tools = map[string]string{}
+	}
+	if err := svcenv.WriteFiles(layout, owner, svcenv.Files{Settings: settings, Tools: tools, Limits: limits}); err != nil {
 		return err
 	}
-	env, err := svcenv.Environ(svcenv.Input{Platform: host, NodeID: *nodeID, Module: mod.Name, Service: t.name, ModuleData: layout.ModuleData, User: u.Username})
+	toolDirs, err := svcenv.ToolDirs(host, tools)
+	if err != nil {
+		return err
+	}
+	env, err := svcenv.Environ(svcenv.Input{Platform: host, NodeID: *nodeID, Module: mod.Name, Service: t.name, ModuleData: layout.ModuleData, User: userName, ToolDirs: toolDirs})
 	if err != nil {
 		return err
 	}
@@ -128,7 +161,15 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	// Unlike the agent, svcrun op is no child subreaper: it exits after
 	// the op, and in tests it runs inside a test binary whose other
 	// children the reaper must not take.
-	res := executor.Run(ctx, cmd.Spec(op, opArgs, env, *timeout))
+	spec := cmd.Spec(op, opArgs, env, *timeout)
+	if node != nil {
+		h, err := sandbox.Hooks(node.cfg, mod, node.mc, runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe})
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
+		}
+		spec.Hooks = h
+	}
+	res := executor.Run(ctx, spec)
 	out := executor.Outcome(op, t.role, res)
 	r := opReport{
 		Module: mod.Name, Op: string(op), Args: opArgs, DataDir: layout.ModuleData,
@@ -437,4 +478,54 @@ func normalise(r protocol.Result) any {
 		return out
 	}
 	return nil
+}
+
+// opNode is what svcrun op --config takes from a node configuration.
+type opNode struct {
+	cfg *nodeconfig.Config
+	mod *manifest.Module
+	mc  nodeconfig.Module
+	id  sandbox.Identity
+}
+
+// loadOpNode reads the node configuration and finds the module of service:
+// MODULE/NAME, or a NAME that only one module has.
+func loadOpNode(file, service string) (*opNode, error) {
+	cfg, err := nodeconfig.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := nodeconfig.LoadModules(cfg)
+	if err != nil {
+		return nil, err
+	}
+	id, err := sandbox.IdentityOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	modName, name, qualified := strings.Cut(service, "/")
+	var found []*opNode
+	var names []string
+	for i, m := range mods {
+		if m == nil {
+			continue
+		}
+		names = append(names, m.Name)
+		if qualified && m.Name != modName {
+			continue
+		}
+		if !qualified {
+			name = service
+		}
+		if _, err := findTarget(m, name); err == nil {
+			found = append(found, &opNode{cfg: cfg, mod: m, mc: cfg.Modules[i], id: id})
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, usageError{fmt.Sprintf("no service or probe %q in the modules of %s: %s", service, file, strings.Join(names, ", "))}
+	}
+	return nil, usageError{fmt.Sprintf("%q is in several modules of %s: write MODULE/%s", service, file, service)}
 }

@@ -190,3 +190,31 @@ func TestOpUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestOpWithConfig runs ops as the node of a configuration runs them: its
+// data dir, settings and sandbox.
+func TestOpWithConfig(t *testing.T) {
+	demo, err := filepath.Abs("../../examples/modules/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "svcrun.toml")
+	text := "node_id = \"op-node\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = \"" + demo + "\"\nsettings = { slots = 3 }\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "op", "--config", cfg, "--json", "demo/kv", "fingerprint")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, `"kv-slots": 3`) || !strings.Contains(out, filepath.Join(dir, "data", "modules", "demo")) {
+		t.Errorf("the op did not see the node's settings or data dir:\n%s", out)
+	}
+	if code, _, errs := run(t, "op", "--config", cfg, "nope", "fingerprint"); code != 2 || !strings.Contains(errs, `no service or probe "nope" in the modules of`) {
+		t.Errorf("unknown service: exit %d: %s", code, errs)
+	}
+	if code, _, errs := run(t, "op", "--config", cfg, "--bundle", demo, "kv", "fingerprint"); code != 2 || !strings.Contains(errs, "give --bundle DIR or --config FILE") {
+		t.Errorf("both modes: exit %d: %s", code, errs)
+	}
+}
