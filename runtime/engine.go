@@ -237,6 +237,7 @@ func (e *Engine) boot(b Boot) {
 	for _, m := range enable {
 		e.enableModule(m)
 	}
+	e.rebuildIndex()
 	for _, r := range b.State.Leases {
 		e.restoreLease(r)
 	}
@@ -345,9 +346,10 @@ func (e *Engine) rebuildIndex() {
 	sort.Strings(e.skipped)
 }
 
+// enableModule and disableModule change what the index offers: their
+// callers rebuild it once, after all the modules of the event.
 func (e *Engine) enableModule(m *module) {
 	m.enabled = true
-	e.rebuildIndex()
 	for _, s := range m.services {
 		s.setState(e, sUnknown)
 		s.fpDue = true
@@ -361,7 +363,6 @@ func (e *Engine) enableModule(m *module) {
 
 func (e *Engine) disableModule(m *module) {
 	m.enabled = false
-	e.rebuildIndex()
 	for _, s := range m.services {
 		// A service still unknown is fingerprinted all the same: if it runs,
 		// it is stopped (fingerprinted), else it is stopped already.
@@ -417,6 +418,7 @@ func (e *Engine) reload(specs []ModuleSpec) {
 			e.disableModule(m)
 		}
 	}
+	e.rebuildIndex()
 	e.doctor("configuration reloaded")
 }
 
