@@ -194,24 +194,11 @@ func (e *Engine) admitWaiting() {
 // tryAdmit admits l if every service and probe it needs is usable and its
 // tokens are free.
 func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
-	for _, s := range l.services {
-		if !s.usable() {
-			return false
-		}
-	}
-	for _, p := range l.probes {
-		if !p.usable() {
-			return false
-		}
+	if !e.readyBarTokens(l) {
+		return false
 	}
 	for name, n := range l.req.Pools {
 		if blocked[name] || e.capacity(name)-e.reserved[name] < n {
-			return false
-		}
-	}
-	// needs_pools takes no tokens, so FIFO blocking does not apply.
-	for _, name := range l.req.NeedsPools {
-		if e.capacity(name) <= 0 {
 			return false
 		}
 	}
@@ -252,11 +239,15 @@ func (e *Engine) capacity(pool string) int64 {
 	return s.pools[pool]
 }
 
-// poolBlocked says l waits only for pool tokens: its services are usable.
+// poolBlocked says l waits only for pool tokens.
 func (e *Engine) poolBlocked(l *lease) bool {
-	if len(l.req.Pools) == 0 {
-		return false
-	}
+	return len(l.req.Pools) > 0 && e.readyBarTokens(l)
+}
+
+// readyBarTokens says everything l needs is there but pool tokens: its
+// services and probes are usable and its needs_pools have capacity
+// (needs_pools take no tokens, so FIFO blocking does not apply to them).
+func (e *Engine) readyBarTokens(l *lease) bool {
 	for _, s := range l.services {
 		if !s.usable() {
 			return false
