@@ -87,9 +87,13 @@ type Agent struct {
 	sandboxMissing []string
 
 	mu      sync.Mutex
-	waiters map[runtime.LeaseID][]chan runtime.Effect
+	waiters map[runtime.LeaseID][]waiter
 	subs    map[chan Record]bool
 	stopped bool
+	quit    chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
+	fatal   error         // a store failure inside a loop call: Run ends with it
+	reload  sync.Mutex    // one reload at a time
+	file    string        // the configuration file, as given to Open
 	started time.Time
 	steps   uint64
 }
@@ -137,9 +141,10 @@ func Open(opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour,
+		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour, file: cfg.File,
 		sched:   clockwork.NewReal[runtime.Event](opts.Clock),
-		waiters: map[runtime.LeaseID][]chan runtime.Effect{},
+		waiters: map[runtime.LeaseID][]waiter{},
+		quit:    make(chan struct{}),
 		subs:    map[chan Record]bool{},
 	}
 	if !opts.NoContainers {
@@ -244,6 +249,9 @@ func (a *Agent) loop(ctx context.Context) error {
 		}
 		if c, isCall := ev.(call); isCall {
 			c.fn()
+			if a.fatal != nil {
+				return a.fatal
+			}
 			continue
 		}
 		if err := a.driver.Step(ev); err != nil {
@@ -259,10 +267,11 @@ func (a *Agent) shutdown(cause error) error {
 	a.stopped = true
 	for id, ws := range a.waiters {
 		for _, w := range ws {
-			close(w)
+			close(w.ch)
 		}
 		delete(a.waiters, id)
 	}
+	close(a.quit)
 	a.mu.Unlock()
 	if cause == nil {
 		a.drain()
@@ -350,8 +359,11 @@ func (a *Agent) post(ev runtime.Event) error {
 // ErrStopping is returned to requests that arrive while svcrun stops.
 var ErrStopping = errors.New("svcrun is stopping")
 
-// onLoop runs fn on the loop and waits for it.
-func (a *Agent) onLoop(ctx context.Context, fn func()) error {
+// onLoop runs fn on the loop and waits for it. Once posted, fn runs (or
+// the agent stops): the caller waits for that rather than for ctx, so that
+// a call it gave up on can neither run behind its back nor write its
+// results after it returned. A loop step is short.
+func (a *Agent) onLoop(_ context.Context, fn func()) error {
 	done := make(chan struct{})
 	if err := a.post(call{fn: func() { fn(); close(done) }}); err != nil {
 		return err
@@ -359,9 +371,24 @@ func (a *Agent) onLoop(ctx context.Context, fn func()) error {
 	select {
 	case <-done:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-a.quit:
+		select {
+		case <-done: // it ran as the loop ended
+			return nil
+		default:
+			return ErrStopping
+		}
 	}
+}
+
+// step runs a driver step from inside a loop call; a store failure ends
+// Run, as it does for any other step.
+func (a *Agent) step(ev runtime.Event) error {
+	err := a.driver.Step(ev)
+	if err != nil {
+		a.fatal = err
+	}
+	return err
 }
 
 // answer routes the driver's answers to the callers waiting for them and to
@@ -372,19 +399,63 @@ func (a *Agent) answer(now time.Time, f runtime.Effect) {
 	if id == "" {
 		return
 	}
+	// The first waiter of the lease that expects this kind of answer
+	// gets it: a Renew queued behind a TTL expiry must not take the
+	// Expired, it gets its own "unknown lease".
 	a.mu.Lock()
 	ws := a.waiters[id]
-	delete(a.waiters, id)
+	var to chan runtime.Effect
+	for i, w := range ws {
+		if w.accepts(f) {
+			to = w.ch
+			a.waiters[id] = append(ws[:i:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(a.waiters[id]) == 0 {
+		delete(a.waiters, id)
+	}
 	a.mu.Unlock()
-	for _, w := range ws {
-		w <- f
+	if to != nil {
+		to <- f
 	}
 }
 
-func (a *Agent) wait(id runtime.LeaseID) chan runtime.Effect {
+// waiter is a caller waiting for the answer to its request.
+type waiter struct {
+	ch      chan runtime.Effect
+	accepts func(runtime.Effect) bool
+}
+
+// Answer kinds each request waits for.
+func acquireAnswer(f runtime.Effect) bool {
+	switch f.(type) {
+	case runtime.Admitted, runtime.Rejected:
+		return true
+	}
+	return false
+}
+
+func renewAnswer(f runtime.Effect) bool {
+	switch f.(type) {
+	case runtime.Renewed, runtime.LeaseUnknown:
+		return true
+	}
+	return false
+}
+
+func releaseAnswer(f runtime.Effect) bool {
+	switch f.(type) {
+	case runtime.Released, runtime.LeaseUnknown:
+		return true
+	}
+	return false
+}
+
+func (a *Agent) wait(id runtime.LeaseID, accepts func(runtime.Effect) bool) chan runtime.Effect {
 	ch := make(chan runtime.Effect, 1)
 	a.mu.Lock()
-	a.waiters[id] = append(a.waiters[id], ch)
+	a.waiters[id] = append(a.waiters[id], waiter{ch: ch, accepts: accepts})
 	a.mu.Unlock()
 	return ch
 }
@@ -394,8 +465,8 @@ func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
 	defer a.mu.Unlock()
 	ws := a.waiters[id]
 	for i, w := range ws {
-		if w == ch {
-			a.waiters[id] = append(ws[:i], ws[i+1:]...)
+		if w.ch == ch {
+			a.waiters[id] = append(ws[:i:i], ws[i+1:]...)
 			break
 		}
 	}

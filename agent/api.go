@@ -59,7 +59,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if req.Attempt == "" {
 		req.Attempt = newID("attempt-")
 	}
-	ch := a.wait(id)
+	ch := a.wait(id, acquireAnswer)
 	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
 	if err != nil {
 		a.unwait(id, ch)
@@ -90,8 +90,8 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 }
 
 // leaseCall posts a renew or release and waits for its answer.
-func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Event) (runtime.Effect, error) {
-	ch := a.wait(id)
+func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Event, accepts func(runtime.Effect) bool) (runtime.Effect, error) {
+	ch := a.wait(id, accepts)
 	if err := a.post(ev); err != nil {
 		a.unwait(id, ch)
 		return nil, err
@@ -113,7 +113,7 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 
 // Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
 func (a *Agent) Renew(ctx context.Context, id runtime.LeaseID) (time.Time, error) {
-	f, err := a.leaseCall(ctx, id, runtime.Renew{Lease: id})
+	f, err := a.leaseCall(ctx, id, runtime.Renew{Lease: id}, renewAnswer)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -125,7 +125,7 @@ func (a *Agent) Renew(ctx context.Context, id runtime.LeaseID) (time.Time, error
 
 // Release ends a lease.
 func (a *Agent) Release(ctx context.Context, id runtime.LeaseID) error {
-	_, err := a.leaseCall(ctx, id, runtime.Release{Lease: id})
+	_, err := a.leaseCall(ctx, id, runtime.Release{Lease: id}, releaseAnswer)
 	return err
 }
 
@@ -230,7 +230,7 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 			return
 		}
 		a.cfg.Modules[i].Enabled = enabled
-		err = a.driver.Step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+		err = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
 	})
 	return errors.Join(done, err)
 }
@@ -240,7 +240,11 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 // (data dir, budget, periods) take effect at the next start; the returned
 // notes say which changed.
 func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
-	cfg, err := nodeconfig.Load(a.cfg.File)
+	// One at a time, file read included: two reloads racing could apply
+	// the older file last.
+	a.reload.Lock()
+	defer a.reload.Unlock()
+	cfg, err := nodeconfig.Load(a.file)
 	if err != nil {
 		return nil, fmt.Errorf("reload: %w", err)
 	}
@@ -260,7 +264,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.driver.Step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
 	})
 	for _, n := range notes {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)

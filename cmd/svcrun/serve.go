@@ -55,6 +55,12 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// After the first signal, a second one ends svcrun at once (the
+	// default action) instead of waiting for the shutdown grace.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
