@@ -1,3 +1,5 @@
+//go:build linux
+
 // Regression tests from a review of the daemon's concurrency: answers
 // routed to the request that expects them, loop calls that outlive their
 // caller's context, concurrent reloads, calls posted as the loop ends.
