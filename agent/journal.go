@@ -85,22 +85,35 @@ func (j *Journal) Write(at time.Time, ev runtime.Event, effects []runtime.Effect
 func (j *Journal) Flush() error { return j.w.Flush() }
 
 func (j *Journal) rotate(at time.Time) error {
-	if err := j.Close(); err != nil {
-		return err
+	// The live file is renamed while still open, and replaced only once
+	// the new one is open: a failure leaves the journal writing where it
+	// was (retrying after another MaxBytes), never closed for good.
+	if err := j.w.Flush(); err != nil {
+		return fmt.Errorf("journal: %w", err)
 	}
+	live := filepath.Join(j.dir, JournalName)
 	name := fmt.Sprintf("journal-%s.jsonl", at.UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Rename(filepath.Join(j.dir, JournalName), filepath.Join(j.dir, name)); err != nil {
+	if err := os.Rename(live, filepath.Join(j.dir, name)); err != nil {
+		j.size = 0
 		return fmt.Errorf("journal: rotate: %w", err)
 	}
-	old, _ := filepath.Glob(filepath.Join(j.dir, "journal-*.jsonl"))
-	sort.Strings(old)
-	for len(old) > j.Keep {
-		if err := os.Remove(old[0]); err != nil && !os.IsNotExist(err) {
+	f, err := os.OpenFile(live, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		j.size = 0
+		return fmt.Errorf("journal: rotate: %w", err)
+	}
+	old := j.f
+	j.f, j.w, j.size = f, bufio.NewWriterSize(f, 64<<10), 0
+	old.Close()
+	rotated, _ := filepath.Glob(filepath.Join(j.dir, "journal-*.jsonl"))
+	sort.Strings(rotated)
+	for len(rotated) > j.Keep {
+		if err := os.Remove(rotated[0]); err != nil && !os.IsNotExist(err) {
 			return fmt.Errorf("journal: %w", err)
 		}
-		old = old[1:]
+		rotated = rotated[1:]
 	}
-	return j.open()
+	return nil
 }
 
 // Close flushes and closes the journal.
