@@ -342,15 +342,25 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "", err)
 		return
 	}
-	if r.Context().Err() != nil {
-		// Admitted as the client went away: nobody would hold the lease.
+	release := func(why string) {
+		// Nobody would hold the lease: give it back.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
 		err := s.a.Release(ctx, g.Lease)
-		s.log.Warn("lease admitted after its client went away: released", "lease", g.Lease, "attempt", g.Attempt, "error", err)
+		s.log.Warn("lease admitted but "+why+": released", "lease", g.Lease, "attempt", g.Attempt, "error", err)
+	}
+	if r.Context().Err() != nil {
+		release("its client went away")
 		return
 	}
-	writeJSON(w, http.StatusOK, Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	err = json.NewEncoder(w).Encode(Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+	if err != nil {
+		// Only a failed write says the client did not get it: once the
+		// answer is out, the client may well close the connection.
+		release("the answer could not be sent")
+	}
 }
 
 func nonNil(l []string) []string {
