@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 )
@@ -48,4 +49,22 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 func peerFrom(ctx context.Context) (peer, bool) {
 	p, ok := ctx.Value(peerKey{}).(peer)
 	return p, ok
+}
+
+// sockopt runs get on the descriptor of a Unix socket connection: the
+// platforms' peer-credential readers share everything but the getsockopt.
+func sockopt(c net.Conn, get func(fd int) error) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return errors.New("not a unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { gerr = get(int(fd)) }); err != nil {
+		return err
+	}
+	return gerr
 }

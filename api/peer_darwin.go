@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -10,23 +9,13 @@ import (
 // peerOf reads LOCAL_PEERCRED: the effective uid of the process that
 // connected (macOS reports no pid there; the uid is what is checked).
 func peerOf(c net.Conn) peer {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return peer{err: errors.New("not a unix socket connection")}
-	}
-	raw, err := uc.SyscallConn()
+	var cred *unix.Xucred
+	err := sockopt(c, func(fd int) (err error) {
+		cred, err = unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+		return err
+	})
 	if err != nil {
 		return peer{err: err}
-	}
-	var cred *unix.Xucred
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, gerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-	}); err != nil {
-		return peer{err: err}
-	}
-	if gerr != nil {
-		return peer{err: gerr}
 	}
 	return peer{known: true, uid: int(cred.Uid)}
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -10,23 +9,13 @@ import (
 // peerOf reads SO_PEERCRED: the credentials of the process that connected,
 // as they were at connect(2).
 func peerOf(c net.Conn) peer {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return peer{err: errors.New("not a unix socket connection")}
-	}
-	raw, err := uc.SyscallConn()
+	var cred *unix.Ucred
+	err := sockopt(c, func(fd int) (err error) {
+		cred, err = unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		return err
+	})
 	if err != nil {
 		return peer{err: err}
-	}
-	var cred *unix.Ucred
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, gerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return peer{err: err}
-	}
-	if gerr != nil {
-		return peer{err: gerr}
 	}
 	return peerFromUcred(cred)
 }
