@@ -192,12 +192,8 @@ func (p *parser) object() (any, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	p.pos++ // '{'
 	m := make(map[string]any)
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == '}' {
-		p.pos++
-		p.depth--
+	if p.open('}') {
 		return m, nil
 	}
 	for {
@@ -227,19 +223,8 @@ func (p *parser) object() (any, error) {
 			// Reported at the object's pointer: the message names the key.
 			p.addIssue(fmt.Sprintf("duplicate key %q", clip(key, 64)))
 		}
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.unexpected()
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			p.depth--
-			return m, nil
-		default:
-			return nil, p.errorf("expected ',' or '}' in object, found %s", found(p.data, p.pos))
+		if done, err := p.next('}', "object"); err != nil || done {
+			return m, err
 		}
 	}
 }
@@ -248,12 +233,8 @@ func (p *parser) array() (any, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
-	p.pos++ // '['
 	a := []any{}
-	p.skipSpace()
-	if p.pos < len(p.data) && p.data[p.pos] == ']' {
-		p.pos++
-		p.depth--
+	if p.open(']') {
 		return a, nil
 	}
 	for {
@@ -265,21 +246,42 @@ func (p *parser) array() (any, error) {
 		}
 		p.path = p.path[:len(p.path)-1]
 		a = append(a, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.unexpected()
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			p.depth--
-			return a, nil
-		default:
-			return nil, p.errorf("expected ',' or ']' in array, found %s", found(p.data, p.pos))
+		if done, err := p.next(']', "array"); err != nil || done {
+			return a, err
 		}
 	}
+}
+
+// open steps over a container's opening bracket and reports whether the
+// container is empty (its closing bracket follows), leaving it if so.
+func (p *parser) open(closing byte) bool {
+	p.pos++
+	p.skipSpace()
+	if p.pos < len(p.data) && p.data[p.pos] == closing {
+		p.pos++
+		p.depth--
+		return true
+	}
+	return false
+}
+
+// next reads what follows an element of a container: ',' (more to come)
+// or its closing bracket (done, the container is left).
+func (p *parser) next(closing byte, what string) (done bool, err error) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, p.unexpected()
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closing:
+		p.pos++
+		p.depth--
+		return true, nil
+	}
+	return false, p.errorf("expected ',' or '%c' in %s, found %s", closing, what, found(p.data, p.pos))
 }
 
 // str parses a string at p.pos (which holds '"'). The input is known to be
