@@ -90,12 +90,16 @@ type Agent struct {
 	waiters map[runtime.LeaseID][]waiter
 	subs    map[chan Record]bool
 	stopped bool
-	quit    chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
-	fatal   error         // a store failure inside a loop call: Run ends with it
-	reload  sync.Mutex    // one reload at a time
-	file    string        // the configuration file, as given to Open
-	started time.Time
-	steps   uint64
+	// withdrawn are acquires whose callers gave up, not yet stepped as
+	// releases; settled is set once shutdown has stepped the last of them.
+	withdrawn []runtime.LeaseID
+	settled   bool
+	quit      chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
+	fatal     error         // a store failure inside a loop call: Run ends with it
+	reload    sync.Mutex    // one reload at a time
+	file      string        // the configuration file, as given to Open
+	started   time.Time
+	steps     uint64
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -279,6 +283,10 @@ func (a *Agent) shutdown(cause error) error {
 			a.stopAll()
 		}
 	}
+	a.mu.Lock()
+	a.settled = true
+	a.mu.Unlock()
+	a.stepWithdrawals()
 	a.thawAll()
 	a.exec.Close()
 	if a.containers != nil {
@@ -354,6 +362,43 @@ func (a *Agent) post(ev runtime.Event) error {
 	}
 	a.sched.Post(ev)
 	return nil
+}
+
+// withdraw ends an acquire whose caller gave up: the engine drops the
+// waiting request, or releases the lease if it was admitted meanwhile (its
+// answer then reached nobody). The loop takes no events once svcrun stops,
+// so a withdrawal that comes then waits for shutdown, which steps it before
+// the store closes: otherwise a lease admitted in the loop's last steps
+// would be stored, and held across restarts, for a caller that is gone.
+func (a *Agent) withdraw(id runtime.LeaseID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.settled {
+		a.log.Warn("acquire withdrawn after svcrun stopped: if it was admitted, its lease stays held until released or expired", "lease", id)
+		return
+	}
+	a.withdrawn = append(a.withdrawn, id)
+	if !a.stopped {
+		a.sched.Post(call{fn: a.stepWithdrawals})
+	}
+}
+
+// stepWithdrawals steps the pending withdrawals as releases, on the loop
+// or, once it has ended, in shutdown.
+func (a *Agent) stepWithdrawals() {
+	a.mu.Lock()
+	ids := a.withdrawn
+	a.withdrawn = nil
+	a.mu.Unlock()
+	if a.engine == nil {
+		return
+	}
+	for _, id := range ids {
+		if err := a.step(runtime.Release{Lease: id}); err != nil {
+			a.log.Error("withdraw an acquire", "lease", id, "error", err)
+			return
+		}
+	}
 }
 
 // ErrStopping is returned to requests that arrive while svcrun stops.

@@ -83,8 +83,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 		return Grant{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
 	case <-ctx.Done():
 		a.unwait(id, ch)
-		// Withdraw it, or release it if it was admitted meanwhile.
-		_ = a.post(runtime.Release{Lease: id})
+		a.withdraw(id)
 		return Grant{}, ctx.Err()
 	}
 }

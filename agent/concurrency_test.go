@@ -8,11 +8,17 @@ package agent
 import (
 	"context"
 	"log/slog"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/store"
 )
 
 // onLoop returns on ctx.Done while the closure is still queued; the closure
@@ -111,5 +117,67 @@ func TestReviewRenewGetsExpired(t *testing.T) {
 	t.Logf("Renew: %v", err)
 	if err != nil && err != ErrUnknownLease {
 		t.Errorf("Renew of an expiring lease: %v, want ErrUnknownLease", err)
+	}
+}
+
+// An acquire withdrawn while svcrun stops (its caller gave up just as the
+// loop ended, so the loop takes no more events) is released before the
+// store closes: otherwise its lease, admitted in the loop's last steps,
+// would be held across restarts for a caller that is gone.
+func TestWithdrawWhileStopping(t *testing.T) {
+	cfg := testConfig(t)
+	var arm atomic.Bool
+	held := make(chan runtime.Event, 1)
+	var post func(runtime.Event)
+	newExec := func(c executor.Config, p func(runtime.Event)) (Executor, error) {
+		post = p
+		return executor.New(c, func(ev runtime.Event) {
+			if _, done := ev.(runtime.OpDone); done && arm.CompareAndSwap(true, false) {
+				held <- ev // the engine keeps this op in flight: shutdown waits for it
+				return
+			}
+			p(ev)
+		})
+	}
+	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	bg, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	g, err := a.Acquire(bg, AcquireRequest{Requirements: caps(), Wait: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arm.Store(true) // the next op to end (a status poll, every second) is held
+	var ev runtime.Event
+	select {
+	case ev = <-held:
+	case <-bg.Done():
+		t.Fatal("no op ended")
+	}
+	cancel()
+	<-a.quit // stopping: the loop has ended, shutdown waits for the held op
+	a.withdraw(g.Lease)
+	post(ev)
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	db, err := store.Open(filepath.Join(filepath.Dir(cfg), "data", StateFile), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range st.Leases {
+		if l.ID == g.Lease {
+			t.Fatalf("withdrawn lease %s still stored after svcrun stopped: %+v", g.Lease, l)
+		}
 	}
 }
