@@ -1,21 +1,23 @@
 // Package store keeps svcrun's durable state, the leases it admitted and
 // the failure records of its services, in one bbolt file (like Nomad's
-// client state.db). It is the runtime.Store of svcrun; sim.MemStore is its
-// in-memory equivalent.
+// client state.db) and the write-ahead log in front of it. It is the
+// runtime.Store of svcrun; sim.MemStore is its in-memory equivalent.
 //
 // # Contract
 //
 // Apply writes one batch of persistence effects (runtime.PutLease,
-// runtime.DeleteLease, runtime.PutService) in ONE bbolt read-write
-// transaction and returns only once that transaction is committed and
-// fsynced (bbolt's default; NoSync is never set). So when Apply returns nil
-// the whole batch survives a crash of svcrun or of the machine, and when it
-// returns an error, or the process dies before it returns, either the whole
-// batch or nothing of it is on disk. This is what the driver contract of
-// package runtime needs: a step's persistence effects are durable, in one
+// runtime.DeleteLease, runtime.PutService) as ONE record of the
+// write-ahead log and returns only once the record is on disk
+// (fdatasync). So when Apply returns nil the whole batch survives a crash
+// of svcrun or of the machine, and when it returns an error, or the
+// process dies before it returns, either the whole batch or nothing of it
+// is there at the next Open. This is what the driver contract of package
+// runtime needs: a step's persistence effects are durable, in one
 // transaction, before anything else of the step is carried out. Any other
 // effect type in a batch is a driver bug: Apply refuses the batch and
-// writes nothing of it.
+// writes nothing of it. After a failed log write every later Apply fails
+// too (what reached the disk is unknown): svcrun stops, and the next Open
+// recovers.
 //
 // State returns everything stored, for runtime.Boot: leases sorted by id,
 // services sorted by name (the order of sim.MemStore.State). A record that
@@ -32,6 +34,39 @@
 // nothing already stored is lost, and the error names the file and what to
 // do. A DB is safe for use by several goroutines.
 //
+// # The write-ahead log
+//
+// A bbolt commit costs two fsyncs (its pages, then its meta page) and
+// often a file-system journal commit; an engine step costs one fdatasync
+// of a record overwriting blocks the log file already has, a third of the
+// time (bench/README.md). The log "<name>.wal" (mode 0600) is made once,
+// zero-filled to Options.LogBytes (4 MiB by default), never grown. Its
+// first 4096 bytes are the header: the magic "svcrun-log-v1\n\0\0", the
+// state file's id (32 hex digits, also in the state file's meta bucket,
+// so a log is never replayed into another state file), and a CRC-32C of
+// these 48 bytes. Records follow, each
+//
+//	length   uint32, little-endian, of the payload
+//	crc      uint32, CRC-32C (Castagnoli) of length, seq and payload
+//	seq      uint64, the batch's number: one more than the record before
+//	payload  per effect: op (1 put-lease, 2 delete-lease, 3 put-service),
+//	         uvarint key length, key, uvarint value length, value (the
+//	         record's JSON, as in the state file; empty for a delete)
+//
+// A checkpoint writes what the log holds into the state file in one bbolt
+// transaction, together with the number of the last batch ("wal_seq" in
+// the meta bucket), and new records then overwrite the log from its start.
+// It runs when the next record does not fit, at every Open (after the
+// replay), before State, and at Close; a batch bigger than the whole log
+// goes straight into the state file, after a checkpoint. Open reads the
+// records from the start while they are whole and consecutive (the old
+// records behind the last one written have lower numbers, and a torn last
+// record fails its checksum) and replays those after wal_seq. A log whose
+// header is damaged, that belongs to another state file, or that
+// continues from a later step than the state file holds (a state file
+// restored from an older backup) is refused like a damaged state file,
+// and neither file is written.
+//
 // # Creation
 //
 // When the file does not exist, Open creates the directory (mode 0700) if
@@ -39,15 +74,19 @@
 // "<name>.new-*" of the same directory (mode 0600), links it into place
 // (never replacing a file that appeared meanwhile) and fsyncs the
 // directory. So the state file either does not exist or is a whole,
-// versioned store, and its name is durable before the first Apply. A
-// leftover "<name>.new-*" file (a crash during the very first creation)
-// holds nothing and is removed by the next Open.
+// versioned store, and its name is durable before the first Apply. The
+// log is made the same way ("<name>.new-wal-*", zero-filled, fsynced,
+// renamed into place) when it is missing. A leftover "<name>.new-*" file
+// (a crash during a creation) holds nothing and is removed by the next
+// Open.
 //
-// # On-disk layout, schema version 1
+// # On-disk layout, schema version 2
 //
 // The file is a bbolt database with three top-level buckets:
 //
-//	meta      "version" -> ASCII decimal schema version, "1"
+//	meta      "version" -> ASCII decimal schema version, "2"
+//	          "id"      -> 32 hex digits, the id its log's header repeats
+//	          "wal_seq" -> ASCII decimal number of the last batch it holds
 //	leases    lease id (runtime.LeaseID, UTF-8) -> JSON of runtime.LeaseRecord
 //	services  service name ("module/name")     -> JSON of runtime.ServiceRecord
 //
@@ -62,7 +101,10 @@
 // equal the record's id or name; State checks it. A value may gain fields
 // that older readers can ignore; any other change of layout or meaning
 // bumps the version, and a svcrun refuses a version newer than the one it
-// knows (SchemaVersion). The file can be inspected with bbolt's CLI, e.g.
-// `bbolt keys state.db leases` and `bbolt get state.db leases <id>`, while
-// svcrun is stopped.
+// knows (SchemaVersion). Version 1 (without id, wal_seq and log) is
+// upgraded in place by Open. The file can be inspected with bbolt's CLI,
+// e.g. `bbolt keys state.db leases` and `bbolt get state.db leases <id>`,
+// while svcrun is stopped: after a clean stop it holds everything (Close
+// checkpoints); after a crash the latest batches are in the log until the
+// next Open replays them.
 package store

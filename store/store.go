@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -18,7 +20,7 @@ import (
 )
 
 // SchemaVersion is the layout version this package writes and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // DefaultLockTimeout is how long Open waits for the file lock by default.
 const DefaultLockTimeout = time.Second
@@ -37,6 +39,8 @@ var (
 	leasesBucket   = []byte("leases")
 	servicesBucket = []byte("services")
 	versionKey     = []byte("version")
+	idKey          = []byte("id")
+	walSeqKey      = []byte("wal_seq")
 )
 
 // Options tunes Open. The zero value is the default.
@@ -44,12 +48,34 @@ type Options struct {
 	// LockTimeout is how long Open waits for another process to release the
 	// file before failing with ErrLocked. Default DefaultLockTimeout.
 	LockTimeout time.Duration
+	// LogBytes is the size of the write-ahead log created with a new
+	// store (an existing log keeps its size); a checkpoint runs whenever
+	// the next batch does not fit. Default DefaultLogBytes, at least
+	// MinLogBytes.
+	LogBytes int64
 }
 
 // DB is an open state file. It implements runtime.Store.
 type DB struct {
 	bolt *bolt.DB
 	path string
+
+	mu  sync.Mutex
+	log *logFile
+	// seq is the number of the last batch written (to the log or the state
+	// file); pending maps what the log holds beyond the state file, by
+	// bucket and key, to its value (nil: deleted).
+	seq     uint64
+	pending map[pendingKey][]byte
+	enc     []byte
+	// failed is set when a log write failed: what reached the disk is
+	// unknown, so no later batch may be numbered after it.
+	failed error
+}
+
+type pendingKey struct {
+	bucket byte // opPutLease (leases) or opPutService (services)
+	key    string
 }
 
 var _ runtime.Store = (*DB)(nil)
@@ -67,8 +93,8 @@ func (e *kindError) Unwrap() error { return e.kind }
 func corruptError(path string, why error) error {
 	return &kindError{ErrCorrupt, fmt.Sprintf("state file %s is damaged or is not an svcrun state file (%v). "+
 		"svcrun does not write to it, so nothing already stored is lost. "+
-		"Restore it from a backup, or move it aside (mv %s %s.damaged) to start with an empty state: "+
-		"svcrun then forgets the leases and service failures it held", path, why, path, path)}
+		"Restore it and its write-ahead log from a backup, or move both aside (mv %s %s.damaged; mv %s.wal %s.wal.damaged) to start with an empty state: "+
+		"svcrun then forgets the leases and service failures it held", path, why, path, path, path, path)}
 }
 
 // Open opens the state file at path, creating it (and its directory) if it
@@ -78,6 +104,11 @@ func Open(path string, opts Options) (*DB, error) {
 	if timeout <= 0 {
 		timeout = DefaultLockTimeout
 	}
+	logBytes := opts.LogBytes
+	if logBytes <= 0 {
+		logBytes = DefaultLogBytes
+	}
+	logBytes = max(logBytes, MinLogBytes)
 	dir := filepath.Dir(path)
 	if err := mkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("create the directory of state file %s: %w", path, err)
@@ -108,18 +139,78 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{bolt: bdb, path: path}
-	var fresh bool
-	err = db.bolt.View(func(tx *bolt.Tx) error { fresh = tx.Bucket(metaBucket) == nil; return nil })
-	if err == nil && fresh {
-		err = db.bolt.Update(db.initIfEmpty)
-	}
-	if err != nil {
+	db := &DB{bolt: bdb, path: path, pending: map[pendingKey][]byte{}}
+	if err := db.recover(logBytes); err != nil {
+		if db.log != nil {
+			db.log.f.Close()
+		}
 		bdb.Close()
 		return nil, err
 	}
 	removeLeftovers(path)
 	return db, nil
+}
+
+// recover brings the state file to its current layout and replays into it
+// what its write-ahead log holds beyond it.
+func (db *DB) recover(logBytes int64) error {
+	var id string
+	read := func(tx *bolt.Tx) error {
+		meta := tx.Bucket(metaBucket)
+		if meta == nil || string(meta.Get(versionKey)) == "1" {
+			return nil
+		}
+		id = string(meta.Get(idKey))
+		seq, err := strconv.ParseUint(string(meta.Get(walSeqKey)), 10, 64)
+		if len(id) != 32 || err != nil {
+			return corruptError(db.path, fmt.Errorf("its id %q or log position %q is not valid", id, meta.Get(walSeqKey)))
+		}
+		db.seq = seq
+		return nil
+	}
+	// Read first: a file refused below must not have been written to.
+	err := db.bolt.View(read)
+	if err == nil && id == "" { // an empty file, or version 1 (no log)
+		err = db.bolt.Update(func(tx *bolt.Tx) error {
+			if err := db.initIfEmpty(tx); err != nil {
+				return err
+			}
+			if meta := tx.Bucket(metaBucket); string(meta.Get(versionKey)) == "1" {
+				if err := upgradeFrom1(meta); err != nil {
+					return err
+				}
+			}
+			return read(tx)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	l, recs, err := db.openLog(id, db.seq, logBytes)
+	if err != nil {
+		return err
+	}
+	db.log = l
+	for _, r := range recs {
+		db.fold(r.payload)
+		db.seq = r.seq
+	}
+	if err := db.checkpoint(); err != nil {
+		return fmt.Errorf("state file %s: replay its write-ahead log: %w", db.path, err)
+	}
+	return nil
+}
+
+// upgradeFrom1 gives a version-1 store what version 2 adds: an id and
+// the log position.
+func upgradeFrom1(meta *bolt.Bucket) error {
+	if err := meta.Put(idKey, []byte(newStoreID())); err != nil {
+		return err
+	}
+	if err := meta.Put(walSeqKey, []byte("0")); err != nil {
+		return err
+	}
+	return meta.Put(versionKey, []byte(strconv.Itoa(SchemaVersion)))
 }
 
 // openBolt opens path with bbolt and maps its errors to ours.
@@ -219,8 +310,10 @@ func initSchema(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	if err := meta.Put(versionKey, []byte(strconv.Itoa(SchemaVersion))); err != nil {
-		return err
+	for k, v := range map[string]string{string(versionKey): strconv.Itoa(SchemaVersion), string(idKey): newStoreID(), string(walSeqKey): "0"} {
+		if err := meta.Put([]byte(k), []byte(v)); err != nil {
+			return err
+		}
 	}
 	for _, b := range [][]byte{leasesBucket, servicesBucket} {
 		if _, err := tx.CreateBucket(b); err != nil {
@@ -345,57 +438,129 @@ func globEscape(s string) string {
 // Path is the state file's path.
 func (db *DB) Path() string { return db.path }
 
-// Apply writes a batch of PutLease, DeleteLease and PutService effects in
-// one transaction, durable when Apply returns nil. Any other effect, or a
-// record without id or name, fails the whole batch and writes nothing.
+// Apply writes a batch of PutLease, DeleteLease and PutService effects,
+// durable when Apply returns nil: as one record of the write-ahead log,
+// or, for a batch too big for the log, as one transaction of the state
+// file. Any other effect, or a record without id or name, fails the whole
+// batch and writes nothing.
 func (db *DB) Apply(batch []runtime.Effect) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
-		leases, services := tx.Bucket(leasesBucket), tx.Bucket(servicesBucket)
-		for i, f := range batch {
-			var err error
-			switch f := f.(type) {
-			case runtime.PutLease:
-				if f.Lease.ID == "" {
-					return fmt.Errorf("effect %d (put-lease) has an empty lease id", i)
-				}
-				var v []byte
-				if v, err = json.Marshal(f.Lease); err == nil {
-					err = leases.Put([]byte(f.Lease.ID), v)
-				}
-			case runtime.DeleteLease:
-				if f.Lease == "" {
-					return fmt.Errorf("effect %d (delete-lease) has an empty lease id", i)
-				}
-				err = leases.Delete([]byte(f.Lease))
-			case runtime.PutService:
-				if f.Service.Name == "" {
-					return fmt.Errorf("effect %d (put-service) has an empty service name", i)
-				}
-				var v []byte
-				if v, err = json.Marshal(f.Service); err == nil {
-					err = services.Put([]byte(f.Service.Name), v)
-				}
-			default:
-				return fmt.Errorf("effect %d is a %T, not a persistence effect (a driver bug)", i, f)
-			}
-			if err != nil {
-				return fmt.Errorf("effect %d: %w", i, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if err := db.apply(batch); err != nil {
 		return fmt.Errorf("state file %s: batch of %d effects not written: %w", db.path, len(batch), err)
 	}
+	return nil
+}
+
+func (db *DB) apply(batch []runtime.Effect) error {
+	if db.failed != nil {
+		return fmt.Errorf("an earlier write of its log failed (%w): restart svcrun", db.failed)
+	}
+	payload, err := encodeBatch(db.enc[:0], batch)
+	if err != nil {
+		return err
+	}
+	db.enc = payload
+	ok, err := db.log.append(db.seq+1, payload)
+	if err == nil && !ok { // the log is full
+		if err := db.checkpoint(); err != nil {
+			return err
+		}
+		if !db.log.fits(payload) {
+			return db.commit(payload)
+		}
+		ok, err = db.log.append(db.seq+1, payload)
+	}
+	if err != nil {
+		db.failed = err
+		return fmt.Errorf("write-ahead log %s: %w", db.log.path, err)
+	}
+	db.seq++
+	db.fold(payload)
+	return nil
+}
+
+// fold adds a logged batch to what the log holds beyond the state file.
+func (db *DB) fold(payload []byte) {
+	decodeBatch(payload, func(op byte, key, val []byte) { // checked when logged or read
+		b := op
+		if op == opDeleteLease {
+			b = opPutLease
+		}
+		db.pending[pendingKey{b, string(key)}] = bytes.Clone(val)
+	})
+}
+
+// checkpoint writes what the log holds into the state file, in one
+// transaction with the number of the last batch, so the log can be
+// overwritten from its start.
+func (db *DB) checkpoint() error {
+	if len(db.pending) > 0 || db.log.off > logHeaderSize {
+		if err := db.commit(nil); err != nil {
+			return err
+		}
+	}
+	db.log.off = logHeaderSize
+	return nil
+}
+
+// commit writes the pending changes, then payload (a batch that is not in
+// the log, numbered next), in one transaction of the state file.
+func (db *DB) commit(payload []byte) error {
+	seq := db.seq
+	if payload != nil {
+		seq++
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		buckets := map[byte]*bolt.Bucket{opPutLease: tx.Bucket(leasesBucket), opPutService: tx.Bucket(servicesBucket)}
+		put := func(b byte, key, val []byte) error {
+			if val == nil {
+				return buckets[b].Delete(key)
+			}
+			return buckets[b].Put(key, val)
+		}
+		for k, v := range db.pending {
+			if err := put(k.bucket, []byte(k.key), v); err != nil {
+				return fmt.Errorf("%q: %w", k.key, err)
+			}
+		}
+		var err error
+		if payload != nil {
+			decodeBatch(payload, func(op byte, key, val []byte) {
+				if op == opDeleteLease {
+					op = opPutLease
+				}
+				if err == nil {
+					err = put(op, key, val)
+				}
+			})
+		}
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(metaBucket).Put(walSeqKey, []byte(strconv.FormatUint(seq, 10)))
+	})
+	if err != nil {
+		return err
+	}
+	db.seq = seq
+	clear(db.pending)
 	return nil
 }
 
 // State returns every stored lease, sorted by id, and every service record,
 // sorted by name.
 func (db *DB) State() (st runtime.State, err error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.failed == nil {
+		if err := db.checkpoint(); err != nil {
+			return runtime.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
+		}
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			st, err = runtime.State{}, corruptError(db.path, fmt.Errorf("%v", r))
@@ -446,5 +611,21 @@ func (db *DB) badRecord(bucket, key []byte, why string) error {
 	return corruptError(db.path, fmt.Errorf("bucket %q key %q: %s", bucket, key, why))
 }
 
-// Close releases the file and its lock.
-func (db *DB) Close() error { return db.bolt.Close() }
+// Close checkpoints the log and releases the files and the lock.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.log == nil {
+		return nil
+	}
+	var err error
+	if db.failed == nil {
+		err = db.checkpoint()
+	}
+	err = errors.Join(err, db.log.f.Close(), db.bolt.Close())
+	db.log = nil
+	if err != nil {
+		return fmt.Errorf("close state file %s: %w", db.path, err)
+	}
+	return nil
+}

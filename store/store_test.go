@@ -199,7 +199,7 @@ func TestFileAndDirMode(t *testing.T) {
 	for _, c := range []struct {
 		path string
 		mode os.FileMode
-	}{{path, 0o600}, {dir, 0o700 | os.ModeDir}, {filepath.Dir(dir), 0o700 | os.ModeDir}} {
+	}{{path, 0o600}, {path + ".wal", 0o600}, {dir, 0o700 | os.ModeDir}, {filepath.Dir(dir), 0o700 | os.ModeDir}} {
 		fi, err := os.Stat(c.path)
 		if err != nil {
 			t.Fatal(err)
@@ -208,9 +208,10 @@ func TestFileAndDirMode(t *testing.T) {
 			t.Errorf("%s: mode %v, want %v", c.path, fi.Mode(), c.mode)
 		}
 	}
-	// Only the state file is in the directory (no temporary file left).
+	// Only the state file and its log are in the directory (no temporary
+	// file left).
 	names, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(names) != 1 {
+	if len(names) != 2 {
 		t.Errorf("directory holds %v", names)
 	}
 }
@@ -247,7 +248,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 // killed with SIGKILL leaves no stale lock.
 func TestLockOfAnotherProcess(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	cmd, out := helper(t, "hold", path)
+	cmd, out := helper(t, "hold", path, 0)
 	if line, err := out.ReadString('\n'); err != nil || line != "open\n" {
 		t.Fatalf("helper said %q, %v", line, err)
 	}
@@ -288,17 +289,17 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(metaBucket).Get(versionKey); string(v) != "1" {
-			t.Errorf("version %q, want 1", v)
+		if v := tx.Bucket(metaBucket).Get(versionKey); string(v) != "2" {
+			t.Errorf("version %q, want 2", v)
 		}
 		return nil
 	})
 	b.Close()
 
-	setVersion(t, path, "2")
+	setVersion(t, path, "3")
 	before, _ := os.ReadFile(path)
 	_, err = Open(path, Options{})
-	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "state file "+path+" has schema version 2, but this svcrun knows only version 1") {
+	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "state file "+path+" has schema version 3, but this svcrun knows only version 2") {
 		t.Fatalf("Open = %v", err)
 	}
 	t.Log(err)
@@ -377,7 +378,7 @@ func TestCorruptFileIsRefused(t *testing.T) {
 	}
 }
 
-// validStore makes a version-1 store holding a lease and a service.
+// validStore makes a store holding a lease and a service.
 func validStore(t *testing.T, path string) {
 	t.Helper()
 	db, err := Open(path, Options{})
@@ -417,7 +418,7 @@ func TestUndecodableRecord(t *testing.T) {
 }
 
 func TestEmptyFileIsInitialised(t *testing.T) {
-	// A zero-length file holds nothing: it becomes a version-1 store.
+	// A zero-length file holds nothing: it becomes an empty store.
 	path := filepath.Join(t.TempDir(), "state.db")
 	os.WriteFile(path, nil, 0o600)
 	db := openT(t, path)
@@ -444,10 +445,10 @@ func TestLeftoverOfCrashedCreationIsRemoved(t *testing.T) {
 
 // helper re-executes the test binary as TestHelperProcess in mode with the
 // store at path; it returns the process and its stdout.
-func helper(t *testing.T, mode, path string) (*exec.Cmd, *bufio.Reader) {
+func helper(t *testing.T, mode, path string, logBytes int64) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "STORE_HELPER="+mode, "STORE_HELPER_PATH="+path)
+	cmd.Env = append(os.Environ(), "STORE_HELPER="+mode, "STORE_HELPER_PATH="+path, "STORE_HELPER_LOG_BYTES="+strconv.FormatInt(logBytes, 10))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -476,7 +477,8 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(2)
 	}
-	db, err := Open(os.Getenv("STORE_HELPER_PATH"), Options{})
+	logBytes, _ := strconv.ParseInt(os.Getenv("STORE_HELPER_LOG_BYTES"), 10, 64)
+	db, err := Open(os.Getenv("STORE_HELPER_PATH"), Options{LogBytes: logBytes})
 	if err != nil {
 		fail(err)
 	}
@@ -512,6 +514,8 @@ func TestHelperProcess(t *testing.T) {
 // TestKill9 kills a process applying batches at a random moment (perhaps
 // while it creates the file) and checks that every batch it acknowledged
 // is on disk, and that the one in flight is there whole or not at all.
+// Every other run has the smallest log, so that it checkpoints every few
+// batches and the kill often lands in a checkpoint.
 func TestKill9(t *testing.T) {
 	if goruntime.GOOS == "windows" {
 		t.Skip("TerminateProcess is not SIGKILL")
@@ -522,7 +526,11 @@ func TestKill9(t *testing.T) {
 	}
 	for run := range runs {
 		path := filepath.Join(t.TempDir(), "data", "state.db")
-		cmd, out := helper(t, "apply", path)
+		logBytes := int64(0)
+		if run%2 == 1 {
+			logBytes = MinLogBytes
+		}
+		cmd, out := helper(t, "apply", path, logBytes)
 		acked := make(chan int, 1<<16)
 		go func() {
 			defer close(acked)
@@ -557,7 +565,7 @@ func TestKill9(t *testing.T) {
 		}
 		st := state(t, db)
 		db.Close()
-		t.Logf("run %d: killed after %v, %d batches acknowledged, %d leases on disk", run, delay, n, len(st.Leases))
+		t.Logf("run %d (log %d bytes): killed after %v, %d batches acknowledged, %d leases on disk", run, logBytes, delay, n, len(st.Leases))
 		if err := checkKilled(st, n); err != nil {
 			t.Fatalf("run %d (killed after %v, %d acks): %v\nstate: %+v", run, delay, n, err, st)
 		}
@@ -595,18 +603,19 @@ func checkKilled(st runtime.State, n int) error {
 	return nil
 }
 
+// BenchmarkApplyLease: one op is one Apply, as the driver makes them: the
+// admission of a lease (PutLease), then its release (DeleteLease). The
+// checkpoint sub-benchmark writes every batch into the state file, as a
+// store without the log would (two fsyncs per batch).
 func BenchmarkApplyLease(b *testing.B) {
-	for _, mode := range []string{"fsync", "nosync"} {
+	for _, mode := range []string{"log", "checkpoint"} {
 		b.Run(mode, func(b *testing.B) {
 			db := openT(b, filepath.Join(b.TempDir(), "state.db"))
-			db.bolt.NoSync = mode == "nosync" // for comparison only: svcrun never sets it
 			rec := fullState().Leases[1]
 			for i := range 100 { // some live leases around
 				rec.ID = runtime.LeaseID(fmt.Sprintf("live-%03d", i))
 				apply(b, db, runtime.PutLease{Lease: rec})
 			}
-			// One op is one Apply, as the driver makes them: the admission of a
-			// lease (PutLease), then its release (DeleteLease).
 			i := 0
 			for b.Loop() {
 				id := leaseN(i / 2)
@@ -617,6 +626,14 @@ func BenchmarkApplyLease(b *testing.B) {
 				}
 				if err := db.Apply([]runtime.Effect{f}); err != nil {
 					b.Fatal(err)
+				}
+				if mode == "checkpoint" {
+					db.mu.Lock()
+					err := db.checkpoint()
+					db.mu.Unlock()
+					if err != nil {
+						b.Fatal(err)
+					}
 				}
 				i++
 			}

@@ -1,0 +1,293 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// The log (see "The log" in the package doc): one preallocated file,
+// records overwritten in place from the start after every checkpoint.
+
+const (
+	// DefaultLogBytes is the log's default size: about ten thousand steps
+	// between checkpoints.
+	DefaultLogBytes = 4 << 20
+	// MinLogBytes is the smallest log Options.LogBytes may ask for.
+	MinLogBytes = 2 * logHeaderSize
+
+	logHeaderSize = 4096
+	logMagic      = "svcrun-log-v1\n\x00\x00" // 16 bytes
+	recHeaderSize = 16                        // length u32, crc u32, seq u64
+
+	opPutLease    byte = 1
+	opDeleteLease byte = 2
+	opPutService  byte = 3
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// logFile is the open log.
+type logFile struct {
+	f    *os.File
+	path string
+	size int64 // the file's size, fixed at creation
+	off  int64 // where the next record goes
+	rec  []byte
+}
+
+// newStoreID is the random id a state file and its log share, so a log is
+// never replayed into another state file.
+func newStoreID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux, macOS or Windows
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func logHeader(id string) []byte {
+	h := make([]byte, logHeaderSize)
+	copy(h, logMagic)
+	copy(h[16:48], id)
+	binary.LittleEndian.PutUint32(h[48:], crc32.Checksum(h[:48], castagnoli))
+	return h
+}
+
+// createLog makes a zero-filled log of size bytes for the store id and
+// links it into place. Zero-filled, not sparse: a record then overwrites
+// blocks the file system has already allocated, so its fdatasync writes
+// data only, no metadata.
+func createLog(dbPath, path, id string, size int64) error {
+	dir, base := filepath.Split(dbPath)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+".new-wal-*") // removed by removeLeftovers if we crash
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	err = writeZeroFilled(f, logHeader(id), size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func writeZeroFilled(f *os.File, head []byte, size int64) error {
+	if _, err := f.Write(head); err != nil {
+		return err
+	}
+	zeros := make([]byte, 256<<10)
+	for left := size - int64(len(head)); left > 0; left -= int64(len(zeros)) {
+		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+			return err
+		}
+	}
+	return f.Sync()
+}
+
+// openLog opens the log of the store id, creating it if it is missing, and
+// returns it with the records it holds after seq (the last one the state
+// file has), in order.
+func (db *DB) openLog(id string, seq uint64, size int64) (*logFile, []logRecord, error) {
+	path := db.path + ".wal"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := createLog(db.path, path, id, size); err != nil {
+			return nil, nil, fmt.Errorf("create the log %s of state file %s: %w", path, db.path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the log of state file %s: %w", db.path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("read the log %s: %w", path, err)
+	}
+	recs, err := db.readLog(path, data, id, seq)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return &logFile{f: f, path: path, size: int64(len(data)), off: logHeaderSize}, recs, nil
+}
+
+// logRecord is one step's batch in the log.
+type logRecord struct {
+	seq     uint64
+	payload []byte
+}
+
+// readLog checks the log's header and returns its records after seq.
+// Records are read from the start while they are whole (length and
+// checksum) and consecutive: after a checkpoint new records overwrite old
+// ones from the start, and the old ones left behind them have lower
+// numbers, so the chain ends where the last write ended.
+func (db *DB) readLog(path string, data []byte, id string, seq uint64) ([]logRecord, error) {
+	bad := func(why string) error {
+		return &kindError{ErrCorrupt, fmt.Sprintf("the log %s of state file %s is damaged or is not an svcrun log (%s). "+
+			"svcrun does not write to either file, so nothing already stored is lost. "+
+			"Restore both from a backup, or move both aside (mv %s %s.damaged; mv %s %s.damaged) to start with an empty state: "+
+			"svcrun then forgets the leases and service failures it held", path, db.path, why, db.path, db.path, path, path)}
+	}
+	if len(data) < MinLogBytes || string(data[:16]) != logMagic ||
+		binary.LittleEndian.Uint32(data[48:]) != crc32.Checksum(data[:48], castagnoli) {
+		return nil, bad("no valid header")
+	}
+	if got := string(data[16:48]); got != id {
+		return nil, bad(fmt.Sprintf("it belongs to the state file with id %s, not to this one (id %s)", got, id))
+	}
+	var recs []logRecord
+	var prev uint64
+	for off := logHeaderSize; off+recHeaderSize <= len(data); {
+		n := int(binary.LittleEndian.Uint32(data[off:]))
+		end := off + recHeaderSize + n
+		if n == 0 || end > len(data) {
+			break
+		}
+		sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
+		s := binary.LittleEndian.Uint64(data[off+8:])
+		if sum != binary.LittleEndian.Uint32(data[off+4:]) || (off > logHeaderSize && s != prev+1) {
+			break
+		}
+		if s > seq {
+			if len(recs) == 0 && s != seq+1 {
+				return nil, bad(fmt.Sprintf("it continues from step %d but the state file ends at step %d: "+
+					"the state file is older than its log (restored from a backup?)", s, seq))
+			}
+			recs = append(recs, logRecord{seq: s, payload: data[off+recHeaderSize : end]})
+		}
+		prev, off = s, end
+	}
+	for _, r := range recs {
+		if err := decodeBatch(r.payload, func(byte, []byte, []byte) {}); err != nil {
+			return nil, bad(fmt.Sprintf("step %d: %v", r.seq, err))
+		}
+	}
+	return recs, nil
+}
+
+// append writes one record and waits until it is on disk. ok is false
+// when the record does not fit in what is left of the log.
+func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
+	n := recHeaderSize + len(payload)
+	if l.off+int64(n) > l.size {
+		return false, nil
+	}
+	r := l.rec[:0]
+	r = binary.LittleEndian.AppendUint32(r, uint32(len(payload)))
+	r = binary.LittleEndian.AppendUint32(r, 0)
+	r = binary.LittleEndian.AppendUint64(r, seq)
+	r = append(r, payload...)
+	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	l.rec = r
+	if _, err := l.f.WriteAt(r, l.off); err != nil {
+		return false, err
+	}
+	if err := datasync(l.f); err != nil {
+		return false, err
+	}
+	l.off += int64(n)
+	return true, nil
+}
+
+// fits says whether a payload fits in an empty log.
+func (l *logFile) fits(payload []byte) bool {
+	return logHeaderSize+recHeaderSize+int64(len(payload)) <= l.size
+}
+
+// encodeBatch appends the log payload of batch to dst: per effect, its op,
+// the key and the value (the JSON of the record, as in the state file),
+// each length-prefixed. It refuses what the state file would refuse.
+func encodeBatch(dst []byte, batch []runtime.Effect) ([]byte, error) {
+	for i, f := range batch {
+		var op byte
+		var key string
+		var rec any
+		switch f := f.(type) {
+		case runtime.PutLease:
+			op, key, rec = opPutLease, string(f.Lease.ID), f.Lease
+		case runtime.DeleteLease:
+			op, key = opDeleteLease, string(f.Lease)
+		case runtime.PutService:
+			op, key, rec = opPutService, f.Service.Name, f.Service
+		default:
+			return nil, fmt.Errorf("effect %d is a %T, not a persistence effect (a driver bug)", i, f)
+		}
+		switch {
+		case key == "" && op == opPutService:
+			return nil, fmt.Errorf("effect %d (put-service) has an empty service name", i)
+		case key == "":
+			return nil, fmt.Errorf("effect %d (%s) has an empty lease id", i, map[byte]string{opPutLease: "put-lease", opDeleteLease: "delete-lease"}[op])
+		case len(key) > bolt.MaxKeySize:
+			return nil, fmt.Errorf("effect %d: %w", i, bolt.ErrKeyTooLarge)
+		}
+		var val []byte
+		if rec != nil {
+			var err error
+			if val, err = json.Marshal(rec); err != nil {
+				return nil, fmt.Errorf("effect %d: %w", i, err)
+			}
+		}
+		dst = append(dst, op)
+		dst = binary.AppendUvarint(dst, uint64(len(key)))
+		dst = append(dst, key...)
+		dst = binary.AppendUvarint(dst, uint64(len(val)))
+		dst = append(dst, val...)
+	}
+	return dst, nil
+}
+
+// decodeBatch calls fn for each effect of a payload; val is nil for a
+// delete. key and val alias the payload.
+func decodeBatch(p []byte, fn func(op byte, key, val []byte)) error {
+	next := func() ([]byte, bool) {
+		n, k := binary.Uvarint(p)
+		if k <= 0 || n > uint64(len(p)-k) {
+			return nil, false
+		}
+		b := p[k : k+int(n)]
+		p = p[k+int(n):]
+		return b, true
+	}
+	for len(p) > 0 {
+		op := p[0]
+		p = p[1:]
+		key, ok1 := next()
+		val, ok2 := next()
+		switch {
+		case !ok1 || !ok2:
+			return errors.New("a record is cut short")
+		case op != opPutLease && op != opDeleteLease && op != opPutService:
+			return fmt.Errorf("unknown operation %d", op)
+		case (op == opDeleteLease) != (len(val) == 0):
+			return fmt.Errorf("operation %d with a value of %d bytes", op, len(val))
+		}
+		if op == opDeleteLease {
+			val = nil
+		}
+		fn(op, key, val)
+	}
+	return nil
+}
