@@ -100,6 +100,7 @@ type Agent struct {
 	file      string        // the configuration file, as given to Open
 	started   time.Time
 	steps     uint64
+	traced    tracedStep // owned by the loop
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -237,7 +238,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
-	if err := a.driver.Step(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.cfg, a.mods), State: state}); err != nil {
+	if err := a.stepDriver(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.cfg, a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
 	err = a.loop(ctx)
@@ -258,7 +259,7 @@ func (a *Agent) loop(ctx context.Context) error {
 			}
 			continue
 		}
-		if err := a.driver.Step(ev); err != nil {
+		if err := a.stepDriver(ev); err != nil {
 			return err
 		}
 	}
@@ -315,7 +316,7 @@ func (a *Agent) drain() {
 		default:
 			continue // timers and requests wait for the next start
 		}
-		if err := a.driver.Step(ev); err != nil {
+		if err := a.stepDriver(ev); err != nil {
 			a.log.Error("persist at shutdown", "error", err)
 			return
 		}
@@ -346,7 +347,7 @@ func (a *Agent) stopAll() {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
-	if err := a.driver.Step(runtime.Reload{Modules: specs}); err != nil {
+	if err := a.stepDriver(runtime.Reload{Modules: specs}); err != nil {
 		a.log.Error("stop services at exit", "error", err)
 		return
 	}
@@ -429,9 +430,20 @@ func (a *Agent) onLoop(_ context.Context, fn func()) error {
 // step runs a driver step from inside a loop call; a store failure ends
 // Run, as it does for any other step.
 func (a *Agent) step(ev runtime.Event) error {
-	err := a.driver.Step(ev)
+	err := a.stepDriver(ev)
 	if err != nil {
 		a.fatal = err
+	}
+	return err
+}
+
+// stepDriver runs one driver step, then journals and logs it: after its
+// answers are sent, so that the journal does not delay them.
+func (a *Agent) stepDriver(ev runtime.Event) error {
+	err := a.driver.Step(ev)
+	if t := a.traced; t.ev != nil {
+		a.traced = tracedStep{}
+		a.record(t.now, t.ev, t.effects)
 	}
 	return err
 }
@@ -520,8 +532,22 @@ func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
 	}
 }
 
-// trace journals every step and logs the decisions.
+// tracedStep is a step the driver has traced and stepDriver has yet to
+// record.
+type tracedStep struct {
+	now     time.Time
+	ev      runtime.Event
+	effects []runtime.Effect
+}
+
+// trace keeps the step for stepDriver: the driver traces a step before it
+// carries it out.
 func (a *Agent) trace(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+	a.traced = tracedStep{now, ev, effects}
+}
+
+// record journals a step and logs its decisions.
+func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect) {
 	a.steps++
 	if err := a.jour.Write(now, ev, effects); err != nil {
 		a.log.Warn("journal", "error", err)
