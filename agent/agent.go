@@ -340,7 +340,10 @@ func (a *Agent) thawAll() {
 }
 
 // stopAll disables every module so the engine stops their services, and
-// steps until they are stopped or the grace is over.
+// steps until they are stopped or the grace is over. A stop may take its
+// spec timeout (120 s), longer than the grace: a service not stopped when
+// the grace ends gets the escalation of a stop that times out, a kill of
+// its process container, so that none is left running.
 func (a *Agent) stopAll() {
 	var specs []runtime.ModuleSpec
 	for _, s := range moduleSpecs(a.cfg, a.mods) {
@@ -352,6 +355,16 @@ func (a *Agent) stopAll() {
 		return
 	}
 	a.drain()
+	for _, s := range a.engine.Status().Services {
+		switch {
+		case s.Lifecycle == manifest.Manual, s.State == "stopped":
+		case s.State == "unknown": // not fingerprinted: perhaps not running, perhaps not ours to kill
+			a.log.Warn("not stopped at exit: its state is not known yet", "service", s.Name)
+		default:
+			a.log.Warn("not stopped within the shutdown grace: killing its process container", "service", s.Name, "state", s.State, "grace", a.opts.ShutdownGrace)
+			a.exec.Kill(s.Name)
+		}
+	}
 }
 
 // post hands an event to the loop, unless the agent is stopping.

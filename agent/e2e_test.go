@@ -9,18 +9,22 @@ package agent
 // and data dir, calls the agent directly (no socket), and waits for what it
 // expects by polling Status (or the files the script writes) against a
 // deadline. Periods are short (status 0.2 s, fingerprint 0.5 s, reap 0.5 s)
-// so that the whole file runs in well under a minute.
+// so that the whole file runs in under a minute.
 //
 // Every case runs twice: with the cgroup v2 process containers svcrun uses
 // where it can (cgroup/), and with the process-group fallback
 // (Options.NoContainers). Each agent has its own node id, so its own base
 // cgroup, which the test removes at its end.
 //
+// The escalation of a stop that fails is covered (stop_escalation,
+// restart_after_kill), and so is that of a stop that times out
+// (stop_timeout): stop has the spec's fixed 120 s timeout, which no
+// manifest or node setting shortens, so that case alone runs the module in
+// testdata/e2e-stop-hang with an executor that gives stop ops a shorter
+// timeout (shortStops); everything else is production's.
+//
 // Not covered here: adoption after kill -9 of svcrun
-// (cmd/svcrun/kill9_test.go), and the escalation of a stop that times out:
-// stop has the spec's fixed 120 s timeout, which no manifest or node setting
-// shortens. The escalation of a stop that fails is covered
-// (stop_escalation, restart_after_kill).
+// (cmd/svcrun/kill9_test.go).
 
 import (
 	"context"
@@ -42,6 +46,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/runtime"
 )
 
@@ -66,6 +72,8 @@ var e2eCases = []struct {
 	{"memory_yield", e2eMemoryYield},
 	{"stop_escalation", e2eStopEscalation},
 	{"restart_after_kill", e2eRestartAfterKill},
+	{"stop_timeout", e2eStopTimeout},
+	{"stop_at_exit_past_grace", e2eStopAtExitPastGrace},
 }
 
 func TestE2E(t *testing.T) {
@@ -99,6 +107,13 @@ type e2e struct {
 	mdata  string // the module data dir
 	r      *running
 
+	// stopTimeout, when set before start, replaces the spec's 120 s
+	// timeout of stop ops (shortStops); stopAsked is what the engine asked.
+	stopTimeout time.Duration
+	stopAsked   *shortStops
+	// shutdownGrace, when set before start, is Options.ShutdownGrace.
+	shutdownGrace time.Duration
+
 	mu   sync.Mutex
 	recs []Record // the event stream: notes and answers
 }
@@ -108,7 +123,14 @@ type e2e struct {
 // written its control files.
 func newE2E(t *testing.T, mode e2eMode, node map[string]string) *e2e {
 	t.Helper()
-	bundle, err := filepath.Abs("testdata/e2e")
+	return newE2EBundle(t, mode, "testdata/e2e", node)
+}
+
+// newE2EBundle is newE2E for another bundle (in testdata) whose module is
+// also named e2e.
+func newE2EBundle(t *testing.T, mode e2eMode, bundleDir string, node map[string]string) *e2e {
+	t.Helper()
+	bundle, err := filepath.Abs(bundleDir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +181,18 @@ func ensureExecutable(t *testing.T, path string) {
 func (e *e2e) start() {
 	t := e.t
 	t.Helper()
-	a, err := Open(Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers})
+	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
+	if e.stopTimeout > 0 {
+		opts.NewExecutor = func(c executor.Config, post func(runtime.Event)) (Executor, error) {
+			x, err := executor.New(c, post)
+			if err != nil {
+				return nil, err
+			}
+			e.stopAsked = &shortStops{Executor: x, timeout: e.stopTimeout}
+			return e.stopAsked, nil
+		}
+	}
+	a, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,6 +578,67 @@ func (e *e2e) checkContained(name string, pid int) {
 	if got, want := cgroupOf(pid), filepath.Join(e.r.a.containers.Base(), "e2e", name); got != want {
 		e.t.Errorf("daemon %d of e2e/%s is in cgroup %q, want %q", pid, name, got, want)
 	}
+}
+
+// shortStops is the production executor, except that stop ops get timeout
+// instead of the spec's 120 s (stop_timeout). It notes the timeouts the
+// engine asked for stops.
+type shortStops struct {
+	*executor.Executor
+	timeout time.Duration
+
+	mu    sync.Mutex
+	asked []time.Duration
+}
+
+func (x *shortStops) Run(op runtime.RunOp) {
+	if op.Op == protocol.OpStop {
+		x.mu.Lock()
+		x.asked = append(x.asked, op.Timeout)
+		x.mu.Unlock()
+		op.Timeout = x.timeout
+	}
+	x.Executor.Run(op)
+}
+
+// stopsAsked returns the timeouts the engine gave its stop ops.
+func (x *shortStops) stopsAsked() []time.Duration {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.asked)
+}
+
+// groupMembers returns the live (not zombie) processes of process group
+// pgid.
+func groupMembers(pgid int) []int {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []int
+	for _, d := range dirs {
+		data, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(data), ')')
+		if i < 0 {
+			continue
+		}
+		// After the command: state, ppid, pgrp.
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		if pid, err := strconv.Atoi(filepath.Base(d)); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// containerProcs returns the processes in the service's cgroup v2
+// container.
+func (e *e2e) containerProcs(name string) []string {
+	data, _ := os.ReadFile(filepath.Join(e.r.a.containers.Base(), "e2e", name, "cgroup.procs"))
+	return strings.Fields(string(data))
 }
 
 // records returns the stream records whose text has substr.
@@ -1092,7 +1186,7 @@ func (e *e2e) escalate() {
 }
 
 // Stop escalation: a stop that fails escalates to a kill of the process
-// container. (A stop that times out is not tested: 120 s.)
+// container. (A stop that times out: stop_timeout.)
 func e2eStopEscalation(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.start()
@@ -1126,4 +1220,153 @@ func e2eRestartAfterKill(t *testing.T, mode e2eMode) {
 		t.Errorf("daemon %d not alive after the restart", pid)
 	}
 	e.release(g)
+}
+
+// Stop timeout: the idle stop of hangstop never ends and outlives SIGTERM
+// (testdata/e2e-stop-hang, ctl/hang_stop), with a helper in its process
+// group that ignores it. filled-in §5: an op that overruns its timeout
+// gets SIGTERM on its process group, a short grace (executor.DefaultGrace),
+// then SIGKILL, and counts as failed; a stop that times out escalates to a
+// kill of the process container, recorded; the escalation ends the stop,
+// and a stop is not a failure of the service (only starts, readiness and
+// crashes are), so the service is stopped, not failed or unhealthy, and
+// the next lease starts it again. The engine asks for the spec's 120 s;
+// shortStops cuts it to stopTimeout.
+func e2eStopTimeout(t *testing.T, mode e2eMode) {
+	const stopTimeout = 1500 * time.Millisecond
+	e := newE2EBundle(t, mode, "testdata/e2e-stop-hang", nil)
+	e.stopTimeout = stopTimeout
+	e.ctl("hangstop", "hang_stop", "")
+	e.start()
+	g := e.mustAcquire(AcquireRequest{Requirements: caps("cap-hangstop"), Wait: 10 * time.Second})
+	pid := e.pid("hangstop")
+	e.checkContained("hangstop", pid)
+	e.release(g)
+
+	// The idle stop hangs: its sh, and the helper in its process group.
+	var stopPids []int
+	eventually(t, "the idle stop hanging", 5*time.Second, func() bool {
+		data, _ := os.ReadFile(e.ctlPath("hangstop", "stop_pids"))
+		stopPids = stopPids[:0]
+		for _, f := range strings.Fields(string(data)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				stopPids = append(stopPids, n)
+			}
+		}
+		return len(stopPids) == 2
+	})
+	leader, helper := stopPids[0], stopPids[1]
+	if got := groupMembers(leader); !slices.Contains(got, leader) || !slices.Contains(got, helper) {
+		t.Fatalf("the hung stop's process group %d is %v, want its sh %d and helper %d", leader, got, leader, helper)
+	}
+	if e.contained("hangstop") {
+		want := filepath.Join(e.r.a.containers.Base(), "e2e", "hangstop")
+		for _, p := range stopPids {
+			if got := cgroupOf(p); got != want {
+				t.Errorf("process %d of the stop is in cgroup %q, want the service's %q", p, got, want)
+			}
+		}
+	}
+	if s := svc(e.status(), "hangstop"); s.State != "stopping" || s.OpInFlight != "stop" || s.Ready {
+		t.Fatalf("while its stop hangs: %+v", s)
+	}
+	// The stop in flight read hang_stop already; the next one is graceful.
+	e.rmCtl("hangstop", "hang_stop")
+
+	rec := e.waitRecord("e2e/hangstop: stop timeout", stopTimeout+executor.DefaultGrace+5*time.Second)
+	for _, part := range []string{
+		"stop timeout", "timed out after " + stopTimeout.String(), "its process group got SIGTERM, then SIGKILL",
+		"escalated to a kill of its process container",
+	} {
+		if !strings.Contains(rec.Text, part) {
+			t.Errorf("escalation record %q does not say %q", rec.Text, part)
+		}
+	}
+	stops := e.ops("hangstop", "stop")
+	if len(stops) != 1 {
+		t.Fatalf("%d stops, want 1", len(stops))
+	}
+	data, err := os.ReadFile(e.ctlPath("hangstop", "stop_term"))
+	if err != nil {
+		t.Fatalf("the hung stop never got SIGTERM: %v", err)
+	}
+	terms := strings.Fields(string(data))
+	if len(terms) != 1 {
+		t.Fatalf("the hung stop got SIGTERM %d times, want once", len(terms))
+	}
+	ns, _ := strconv.ParseInt(terms[0], 10, 64)
+	term := time.Unix(0, ns)
+	// The timeout runs from the spawn, a little before the script noted
+	// its call.
+	within(t, "stop to its SIGTERM (timeout "+stopTimeout.String()+")", term.Sub(stops[0].At), stopTimeout-100*time.Millisecond, stopTimeout+time.Second)
+	within(t, "SIGTERM to the escalation (grace "+executor.DefaultGrace.String()+", then SIGKILL)", rec.At.Sub(term),
+		executor.DefaultGrace-100*time.Millisecond, executor.DefaultGrace+time.Second)
+	if asked := e.stopAsked.stopsAsked(); len(asked) != 1 || asked[0] != protocol.DefaultTimeout(protocol.OpStop) {
+		t.Errorf("the engine asked for stop timeouts %v, want [%v] (the spec's)", asked, protocol.DefaultTimeout(protocol.OpStop))
+	}
+
+	// Stopped, neither failed nor unhealthy; nothing of it is left.
+	st := e.waitFor("hangstop stopped", 5*time.Second, func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
+	if s := svc(st, "hangstop"); s.Unhealthy || s.Failures != 0 || !s.BackoffUntil.IsZero() {
+		t.Errorf("after the escalation of a stop that timed out: %+v, want stopped with no failure", s)
+	}
+	if len(e.records("e2e/hangstop: stopped (idle for 1s)")) != 1 {
+		t.Errorf("no note that the idle stop ended")
+	}
+	eventually(t, "the daemon (which ignores SIGTERM) killed with its container", 2*time.Second, func() bool { return !alive(pid) })
+	eventually(t, "nothing left of the hung stop", 2*time.Second, func() bool {
+		return !alive(leader) && !alive(helper) && len(groupMembers(leader)) == 0
+	})
+	if e.contained("hangstop") {
+		eventually(t, "the service's container empty", 2*time.Second, func() bool { return len(e.containerProcs("hangstop")) == 0 })
+	}
+
+	// The next lease starts it again, and the stop after it is graceful.
+	g = e.mustAcquire(AcquireRequest{Requirements: caps("cap-hangstop"), Wait: 10 * time.Second})
+	pid2 := e.pid("hangstop")
+	e.checkContained("hangstop", pid2)
+	if s := svc(e.status(), "hangstop"); !s.Ready || pid2 == pid || !alive(pid2) || e.count("hangstop", "start") != 2 {
+		t.Fatalf("the lease after the escalation: %+v, daemon %d (was %d) alive %v, %d starts", s, pid2, pid, alive(pid2), e.count("hangstop", "start"))
+	}
+	e.release(g)
+	e.waitFor("hangstop stopped again", 5*time.Second, func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
+	if n, esc := e.count("hangstop", "stop"), len(e.records("escalated")); n != 2 || esc != 1 {
+		t.Errorf("after the second idle stop: %d stops, %d escalations; want 2 stops, 1 escalation", n, esc)
+	}
+	if alive(pid2) {
+		t.Errorf("daemon %d alive after the graceful stop", pid2)
+	}
+}
+
+// Stop at exit past the grace: with --stop-services-on-exit, a stop still
+// hanging when the shutdown grace ends (a stop may take 120 s) gets the
+// escalation of a stop that times out, a kill of the process container,
+// before svcrun exits: no service is left running.
+func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
+	const grace = time.Second
+	e := newE2EBundle(t, mode, "testdata/e2e-stop-hang", nil)
+	e.stopTimeout = time.Minute // still hanging when the grace ends
+	e.shutdownGrace = grace
+	e.ctl("hangstop", "hang_stop", "")
+	e.start()
+	e.mustAcquire(AcquireRequest{Requirements: caps("cap-hangstop"), Wait: 10 * time.Second}) // held: only the exit stops it
+	pid := e.pid("hangstop")
+	e.checkContained("hangstop", pid)
+	contained := e.contained("hangstop")
+	start := time.Now()
+	e.r.cancel()
+	select {
+	case err := <-e.r.done:
+		e.r.done <- err // for the cleanup
+	case <-time.After(grace + 10*time.Second):
+		t.Fatal("svcrun did not exit")
+	}
+	within(t, "exit with a hanging stop", time.Since(start), grace, grace+5*time.Second)
+	if e.count("hangstop", "stop") != 1 {
+		t.Fatalf("%d stops at exit, want 1", e.count("hangstop", "stop"))
+	}
+	eventually(t, "the daemon (which ignores SIGTERM) killed at exit", 2*time.Second, func() bool { return !alive(pid) })
+	if contained {
+		eventually(t, "the service's container empty", 2*time.Second, func() bool { return len(e.containerProcs("hangstop")) == 0 })
+	}
 }
