@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -153,6 +154,7 @@ func cpuSelf(tb testing.TB) time.Duration {
 }
 
 func runScale(tb testing.TB, idle time.Duration) scaleResult {
+	defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // as svcrun serve runs
 	tb.Helper()
 	dir := tb.TempDir()
 	bundle := filepath.Join(dir, "bundle")

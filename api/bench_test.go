@@ -1,16 +1,22 @@
 package api
 
 import (
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/agent"
 )
 
 // BenchmarkAPIAcquireRelease measures one acquire plus one release over the
 // socket against a ready service (demo/kv, held ready by a lease taken
 // before), and reports the round trip's p50 and p99. Each round trip
-// persists the lease and forgets it in the state file (two bbolt commits).
+// persists the lease and forgets it (two records of the state's
+// write-ahead log, each fdatasynced). The garbage collector runs as in
+// svcrun serve (agent.GCPercent).
 func BenchmarkAPIAcquireRelease(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(agent.GCPercent)) // as svcrun serve runs
 	n := startNode(b, demoModules(b))
 	ctx := ctxT(b, 10*time.Minute)
 	hold, err := n.c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}, Wait: Duration(30 * time.Second)})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/term"
@@ -47,6 +48,9 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	// limit goes to 0 first, since children inherit it.
 	if err := sandbox.DisableCores(); err != nil {
 		log.Warn("core dumps of ops not disabled", "error", err)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(agent.GCPercent)
 	}
 	a, err := agent.Open(agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit})
 	if err != nil {
