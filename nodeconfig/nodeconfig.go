@@ -85,6 +85,10 @@ type Config struct {
 	ReapPeriod        time.Duration
 	Limits            Limits
 	Modules           []Module
+	// ModuleDataDirs overrides ModuleDataDir for the modules it names: a
+	// node that svcrun op makes up for a bundle (op --bundle --data DIR);
+	// a configuration file never sets it.
+	ModuleDataDirs map[string]string
 	// Warnings are accepted oddities worth a log line.
 	Warnings []string
 }
@@ -117,6 +121,9 @@ type Grants struct {
 // ModuleDataDir is the data directory of module name: home, temporary
 // files, and the settings, tools and limits files.
 func (c *Config) ModuleDataDir(name string) string {
+	if d, ok := c.ModuleDataDirs[name]; ok {
+		return d
+	}
 	return filepath.Join(c.DataDir, "modules", name)
 }
 

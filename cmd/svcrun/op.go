@@ -34,11 +34,15 @@ Prints the validated result as normalised JSON and exits 0; prints the op's
 error (its message, every protocol violation, the end of its stderr) and exits
 1 when the op fails. The module data dir is kept between runs, so that a start
 and a later status see the same state; settings.json, tools.json and
-limits.json are rewritten at every run. With --bundle the op runs
-unsandboxed, as you. With --config it runs as the node runs it: the node's
-module data dir, settings, tools and limits, run_as, and the module's
-sandbox (SERVICE may be MODULE/SERVICE); only the cgroup container is left
-out, so that a daemon it starts stays outside svcrun's containers.
+limits.json are rewritten at every run. Every op runs in the module's
+sandbox (sandbox = "best_effort"; --json lists the layers this host or
+this user cannot apply). With --bundle the op runs as you, with no host
+path granted beyond what every module gets (its data dir, its bundle, the
+system's directories); with --config it runs as the node runs it: the
+node's module data dir, settings, tools, grants and limits, run_as and
+sandbox mode (SERVICE may be MODULE/SERVICE). Only the cgroup container
+is left out, so that a daemon it starts stays outside svcrun's
+containers.
 
 Flags:`
 
@@ -162,12 +166,15 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	// the op, and in tests it runs inside a test binary whose other
 	// children the reaper must not take.
 	spec := cmd.Spec(op, opArgs, env, *timeout)
-	if node != nil {
-		h, err := sandbox.Hooks(node.cfg, mod, node.mc, runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe})
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
-		}
-		spec.Hooks = h
+	if node == nil {
+		node = bundleNode(mod, *nodeID, layout.ModuleData, settings)
+	}
+	plan, err := sandbox.PlanFor(node.cfg, mod, node.mc)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
+	}
+	if spec.Hooks, err = sandbox.Hooks(node.cfg, mod, node.mc, runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe}); err != nil {
+		return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
 	}
 	res := executor.Run(ctx, spec)
 	out := executor.Outcome(op, t.role, res)
@@ -176,6 +183,10 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 		OK:         out.Failure == runtime.FailNone,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Failure:    string(out.Failure), Message: out.Message,
+		SandboxMissing: []string{},
+	}
+	for _, l := range plan.Missing {
+		r.SandboxMissing = append(r.SandboxMissing, string(l.Layer))
 	}
 	if t.probe {
 		r.Probe = t.name
@@ -324,6 +335,8 @@ type opReport struct {
 	Message    string   `json:"message,omitempty"`
 	Reasons    []string `json:"reasons,omitempty"`
 	StderrTail string   `json:"stderr_tail,omitempty"`
+	// SandboxMissing are the sandbox layers the op ran without.
+	SandboxMissing []string `json:"sandbox_missing"`
 
 	stdout []byte // of a protocol error, to show its beginning
 }
@@ -486,6 +499,20 @@ type opNode struct {
 	mod *manifest.Module
 	mc  nodeconfig.Module
 	id  sandbox.Identity
+}
+
+// bundleNode is the node svcrun op --bundle makes up for the bundle's
+// sandbox: one enabled module with its data dir and settings, no grant or
+// tool, no run_as, best_effort; svcrun's default socket stays out of reach.
+func bundleNode(mod *manifest.Module, nodeID, moduleData string, settings map[string]any) *opNode {
+	cfg := &nodeconfig.Config{
+		File: "(svcrun op --bundle " + mod.Dir + ")", NodeID: nodeID, Platform: string(svcenv.HostPlatform()),
+		DataDir: moduleData, Socket: filepath.Join(nodeconfig.DefaultDataDir, nodeconfig.DefaultSocketName),
+		Sandbox:        nodeconfig.SandboxBestEffort,
+		ModuleDataDirs: map[string]string{mod.Name: moduleData},
+		Modules:        []nodeconfig.Module{{Bundle: mod.Dir, Enabled: true, Settings: settings}},
+	}
+	return &opNode{cfg: cfg, mod: mod, mc: cfg.Modules[0]}
 }
 
 // loadOpNode reads the node configuration and finds the module of service:
