@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/user"
 	"path/filepath"
 	"sync"
@@ -141,7 +140,7 @@ func Open(opts Options) (*Agent, error) {
 			opts.Logger.Warn(w, "module", m.Name)
 		}
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := store.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
 	db, err := store.Open(filepath.Join(cfg.DataDir, StateFile), store.Options{})

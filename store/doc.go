@@ -40,11 +40,15 @@
 // often a file-system journal commit; an engine step costs one fdatasync
 // of a record overwriting blocks the log file already has, a third of the
 // time (bench/README.md). The log "<name>.wal" (mode 0600) is made once,
-// zero-filled to Options.LogBytes (4 MiB by default), never grown. Its
-// first 4096 bytes are the header: the magic "svcrun-log-v1\n\0\0", the
-// state file's id (32 hex digits, also in the state file's meta bucket,
-// so a log is never replayed into another state file), and a CRC-32C of
-// these 48 bytes. Records follow, each
+// zero-filled to Options.LogBytes (16 MiB by default), never grown. It is
+// read and written in blocks of 4096 bytes. The first block is the
+// header: the magic "svcrun-log-v1\n\0\0", the state file's id (32 hex
+// digits, also in the state file's meta bucket, so a log is never
+// replayed into another state file), the file's size (uint64, so a log
+// cut short is refused rather than read as one that ends early), and a
+// CRC-32C of these 56 bytes. Records follow, each starting a block (so
+// that writing a record never rewrites a block holding an earlier,
+// acknowledged one):
 //
 //	length   uint32, little-endian, of the payload
 //	crc      uint32, CRC-32C (Castagnoli) of length, seq and payload
@@ -58,19 +62,27 @@
 // the meta bucket), and new records then overwrite the log from its start.
 // It runs when the next record does not fit, at every Open (after the
 // replay), before State, and at Close; a batch bigger than the whole log
-// goes straight into the state file, after a checkpoint. Open reads the
-// records from the start while they are whole and consecutive (the old
-// records behind the last one written have lower numbers, and a torn last
-// record fails its checksum) and replays those after wal_seq. A log whose
-// header is damaged, that belongs to another state file, or that
-// continues from a later step than the state file holds (a state file
-// restored from an older backup) is refused like a damaged state file,
-// and neither file is written.
+// goes straight into the state file, after a checkpoint. Open's checkpoint
+// sets "wal_open" to 1 and Close's sets it to 0: a missing log is made
+// anew only when the state file says it holds everything.
+//
+// Open reads the records from the start while they are whole and
+// consecutive (the old records behind the last one written have lower
+// numbers, and a torn last record fails its checksum), checks each batch
+// as Apply and State would, and replays those after wal_seq. A log that
+// is missing after a crash, whose header is damaged or whose size
+// differs from it, that belongs to another state file (or lies beside a
+// state file that has no log of its own), that continues from a later
+// step than the state file holds (a state file restored from an older
+// backup), or whose records do not check, is refused like a damaged
+// state file, and neither file is written. After a failed write or
+// checkpoint the DB refuses everything but Close (what reached the disk
+// is unknown); the next Open recovers.
 //
 // # Creation
 //
 // When the file does not exist, Open creates the directory (mode 0700) if
-// it is missing, builds a complete version-1 store in a temporary file
+// it is missing, builds a complete store of the current version in a temporary file
 // "<name>.new-*" of the same directory (mode 0600), links it into place
 // (never replacing a file that appeared meanwhile) and fsyncs the
 // directory. So the state file either does not exist or is a whole,
@@ -84,9 +96,10 @@
 //
 // The file is a bbolt database with three top-level buckets:
 //
-//	meta      "version" -> ASCII decimal schema version, "2"
-//	          "id"      -> 32 hex digits, the id its log's header repeats
-//	          "wal_seq" -> ASCII decimal number of the last batch it holds
+//	meta      "version"  -> ASCII decimal schema version, "2"
+//	          "id"       -> 32 hex digits, the id its log's header repeats
+//	          "wal_seq"  -> ASCII decimal number of the last batch it holds
+//	          "wal_open" -> "1" while a svcrun has it open, else "0"
 //	leases    lease id (runtime.LeaseID, UTF-8) -> JSON of runtime.LeaseRecord
 //	services  service name ("module/name")     -> JSON of runtime.ServiceRecord
 //
@@ -101,8 +114,8 @@
 // equal the record's id or name; State checks it. A value may gain fields
 // that older readers can ignore; any other change of layout or meaning
 // bumps the version, and a svcrun refuses a version newer than the one it
-// knows (SchemaVersion). Version 1 (without id, wal_seq and log) is
-// upgraded in place by Open. The file can be inspected with bbolt's CLI,
+// knows (SchemaVersion). Version 1 (without id, wal_seq, wal_open and
+// log) is upgraded in place by Open. The file can be inspected with bbolt's CLI,
 // e.g. `bbolt keys state.db leases` and `bbolt get state.db leases <id>`,
 // while svcrun is stopped: after a clean stop it holds everything (Close
 // checkpoints); after a crash the latest batches are in the log until the

@@ -41,6 +41,7 @@ var (
 	versionKey     = []byte("version")
 	idKey          = []byte("id")
 	walSeqKey      = []byte("wal_seq")
+	walOpenKey     = []byte("wal_open")
 )
 
 // Options tunes Open. The zero value is the default.
@@ -110,7 +111,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	logBytes = max(logBytes, MinLogBytes)
 	dir := filepath.Dir(path)
-	if err := mkdirAll(dir); err != nil {
+	if err := MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the directory of state file %s: %w", path, err)
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
@@ -155,6 +156,7 @@ func Open(path string, opts Options) (*DB, error) {
 // what its write-ahead log holds beyond it.
 func (db *DB) recover(logBytes int64) error {
 	var id string
+	var inUse bool
 	read := func(tx *bolt.Tx) error {
 		meta := tx.Bucket(metaBucket)
 		if meta == nil || string(meta.Get(versionKey)) == "1" {
@@ -166,11 +168,15 @@ func (db *DB) recover(logBytes int64) error {
 			return corruptError(db.path, fmt.Errorf("its id %q or log position %q is not valid", id, meta.Get(walSeqKey)))
 		}
 		db.seq = seq
+		inUse = string(meta.Get(walOpenKey)) == "1"
 		return nil
 	}
 	// Read first: a file refused below must not have been written to.
 	err := db.bolt.View(read)
 	if err == nil && id == "" { // an empty file, or version 1 (no log)
+		if _, serr := os.Stat(db.logPath()); serr == nil {
+			return db.badLog("the state file has no log of its own (it is empty or from a svcrun without one), so this log belongs to another state file")
+		}
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
 			if err := db.initIfEmpty(tx); err != nil {
 				return err
@@ -186,7 +192,7 @@ func (db *DB) recover(logBytes int64) error {
 	if err != nil {
 		return err
 	}
-	l, recs, err := db.openLog(id, db.seq, logBytes)
+	l, recs, err := db.openLog(id, db.seq, inUse, logBytes)
 	if err != nil {
 		return err
 	}
@@ -195,7 +201,8 @@ func (db *DB) recover(logBytes int64) error {
 		db.fold(r.payload)
 		db.seq = r.seq
 	}
-	if err := db.checkpoint(); err != nil {
+	// From here until Close the log may hold what the state file does not.
+	if err := db.commit(nil, true); err != nil {
 		return fmt.Errorf("state file %s: replay its write-ahead log: %w", db.path, err)
 	}
 	return nil
@@ -293,7 +300,7 @@ func isEmpty(tx *bolt.Tx) bool {
 	return tx.ForEach(func([]byte, *bolt.Bucket) error { return errNotEmpty }) == nil
 }
 
-// initIfEmpty writes the version-1 layout into a file without any bucket
+// initIfEmpty writes the current layout into a file without any bucket
 // (a zero-length file: create never leaves one, but a person might).
 func (db *DB) initIfEmpty(tx *bolt.Tx) error {
 	if tx.Bucket(metaBucket) != nil {
@@ -323,7 +330,7 @@ func initSchema(tx *bolt.Tx) error {
 	return nil
 }
 
-// create builds a whole version-1 store in a temporary file and links it
+// create builds a whole store of the current version in a temporary file and links it
 // to path, so path never names a half-made file.
 func create(path string, timeout time.Duration) error {
 	dir, base := filepath.Split(path)
@@ -363,9 +370,10 @@ func create(path string, timeout time.Duration) error {
 	return syncDir(dir)
 }
 
-// mkdirAll creates dir and its missing parents with mode 0700 and makes
-// their names durable.
-func mkdirAll(dir string) error {
+// MkdirAll creates dir and its missing parents with mode perm (less the
+// umask) and makes their names durable: a data dir made at a node's first
+// start must not vanish in a power loss with the leases stored in it.
+func MkdirAll(dir string, perm fs.FileMode) error {
 	var missing []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -379,7 +387,7 @@ func mkdirAll(dir string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, perm); err != nil {
 		return err
 	}
 	for _, d := range missing {
@@ -456,8 +464,8 @@ func (db *DB) Apply(batch []runtime.Effect) error {
 }
 
 func (db *DB) apply(batch []runtime.Effect) error {
-	if db.failed != nil {
-		return fmt.Errorf("an earlier write of its log failed (%w): restart svcrun", db.failed)
+	if err := db.usable(); err != nil {
+		return err
 	}
 	payload, err := encodeBatch(db.enc[:0], batch)
 	if err != nil {
@@ -470,7 +478,7 @@ func (db *DB) apply(batch []runtime.Effect) error {
 			return err
 		}
 		if !db.log.fits(payload) {
-			return db.commit(payload)
+			return db.commit(payload, true)
 		}
 		ok, err = db.log.append(db.seq+1, payload)
 	}
@@ -494,22 +502,37 @@ func (db *DB) fold(payload []byte) {
 	})
 }
 
+// usable says why no batch may be written or read now, if so.
+func (db *DB) usable() error {
+	switch {
+	case db.log == nil:
+		return errors.New("the state file is closed")
+	case db.failed != nil:
+		return fmt.Errorf("an earlier write failed (%w): what reached the disk is unknown until svcrun is restarted", db.failed)
+	}
+	return nil
+}
+
 // checkpoint writes what the log holds into the state file, in one
 // transaction with the number of the last batch, so the log can be
 // overwritten from its start.
 func (db *DB) checkpoint() error {
 	if len(db.pending) > 0 || db.log.off > logHeaderSize {
-		if err := db.commit(nil); err != nil {
+		if err := db.commit(nil, true); err != nil {
 			return err
 		}
 	}
-	db.log.off = logHeaderSize
 	return nil
 }
 
 // commit writes the pending changes, then payload (a batch that is not in
-// the log, numbered next), in one transaction of the state file.
-func (db *DB) commit(payload []byte) error {
+// the log, numbered next), in one transaction of the state file, with the
+// number of the last batch and whether the log may hold more (open). The
+// log is then overwritten from its start. A failed commit fails the
+// store: bbolt may have made it visible all the same (its meta page
+// written, the sync failed), and a batch numbered after it could then be
+// skipped at the next Open.
+func (db *DB) commit(payload []byte, open bool) error {
 	seq := db.seq
 	if payload != nil {
 		seq++
@@ -541,13 +564,19 @@ func (db *DB) commit(payload []byte) error {
 		if err != nil {
 			return err
 		}
-		return tx.Bucket(metaBucket).Put(walSeqKey, []byte(strconv.FormatUint(seq, 10)))
+		meta := tx.Bucket(metaBucket)
+		if err := meta.Put(walOpenKey, []byte(map[bool]string{true: "1", false: "0"}[open])); err != nil {
+			return err
+		}
+		return meta.Put(walSeqKey, []byte(strconv.FormatUint(seq, 10)))
 	})
 	if err != nil {
+		db.failed = err
 		return err
 	}
 	db.seq = seq
 	clear(db.pending)
+	db.log.off = logHeaderSize
 	return nil
 }
 
@@ -556,10 +585,11 @@ func (db *DB) commit(payload []byte) error {
 func (db *DB) State() (st runtime.State, err error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.failed == nil {
-		if err := db.checkpoint(); err != nil {
-			return runtime.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
-		}
+	if err := db.usable(); err != nil {
+		return runtime.State{}, fmt.Errorf("state file %s: %w", db.path, err)
+	}
+	if err := db.checkpoint(); err != nil {
+		return runtime.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -620,7 +650,7 @@ func (db *DB) Close() error {
 	}
 	var err error
 	if db.failed == nil {
-		err = db.checkpoint()
+		err = db.commit(nil, false) // the state file holds everything again
 	}
 	err = errors.Join(err, db.log.f.Close(), db.bolt.Close())
 	db.log = nil

@@ -17,19 +17,26 @@ import (
 	"github.com/oarbank/svcrun/runtime"
 )
 
-// The log (see "The log" in the package doc): one preallocated file,
-// records overwritten in place from the start after every checkpoint.
+// The log (see "The write-ahead log" in the package doc): one
+// preallocated file, records overwritten in place from the start after
+// every checkpoint.
 
 const (
-	// DefaultLogBytes is the log's default size: about ten thousand steps
-	// between checkpoints.
-	DefaultLogBytes = 4 << 20
+	// DefaultLogBytes is the log's default size: 4,095 records (engine
+	// steps) between checkpoints.
+	DefaultLogBytes = 16 << 20
 	// MinLogBytes is the smallest log Options.LogBytes may ask for.
-	MinLogBytes = 2 * logHeaderSize
+	MinLogBytes = 2 * logBlock
 
-	logHeaderSize = 4096
+	// logBlock is the unit of the log: the header is one block, and every
+	// record starts a block, so that writing a record never rewrites a
+	// block holding an earlier one (a torn write of a shared block could
+	// destroy an acknowledged record).
+	logBlock      = 4096
+	logHeaderSize = logBlock
 	logMagic      = "svcrun-log-v1\n\x00\x00" // 16 bytes
 	recHeaderSize = 16                        // length u32, crc u32, seq u64
+	maxRecord     = 1 << 30
 
 	opPutLease    byte = 1
 	opDeleteLease byte = 2
@@ -57,11 +64,15 @@ func newStoreID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func logHeader(id string) []byte {
+// logHeader is the first block: magic, store id, the file's size (a log
+// cut short is refused, not read as one that ends early), and a CRC-32C
+// of those 56 bytes.
+func logHeader(id string, size int64) []byte {
 	h := make([]byte, logHeaderSize)
 	copy(h, logMagic)
 	copy(h[16:48], id)
-	binary.LittleEndian.PutUint32(h[48:], crc32.Checksum(h[:48], castagnoli))
+	binary.LittleEndian.PutUint64(h[48:], uint64(size))
+	binary.LittleEndian.PutUint32(h[56:], crc32.Checksum(h[:56], castagnoli))
 	return h
 }
 
@@ -80,7 +91,7 @@ func createLog(dbPath, path, id string, size int64) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	err = writeZeroFilled(f, logHeader(id), size)
+	err = writeZeroFilled(f, logHeader(id, size), size)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -106,12 +117,16 @@ func writeZeroFilled(f *os.File, head []byte, size int64) error {
 	return f.Sync()
 }
 
-// openLog opens the log of the store id, creating it if it is missing, and
-// returns it with the records it holds after seq (the last one the state
-// file has), in order.
-func (db *DB) openLog(id string, seq uint64, size int64) (*logFile, []logRecord, error) {
-	path := db.path + ".wal"
+// openLog opens the log of the store id and returns it with the records it
+// holds after seq (the last one the state file has), in order. A missing
+// log is created when the state file says it holds everything (inUse
+// false: a clean Close, or a new store), and refused otherwise.
+func (db *DB) openLog(id string, seq uint64, inUse bool, size int64) (*logFile, []logRecord, error) {
+	path := db.logPath()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if inUse {
+			return nil, nil, db.badLog("it is missing, and svcrun did not stop cleanly: it holds the latest leases and service records")
+		}
 		if err := createLog(db.path, path, id, size); err != nil {
 			return nil, nil, fmt.Errorf("create the log %s of state file %s: %w", path, db.path, err)
 		}
@@ -125,7 +140,7 @@ func (db *DB) openLog(id string, seq uint64, size int64) (*logFile, []logRecord,
 		f.Close()
 		return nil, nil, fmt.Errorf("read the log %s: %w", path, err)
 	}
-	recs, err := db.readLog(path, data, id, seq)
+	recs, err := db.readLog(data, id, seq)
 	if err != nil {
 		f.Close()
 		return nil, nil, err
@@ -139,21 +154,30 @@ type logRecord struct {
 	payload []byte
 }
 
+func (db *DB) logPath() string { return db.path + ".wal" }
+
+// badLog is the error for a log svcrun refuses.
+func (db *DB) badLog(why string) error {
+	path := db.logPath()
+	return &kindError{ErrCorrupt, fmt.Sprintf("the write-ahead log %s of state file %s: %s. "+
+		"svcrun does not write to either file, so nothing already stored is lost. "+
+		"Restore both from a backup, or move both aside (mv %s %s.damaged; mv %s %s.damaged) to start with an empty state: "+
+		"svcrun then forgets the leases and service failures it held", path, db.path, why, db.path, db.path, path, path)}
+}
+
 // readLog checks the log's header and returns its records after seq.
 // Records are read from the start while they are whole (length and
 // checksum) and consecutive: after a checkpoint new records overwrite old
 // ones from the start, and the old ones left behind them have lower
 // numbers, so the chain ends where the last write ended.
-func (db *DB) readLog(path string, data []byte, id string, seq uint64) ([]logRecord, error) {
-	bad := func(why string) error {
-		return &kindError{ErrCorrupt, fmt.Sprintf("the log %s of state file %s is damaged or is not an svcrun log (%s). "+
-			"svcrun does not write to either file, so nothing already stored is lost. "+
-			"Restore both from a backup, or move both aside (mv %s %s.damaged; mv %s %s.damaged) to start with an empty state: "+
-			"svcrun then forgets the leases and service failures it held", path, db.path, why, db.path, db.path, path, path)}
-	}
+func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, error) {
+	bad := func(why string) error { return db.badLog("it is damaged or is not an svcrun log (" + why + ")") }
 	if len(data) < MinLogBytes || string(data[:16]) != logMagic ||
-		binary.LittleEndian.Uint32(data[48:]) != crc32.Checksum(data[:48], castagnoli) {
+		binary.LittleEndian.Uint32(data[56:]) != crc32.Checksum(data[:56], castagnoli) {
 		return nil, bad("no valid header")
+	}
+	if size := binary.LittleEndian.Uint64(data[48:]); size != uint64(len(data)) {
+		return nil, bad(fmt.Sprintf("it has %d bytes, its header says %d: it was cut short or extended", len(data), size))
 	}
 	if got := string(data[16:48]); got != id {
 		return nil, bad(fmt.Sprintf("it belongs to the state file with id %s, not to this one (id %s)", got, id))
@@ -161,9 +185,9 @@ func (db *DB) readLog(path string, data []byte, id string, seq uint64) ([]logRec
 	var recs []logRecord
 	var prev uint64
 	for off := logHeaderSize; off+recHeaderSize <= len(data); {
-		n := int(binary.LittleEndian.Uint32(data[off:]))
-		end := off + recHeaderSize + n
-		if n == 0 || end > len(data) {
+		n := int64(binary.LittleEndian.Uint32(data[off:]))
+		end := int64(off) + recHeaderSize + n
+		if n == 0 || n > maxRecord || end > int64(len(data)) {
 			break
 		}
 		sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
@@ -176,23 +200,58 @@ func (db *DB) readLog(path string, data []byte, id string, seq uint64) ([]logRec
 				return nil, bad(fmt.Sprintf("it continues from step %d but the state file ends at step %d: "+
 					"the state file is older than its log (restored from a backup?)", s, seq))
 			}
-			recs = append(recs, logRecord{seq: s, payload: data[off+recHeaderSize : end]})
+			recs = append(recs, logRecord{seq: s, payload: data[int64(off)+recHeaderSize : end]})
 		}
-		prev, off = s, end
+		prev, off = s, int(alignBlock(end))
 	}
 	for _, r := range recs {
-		if err := decodeBatch(r.payload, func(byte, []byte, []byte) {}); err != nil {
+		if err := checkBatch(r.payload); err != nil {
 			return nil, bad(fmt.Sprintf("step %d: %v", r.seq, err))
 		}
 	}
 	return recs, nil
 }
 
-// append writes one record and waits until it is on disk. ok is false
-// when the record does not fit in what is left of the log.
+func alignBlock(n int64) int64 { return (n + logBlock - 1) / logBlock * logBlock }
+
+// checkBatch checks a logged batch as Apply checked it before logging it,
+// and its values as State will read them, so that a record that passes
+// its checksum but not these is refused rather than replayed.
+func checkBatch(p []byte) error {
+	var bad error
+	err := decodeBatch(p, func(op byte, key, val []byte) {
+		if bad != nil {
+			return
+		}
+		switch {
+		case len(key) == 0:
+			bad = errors.New("an effect with an empty key")
+		case len(key) > bolt.MaxKeySize:
+			bad = fmt.Errorf("key %.40q...: %w", key, bolt.ErrKeyTooLarge)
+		case op == opPutLease:
+			var r runtime.LeaseRecord
+			if err := json.Unmarshal(val, &r); err != nil || string(r.ID) != string(key) {
+				bad = fmt.Errorf("lease %q: the record does not decode or names another lease", key)
+			}
+		case op == opPutService:
+			var r runtime.ServiceRecord
+			if err := json.Unmarshal(val, &r); err != nil || r.Name != string(key) {
+				bad = fmt.Errorf("service %q: the record does not decode or names another service", key)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return bad
+}
+
+// append writes one record, from the next block, and waits until it is on
+// disk. ok is false when the record does not fit in what is left of the
+// log.
 func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
 	n := recHeaderSize + len(payload)
-	if l.off+int64(n) > l.size {
+	if len(payload) > maxRecord || l.off+int64(n) > l.size {
 		return false, nil
 	}
 	r := l.rec[:0]
@@ -208,13 +267,13 @@ func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
 	if err := datasync(l.f); err != nil {
 		return false, err
 	}
-	l.off += int64(n)
+	l.off = alignBlock(l.off + int64(n))
 	return true, nil
 }
 
 // fits says whether a payload fits in an empty log.
 func (l *logFile) fits(payload []byte) bool {
-	return logHeaderSize+recHeaderSize+int64(len(payload)) <= l.size
+	return len(payload) <= maxRecord && logHeaderSize+recHeaderSize+int64(len(payload)) <= l.size
 }
 
 // encodeBatch appends the log payload of batch to dst: per effect, its op,

@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -163,6 +165,36 @@ func TestLogRefused(t *testing.T) {
 			f.Close()
 		}, "no valid header"},
 		{"cut short", func(t *testing.T, path string) { os.Truncate(path+".wal", 100) }, "no valid header"},
+		{"cut to fewer blocks", func(t *testing.T, path string) {
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 60 {
+				apply(t, db, runtime.PutLease{Lease: lease(string(leaseN(i)))})
+			}
+			crash(t, db)
+			os.Truncate(path+".wal", MinLogBytes)
+		}, "it has 8192 bytes, its header says 16777216"},
+		{"missing after a crash", func(t *testing.T, path string) {
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			apply(t, db, runtime.PutLease{Lease: lease("acked")})
+			crash(t, db)
+			os.Remove(path + ".wal")
+		}, "it is missing, and svcrun did not stop cleanly"},
+		{"beside a version-1 state file", func(t *testing.T, path string) {
+			os.Remove(path)
+			writeV1(t, path)
+		}, "the state file has no log of its own"},
+		{"a record with an empty key", func(t *testing.T, path string) {
+			writeRec(t, path+".wal", logHeaderSize, 2, rawPayload(opPutLease, "", `{"id":""}`))
+		}, "step 2: an effect with an empty key"},
+		{"a record that is not a lease", func(t *testing.T, path string) {
+			writeRec(t, path+".wal", logHeaderSize, 2, rawPayload(opPutLease, "zz", `not json`))
+		}, `step 2: lease "zz": the record does not decode`},
 		{"state file older than its log", func(t *testing.T, path string) {
 			db, err := Open(path, Options{})
 			if err != nil {
@@ -201,10 +233,9 @@ func TestLogRefused(t *testing.T) {
 	}
 }
 
-// TestUpgradeFromVersion1: a version-1 state file (no log) keeps its
-// records and becomes version 2.
-func TestUpgradeFromVersion1(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
+// writeV1 makes a version-1 state file (no log) with lease "a".
+func writeV1(t *testing.T, path string) {
+	t.Helper()
 	b, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +251,39 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeRec writes a record with a valid checksum into the log at off.
+func writeRec(t *testing.T, logPath string, off int64, seq uint64, payload []byte) {
+	t.Helper()
+	r := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
+	r = binary.LittleEndian.AppendUint32(r, 0)
+	r = binary.LittleEndian.AppendUint64(r, seq)
+	r = append(r, payload...)
+	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	f, err := os.OpenFile(logPath, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(r, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func rawPayload(op byte, key, val string) []byte {
+	p := []byte{op}
+	p = binary.AppendUvarint(p, uint64(len(key)))
+	p = append(p, key...)
+	p = binary.AppendUvarint(p, uint64(len(val)))
+	return append(p, val...)
+}
+
+// TestUpgradeFromVersion1: a version-1 state file (no log) keeps its
+// records and becomes version 2.
+func TestUpgradeFromVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	writeV1(t, path)
 	db := openT(t, path)
 	apply(t, db, runtime.PutLease{Lease: lease("b")})
 	db.Close()
@@ -244,7 +308,57 @@ func TestFailedLogWriteStopsWrites(t *testing.T) {
 		t.Fatalf("Apply = %v", err)
 	}
 	err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("b")}})
-	if err == nil || !strings.Contains(err.Error(), "an earlier write of its log failed") {
+	if err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
 		t.Fatalf("second Apply = %v", err)
+	}
+}
+
+// TestMissingLogAfterCleanClose is made anew: the state file holds
+// everything.
+func TestMissingLogAfterCleanClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	validStore(t, path)
+	os.Remove(path + ".wal")
+	db := openT(t, path)
+	if st := state(t, db); len(st.Leases) != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	apply(t, db, runtime.PutLease{Lease: lease("b")})
+}
+
+// TestFailedStoreRefusesReads: after a failed write, State fails too (the
+// state file lacks what the log acknowledged), and so does anything after
+// Close.
+func TestFailedStoreRefusesReads(t *testing.T) {
+	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
+	apply(t, db, runtime.PutLease{Lease: lease("acked")})
+	db.log.f.Close()
+	if err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("b")}}); err == nil {
+		t.Fatal("Apply succeeded")
+	}
+	if _, err := db.State(); err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
+		t.Errorf("State after a failed write: %v", err)
+	}
+	db.Close()
+	for name, f := range map[string]func() error{
+		"Apply": func() error { return db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("a")}}) },
+		"State": func() error { _, err := db.State(); return err },
+	} {
+		if err := f(); err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("%s after Close: %v", name, err)
+		}
+	}
+}
+
+// TestRecordsStartBlocks: a record never shares a block with the one
+// before it, so writing it cannot tear an acknowledged one.
+func TestRecordsStartBlocks(t *testing.T) {
+	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
+	for i := range 5 {
+		before := db.log.off
+		apply(t, db, runtime.PutLease{Lease: lease(strconv.Itoa(i))})
+		if before%logBlock != 0 || db.log.off != before+logBlock {
+			t.Fatalf("record %d at %d, next at %d", i, before, db.log.off)
+		}
 	}
 }
