@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -99,7 +100,7 @@ func TestE2E(t *testing.T) {
 
 // e2e is one agent on the e2e module, with its own data dir.
 type e2e struct {
-	t      *testing.T
+	t      testing.TB
 	mode   e2eMode
 	node   string // the node id, unique to the test
 	cfg    string
@@ -121,14 +122,14 @@ type e2e struct {
 // newE2E writes a node configuration (node settings overridden by node)
 // for the e2e bundle; the agent starts with start, after the test has
 // written its control files.
-func newE2E(t *testing.T, mode e2eMode, node map[string]string) *e2e {
+func newE2E(t testing.TB, mode e2eMode, node map[string]string) *e2e {
 	t.Helper()
 	return newE2EBundle(t, mode, "testdata/e2e", node)
 }
 
 // newE2EBundle is newE2E for another bundle (in testdata) whose module is
 // also named e2e.
-func newE2EBundle(t *testing.T, mode e2eMode, bundleDir string, node map[string]string) *e2e {
+func newE2EBundle(t testing.TB, mode e2eMode, bundleDir string, node map[string]string) *e2e {
 	t.Helper()
 	bundle, err := filepath.Abs(bundleDir)
 	if err != nil {
@@ -163,7 +164,7 @@ var e2eSeq atomic.Int64
 
 // ensureExecutable makes the script executable should a checkout have
 // lost its mode.
-func ensureExecutable(t *testing.T, path string) {
+func ensureExecutable(t testing.TB, path string) {
 	t.Helper()
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -181,7 +182,11 @@ func ensureExecutable(t *testing.T, path string) {
 func (e *e2e) start() {
 	t := e.t
 	t.Helper()
-	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
+	var logTo io.Writer = testWriter{t}
+	if _, bench := t.(*testing.B); bench {
+		logTo = io.Discard
+	}
+	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
 	if e.stopTimeout > 0 {
 		opts.NewExecutor = func(c executor.Config, post func(runtime.Event)) (Executor, error) {
 			x, err := executor.New(c, post)
@@ -326,7 +331,7 @@ func (e *e2e) waitFor(what string, within time.Duration, cond func(Status) bool)
 }
 
 // eventually polls cond until it holds and fails the test at the deadline.
-func eventually(t *testing.T, what string, within time.Duration, cond func() bool) {
+func eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -338,7 +343,7 @@ func eventually(t *testing.T, what string, within time.Duration, cond func() boo
 }
 
 // never polls cond for the whole of d and fails the test if it ever holds.
-func never(t *testing.T, what string, d time.Duration, cond func() bool) {
+func never(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
@@ -370,7 +375,7 @@ func (e *e2e) mustAcquire(req AcquireRequest) Grant {
 }
 
 // rejected asserts that err is a rejection whose reason has every part.
-func rejected(t *testing.T, err error, parts ...string) string {
+func rejected(t testing.TB, err error, parts ...string) string {
 	t.Helper()
 	var rej *RejectedError
 	if !errors.As(err, &rej) {
@@ -664,7 +669,7 @@ func (e *e2e) waitRecord(substr string, within time.Duration) Record {
 	return r[0]
 }
 
-func within(t *testing.T, what string, d, lo, hi time.Duration) {
+func within(t testing.TB, what string, d, lo, hi time.Duration) {
 	t.Helper()
 	if d < lo || d > hi {
 		t.Errorf("%s took %v, want [%v, %v]", what, d, lo, hi)
@@ -1369,4 +1374,55 @@ func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
 	if contained {
 		eventually(t, "the service's container empty", 2*time.Second, func() bool { return len(e.containerProcs("hangstop")) == 0 })
 	}
+}
+
+// BenchmarkCrashToRestart measures, with cgroup v2 process containers,
+// the time from a SIGKILL of a running service's daemon (from outside
+// svcrun) to the engine's decision about it: the failure record, which
+// carries the restart's backoff. One iteration is one crash; between
+// crashes the service is restarted and its failure count reset.
+//
+//	go test ./agent -run '^$' -bench CrashToRestart -benchtime 20x
+func BenchmarkCrashToRestart(b *testing.B) {
+	e := newE2E(b, e2eMode{}, nil)
+	e.start()
+	e.mustAcquire(AcquireRequest{Requirements: caps("cap-crashy"), Wait: 10 * time.Second})
+	if !e.contained("crashy") {
+		b.Skip("no cgroup v2 containers here")
+	}
+	ctx := context.Background()
+	var lat []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		e.waitFor("crashy up, no failure", 10*time.Second, func(st Status) bool {
+			s := svc(st, "crashy")
+			return s.Ready && s.Failures == 0
+		})
+		pid := e.pid("crashy")
+		seen := len(e.records("e2e/crashy: failure 1/3: crashed"))
+		b.StartTimer()
+		killed := time.Now()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			b.Fatal(err)
+		}
+		var rec Record
+		eventually(b, "the crash seen", 5*time.Second, func() bool {
+			r := e.records("e2e/crashy: failure 1/3: crashed")
+			if len(r) > seen {
+				rec = r[seen]
+				return true
+			}
+			return false
+		})
+		b.StopTimer()
+		lat = append(lat, rec.At.Sub(killed))
+		e.waitFor("crashy restarted", 10*time.Second, func(st Status) bool { return svc(st, "crashy").Ready })
+		if err := e.r.a.Reset(ctx, "e2e/crashy"); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1e3, "max-ms")
 }

@@ -160,15 +160,34 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 }
 
 // TestContainerEmptiedEvent: a daemon killed from outside is posted as
-// ContainerEmptied within 100 ms; ops of a daemon-less service never are.
+// ContainerEmptied within 100 ms, from its cgroup v2 container or, in the
+// process-group fallback, by the reaper (the test binary is the child
+// subreaper, as svcrun serve is); ops of a daemon-less service never are.
 func TestContainerEmptiedEvent(t *testing.T) {
-	m := newContainers(t)
-	a := newAdapterWith(t, m)
+	for _, mode := range []string{"cgroup", "process-group"} {
+		t.Run(mode, func(t *testing.T) {
+			var m *cgroup.Manager
+			if mode == "cgroup" {
+				m = newContainers(t)
+			}
+			a := newAdapterWith(t, m)
+			if got := a.x.ContainerMode("test/daemon"); !strings.HasPrefix(got, mode) {
+				t.Fatalf("container mode %q", got)
+			}
+			emptiedEvents(t, a, m)
+		})
+	}
+}
+
+func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
 	id := runtime.OpID(0)
 	for range 5 {
 		id++
 		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
 			t.Fatalf("fingerprint: %+v", o)
+		}
+		if m == nil {
+			continue
 		}
 		if st, _ := m.Status("test/where"); st.Armed || st.Populated {
 			t.Fatalf("a daemon-less service after an op: %+v", st)
@@ -182,8 +201,10 @@ func TestContainerEmptiedEvent(t *testing.T) {
 			t.Fatalf("start: %+v", o)
 		}
 		daemon := a.pid(t, "daemon.pid")
-		if st, _ := m.Status("test/daemon"); !st.Armed {
-			t.Fatalf("run %d: a daemon, not armed: %+v", i, st)
+		if m != nil {
+			if st, _ := m.Status("test/daemon"); !st.Armed {
+				t.Fatalf("run %d: a daemon, not armed: %+v", i, st)
+			}
 		}
 		t0 := time.Now()
 		if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {

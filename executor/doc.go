@@ -113,6 +113,13 @@
 // of a start). A process that leaves its group (setsid, or a double fork
 // that changes group) is out of reach, and a group id is forgotten once the
 // group is seen empty (at the end of each of the service's ops and before
-// every signal), so a group id recycled in between could be signalled. No
-// ContainerEmptied is posted for those services.
+// every signal), so a group id recycled in between could be signalled.
+// Where svcrun is the child subreaper (BecomeSubreaper, as svcrun serve
+// is), the daemons its ops leave become its children, and the reaper
+// tells the executor the group of each one it reaps: when that empties the
+// last group a service's ops left processes in, with none of its ops
+// running, runtime.ContainerEmptied is posted for the service, as its
+// cgroup would (0.1-0.2 ms after the death in the tests). A daemon that
+// left its group, or one whose parent outside the group still lives, is
+// not seen: the status polls find it.
 package executor

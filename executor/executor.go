@@ -74,6 +74,9 @@ type Executor struct {
 
 	gmu    sync.Mutex
 	groups map[runtime.Target]map[int]bool // process group -> its op is still running
+	// unsubscribe ends the orphan-exit events of the process-group
+	// fallback.
+	unsubscribe func()
 
 	containers
 }
@@ -157,6 +160,7 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		groups:    map[runtime.Target]map[int]bool{},
 	}
 	x.initContainers(cfg, post)
+	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	return x, nil
 }
 
@@ -185,6 +189,7 @@ func (x *Executor) Update(cfg Config) error {
 func (x *Executor) Close() {
 	x.cancel()
 	x.wg.Wait()
+	x.unsubscribe()
 	x.closeContainers()
 }
 
@@ -356,6 +361,29 @@ func (x *Executor) opEnded(t runtime.Target, pgid int) {
 	if g := x.groups[t]; g != nil {
 		g[pgid] = false
 		x.pruneLocked(t)
+	}
+}
+
+// groupExited is told that an orphan of process group pgid died (the
+// reaper, where svcrun is the child subreaper). When that empties the last
+// group a service's ops left processes in, and none of its ops runs, the
+// service's daemon is gone: ContainerEmptied, as a cgroup would say it.
+func (x *Executor) groupExited(pgid int) {
+	x.gmu.Lock()
+	var emptied []string
+	for t, g := range x.groups {
+		if running, ok := g[pgid]; !ok || running || t.Probe || groupHasLive(pgid) {
+			continue
+		}
+		delete(g, pgid)
+		x.pruneLocked(t)
+		if x.groups[t] == nil {
+			emptied = append(emptied, t.String())
+		}
+	}
+	x.gmu.Unlock()
+	for _, s := range emptied {
+		x.post(runtime.ContainerEmptied{Service: s})
 	}
 }
 

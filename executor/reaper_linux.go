@@ -52,7 +52,53 @@ var (
 	// signals untracked.
 	awaitedPid atomic.Int64
 	untracked  = make(chan struct{}, 1)
+
+	// orphanExits are told the process group of each orphan reaped
+	// (subscribeOrphanExits).
+	exitMu    sync.Mutex
+	exitSubs  = map[int]func(pgid int){}
+	exitSubID int
 )
+
+// subscribeOrphanExits calls fn with the process group of every orphan the
+// reaper reaps (a daemon an op left, dead), until cancel is called: the
+// crash events of the process-group fallback. fn runs on the reaper's
+// goroutine and must not block.
+func subscribeOrphanExits(fn func(pgid int)) (cancel func()) {
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	exitSubID++
+	id := exitSubID
+	exitSubs[id] = fn
+	return func() {
+		exitMu.Lock()
+		delete(exitSubs, id)
+		exitMu.Unlock()
+	}
+}
+
+func notifyOrphanExits(pgids []int) {
+	if len(pgids) == 0 {
+		return
+	}
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	for _, fn := range exitSubs {
+		for _, g := range pgids {
+			fn(g)
+		}
+	}
+}
+
+// reapOrphan reaps the zombie pid and returns its process group (0 when
+// it was not reaped).
+func reapOrphan(pid int) int {
+	_, pgid, _, _ := procStatGroup(pid) // a zombie keeps its stat
+	if !reap(pid) {
+		return 0
+	}
+	return pgid
+}
 
 // startTracked starts a process that the reaper leaves alone until untrack is
 // called, after its Wait returned.
@@ -172,10 +218,14 @@ func reaper() {
 			continue
 		}
 		spawnMu.Lock()
+		pgid := 0
 		if !isInflight(pid) { // it may have been a spawn not yet in the set
-			reap(pid)
+			pgid = reapOrphan(pid)
 		}
 		spawnMu.Unlock()
+		if pgid > 0 {
+			notifyOrphanExits([]int{pgid})
+		}
 	}
 }
 
@@ -205,11 +255,12 @@ func ReapOrphans() int {
 			}
 			return reaped + reapScan()
 		}
-		ok := reap(pid)
+		pgid := reapOrphan(pid)
 		spawnMu.Unlock()
-		if !ok {
+		if pgid == 0 {
 			return reaped
 		}
+		notifyOrphanExits([]int{pgid})
 		reaped++
 	}
 }
@@ -254,14 +305,18 @@ func peekZombie() int {
 // reapScan reaps every zombie child not in flight, found in /proc.
 func reapScan() int {
 	spawnMu.Lock()
-	defer spawnMu.Unlock()
-	reaped := 0
+	var pgids []int
 	for _, pid := range children() {
-		if !isInflight(pid) && reap(pid) {
-			reaped++
+		if isInflight(pid) {
+			continue
+		}
+		if g := reapOrphan(pid); g > 0 {
+			pgids = append(pgids, g)
 		}
 	}
-	return reaped
+	spawnMu.Unlock()
+	notifyOrphanExits(pgids)
+	return len(pgids)
 }
 
 func isInflight(pid int) bool {

@@ -32,3 +32,6 @@ func BecomeSubreaper() error {
 
 // ReapOrphans does nothing without a subreaper.
 func ReapOrphans() int { return 0 }
+
+// subscribeOrphanExits: without a reaper no orphan exit is seen.
+func subscribeOrphanExits(func(pgid int)) (cancel func()) { return func() {} }
