@@ -357,7 +357,7 @@ func (a *Agent) stopAll() {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
-	if err := a.stepDriver(runtime.Reload{Modules: specs}); err != nil {
+	if err := a.stepDriver(runtime.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
 		a.log.Error("stop services at exit", "error", err)
 		return
 	}
@@ -582,9 +582,10 @@ func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect
 			a.log.Warn("kill process container", "service", f.Service)
 		}
 	}
-	if _, isOp := ev.(runtime.OpDone); !isOp {
-		if err := a.jour.Flush(); err != nil {
-			a.log.Warn("journal", "error", err)
-		}
+	// Every step reaches the file (not the disk) before the next one: a
+	// journal that lags would miss the last steps before a kill -9, when
+	// it is needed most. The write is off the answers' path.
+	if err := a.jour.Flush(); err != nil {
+		a.log.Warn("journal", "error", err)
 	}
 }

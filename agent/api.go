@@ -229,7 +229,11 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 			return
 		}
 		a.cfg.Modules[i].Enabled = enabled
-		err = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+		why := "disabled through svcrun's API (svcrun disable)"
+		if enabled {
+			why = "enabled through svcrun's API (svcrun enable)"
+		}
+		err = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods), Why: why})
 	})
 	return errors.Join(done, err)
 }

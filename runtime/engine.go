@@ -67,6 +67,8 @@ type module struct {
 	enabled  bool
 	services []*service
 	probes   []*probe
+	// stopWhy is why its services stop when it is disabled.
+	stopWhy string
 }
 
 // actor is something that runs ops: a service or a probe. Its reconcile
@@ -125,7 +127,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	case Boot:
 		e.boot(ev)
 	case Reload:
-		e.reload(ev.Modules)
+		e.reload(ev.Modules, ev.Why)
 	case Acquire:
 		e.acquire(ev)
 	case Renew:
@@ -378,8 +380,12 @@ func (e *Engine) disableModule(m *module) {
 }
 
 // reload applies a new module set: enabling, disabling, adding modules,
-// and updating the manifests of loaded ones in place.
-func (e *Engine) reload(specs []ModuleSpec) {
+// and updating the manifests of loaded ones in place. why is Reload.Why.
+func (e *Engine) reload(specs []ModuleSpec, why string) {
+	disabled, stopWhy := "disabled", "module disabled"
+	if why != "" {
+		disabled, stopWhy = "disabled: "+why, why
+	}
 	seen := map[string]bool{}
 	for _, ms := range sortedSpecs(specs) {
 		seen[ms.Module.Name] = true
@@ -408,18 +414,22 @@ func (e *Engine) reload(specs []ModuleSpec) {
 			}
 			e.enableModule(m)
 		case !ms.Enabled && m.enabled:
-			e.note("module "+m.name, "disabled")
+			e.note("module "+m.name, "%s", disabled)
+			m.stopWhy = stopWhy
 			e.disableModule(m)
 		}
 	}
 	for _, m := range e.modOrder {
 		if !seen[m.name] && m.enabled {
 			e.note("module "+m.name, "removed from the configuration: disabled")
+			m.stopWhy = "module removed from the configuration"
 			e.disableModule(m)
 		}
 	}
 	e.rebuildIndex()
-	e.doctor("configuration reloaded")
+	if why == "" {
+		e.doctor("configuration reloaded")
+	}
 }
 
 // updateModule takes a new manifest for a loaded module. Services and probes

@@ -93,6 +93,17 @@ func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
 
 func (s *service) enabled() bool { return s.mod.enabled && !s.removed }
 
+// disabledWhy is why a service that is not enabled is stopped.
+func (s *service) disabledWhy() string {
+	switch {
+	case s.removed:
+		return "removed from its module's manifest"
+	case s.mod.stopWhy != "":
+		return s.mod.stopWhy
+	}
+	return "module disabled"
+}
+
 // wantUp says the service should be running.
 func (s *service) wantUp() bool {
 	if !s.enabled() || s.unhealthy {
@@ -161,7 +172,7 @@ func (s *service) reconcile(e *Engine) {
 		if s.spec.Lifecycle == manifest.Manual {
 			s.setState(e, sStopped)
 		} else {
-			e.beginStop(s, "module disabled")
+			e.beginStop(s, s.disabledWhy())
 		}
 	}
 	switch s.state {
@@ -575,7 +586,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		case running && !s.enabled():
 			// Disabled or removed while its fingerprint ran: stop it.
 			s.setState(e, sReady)
-			e.beginStop(s, "module disabled")
+			e.beginStop(s, s.disabledWhy())
 		case running && s.unhealthy:
 			// The previous agent marked it unhealthy, and its cleanup
 			// stop may have died with it: finish the cleanup.
