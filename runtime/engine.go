@@ -539,11 +539,38 @@ func (e *Engine) opDone(d OpDone) {
 	delete(e.ops, d.ID)
 	e.inflight--
 	e.freeSlots()
+	d.Outcome = checkOutcome(r.op, d.Outcome)
 	if r.svc != nil {
 		e.serviceOpDone(r.svc, r, d.Outcome)
 	} else {
 		e.probeOpDone(r.prb, d.Outcome)
 	}
+}
+
+// checkOutcome turns a success without the result its op returns into a
+// protocol failure: the executor never reports one, but the engine must
+// not act on a missing result (a hand-edited journal replayed, a driver
+// bug).
+func checkOutcome(op protocol.Op, o Outcome) Outcome {
+	if o.Failure != FailNone {
+		return o
+	}
+	r := o.Result
+	var ok bool
+	switch op {
+	case protocol.OpFingerprint:
+		ok = r.Fingerprint != nil
+	case protocol.OpStart, protocol.OpStop, protocol.OpDestroy:
+		ok = r.OpResult != nil
+	case protocol.OpStatus, protocol.OpReady:
+		ok = r.Status != nil
+	case protocol.OpListOwned:
+		ok = r.OwnedList != nil
+	}
+	if ok && r.Op == op {
+		return o
+	}
+	return Outcome{Failure: FailProtocol, Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
 }
 
 // freeSlots hands free global slots to the actors queued for them, in order.

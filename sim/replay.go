@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -51,7 +52,11 @@ func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 		if e == nil {
 			return steps, divs, fmt.Errorf("journal line %d: %s before the first boot", line, j.Event)
 		}
-		got, err := runtime.NewJournalEntry(j.At, ev, e.Step(j.At, ev))
+		effects, err := step(e, j.At, ev)
+		if err != nil {
+			return steps, divs, fmt.Errorf("journal line %d (%s): %w", line, j.Event, err)
+		}
+		got, err := runtime.NewJournalEntry(j.At, ev, effects)
 		if err != nil {
 			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
 		}
@@ -61,4 +66,16 @@ func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 		}
 	}
 	return steps, divs, sc.Err()
+}
+
+// step runs one step of a replay; a journal edited by hand (or from a
+// driver that broke the contract) may crash the engine, which is then an
+// error naming the line rather than a crash of svcsim.
+func step(e *runtime.Engine, at time.Time, ev runtime.Event) (effects []runtime.Effect, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the engine failed on this step: %v", r)
+		}
+	}()
+	return e.Step(at, ev), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/runtime"
 )
 
@@ -67,5 +68,38 @@ func TestReplayFindsDivergence(t *testing.T) {
 	}
 	if len(divs) == 0 {
 		t.Fatal("a changed op result went unnoticed")
+	}
+}
+
+// TestReplayOfResultsWithoutPayload: a journal whose successful op
+// results lost their payload (edited by hand, or from a driver that broke
+// the contract) replays without a crash: the engine takes each as a
+// protocol failure, and the replay reports the divergence.
+func TestReplayOfResultsWithoutPayload(t *testing.T) {
+	var out strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(journalOf(t, 3).String()), "\n") {
+		var j runtime.JournalEntry
+		if err := json.Unmarshal([]byte(line), &j); err != nil {
+			t.Fatal(err)
+		}
+		if ev, err := j.DecodeEvent(); err == nil {
+			if d, ok := ev.(runtime.OpDone); ok && d.Outcome.Failure == runtime.FailNone {
+				d.Outcome.Result = protocol.Result{Op: protocol.OpStatus}
+				e, err := runtime.NewJournalEntry(j.At, d, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				j.Data = e.Data
+			}
+		}
+		b, _ := json.Marshal(j)
+		out.Write(append(b, '\n'))
+	}
+	_, divs, err := Replay(strings.NewReader(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(divs) == 0 {
+		t.Fatal("results without payload went unnoticed")
 	}
 }
