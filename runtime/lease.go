@@ -82,6 +82,9 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 			return nil, nil, why
 		}
 	}
+	if why := e.overOffer(req); why != "" {
+		return nil, nil, why
+	}
 	for _, p := range prbs {
 		if !p.mod.enabled {
 			return nil, nil, fmt.Sprintf("capability %q: module %s is disabled", p.spec.Name, p.mod.name)
@@ -176,6 +179,10 @@ func (e *Engine) admitWaiting() {
 	var blocked map[string]bool
 	for i := 0; i < len(e.waiting); {
 		l := e.waiting[i]
+		if why := e.overOffer(l.req); why != "" {
+			e.dropWaiting(l, why) // its pool's offer shrank: it would block the pool for ever
+			continue
+		}
 		if e.tryAdmit(l, blocked) {
 			continue // tryAdmit removed it
 		}
@@ -227,6 +234,23 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 	e.emit(PutLease{Lease: l.record()})
 	e.emit(Admitted{Lease: l.id, Services: names})
 	return true
+}
+
+// overOffer says why req asks a pool for more tokens than its service
+// offers in all (its latest healthy fingerprint), or "". Such a request is
+// rejected at once: waiting would not help it, and as the first in line it
+// would hold back every later request for the pool.
+func (e *Engine) overOffer(req Requirements) string {
+	for _, name := range sortedKeys(req.Pools) {
+		s := e.pools[name]
+		if s == nil || !s.fpKnown || !s.fpHealthy {
+			continue // not known yet: wait for the fingerprint
+		}
+		if n, offer := req.Pools[name], s.pools[name]; n > offer {
+			return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint)", name, n, s.name, offer)
+		}
+	}
+	return ""
 }
 
 // capacity is what a pool offers now: the latest fingerprint of its
