@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
@@ -81,7 +83,7 @@ func (f socketFlags) dial() (*api.Client, error) {
 
 // connect parses a command that takes no arguments and dials svcrun.
 func connect(fs *flag.FlagSet, sock socketFlags, args []string) (*api.Client, error) {
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseMixed(fs, args); err != nil {
 		return nil, err
 	}
 	if err := noArgs(fs); err != nil {
@@ -90,13 +92,13 @@ func connect(fs *flag.FlagSet, sock socketFlags, args []string) (*api.Client, er
 	return sock.dial()
 }
 
-// connectOne parses a command that takes one argument, named what, and
-// dials svcrun.
-func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what string) (*api.Client, string, error) {
-	if err := parseFlags(fs, args); err != nil {
+// connectOne parses a command that takes one argument, named what (its
+// meaning and an example in hint), and dials svcrun.
+func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what, hint string) (*api.Client, string, error) {
+	if err := parseMixed(fs, args); err != nil {
 		return nil, "", err
 	}
-	arg, err := oneArg(fs, what)
+	arg, err := oneArg(fs, what, hint)
 	if err != nil {
 		return nil, "", err
 	}
@@ -107,20 +109,30 @@ func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what string) 
 // noArgs checks that no positional arguments are left.
 func noArgs(fs *flag.FlagSet) error {
 	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+		return usageError{fmt.Sprintf("unexpected argument %q: svcrun %s takes flags only%s", fs.Arg(0), fs.Name(), afterTerminator(fs.Arg(0)))}
 	}
 	return nil
 }
 
-// oneArg returns the single positional argument, named what.
-func oneArg(fs *flag.FlagSet, what string) (string, error) {
+// afterTerminator explains an argument that looks like a flag: it came
+// after "--".
+func afterTerminator(arg string) string {
+	if len(arg) > 1 && strings.HasPrefix(arg, "-") {
+		return "; it came after --, where flags are taken for arguments: put it before the --"
+	}
+	return ""
+}
+
+// oneArg returns the single positional argument, named what; hint says
+// what it is, e.g. " (the id svcrun acquire printed)".
+func oneArg(fs *flag.FlagSet, what, hint string) (string, error) {
 	switch fs.NArg() {
 	case 0:
-		return "", usageError{"give " + what}
+		return "", usageError{"give " + what + hint}
 	case 1:
 		return fs.Arg(0), nil
 	}
-	return "", usageError{fmt.Sprintf("unexpected argument %q: give one %s", fs.Arg(1), what)}
+	return "", usageError{fmt.Sprintf("unexpected argument %q: svcrun %s takes one %s%s%s", fs.Arg(1), fs.Name(), what, hint, afterTerminator(fs.Arg(1)))}
 }
 
 func printJSON(w io.Writer, v any) error {
@@ -129,20 +141,106 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// failureJSON is what a command given --json prints on stdout when it
+// fails after its command line was read (exit 1); a wrong command line
+// (exit 2) is still reported as text on stderr.
+type failureJSON struct {
+	OK     bool   `json:"ok"` // false
+	Error  string `json:"error"`
+	Code   string `json:"code,omitempty"`   // the API's error code (rejected, unknown_lease, refused, not_found, ...), unreachable or interrupted
+	Reason string `json:"reason,omitempty"` // a rejection's reason
+	Hint   string `json:"hint,omitempty"`
+}
+
+// hinted is a failure explained for the command line: its message, its
+// code for --json, and a hint at the fix.
+type hinted struct {
+	err                     error
+	msg, code, reason, hint string
+}
+
+func (h *hinted) Error() string { return h.msg }
+func (h *hinted) Unwrap() error { return h.err }
+
+// admission explains an acquire that failed: a rejection with its reason,
+// an interrupted wait; anything else stays.
+func admission(err error) error {
+	var rej *agent.RejectedError
+	switch {
+	case errors.As(err, &rej):
+		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason,
+			hint: "svcrun status shows the services, pools and probes; svcrun reset SERVICE clears an unhealthy service"}
+	case errors.Is(err, context.Canceled):
+		return &hinted{err: err, msg: "interrupted while waiting for admission: the request was withdrawn", code: "interrupted"}
+	}
+	return err
+}
+
+// leaseError adds a hint to an unknown lease.
+func leaseError(err error) error {
+	if errors.Is(err, agent.ErrUnknownLease) {
+		return &hinted{err: err, msg: err.Error(), code: api.CodeUnknownLease,
+			hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
+	}
+	return err
+}
+
+// failed reports err, the failure of command cmd: with asJSON as one
+// failureJSON on stdout, else as text on stderr (with its hint); exit 1
+// either way. A wrong command line, -h and an exit code already reported
+// pass through.
+func failed(m *Main, cmd string, asJSON bool, err error) error {
+	var ue usageError
+	var ee exitError
+	if err == nil || errors.As(err, &ue) || errors.As(err, &ee) || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	var h *hinted
+	if !errors.As(err, &h) {
+		h = &hinted{err: err, msg: err.Error()}
+		var apiErr *api.Error
+		var unreachable *api.UnreachableError
+		switch {
+		case errors.As(err, &apiErr):
+			h.code, h.reason = apiErr.Code, apiErr.Reason
+		case errors.As(err, &unreachable):
+			h.code = "unreachable"
+		}
+	}
+	if asJSON {
+		if err := printJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
+			return err
+		}
+		return exitError{1}
+	}
+	fmt.Fprintf(m.Stderr, "svcrun %s: %s\n", cmd, h.msg)
+	if h.hint != "" {
+		fmt.Fprintf(m.Stderr, "hint: %s\n", h.hint)
+	}
+	return exitError{1}
+}
+
 // runDone runs a command without arguments whose API call answers with a
 // message (doctor, reap).
 func runDone(ctx context.Context, m *Main, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
-	fs := newFlagSet(m, name, "")
+	fs := newFlagSet(m, name, "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
-	c, err := connect(fs, sock, args)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	d, err := call(c, ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, d.Message)
-	return nil
+	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message")
+	err := func() error {
+		c, err := connect(fs, sock, args)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		d, err := call(c, ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(m.Stdout, d)
+		}
+		fmt.Fprintln(m.Stdout, d.Message)
+		return nil
+	}()
+	return failed(m, name, *asJSON, err)
 }

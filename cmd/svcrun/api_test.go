@@ -113,7 +113,7 @@ func TestRunCommand(t *testing.T) {
 
 	// Not admitted: the reason, exit 1, CMD never runs.
 	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c", "echo ran")
-	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: not admitted in time: pool kv-slots: needs 5 token(s)") {
+	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
 		t.Errorf("rejected run: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, _, errs = run(t, "run", "--socket", sock, "--capability", "nope", "--", "true")
@@ -306,5 +306,72 @@ func TestProgressLine(t *testing.T) {
 		if got := progressLine(st, tc.attempt, 12*time.Second+300*time.Millisecond); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.attempt, got, tc.want)
 		}
+	}
+}
+
+// TestJSONAnswers: every command that changes something answers --json
+// with one object, {"ok": true, ...} or the failure's {"ok": false,
+// "error", "code", ...} with the same exit code as without --json; flags
+// may follow the arguments.
+func TestJSONAnswers(t *testing.T) {
+	cfg, sock := served(t)
+	t.Setenv(EnvSocket, sock)
+	code, out, errs := run(t, "acquire", "--capability", "kv", "--ttl", "1m")
+	lease := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("acquire: %d %s", code, errs)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want map[string]any
+	}{
+		{[]string{"doctor", "--json"}, 0, map[string]any{"ok": true, "message": "the probes run again; their results show in svcrun status"}},
+		{[]string{"reap", "--json"}, 0, map[string]any{"ok": true}},
+		{[]string{"reset", "demo/kv", "--json", "--config", cfg}, 0, map[string]any{"ok": true, "service": "demo/kv"}},
+		{[]string{"reset", "demo/nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found", "error": `no such service "demo/nope"; services: demo/kv`}},
+		{[]string{"disable", "demo", "--json"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": false}},
+		{[]string{"enable", "--json", "demo"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": true}},
+		{[]string{"enable", "nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found"}},
+		{[]string{"renew", lease, "--json"}, 0, map[string]any{"lease": lease}},
+		{[]string{"release", lease, "--json"}, 0, map[string]any{"ok": true, "lease": lease}},
+		{[]string{"release", lease, "--json"}, 1, map[string]any{"ok": false, "code": "unknown_lease", "error": "lease " + lease + ": no such lease (never admitted, released, or expired)"}},
+		{[]string{"renew", "--json", lease}, 1, map[string]any{"ok": false, "code": "unknown_lease"}},
+		{[]string{"acquire", "--json", "--pool", "kv-slots=9", "--wait", "0"}, 1, map[string]any{"ok": false, "code": "rejected"}},
+		{[]string{"reload", "--json"}, 0, map[string]any{"ok": true, "restart_needed": []any{}}},
+	} {
+		code, out, errs := run(t, tc.args...)
+		var got map[string]any
+		err := json.Unmarshal([]byte(out), &got)
+		bad := code != tc.code || err != nil || errs != ""
+		for k, v := range tc.want {
+			if fmt.Sprint(got[k]) != fmt.Sprint(v) {
+				bad = true
+			}
+		}
+		if bad {
+			t.Errorf("%q: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
+		}
+	}
+
+	// A configuration with errors: the reload is refused, as JSON too.
+	good, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, append(good, "bogus_key = 1\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, "reload", "--json")
+	var f failureJSON
+	if code != 1 || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "refused" || !strings.Contains(f.Error, "bogus_key") {
+		t.Errorf("reload --json of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	code, out, errs = run(t, "reload")
+	if code != 1 || out != "" || !strings.HasPrefix(errs, "svcrun reload: ") || !strings.Contains(errs, "bogus_key") {
+		t.Errorf("reload of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if err := os.WriteFile(cfg, good, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,17 +21,32 @@ func runDisable(ctx context.Context, m *Main, args []string) error {
 // configuration file is not changed (edit it and svcrun reload to keep the
 // change).
 func setModule(ctx context.Context, m *Main, cmd string, enable bool, args []string) error {
-	fs := newFlagSet(m, cmd, "MODULE")
+	fs := newFlagSet(m, cmd, "[--json] [--socket PATH | --config FILE] MODULE")
 	sock := addSocketFlags(fs)
-	c, name, err := connectOne(fs, sock, args, "MODULE (svcrun status lists the modules of the services)")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	d, err := c.SetModuleEnabled(ctx, name, enable)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, d.Message)
-	return nil
+	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, module, enabled (a failure: ok, error, code)")
+	err := func() error {
+		c, name, err := connectOne(fs, sock, args, "MODULE", " (svcrun status lists the modules of the services)")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		d, err := c.SetModuleEnabled(ctx, name, enable)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
+		}
+		fmt.Fprintln(m.Stdout, d.Message)
+		return nil
+	}()
+	return failed(m, cmd, *asJSON, err)
+}
+
+// moduleDone is what enable --json and disable --json print.
+type moduleDone struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+	Module  string `json:"module"`
+	Enabled bool   `json:"enabled"`
 }

@@ -77,6 +77,15 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli("acquire", "--capability", "kv", "--json", "--wait", "20s")), &grant); err != nil || grant.Lease == "" {
 		t.Fatalf("acquire: %v %+v", err, grant)
 	}
+	// A second svcrun on the same data dir is refused, in the format of
+	// every command's error.
+	var second strings.Builder
+	dup := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
+	dup.Stderr = &second
+	if err := dup.Run(); dup.ProcessState == nil || dup.ProcessState.ExitCode() != 1 ||
+		!strings.HasPrefix(second.String(), "svcrun serve: ") || !strings.Contains(second.String(), "locked by another svcrun") {
+		t.Errorf("second serve: %v\n%s", err, second.String())
+	}
 	s1.Process.Signal(syscall.SIGKILL)
 	s1.Wait()
 

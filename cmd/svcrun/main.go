@@ -24,7 +24,10 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -110,7 +113,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 }
 
 func (m *Main) usage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: svcrun <command> [flags]\n\nCommands:")
+	fmt.Fprintln(w, "Usage: svcrun <command> [flags] [arguments]\n\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -119,11 +122,20 @@ func (m *Main) usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'svcrun <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'svcrun <command> -h' for a command's flags. Flags may come before or")
+	fmt.Fprintln(w, "after a command's arguments (up to a --), except for run and op, whose flags")
+	fmt.Fprintln(w, "come first: after run's -- comes CMD, after op's SERVICE OP the op's own ARGS.")
+	fmt.Fprintf(w, "\n%s\n", exitCodes)
 }
 
+// exitCodes is README.md's paragraph on the exit codes, word for word (a
+// test keeps them the same).
+const exitCodes = `Exit codes of every svcrun command: 0 success, 1 a problem was found (an
+invalid file, a failed op, a rejected lease, svcrun unreachable), 2 a wrong
+command line; ` + "`svcrun run`" + ` exits with its command's status.`
+
 // newFlagSet returns a flag set that reports errors to the caller instead of
-// exiting, and prints its usage on m.Stderr.
+// exiting, and prints its usage on m.Stderr when asked with -h.
 func newFlagSet(m *Main, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -134,15 +146,114 @@ func newFlagSet(m *Main, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
-// parseFlags parses args; a flag error becomes a usageError (the flag
-// package already printed it).
+// parseFlags parses the flags before the first argument, as the flag
+// package does: what follows (the command of svcrun run, the op's own
+// arguments of svcrun op) is never taken for flags. -h prints the usage; a
+// flag error becomes a usageError, a single line naming the flag, the
+// value and what is accepted (not the whole usage).
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return err
+	}
+	return usageError{flagError(err.Error())}
+}
+
+// parseMixed parses a command line whose arguments are plain names
+// (MODULE, LEASE, ...): flags may come before, between or after them, up
+// to a "--" after which everything is an argument. fs.Args() are then the
+// arguments.
+func parseMixed(fs *flag.FlagSet, args []string) error {
+	var positional []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
-		return exitError{2}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if endsWithTerminator(fs, args[:len(args)-len(rest)]) {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
+	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// endsWithTerminator tells whether the flags the flag package parsed end
+// with a "--" terminator, rather than with "--" as the value of a flag
+// (--job --).
+func endsWithTerminator(fs *flag.FlagSet, parsed []string) bool {
+	for i := 0; i < len(parsed); i++ {
+		a := parsed[i]
+		if a == "--" {
+			return true
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			i++ // the flag's value
+		}
+	}
+	return false
+}
+
+// flagError rewrites the flag package's `invalid value "5x" for flag
+// -wait: REASON` as `--wait "5x": REASON`; other messages stay.
+func flagError(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return msg
+	}
+	rest, ok = strings.CutPrefix(rest[len(value):], " for flag -")
+	name, reason, ok2 := strings.Cut(rest, ": ")
+	if !ok || !ok2 {
+		return msg
+	}
+	return "--" + name + " " + value + ": " + reason
+}
+
+// durationFlag defines a duration flag whose bad value is reported with
+// what a duration looks like. Put `DUR` in usage to name the value.
+func durationFlag(fs *flag.FlagSet, name string, value time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	*p = value
+	fs.Var((*durationValue)(p), name, usage)
+	return p
+}
+
+// durationValue is the flag.Value of durationFlag.
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return (*time.Duration)(d).String() }
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m")
+	}
+	*d = durationValue(v)
 	return nil
 }
 

@@ -53,7 +53,7 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	config := fs.String("config", "", "a node configuration `FILE`: run the op as that node does, sandbox included")
 	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
-	timeout := fs.Duration("timeout", 0, "the op's timeout, a `DUR`ation such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
+	timeout := durationFlag(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
 	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
 	if err := parseFlags(fs, args); err != nil {

@@ -4,15 +4,28 @@ import "context"
 
 // runRelease is `svcrun release LEASE`: end a lease.
 func runRelease(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "release", "LEASE")
+	fs := newFlagSet(m, "release", "[--json] [--socket PATH | --config FILE] LEASE")
 	sock := addSocketFlags(fs)
-	c, lease, err := connectOne(fs, sock, args, "LEASE (the id svcrun acquire printed)")
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Release(ctx, lease); err != nil {
-		return unknownLease(m, "release", err)
-	}
-	return nil
+	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, lease (a failure: ok, error, code, hint)")
+	err := func() error {
+		c, lease, err := connectOne(fs, sock, args, "LEASE", " (the id svcrun acquire printed)")
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := c.Release(ctx, lease); err != nil {
+			return leaseError(err)
+		}
+		if *asJSON {
+			return printJSON(m.Stdout, released{OK: true, Lease: lease})
+		}
+		return nil
+	}()
+	return failed(m, "release", *asJSON, err)
+}
+
+// released is what release --json prints.
+type released struct {
+	OK    bool   `json:"ok"`
+	Lease string `json:"lease"`
 }

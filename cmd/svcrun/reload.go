@@ -9,24 +9,36 @@ import (
 // runReload is `svcrun reload`: svcrun reads its configuration and modules
 // again (as on SIGHUP). A configuration with errors changes nothing.
 func runReload(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "reload", "[--json]")
+	fs := newFlagSet(m, "reload", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON: restart_needed")
-	c, err := connect(fs, sock, args)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	r, err := c.Reload(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(m.Stdout, r)
-	}
-	fmt.Fprintln(m.Stdout, "configuration reloaded")
-	if len(r.RestartNeeded) > 0 {
-		fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
-	}
-	return nil
+	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, restart_needed (a failure: ok, error, code)")
+	err := func() error {
+		c, err := connect(fs, sock, args)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		r, err := c.Reload(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if r.RestartNeeded == nil {
+				r.RestartNeeded = []string{}
+			}
+			return printJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
+		}
+		fmt.Fprintln(m.Stdout, "configuration reloaded")
+		if len(r.RestartNeeded) > 0 {
+			fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
+		}
+		return nil
+	}()
+	return failed(m, "reload", *asJSON, err)
+}
+
+// reloaded is what reload --json prints.
+type reloaded struct {
+	OK            bool     `json:"ok"`
+	RestartNeeded []string `json:"restart_needed"`
 }

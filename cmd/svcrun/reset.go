@@ -9,27 +9,41 @@ import (
 // runReset is `svcrun reset MODULE/SERVICE`: clear a service's failures and
 // its unhealthy mark.
 func runReset(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "reset", "MODULE/SERVICE")
+	fs := newFlagSet(m, "reset", "[--json] [--socket PATH | --config FILE] MODULE/SERVICE")
 	sock := addSocketFlags(fs)
-	if err := parseFlags(fs, args); err != nil {
+	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, service (a failure: ok, error, code)")
+	if err := parseMixed(fs, args); err != nil {
 		return err
 	}
-	name, err := oneArg(fs, "the service as MODULE/SERVICE, e.g. demo/kv")
+	name, err := oneArg(fs, "MODULE/SERVICE", ", e.g. demo/kv (svcrun status lists the services)")
 	if err != nil {
 		return err
 	}
 	if mod, svc, ok := strings.Cut(name, "/"); !ok || mod == "" || svc == "" || strings.Contains(svc, "/") {
 		return usageError{fmt.Sprintf("%q: name the service MODULE/SERVICE, e.g. demo/kv (svcrun status lists them)", name)}
 	}
-	c, err := sock.dial()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	d, err := c.Reset(ctx, name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(m.Stdout, d.Message)
-	return nil
+	err = func() error {
+		c, err := sock.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		d, err := c.Reset(ctx, name)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
+		}
+		fmt.Fprintln(m.Stdout, d.Message)
+		return nil
+	}()
+	return failed(m, "reset", *asJSON, err)
+}
+
+// serviceDone is what reset --json prints.
+type serviceDone struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+	Service string `json:"service"`
 }

@@ -48,11 +48,6 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if ttl := time.Duration(req.TTL); ttl < time.Second {
-		// run renews its lease while CMD runs; the TTL is what gives the
-		// lease back if run itself is killed (kill -9 leaves no release).
-		return usageError{"--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
-	}
 	if req.Attempt == "" {
 		req.Attempt = newAttemptID()
 	}

@@ -16,7 +16,7 @@ import (
 func runSandbox(_ context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "sandbox", "[--config FILE]")
 	config := fs.String("config", "", "also show how each module of the node configuration `FILE` is sandboxed on this host")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseMixed(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {

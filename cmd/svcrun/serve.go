@@ -26,11 +26,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseMixed(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+	if err := noArgs(fs); err != nil {
+		return err
 	}
 	if *config == "" {
 		return usageError{"give --config FILE (see examples/node.toml)"}
@@ -54,8 +54,7 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	}
 	a, err := agent.Open(agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit})
 	if err != nil {
-		fmt.Fprintln(m.Stderr, err)
-		return exitError{1}
+		return err // "svcrun serve: " and the reason, as every command's error
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
