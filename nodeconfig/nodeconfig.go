@@ -13,19 +13,32 @@
 // mistake as "file:line:col: field: reason".
 //
 // LoadModules then reads every module's manifest and checks what spans the
-// files: module names, pool and capability names unique among enabled
-// modules, and each grant approved only where the manifest asked for it.
+// files: each bundle a directory holding a readable module.toml (else an
+// error at the position of its bundle key in the config file), module
+// names, pool and capability names unique among enabled modules, and each
+// grant approved only where the manifest asked for it.
+//
+// A caller runs Load, then LoadModules. So that one run still shows every
+// mistake when the config file has some, Load then also does what
+// LoadModules would with what it could read of the file, and returns the
+// mistakes of the bundles and manifests with the file's own. Only a TOML
+// syntax error stops it before the modules. The list comes back with the
+// config file's mistakes first, in position order, then each other file's.
 //
 // Every key is documented in docs/node-config.md.
 package nodeconfig
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oarbank/svcrun/internal/tomldoc"
@@ -71,7 +84,7 @@ type Host struct {
 
 // Config is a valid node configuration. Paths are absolute.
 type Config struct {
-	File              string
+	File              string // absolute
 	NodeID            string
 	DataDir           string
 	Socket            string
@@ -91,6 +104,8 @@ type Config struct {
 	ModuleDataDirs map[string]string
 	// Warnings are accepted oddities worth a log line.
 	Warnings []string
+
+	name string // the file as messages name it; File when empty
 }
 
 // Limits are the owner's caps, written to OARBANK_LIMITS_FILE and applied to
@@ -110,6 +125,7 @@ type Module struct {
 
 	field string // "modules[2]", for messages
 	pos   tomldoc.Pos
+	raw   string // bundle as written, for messages: "" when not from a file
 }
 
 // Grants are the approved part of a manifest's [sandbox] read and write.
@@ -134,6 +150,8 @@ var (
 )
 
 // Load reads the node configuration at file, with the facts of this host.
+// When the file has mistakes, the error lists those of its modules'
+// bundles and manifests too (what LoadModules would report).
 func Load(file string) (*Config, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -143,19 +161,50 @@ func Load(file string) (*Config, error) {
 	if err != nil {
 		return nil, tomldoc.ErrorList{{File: file, Reason: fmt.Sprintf("cannot read the node configuration: %v", unwrapPathErr(err))}}
 	}
-	return Parse(file, abs, data, ThisHost())
+	return load(file, abs, data, ThisHost())
 }
 
-// Parse checks the content of the configuration file named file (for
-// messages), whose absolute path abs anchors relative paths.
-func Parse(file, abs string, data []byte, host Host) (*Config, error) {
-	doc, err := tomldoc.Parse(file, data)
+// load is Load once the file is read: when the file has mistakes, the
+// modules it names are loaded too, so that their mistakes are reported
+// with the file's.
+func load(file, abs string, data []byte, host Host) (*Config, error) {
+	c, doc, err := parseDoc(file, abs, data, host)
 	if err != nil {
 		return nil, err
 	}
+	errs := append(tomldoc.ErrorList(nil), doc.Errors()...)
+	if len(errs) == 0 {
+		return c, nil
+	}
+	_, modErrs := loadModules(c)
+	return nil, sortErrors(append(errs, modErrs...), c.fileName())
+}
+
+// Parse checks the content of the configuration file named file (for
+// messages), whose absolute path abs anchors relative paths. It reads
+// nothing else: the bundles are LoadModules' business.
+func Parse(file, abs string, data []byte, host Host) (*Config, error) {
+	c, doc, err := parseDoc(file, abs, data, host)
+	if err != nil {
+		return nil, err
+	}
+	if err := doc.Err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// parseDoc reads what it can of the file: the Config holds every value that
+// was valid (defaults for the others), the Doc every mistake. err is a
+// syntax error, when there is no Config at all.
+func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, error) {
+	doc, err := tomldoc.Parse(file, data)
+	if err != nil {
+		return nil, nil, err
+	}
 	base := filepath.Dir(abs)
 	t := doc.Root()
-	c := &Config{File: abs}
+	c := &Config{File: abs, name: file}
 
 	c.NodeID = t.String("node_id", host.Hostname)
 	if !nodeIDRE.MatchString(c.NodeID) {
@@ -239,10 +288,15 @@ func Parse(file, abs string, data []byte, host Host) (*Config, error) {
 		c.Modules = append(c.Modules, m)
 	}
 	t.Close()
-	if err := doc.Err(); err != nil {
-		return nil, err
+	return c, doc, nil
+}
+
+// fileName is the config file as messages name it.
+func (c *Config) fileName() string {
+	if c.name != "" {
+		return c.name
 	}
-	return c, nil
+	return c.File
 }
 
 func isNumber(t *tomldoc.Table, key string) bool {
@@ -257,6 +311,11 @@ func isNumber(t *tomldoc.Table, key string) bool {
 // absPath reads a path that is relative to the config file's directory
 // when not absolute, and cleans it.
 func absPath(t *tomldoc.Table, key, def, base string) string {
+	if v, ok := t.Raw(key); ok {
+		if _, isStr := v.(string); !isStr {
+			return t.String(key, def) // says why
+		}
+	}
 	p := t.String(key, def)
 	switch {
 	case p == "":
@@ -295,6 +354,8 @@ func parseModule(t *tomldoc.Table, base string, c *Config) Module {
 		t.Errorf("bundle", "is required: the module's bundle directory (relative to this file or absolute)")
 	} else {
 		m.Bundle = absPath(t, "bundle", "", base)
+		v, _ := t.Raw("bundle")
+		m.raw, _ = v.(string)
 	}
 	m.Enabled = t.Bool("enabled", true)
 
@@ -395,20 +456,42 @@ func jsonValue(v any) any {
 }
 
 // LoadModules reads every module's manifest and checks the rules that span
-// files: each manifest valid, module names unique, pool and capability
-// names unique among enabled modules, and every grant approved only within
-// what the manifest asked. The modules come back in config order.
+// files: each bundle a directory holding a readable module.toml, each
+// manifest valid, module names unique, pool and capability names unique
+// among enabled modules, and every grant approved only within what the
+// manifest asked. The modules come back in config order.
 func LoadModules(c *Config) ([]*manifest.Module, error) {
+	mods, errs := loadModules(c)
+	if len(errs) > 0 {
+		return nil, sortErrors(errs, c.fileName())
+	}
+	return mods, nil
+}
+
+// loadModules is LoadModules returning every mistake, unsorted, and the
+// modules that loaded (nil for the others). It works on a Config that Parse
+// refused too: modules without a bundle, or whose bundle an earlier module
+// lists (Parse reported both), are skipped.
+func loadModules(c *Config) ([]*manifest.Module, tomldoc.ErrorList) {
 	var errs tomldoc.ErrorList
 	mods := make([]*manifest.Module, len(c.Modules))
 	var enabled []*manifest.Module
+	listed := map[string]bool{}
 	for i, mc := range c.Modules {
+		if mc.Bundle == "" || listed[mc.Bundle] {
+			continue
+		}
+		listed[mc.Bundle] = true
+		if why := bundleProblem(c, mc); why != "" {
+			errs = append(errs, moduleError(c, mc, ".bundle", why))
+			continue
+		}
 		m, err := manifest.Load(mc.Bundle)
 		if err != nil {
 			if l, ok := err.(tomldoc.ErrorList); ok {
 				errs = append(errs, l...)
 			} else {
-				errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: mc.pos, Field: mc.field + ".bundle", Reason: err.Error()})
+				errs = append(errs, moduleError(c, mc, ".bundle", err.Error()))
 			}
 			continue
 		}
@@ -425,8 +508,8 @@ func LoadModules(c *Config) ([]*manifest.Module, error) {
 			continue
 		}
 		if j, dup := seen[m.Name]; dup {
-			errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: c.Modules[i].pos, Field: c.Modules[i].field + ".bundle",
-				Reason: fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)})
+			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
+				fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)))
 			continue
 		}
 		seen[m.Name] = i
@@ -440,10 +523,53 @@ func LoadModules(c *Config) ([]*manifest.Module, error) {
 			}
 		}
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
+	return mods, errs
+}
+
+// moduleError is a mistake of module mc, at its bundle key in the config
+// file.
+func moduleError(c *Config, mc Module, key, reason string) *tomldoc.FieldError {
+	return &tomldoc.FieldError{File: c.fileName(), Pos: mc.pos, Field: mc.field + key, Reason: reason}
+}
+
+// bundleProblem says why mc's bundle cannot be read as a bundle: it must be
+// a directory holding a readable module.toml. "" when it can.
+func bundleProblem(c *Config, mc Module) string {
+	dir := mc.Bundle
+	hint := "check the path"
+	if mc.raw != "" && !filepath.IsAbs(mc.raw) {
+		hint += fmt.Sprintf("; %q is relative to the config file's directory, %s", mc.raw, filepath.Dir(c.File))
 	}
-	return mods, nil
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return fmt.Sprintf("the bundle directory %s does not exist: %s", dir, hint)
+	case err != nil:
+		return fmt.Sprintf("cannot read the bundle directory %s: %v: check that it can be read by the user svcrun runs as", dir, unwrapPathErr(err))
+	case !fi.IsDir():
+		return fmt.Sprintf("%s is not a directory: bundle names the module's bundle directory, the one holding %s; %s", dir, manifest.FileName, hint)
+	}
+	file := filepath.Join(dir, manifest.FileName)
+	f, err := os.Open(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the bundle directory %s has no %s: bundle names the directory that holds the module's manifest, %s; %s", dir, manifest.FileName, manifest.FileName, hint)
+	case err != nil:
+		return fmt.Sprintf("cannot read the manifest %s: %v: check that it can be read by the user svcrun runs as", file, unwrapPathErr(err))
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Sprintf("the manifest %s is not a regular file: a bundle holds its manifest, %s, at its root", file, manifest.FileName)
+	}
+	return ""
+}
+
+// sortErrors orders errs as messages are read: the config file's first,
+// then each other file's, each in position order.
+func sortErrors(errs tomldoc.ErrorList, config string) error {
+	errs.Sort()
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].File == config && errs[j].File != config })
+	return errs
 }
 
 // checkGrants accepts a grant only under a path the manifest asked for in
@@ -464,8 +590,8 @@ func checkGrants(c *Config, mc Module, m *manifest.Module) tomldoc.ErrorList {
 				if len(asked) > 0 {
 					askedText = strings.Join(asked, ", ")
 				}
-				errs = append(errs, &tomldoc.FieldError{File: c.File, Pos: mc.pos, Field: mc.field + ".grants." + key,
-					Reason: fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].%s asks for %s: grant only what the manifest asks", g, m.Name, key, askedText)})
+				errs = append(errs, moduleError(c, mc, ".grants."+key,
+					fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].%s asks for %s: grant only what the manifest asks", g, m.Name, key, askedText)))
 			}
 		}
 	}

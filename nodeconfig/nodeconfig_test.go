@@ -1,6 +1,7 @@
 package nodeconfig
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,7 @@ func TestDefaults(t *testing.T) {
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
 		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute,
 	}
-	if diff := cmp.Diff(want, c); diff != "" {
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 }
@@ -85,7 +86,7 @@ enabled = false
 			{Bundle: "/srv/bundles/jdk", Settings: map[string]any{}},
 		},
 	}
-	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Module{})); diff != "" {
+	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{}, Module{})); diff != "" {
 		t.Errorf("config (-want +got):\n%s", diff)
 	}
 	if got := c.ModuleDataDir("colima"); got != "/etc/svcrun/state/modules/colima" {
@@ -174,6 +175,15 @@ func TestLoadModules(t *testing.T) {
 	writeBundle(t, filepath.Join(dir, "b"), "[module]\nname = \"b\"\nversion = \"1\"\n[[probes]]\nname = \"docker\"\nexec = [\"bin/svc\"]\n")
 	writeBundle(t, filepath.Join(dir, "c"), "[module]\nname = \"a\"\nversion = \"1\"\n[[probes]]\nname = \"jdk\"\nexec = [\"bin/svc\"]\n")
 	writeBundle(t, filepath.Join(dir, "bad"), "[module]\nname = \"bad\"\nversion = \"1\"\n[[probes]]\nname = \"p\"\nexec = [\"bin/missing\"]\n")
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "dirmanifest", "module.toml"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	load := func(text string) error {
 		file := filepath.Join(dir, "svcrun.toml")
 		c, err := Parse("svcrun.toml", file, []byte(text), testHost)
@@ -200,14 +210,28 @@ func TestLoadModules(t *testing.T) {
 		{"bad manifest", "[[modules]]\nbundle = \"bad\"\n",
 			dir + `/bad/module.toml:6:9: probes[0].exec[0]: "bin/missing" does not exist in the bundle ` + dir + `/bad`},
 		{"missing bundle", "[[modules]]\nbundle = \"nope\"\n",
-			dir + `/nope/module.toml: cannot read the manifest: no such file or directory`},
+			`svcrun.toml:2:1: modules[0].bundle: the bundle directory ` + dir + `/nope does not exist: check the path; "nope" is relative to the config file's directory, ` + dir},
+		{"missing absolute bundle", "[[modules]]\nbundle = \"" + dir + "/nope\"\n",
+			`svcrun.toml:2:1: modules[0].bundle: the bundle directory ` + dir + `/nope does not exist: check the path`},
+		{"bundle under a file", "[[modules]]\nbundle = \"file/x\"\n",
+			`svcrun.toml:2:1: modules[0].bundle: the bundle directory ` + dir + `/file/x does not exist: check the path; "file/x" is relative to the config file's directory, ` + dir},
+		{"bundle is a file", "[[modules]]\nbundle = \"file\"\n",
+			`svcrun.toml:2:1: modules[0].bundle: ` + dir + `/file is not a directory: bundle names the module's bundle directory, the one holding module.toml; check the path; "file" is relative to the config file's directory, ` + dir},
+		{"bundle without manifest", "[[modules]]\nbundle = \"empty\"\n",
+			`svcrun.toml:2:1: modules[0].bundle: the bundle directory ` + dir + `/empty has no module.toml: bundle names the directory that holds the module's manifest, module.toml; check the path; "empty" is relative to the config file's directory, ` + dir},
+		{"manifest is a directory", "[[modules]]\nbundle = \"dirmanifest\"\n",
+			`svcrun.toml:2:1: modules[0].bundle: the manifest ` + dir + `/dirmanifest/module.toml is not a regular file: a bundle holds its manifest, module.toml, at its root`},
+		{"missing bundle among others", "[[modules]]\nbundle = \"bad\"\n[[modules]]\nbundle = \"nope\"\n[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/etc/ssl\"] }\n", strings.Join([]string{
+			`svcrun.toml:4:1: modules[1].bundle: the bundle directory ` + dir + `/nope does not exist: check the path; "nope" is relative to the config file's directory, ` + dir,
+			`svcrun.toml:6:1: modules[2].grants.read: "/etc/ssl" is not asked for by module "a", whose [sandbox].read asks for /opt, /srv/a: grant only what the manifest asks`,
+			dir + `/bad/module.toml:6:9: probes[0].exec[0]: "bin/missing" does not exist in the bundle ` + dir + `/bad`}, "\n")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := load(tc.toml)
 			if err == nil {
 				t.Fatal("accepted")
 			}
-			got := strings.ReplaceAll(err.Error(), filepath.Join(dir, "svcrun.toml"), "svcrun.toml")
+			got := err.Error()
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -230,5 +254,100 @@ func TestLoadReadsFile(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.toml")); err == nil || !strings.Contains(err.Error(), "missing.toml: cannot read the node configuration: no such file or directory") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestLoadReportsEverything: when the config file has mistakes, Load
+// reports those of its bundles and manifests with them, the file's first.
+func TestLoadReportsEverything(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, filepath.Join(dir, "a"), "[module]\nname = \"a\"\nversion = \"1\"\n[[services]]\nname = \"s\"\nexec = [\"bin/svc\"]\ncapabilities = [\"x\"]\n")
+	writeBundle(t, filepath.Join(dir, "b"), "[module]\nname = \"b\"\nversion = \"1\"\n[[probes]]\nname = \"x\"\nexec = [\"bin/svc\"]\n")
+	writeBundle(t, filepath.Join(dir, "bad"), "[module]\nname = \"bad\"\nversion = \"1\"\n[[probes]]\nname = \"p\"\nexec = [\"bin/missing\"]\n")
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	missing := func(line int, i int, rel string) string {
+		return fmt.Sprintf(`svcrun.toml:%d:1: modules[%d].bundle: the bundle directory %s does not exist: check the path; %q is relative to the config file's directory, %s`,
+			line, i, filepath.Join(dir, rel), rel, dir)
+	}
+	for _, tc := range []struct {
+		name, toml string
+		want       []string // nil: valid
+	}{
+		{"valid", "[[modules]]\nbundle = \"a\"\n", nil},
+		// Load alone accepts a valid file whose bundle is missing: LoadModules
+		// reports it (TestLoadModules).
+		{"missing bundle alone", "[[modules]]\nbundle = \"nope\"\n", nil},
+		{"missing bundle and other mistakes", "sandbox = \"off\"\n[[modules]]\nbundle = \"nope\"\nenabeld = true\n[limits]\npid = 1\n", []string{
+			`svcrun.toml:1:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
+			missing(3, 0, "nope"),
+			`svcrun.toml:4:1: modules[0].enabeld: unknown key (did you mean "enabled"?)`,
+			`svcrun.toml:6:1: limits.pid: unknown key (did you mean "pids"?)`}},
+		{"every kind of bundle mistake", "node_id = \"a b\"\n[[modules]]\nbundle = \"file\"\n[[modules]]\nbundle = \"empty\"\n[[modules]]\nbundle = \"bad\"\n[[modules]]\nbundle = \"gone/deeper\"\n", []string{
+			`svcrun.toml:1:1: node_id: "a b" is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit`,
+			`svcrun.toml:3:1: modules[0].bundle: ` + dir + `/file is not a directory: bundle names the module's bundle directory, the one holding module.toml; check the path; "file" is relative to the config file's directory, ` + dir,
+			`svcrun.toml:5:1: modules[1].bundle: the bundle directory ` + dir + `/empty has no module.toml: bundle names the directory that holds the module's manifest, module.toml; check the path; "empty" is relative to the config file's directory, ` + dir,
+			missing(9, 3, "gone/deeper"),
+			dir + `/bad/module.toml:6:9: probes[0].exec[0]: "bin/missing" does not exist in the bundle ` + dir + `/bad`}},
+		{"checks across manifests", "run_as = \"root\"\n[[modules]]\nbundle = \"a\"\ngrants = { write = [\"/opt\"] }\n[[modules]]\nbundle = \"b\"\n", []string{
+			`svcrun.toml:1:1: run_as: must name an unprivileged user, not root: leave it out to run ops as svcrun's own user`,
+			`svcrun.toml:3:1: modules[0].grants.write: "/opt" is not asked for by module "a", whose [sandbox].write asks for nothing: grant only what the manifest asks`,
+			dir + `/b/module.toml:5:1: probes[0].name: capability "x" is declared by both module "a" (` + dir + `/a/module.toml:7:1) and module "b"; capability names are node-wide: rename one or disable one of the modules`}},
+		{"listed twice, reported once", "sandbox = \"off\"\n[[modules]]\nbundle = \"nope\"\n[[modules]]\nbundle = \"./nope\"\n", []string{
+			`svcrun.toml:1:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
+			missing(3, 0, "nope"),
+			`svcrun.toml:5:1: modules[1].bundle: bundle ` + dir + `/nope is already listed by modules[0]`}},
+		{"bundle not a string", "[[modules]]\nbundle = 1\n", []string{
+			`svcrun.toml:2:1: modules[0].bundle: must be a string, got integer 1`}},
+		{"syntax error stops there", "sandbox = \n[[modules]]\nbundle = \"nope\"\n", []string{
+			`svcrun.toml:1:11: unexpected character U+000A at start of value`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := load("svcrun.toml", filepath.Join(dir, "svcrun.toml"), []byte(tc.toml), testHost)
+			if tc.want == nil {
+				if err != nil || c == nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if diff := cmp.Diff(strings.Join(tc.want, "\n"), err.Error()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUnreadableBundle(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads everything")
+	}
+	dir := t.TempDir()
+	writeBundle(t, filepath.Join(dir, "locked"), "[module]\nname = \"a\"\nversion = \"1\"\n")
+	if err := os.Chmod(filepath.Join(dir, "locked", "module.toml"), 0); err != nil {
+		t.Fatal(err)
+	}
+	writeBundle(t, filepath.Join(dir, "closed", "inner"), "[module]\nname = \"b\"\nversion = \"1\"\n")
+	if err := os.Chmod(filepath.Join(dir, "closed"), 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "closed"), 0o755) })
+	c, err := Parse("svcrun.toml", filepath.Join(dir, "svcrun.toml"), []byte("[[modules]]\nbundle = \"locked\"\n[[modules]]\nbundle = \"closed/inner\"\n"), testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadModules(c)
+	want := strings.Join([]string{
+		`svcrun.toml:2:1: modules[0].bundle: cannot read the manifest ` + dir + `/locked/module.toml: permission denied: check that it can be read by the user svcrun runs as`,
+		`svcrun.toml:4:1: modules[1].bundle: cannot read the bundle directory ` + dir + `/closed/inner: permission denied: check that it can be read by the user svcrun runs as`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
 	}
 }

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -46,7 +50,9 @@ func TestValidate(t *testing.T) {
 		}},
 		{name: "invalid config", args: []string{"validate", "--config", "testdata/bad-node.toml"}, code: 1, errs: []string{
 			`testdata/bad-node.toml:3:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
-			"invalid: 1 error",
+			// The grant is checked against the manifest although the file has a mistake.
+			`testdata/bad-node.toml:6:1: modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing: grant only what the manifest asks`,
+			"invalid: 2 errors",
 		}},
 		{name: "missing config", args: []string{"validate", "--config", "testdata/nope.toml"}, code: 1, errs: []string{
 			"testdata/nope.toml: cannot read the node configuration: no such file or directory",
@@ -81,5 +87,68 @@ func TestInvalidConfigGrant(t *testing.T) {
 	code, _, errs := run(t, "validate", "--config", "testdata/grant-node.toml")
 	if code != 1 || !strings.Contains(errs, `modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing: grant only what the manifest asks`) {
 		t.Errorf("code %d, stderr:\n%s", code, errs)
+	}
+}
+
+// TestValidateConfigBundles: a bundle that cannot be read is reported at
+// its bundle key in the config, with every other mistake of the config and
+// of the manifests that load.
+func TestValidateConfigBundles(t *testing.T) {
+	dir := t.TempDir()
+	demo, err := filepath.Abs("../../examples/modules/demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := filepath.Abs("testdata/bad-bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const head = "node_id = \"n\"\nmemory_budget_gb = 1\n"
+	relHint := func(rel string) string {
+		return fmt.Sprintf("check the path; %q is relative to the config file's directory, %s", rel, dir)
+	}
+	for _, tc := range []struct {
+		name, toml string
+		want       []string // the whole of stderr, line by line
+	}{
+		{"missing bundle alone", head + "[[modules]]\nbundle = \"modules/nope\"\n", []string{
+			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " + relHint("modules/nope"),
+			"invalid: 1 error"}},
+		{"missing bundle with other mistakes", head + "sandbox = \"off\"\ndata_dri = \"x\"\n[[modules]]\nbundle = \"modules/nope\"\n[[modules]]\nbundle = \"" + demo + "\"\nenabeld = true\n[[modules]]\nbundle = \"" + bad + "\"\n", []string{
+			`CONFIG:3:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
+			`CONFIG:4:1: data_dri: unknown key (did you mean "data_dir"?)`,
+			"CONFIG:6:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " + relHint("modules/nope"),
+			`CONFIG:9:1: modules[1].enabeld: unknown key (did you mean "enabled"?)`,
+			bad + `/module.toml:2:1: module.name: "Bad" is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit`,
+			bad + `/module.toml:7:9: services[0].exec[0]: "/bin/sh" must be relative to the bundle root (no PATH lookup, no absolute paths)`,
+			bad + `/module.toml:8:1: services[0].lifecycle: "sometimes" is not a lifecycle: use "on_demand", "always" or "manual"`,
+			"invalid: 7 errors"}},
+		{"bundle is a file", head + "[[modules]]\nbundle = \"" + demo + "\"\n[[modules]]\nbundle = \"file\"\n", []string{
+			"CONFIG:6:1: modules[1].bundle: " + dir + "/file is not a directory: bundle names the module's bundle directory, the one holding module.toml; " + relHint("file"),
+			"invalid: 1 error"}},
+		{"bundle without module.toml", head + "[[modules]]\nbundle = \"" + dir + "/empty\"\n", []string{
+			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/empty has no module.toml: bundle names the directory that holds the module's manifest, module.toml; check the path",
+			"invalid: 1 error"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".toml")
+			if err := os.WriteFile(file, []byte(tc.toml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := run(t, "validate", "--config", file)
+			if code != 1 || out != "" {
+				t.Errorf("exit code %d, stdout:\n%s", code, out)
+			}
+			want := strings.ReplaceAll(strings.Join(tc.want, "\n"), "CONFIG", file) + "\n"
+			if diff := cmp.Diff(want, errs); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
