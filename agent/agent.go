@@ -175,7 +175,7 @@ func Open(opts Options) (*Agent, error) {
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
 	a.identity = id
-	a.sandboxHost = sandbox.Probe().String()
+	a.sandboxHost = sandbox.Probe().Layers() // the containers are reported on their own
 	a.sandboxMissing = sandbox.Report(cfg, mods)
 	for _, l := range a.sandboxMissing {
 		a.log.Warn("sandbox: " + l)

@@ -67,11 +67,19 @@ var landlockFeatures = []struct {
 	{9, "7.1", "pathname Unix socket connections (resolve_unix)"},
 }
 
+// String is the whole report: the sandbox's layers, then the process
+// containers.
 func (s Support) String() string {
+	return s.Layers() + fmt.Sprintf("process containers: %s\n", indentRest(s.Cgroup.String()))
+}
+
+// Layers is the report of the sandbox's layers alone, for a status that
+// reports the process containers a node really uses (its own cgroup base)
+// on its own.
+func (s Support) Layers() string {
 	var b strings.Builder
 	if !s.Enforced {
 		fmt.Fprintf(&b, "sandbox: NOT enforced on %s: %s\n", s.OS, s.Reason)
-		fmt.Fprintf(&b, "process containers: %s\n", indentRest(s.Cgroup.String()))
 		return b.String()
 	}
 	who := fmt.Sprintf("uid %d", s.EUID)
@@ -119,7 +127,6 @@ func (s Support) String() string {
 		fmt.Fprintf(&b, "run_as: no: svcrun is not root; ops run as its own user\n")
 	}
 	fmt.Fprintf(&b, "rlimit_core: yes: soft 0 from the fork; hard 0 for run_as ops: %s\n", s.CoreHard)
-	fmt.Fprintf(&b, "process containers: %s\n", indentRest(s.Cgroup.String()))
 	return b.String()
 }
 
