@@ -57,7 +57,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	metric("svcrun_pool_tokens", "Pool capacity and reservations.", "gauge")
 	sort.Slice(st.Pools, func(i, j int) bool { return st.Pools[i].Name < st.Pools[j].Name })
 	for _, p := range st.Pools {
-		fmt.Fprintf(w, "svcrun_pool_tokens{pool=%q,kind=\"capacity\"} %d\nsvcrun_pool_tokens{pool=%q,kind=\"reserved\"} %d\n", p.Name, p.Capacity, p.Name, p.Reserved)
+		fmt.Fprintf(w, "svcrun_pool_tokens{pool=%q,kind=\"capacity\"} %d\nsvcrun_pool_tokens{pool=%q,kind=\"offered\"} %d\nsvcrun_pool_tokens{pool=%q,kind=\"reserved\"} %d\n",
+			p.Name, p.Capacity, p.Name, p.Offered, p.Name, p.Reserved)
 	}
 	return nil
 }

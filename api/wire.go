@@ -178,10 +178,13 @@ type LeaseStatus struct {
 
 // PoolStatus is one pool.
 type PoolStatus struct {
-	Name     string `json:"name"`
-	Service  string `json:"service"`
-	Capacity int64  `json:"capacity"`
-	Reserved int64  `json:"reserved"`
+	Name    string `json:"name"`
+	Service string `json:"service"`
+	// Capacity can be reserved now (its service usable); Offered is its
+	// latest healthy fingerprint's offer, also while it is stopped.
+	Capacity int64 `json:"capacity"`
+	Offered  int64 `json:"offered"`
+	Reserved int64 `json:"reserved"`
 }
 
 // statusOf converts the agent's view to the wire's.
@@ -210,7 +213,7 @@ func statusOf(st agent.Status) Status {
 			Services: l.Services, Pools: l.Pools, NeedsPools: l.NeedsPools, Capabilities: l.Capabilities, Expires: l.Expires})
 	}
 	for _, p := range st.Pools {
-		out.Pools = append(out.Pools, PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Reserved: p.Reserved})
+		out.Pools = append(out.Pools, PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Offered: p.Offered, Reserved: p.Reserved})
 	}
 	return out
 }

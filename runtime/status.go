@@ -68,9 +68,15 @@ type LeaseStatus struct {
 
 // PoolStatus is one pool's capacity and reservations.
 type PoolStatus struct {
-	Name     string
-	Service  string
+	Name    string
+	Service string
+	// Capacity is what can be reserved now: the offer while the service is
+	// usable (started, ready, healthy), else 0.
 	Capacity int64
+	// Offered is the offer of the service's latest healthy fingerprint,
+	// also while it is stopped (an admission then starts it); 0 before
+	// any. A request for more is rejected at once.
+	Offered  int64
 	Reserved int64
 }
 
@@ -115,7 +121,12 @@ func (e *Engine) Status() Status {
 		st.Leases = append(st.Leases, ls)
 	}
 	for _, name := range e.poolNames() {
-		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: e.pools[name].name, Capacity: e.capacity(name), Reserved: e.reserved[name]})
+		s := e.pools[name]
+		var offered int64
+		if s.fpKnown && s.fpHealthy {
+			offered = s.pools[name]
+		}
+		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: s.name, Capacity: e.capacity(name), Offered: offered, Reserved: e.reserved[name]})
 	}
 	st.Skipped = append(st.Skipped, e.skipped...)
 	for a := range e.attempts {

@@ -61,11 +61,11 @@ func printStatus(out io.Writer, st api.Status) {
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILURES\tBACKOFF UNTIL\tPOOLS (RESERVED/CAP)\tCAPABILITIES\tFROZEN\tNOTE")
+	fmt.Fprintln(tw, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILURES\tBACKOFF UNTIL\tPOOLS (RESERVED/OFFERED)\tCAPABILITIES\tFROZEN\tNOTE")
 	for _, s := range st.Services {
 		var ps []string
 		for _, p := range pools[s.Name] {
-			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Capacity))
+			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Offered))
 		}
 		backoff := "-"
 		if s.BackoffUntil.After(st.Now) {
