@@ -312,9 +312,13 @@ func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ev.Close()
+	// Both slots held, so the next request waits.
+	if _, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(20 * time.Second)}); err != nil {
+		t.Fatal(err)
+	}
 	res := make(chan error, 1)
 	go func() {
-		_, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 5}, Wait: Duration(time.Minute)})
+		_, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(time.Minute)})
 		res <- err
 	}()
 	time.Sleep(200 * time.Millisecond)

@@ -155,12 +155,13 @@ type ServiceStatus struct {
 
 // ProbeStatus is one probe and its last result.
 type ProbeStatus struct {
-	Name       string `json:"name"`
-	Capability string `json:"capability"`
-	Enabled    bool   `json:"enabled"`
-	Reported   bool   `json:"reported"`
-	Healthy    bool   `json:"healthy"`
-	Message    string `json:"message,omitempty"`
+	Name       string    `json:"name"`
+	Capability string    `json:"capability"`
+	Enabled    bool      `json:"enabled"`
+	Reported   bool      `json:"reported"`
+	Healthy    bool      `json:"healthy"`
+	Message    string    `json:"message,omitempty"`
+	CheckedAt  time.Time `json:"checked_at,omitzero"` // when its last result came
 }
 
 // LeaseStatus is one lease, admitted or waiting.
@@ -206,7 +207,7 @@ func statusOf(st agent.Status) Status {
 	}
 	for _, p := range st.Probes {
 		out.Probes = append(out.Probes, ProbeStatus{Name: p.Name, Capability: p.Capability, Enabled: p.Enabled,
-			Reported: p.Reported, Healthy: p.Healthy, Message: p.Message})
+			Reported: p.Reported, Healthy: p.Healthy, Message: p.Message, CheckedAt: p.CheckedAt})
 	}
 	for _, l := range st.Leases {
 		out.Leases = append(out.Leases, LeaseStatus{ID: string(l.ID), Job: l.Job, Attempt: l.Attempt, Admitted: l.Admitted,

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
@@ -25,6 +26,7 @@ type probe struct {
 	reported bool
 	healthy  bool
 	message  string
+	checked  time.Time // when the last result came
 }
 
 func (p *probe) isDirty() *bool  { return &p.dirty }
@@ -63,7 +65,7 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 			e.note(p.name, "unhealthy: capability %s withdrawn: %s", p.spec.Name, msg)
 		}
 	}
-	p.reported, p.healthy, p.message = true, healthy, msg
+	p.reported, p.healthy, p.message, p.checked = true, healthy, msg, e.now
 	e.setTimer(p.slot, TimerProbe, p.name, e.now.Add(p.spec.Period))
 	e.admitDirty = true
 	if p.due {

@@ -53,6 +53,7 @@ type ProbeStatus struct {
 	Reported   bool
 	Healthy    bool
 	Message    string
+	CheckedAt  time.Time // when the last result came; zero before any
 }
 
 // LeaseStatus is one lease, admitted or waiting.
@@ -105,7 +106,7 @@ func (e *Engine) Status() Status {
 		st.Services = append(st.Services, ss)
 	}
 	for _, p := range e.prbOrder {
-		st.Probes = append(st.Probes, ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message})
+		st.Probes = append(st.Probes, ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message, CheckedAt: p.checked})
 	}
 	ids := make([]LeaseID, 0, len(e.leases))
 	for id := range e.leases {

@@ -81,7 +81,7 @@ func printStatus(out io.Writer, st api.Status) {
 
 	fmt.Fprintln(out)
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tCAPABILITY\tLAST RESULT\tMESSAGE")
+	fmt.Fprintln(tw, "PROBE\tCAPABILITY\tLAST RESULT\tCHECKED\tMESSAGE")
 	for _, p := range st.Probes {
 		res := "unhealthy"
 		switch {
@@ -92,7 +92,11 @@ func printStatus(out io.Writer, st api.Status) {
 		case p.Healthy:
 			res = "healthy"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Capability, res, dash(p.Message))
+		checked := "-"
+		if !p.CheckedAt.IsZero() {
+			checked = ago(st.Now, p.CheckedAt) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Capability, res, checked, dash(p.Message))
 	}
 	if len(st.Probes) == 0 {
 		fmt.Fprintln(tw, "(none)")
