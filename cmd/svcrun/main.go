@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 func main() {
@@ -182,7 +184,7 @@ func parseMixed(fs *flag.FlagSet, args []string) error {
 		if len(rest) == 0 {
 			break
 		}
-		if endsWithTerminator(fs, args[:len(args)-len(rest)]) {
+		if cli.EndsWithTerminator(fs, args[:len(args)-len(rest)]) {
 			positional = append(positional, rest...)
 			break
 		}
@@ -190,29 +192,6 @@ func parseMixed(fs *flag.FlagSet, args []string) error {
 		args = rest[1:]
 	}
 	return fs.Parse(append([]string{"--"}, positional...))
-}
-
-// endsWithTerminator tells whether the flags the flag package parsed end
-// with a "--" terminator, rather than with "--" as the value of a flag
-// (--job --).
-func endsWithTerminator(fs *flag.FlagSet, parsed []string) bool {
-	for i := 0; i < len(parsed); i++ {
-		a := parsed[i]
-		if a == "--" {
-			return true
-		}
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-				continue
-			}
-			i++ // the flag's value
-		}
-	}
-	return false
 }
 
 // flagError rewrites the flag package's `invalid value "5x" for flag

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 )
 
 // Env is a command's standard streams, so that tests run it in process.
@@ -121,12 +122,13 @@ func Parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			}
 			return nil, ExitError{2}
 		}
+		parsed := args[:len(args)-len(fs.Args())]
 		args = fs.Args()
 		if len(args) == 0 {
 			return rest, nil
 		}
-		if args[0] == "--" {
-			return append(rest, args[1:]...), nil
+		if EndsWithTerminator(fs, parsed) {
+			return append(rest, args...), nil
 		}
 		rest = append(rest, args[0])
 		args = args[1:]
@@ -150,4 +152,27 @@ func ParseLeading(fs *flag.FlagSet, args []string) ([]string, error) {
 		return nil, ExitError{2}
 	}
 	return fs.Args(), nil
+}
+
+// EndsWithTerminator tells whether the flags the flag package parsed end
+// with a "--" terminator, rather than with "--" as the value of a flag
+// (--job --).
+func EndsWithTerminator(fs *flag.FlagSet, parsed []string) bool {
+	for i := 0; i < len(parsed); i++ {
+		a := parsed[i]
+		if a == "--" {
+			return true
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			i++ // the flag's value
+		}
+	}
+	return false
 }
