@@ -42,7 +42,7 @@ func (e *UnreachableError) Error() string {
 	if errors.As(cause, &op) && op.Err != nil {
 		cause = op.Err // "connect: no such file or directory"
 	}
-	hint := "is `svcrun serve` running? (the socket comes from --socket, else --config, else $SVCRUN_SOCKET)"
+	hint := "is `svcrun serve` running? (the socket comes from --socket, else --config, else $SVCRUN_SOCKET, else the default if it exists, else the svcrun serve started last)"
 	if errors.Is(e.Err, os.ErrPermission) {
 		hint = "only root and svcrun's own user may connect: run the command as one of them, e.g. with sudo"
 	}

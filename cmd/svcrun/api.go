@@ -49,13 +49,14 @@ type socketFlags struct {
 
 func addSocketFlags(fs *flag.FlagSet) socketFlags {
 	return socketFlags{
-		socket: fs.String("socket", "", "svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+")"),
+		socket: fs.String("socket", "", "svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+" if it exists, else that of the svcrun serve started last)"),
 		config: fs.String("config", "", "read the socket path from this node configuration `FILE`"),
 	}
 }
 
 // path resolves the socket: --socket, else --config's socket, else
-// $SVCRUN_SOCKET, else the default.
+// $SVCRUN_SOCKET, else the default if it exists, else the one svcrun serve
+// announced last (announce.go), else the default.
 func (f socketFlags) path() (string, error) {
 	switch {
 	case *f.socket != "":
@@ -68,6 +69,11 @@ func (f socketFlags) path() (string, error) {
 		return c.Socket, nil
 	case os.Getenv(EnvSocket) != "":
 		return os.Getenv(EnvSocket), nil
+	}
+	if _, err := os.Stat(DefaultSocket); err != nil {
+		if s := announced(); s != "" {
+			return s, nil
+		}
 	}
 	return DefaultSocket, nil
 }

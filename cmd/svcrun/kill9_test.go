@@ -150,3 +150,64 @@ func removeCgroups(t *testing.T, name string) {
 		}
 	}
 }
+
+// TestServeAnnouncesItsSocket: with neither --socket, --config nor
+// $SVCRUN_SOCKET (and nothing at the default path), a command finds the
+// svcrun serve started last, as a new user expects after
+// `svcrun serve --config examples/node.toml`; the announcement goes when
+// that svcrun stops.
+func TestServeAnnouncesItsSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := os.Stat(DefaultSocket); err == nil {
+		t.Skipf("a svcrun listens at the default %s", DefaultSocket)
+	}
+	bin := buildSvcrun(t)
+	demo, _ := filepath.Abs("../../examples/modules/demo")
+	sdir, err := os.MkdirTemp("", "an")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sdir) })
+	cfg := filepath.Join(t.TempDir(), "svcrun.toml")
+	sock := filepath.Join(sdir, "s.sock")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = \"an\"\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", sock, demo)), 0o644)
+	serve := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text", "--stop-services-on-exit")
+	serve.Stderr = &testLog{t}
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer serve.Process.Kill()
+	t.Cleanup(func() { removeCgroups(t, "svcrun-an") })
+	env := []string{EnvRuntimeDir + "=" + os.Getenv(EnvRuntimeDir), "PATH=" + os.Getenv("PATH")} // no SVCRUN_SOCKET
+	status := func() ([]byte, error) {
+		c := exec.Command(bin, "status", "--json")
+		c.Env = env
+		return c.Output()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := status()
+		if err == nil {
+			if !strings.Contains(string(out), `"node_id": "an"`) {
+				t.Fatalf("status of another svcrun:\n%s", out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status without --socket or --config never reached the svcrun just started: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	run := exec.Command(bin, "run", "--capability", "kv", "--", "echo", "hi")
+	run.Env = env
+	if out, err := run.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "hi" {
+		t.Errorf("svcrun run --capability kv -- echo hi: %v\n%s", err, out)
+	}
+	serve.Process.Signal(syscall.SIGTERM)
+	serve.Wait()
+	if s := announced(); s != "" {
+		t.Errorf("still announced after svcrun stopped: %s", s)
+	}
+}

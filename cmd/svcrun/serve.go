@@ -86,6 +86,11 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	defer srv.Close()
+	if undo, err := announce(a.Config().Socket); err != nil {
+		log.Warn("socket not announced: commands must be given --socket or --config", "file", announceFile(), "error", err)
+	} else {
+		defer undo()
+	}
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
