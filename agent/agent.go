@@ -18,8 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -273,12 +275,17 @@ func (a *Agent) loop(ctx context.Context) error {
 }
 
 // shutdown ends Run: no more requests; ops in flight may finish within the
-// grace; waiters are told the agent is stopping.
+// grace; waiters are told the agent is stopping. An acquire told so is
+// withdrawn: the engine still holds it, and the ops drain steps (the start
+// it waits for) could admit it, storing a lease for a caller told it failed.
 func (a *Agent) shutdown(cause error) error {
 	a.mu.Lock()
 	a.stopped = true
-	for id, ws := range a.waiters {
-		for _, w := range ws {
+	for _, id := range slices.Sorted(maps.Keys(a.waiters)) {
+		for _, w := range a.waiters[id] {
+			if w.acquire {
+				a.withdrawn = append(a.withdrawn, id)
+			}
 			close(w.ch)
 		}
 		delete(a.waiters, id)
@@ -286,6 +293,7 @@ func (a *Agent) shutdown(cause error) error {
 	close(a.quit)
 	a.mu.Unlock()
 	if cause == nil {
+		a.stepWithdrawals() // before drain admits them
 		a.drain()
 		if a.opts.StopServicesOnExit {
 			a.stopAll()
@@ -502,6 +510,7 @@ func (a *Agent) answer(now time.Time, f runtime.Effect) {
 type waiter struct {
 	ch      chan runtime.Effect
 	accepts func(runtime.Effect) bool
+	acquire bool // an Acquire's: withdrawn when svcrun stops before the answer
 }
 
 // Answer kinds each request waits for.
@@ -529,10 +538,10 @@ func releaseAnswer(f runtime.Effect) bool {
 	return false
 }
 
-func (a *Agent) wait(id runtime.LeaseID, accepts func(runtime.Effect) bool) chan runtime.Effect {
+func (a *Agent) wait(id runtime.LeaseID, accepts func(runtime.Effect) bool, acquire bool) chan runtime.Effect {
 	ch := make(chan runtime.Effect, 1)
 	a.mu.Lock()
-	a.waiters[id] = append(a.waiters[id], waiter{ch: ch, accepts: accepts})
+	a.waiters[id] = append(a.waiters[id], waiter{ch: ch, accepts: accepts, acquire: acquire})
 	a.mu.Unlock()
 	return ch
 }

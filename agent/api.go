@@ -59,7 +59,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if req.Attempt == "" {
 		req.Attempt = newID("attempt-")
 	}
-	ch := a.wait(id, acquireAnswer)
+	ch := a.wait(id, acquireAnswer, true)
 	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
 	if err != nil {
 		a.unwait(id, ch)
@@ -90,7 +90,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 
 // leaseCall posts a renew or release and waits for its answer.
 func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Event, accepts func(runtime.Effect) bool) (runtime.Effect, error) {
-	ch := a.wait(id, accepts)
+	ch := a.wait(id, accepts, false)
 	if err := a.post(ev); err != nil {
 		a.unwait(id, ch)
 		return nil, err
