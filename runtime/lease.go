@@ -237,17 +237,19 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 }
 
 // overOffer says why req asks a pool for more tokens than its service
-// offers in all (its latest healthy fingerprint), or "". Such a request is
-// rejected at once: waiting would not help it, and as the first in line it
-// would hold back every later request for the pool.
+// offers in all, or "". Such a request is rejected at once: waiting would
+// not help it, and as the first in line it would hold back every later
+// request for the pool. Only a usable (running, ready, healthy) service's
+// offer counts: a stopped one may report what it can provide only once
+// started, so a request for its pool waits for the start.
 func (e *Engine) overOffer(req Requirements) string {
 	for _, name := range sortedKeys(req.Pools) {
 		s := e.pools[name]
-		if s == nil || !s.fpKnown || !s.fpHealthy {
-			continue // not known yet: wait for the fingerprint
+		if s == nil || !s.usable() {
+			continue
 		}
 		if n, offer := req.Pools[name], s.pools[name]; n > offer {
-			return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint)", name, n, s.name, offer)
+			return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint while running)", name, n, s.name, offer)
 		}
 	}
 	return ""

@@ -76,7 +76,7 @@ type PoolStatus struct {
 	Capacity int64
 	// Offered is the offer of the service's latest healthy fingerprint,
 	// also while it is stopped (an admission then starts it); 0 before
-	// any. A request for more is rejected at once.
+	// any. A request for more is rejected once the service runs.
 	Offered  int64
 	Reserved int64
 }
