@@ -373,7 +373,7 @@ func (e *Engine) disableModule(m *module) {
 	}
 	for _, p := range m.probes {
 		p.due = false
-		p.reported, p.healthy = false, false
+		p.reported, p.healthy, p.message, p.checked = false, false, "", time.Time{}
 		e.cancelTimer(p.slot, TimerProbe, p.name)
 		e.failWaitingForProbe(p, fmt.Sprintf("module %s was disabled", m.name))
 	}
