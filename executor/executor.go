@@ -74,6 +74,9 @@ type Executor struct {
 
 	gmu    sync.Mutex
 	groups map[runtime.Target]map[int]bool // process group -> its op is still running
+	// armed are the services whose ops left something running (a daemon)
+	// when they ended: the emptying of their last group is an event.
+	armed map[runtime.Target]bool
 	// unsubscribe ends the orphan-exit events of the process-group
 	// fallback.
 	unsubscribe func()
@@ -158,6 +161,7 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		cancel:    cancel,
 		targets:   targets,
 		groups:    map[runtime.Target]map[int]bool{},
+		armed:     map[runtime.Target]bool{},
 	}
 	x.initContainers(cfg, post)
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
@@ -354,30 +358,39 @@ func (x *Executor) addGroup(t runtime.Target, pgid int) {
 }
 
 // opEnded keeps the op's group only while something it left (a daemon)
-// lives in it, and forgets the target's other groups that emptied.
+// lives in it, and forgets the target's other groups that emptied. A
+// service whose ops left something running is armed; if its last group
+// emptied while this op ran (its daemon died meanwhile), that is reported
+// now, as a cgroup's emptying would be at the end of the op.
 func (x *Executor) opEnded(t runtime.Target, pgid int) {
 	x.gmu.Lock()
-	defer x.gmu.Unlock()
+	emptied := false
 	if g := x.groups[t]; g != nil {
 		g[pgid] = false
 		x.pruneLocked(t)
+		emptied = x.settleLocked(t)
+	}
+	x.gmu.Unlock()
+	if emptied {
+		x.post(runtime.ContainerEmptied{Service: t.String()})
 	}
 }
 
 // groupExited is told that an orphan of process group pgid died (the
 // reaper, where svcrun is the child subreaper). When that empties the last
-// group a service's ops left processes in, and none of its ops runs, the
-// service's daemon is gone: ContainerEmptied, as a cgroup would say it.
+// group an armed service's ops left processes in, and none of its ops
+// runs, the service's daemon is gone: ContainerEmptied, as a cgroup would
+// say it. While an op runs, opEnded says it.
 func (x *Executor) groupExited(pgid int) {
 	x.gmu.Lock()
 	var emptied []string
 	for t, g := range x.groups {
-		if running, ok := g[pgid]; !ok || running || t.Probe || groupHasLive(pgid) {
+		if running, ok := g[pgid]; !ok || running || groupHasLive(pgid) {
 			continue
 		}
 		delete(g, pgid)
 		x.pruneLocked(t)
-		if x.groups[t] == nil {
+		if x.settleLocked(t) {
 			emptied = append(emptied, t.String())
 		}
 	}
@@ -385,6 +398,28 @@ func (x *Executor) groupExited(pgid int) {
 	for _, s := range emptied {
 		x.post(runtime.ContainerEmptied{Service: s})
 	}
+}
+
+// settleLocked arms a service whose ops left groups and none runs, and
+// says whether an armed one has none left: its daemon is gone. Probes are
+// never armed (nothing of theirs should outlive an op).
+func (x *Executor) settleLocked(t runtime.Target) (emptied bool) {
+	if t.Probe {
+		return false
+	}
+	g := x.groups[t]
+	for _, running := range g {
+		if running {
+			return false
+		}
+	}
+	if len(g) > 0 {
+		x.armed[t] = true
+		return false
+	}
+	emptied = x.armed[t]
+	delete(x.armed, t)
+	return emptied
 }
 
 func (x *Executor) pruneLocked(t runtime.Target) {

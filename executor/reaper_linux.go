@@ -91,13 +91,10 @@ func notifyOrphanExits(pgids []int) {
 }
 
 // reapOrphan reaps the zombie pid and returns its process group (0 when
-// it was not reaped).
-func reapOrphan(pid int) int {
-	_, pgid, _, _ := procStatGroup(pid) // a zombie keeps its stat
-	if !reap(pid) {
-		return 0
-	}
-	return pgid
+// /proc did not say).
+func reapOrphan(pid int) (pgid int, reaped bool) {
+	_, pgid, _, _ = procStatGroup(pid) // a zombie keeps its stat
+	return pgid, reap(pid)
 }
 
 // startTracked starts a process that the reaper leaves alone until untrack is
@@ -218,12 +215,12 @@ func reaper() {
 			continue
 		}
 		spawnMu.Lock()
-		pgid := 0
+		pgid, reaped := 0, false
 		if !isInflight(pid) { // it may have been a spawn not yet in the set
-			pgid = reapOrphan(pid)
+			pgid, reaped = reapOrphan(pid)
 		}
 		spawnMu.Unlock()
-		if pgid > 0 {
+		if reaped && pgid > 0 {
 			notifyOrphanExits([]int{pgid})
 		}
 	}
@@ -255,12 +252,14 @@ func ReapOrphans() int {
 			}
 			return reaped + reapScan()
 		}
-		pgid := reapOrphan(pid)
+		pgid, ok := reapOrphan(pid)
 		spawnMu.Unlock()
-		if pgid == 0 {
+		if !ok {
 			return reaped
 		}
-		notifyOrphanExits([]int{pgid})
+		if pgid > 0 {
+			notifyOrphanExits([]int{pgid})
+		}
 		reaped++
 	}
 }
@@ -306,17 +305,21 @@ func peekZombie() int {
 func reapScan() int {
 	spawnMu.Lock()
 	var pgids []int
+	reaped := 0
 	for _, pid := range children() {
 		if isInflight(pid) {
 			continue
 		}
-		if g := reapOrphan(pid); g > 0 {
-			pgids = append(pgids, g)
+		if g, ok := reapOrphan(pid); ok {
+			reaped++
+			if g > 0 {
+				pgids = append(pgids, g)
+			}
 		}
 	}
 	spawnMu.Unlock()
 	notifyOrphanExits(pgids)
-	return len(pgids)
+	return reaped
 }
 
 func isInflight(pid int) bool {
