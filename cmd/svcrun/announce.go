@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 )
 
@@ -17,12 +18,18 @@ const EnvRuntimeDir = "SVCRUN_RUNTIME_DIR"
 // the svcrun started last when none runs at the default path: a new user
 // runs `svcrun serve --config examples/node.toml` in one terminal and
 // `svcrun run ... -- echo hi` in another. It is /run/svcrun/socket for
-// root, and in a directory of the user's own otherwise.
+// root (/var/run on macOS), and in a directory of the user's own
+// otherwise (the temporary directory's svcrun on Windows).
 func announceFile() string {
 	if d := os.Getenv(EnvRuntimeDir); d != "" {
 		return filepath.Join(d, "socket")
 	}
-	if os.Geteuid() == 0 {
+	switch {
+	case goruntime.GOOS == "windows":
+		return filepath.Join(os.TempDir(), "svcrun", "socket")
+	case os.Geteuid() == 0 && goruntime.GOOS == "darwin":
+		return "/var/run/svcrun/socket"
+	case os.Geteuid() == 0:
 		return "/run/svcrun/socket"
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
@@ -32,7 +39,10 @@ func announceFile() string {
 }
 
 // announce writes socket to announceFile; the returned func removes the
-// file if it still names socket (a later svcrun may have replaced it).
+// file if it still names socket (a later svcrun may have replaced it; the
+// check and the removal are not atomic, so a serve starting in that
+// instant may find its announcement gone, and commands then need
+// --socket or --config).
 func announce(socket string) (func(), error) {
 	file := announceFile()
 	dir := filepath.Dir(file)
@@ -83,7 +93,7 @@ func ownDir(dir string) error {
 	if uid, ok := ownerOf(fi); ok && uid != os.Geteuid() {
 		return fmt.Errorf("%s belongs to uid %d, not to this user: %w", dir, uid, fs.ErrPermission)
 	}
-	if fi.Mode().Perm()&0o022 != 0 {
+	if goruntime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 { // Windows reports 0777
 		return fmt.Errorf("%s is writable by others: %w", dir, errors.ErrUnsupported)
 	}
 	return nil
