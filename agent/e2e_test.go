@@ -1010,7 +1010,11 @@ func e2eReaping(t *testing.T, mode e2eMode) {
 		data, _ := os.ReadFile(e.ctlPath("reaper", "destroy.log"))
 		return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(data)), " --force", "+force"))
 	}
-	eventually(t, "stubborn-1 destroyed with --force", 10*time.Second, func() bool { return slices.Contains(destroys(), "stubborn-1+force") })
+	// The script logs a destroy before it removes the object: wait for both.
+	eventually(t, "stubborn-1 destroyed with --force", 10*time.Second, func() bool {
+		_, err := os.Stat(e.ctlPath("reaper", "objects/stubborn-1.json"))
+		return slices.Contains(destroys(), "stubborn-1+force") && os.IsNotExist(err)
+	})
 	var stubborn []string
 	count := map[string]int{}
 	for _, d := range destroys() {
