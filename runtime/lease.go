@@ -179,12 +179,12 @@ func (e *Engine) admitWaiting() {
 	var blocked map[string]bool
 	for i := 0; i < len(e.waiting); {
 		l := e.waiting[i]
+		if e.tryAdmit(l, blocked) {
+			continue // tryAdmit removed it (never one over the offer: its tokens exceed the capacity)
+		}
 		if why := e.overOffer(l.req); why != "" {
 			e.dropWaiting(l, why) // its pool's offer shrank: it would block the pool for ever
 			continue
-		}
-		if e.tryAdmit(l, blocked) {
-			continue // tryAdmit removed it
 		}
 		if e.poolBlocked(l) {
 			if blocked == nil {
@@ -243,16 +243,20 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 // offer counts: a stopped one may report what it can provide only once
 // started, so a request for its pool waits for the start.
 func (e *Engine) overOffer(req Requirements) string {
-	for _, name := range sortedKeys(req.Pools) {
-		s := e.pools[name]
-		if s == nil || !s.usable() {
-			continue
-		}
-		if n, offer := req.Pools[name], s.pools[name]; n > offer {
-			return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint while running)", name, n, s.name, offer)
+	over := ""
+	for name, n := range req.Pools {
+		// Map order: the first pool over in name order is named, so that
+		// the reason is the same from run to run. No sorting on the
+		// admission path, which runs this for every waiting lease.
+		if s := e.pools[name]; s != nil && s.usable() && n > s.pools[name] && (over == "" || name < over) {
+			over = name
 		}
 	}
-	return ""
+	if over == "" {
+		return ""
+	}
+	s := e.pools[over]
+	return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint while running)", over, req.Pools[over], s.name, s.pools[over])
 }
 
 // capacity is what a pool offers now: the latest fingerprint of its
