@@ -8,7 +8,6 @@ package agent
 import (
 	"context"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/runtime"
-	"github.com/oarbank/svcrun/store"
 )
 
 // onLoop returns on ctx.Done while the closure is still queued; the closure
@@ -129,15 +127,9 @@ func TestWithdrawWhileStopping(t *testing.T) {
 	var arm atomic.Bool
 	held := make(chan runtime.Event, 1)
 	var post func(runtime.Event)
+	armed := func(runtime.OpDone) bool { return arm.CompareAndSwap(true, false) } // shutdown waits for the held op
 	newExec := func(c executor.Config, p func(runtime.Event)) (Executor, error) {
-		post = p
-		return executor.New(c, func(ev runtime.Event) {
-			if _, done := ev.(runtime.OpDone); done && arm.CompareAndSwap(true, false) {
-				held <- ev // the engine keeps this op in flight: shutdown waits for it
-				return
-			}
-			p(ev)
-		})
+		return holdOps(armed, held, &post)(c, p)
 	}
 	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
 	if err != nil {
@@ -166,16 +158,7 @@ func TestWithdrawWhileStopping(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	db, err := store.Open(filepath.Join(filepath.Dir(cfg), "data", StateFile), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := db.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range st.Leases {
+	for _, l := range storedLeases(t, cfg) {
 		if l.ID == g.Lease {
 			t.Fatalf("withdrawn lease %s still stored after svcrun stopped: %+v", g.Lease, l)
 		}

@@ -21,6 +21,38 @@ import (
 	"github.com/oarbank/svcrun/store"
 )
 
+// holdOps returns an Options.NewExecutor-like constructor of executors
+// whose OpDone events go to held instead of the scheduler when hold says
+// so (the engine keeps those ops in flight); *post is set to the
+// scheduler's Post, to hand them back.
+func holdOps(hold func(runtime.OpDone) bool, held chan<- runtime.Event, post *func(runtime.Event)) func(executor.Config, func(runtime.Event)) (*executor.Executor, error) {
+	return func(c executor.Config, p func(runtime.Event)) (*executor.Executor, error) {
+		*post = p
+		return executor.New(c, func(ev runtime.Event) {
+			if d, ok := ev.(runtime.OpDone); ok && hold(d) {
+				held <- ev
+				return
+			}
+			p(ev)
+		})
+	}
+}
+
+// storedLeases reopens the state file of the (stopped) agent of cfg.
+func storedLeases(t *testing.T, cfg string) []runtime.LeaseRecord {
+	t.Helper()
+	db, err := store.Open(filepath.Join(filepath.Dir(cfg), "data", StateFile), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Leases
+}
+
 // startSpy remembers the ids of start ops.
 type startSpy struct {
 	*executor.Executor
@@ -44,17 +76,9 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 	var starts sync.Map
 	held := make(chan runtime.Event, 1)
 	var post func(runtime.Event)
+	isStart := func(d runtime.OpDone) bool { _, ok := starts.LoadAndDelete(d.ID); return ok } // held until svcrun is stopping
 	newExec := func(c executor.Config, p func(runtime.Event)) (Executor, error) {
-		post = p
-		x, err := executor.New(c, func(ev runtime.Event) {
-			if d, ok := ev.(runtime.OpDone); ok {
-				if _, isStart := starts.LoadAndDelete(d.ID); isStart {
-					held <- ev // held until svcrun is stopping
-					return
-				}
-			}
-			p(ev)
-		})
+		x, err := holdOps(isStart, held, &post)(c, p)
 		if err != nil {
 			return nil, err
 		}
@@ -97,16 +121,7 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	db, err := store.Open(filepath.Join(filepath.Dir(cfg), "data", StateFile), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := db.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range st.Leases {
+	for _, l := range storedLeases(t, cfg) {
 		if l.Job == "j" {
 			t.Fatalf("the caller was told ErrStopping, yet its lease %s is stored and held across restarts: %+v", l.ID, l)
 		}
