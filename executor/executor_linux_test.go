@@ -33,6 +33,10 @@ name = "daemon"
 exec = ["bin/svc.sh", "leavedaemon"]
 
 [[services]]
+name = "slowstatus"
+exec = ["bin/svc.sh", "slowstatus"]
+
+[[services]]
 name = "spread"
 exec = ["bin/svc.sh", "spread"]
 

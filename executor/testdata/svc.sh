@@ -69,6 +69,18 @@ leavedaemon)
 	echo $! >"$data/daemon.pid"
 	printf '{"ok":true,"changed":true}\n'
 	;;
+slowstatus)
+	# A start that leaves a daemon in its process group; a status that
+	# takes a second (as one that queries the daemon may) and leaves none.
+	if [ "${1:-}" = status ]; then
+		sleep 1
+		printf '{"running":true,"ready":true}\n'
+		exit 0
+	fi
+	sleep 1000 </dev/null >/dev/null 2>&1 &
+	echo $! >"$data/daemon.pid"
+	printf '{"ok":true,"changed":true}\n'
+	;;
 spread)
 	# A start that leaves a daemon in its group, a double-forked
 	# grandchild (its parent, a subshell, exits at once), and a setsid'd
