@@ -254,12 +254,7 @@ func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
 	if len(payload) > maxRecord || l.off+int64(n) > l.size {
 		return false, nil
 	}
-	r := l.rec[:0]
-	r = binary.LittleEndian.AppendUint32(r, uint32(len(payload)))
-	r = binary.LittleEndian.AppendUint32(r, 0)
-	r = binary.LittleEndian.AppendUint64(r, seq)
-	r = append(r, payload...)
-	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	r := appendRecord(l.rec[:0], seq, payload)
 	l.rec = r
 	if _, err := l.f.WriteAt(r, l.off); err != nil {
 		return false, err
@@ -269,6 +264,19 @@ func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
 	}
 	l.off = alignBlock(l.off + int64(n))
 	return true, nil
+}
+
+// appendRecord appends the record of batch seq to dst: length, checksum,
+// seq, payload.
+func appendRecord(dst []byte, seq uint64, payload []byte) []byte {
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, 0)
+	dst = binary.LittleEndian.AppendUint64(dst, seq)
+	dst = append(dst, payload...)
+	r := dst[start:]
+	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	return dst
 }
 
 // fits says whether a payload fits in an empty log.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -256,11 +255,7 @@ func writeV1(t *testing.T, path string) {
 // writeRec writes a record with a valid checksum into the log at off.
 func writeRec(t *testing.T, logPath string, off int64, seq uint64, payload []byte) {
 	t.Helper()
-	r := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-	r = binary.LittleEndian.AppendUint32(r, 0)
-	r = binary.LittleEndian.AppendUint64(r, seq)
-	r = append(r, payload...)
-	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	r := appendRecord(nil, seq, payload)
 	f, err := os.OpenFile(logPath, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
