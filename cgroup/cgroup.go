@@ -51,6 +51,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"time"
@@ -71,6 +72,13 @@ type Options struct {
 	// emptied. It is called from the watcher goroutine or from OpEnd and
 	// must not block; SetOnEmptied replaces it.
 	OnEmptied func(service string)
+	// DataDir is the data dir of the svcrun that owns the Manager. It is
+	// recorded on the base so that a second svcrun refused by the lock
+	// can name the first one's.
+	DataDir string
+	// Logger gets the WARN of a container re-created by Recover; default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Feature is one layer of the process container: whether it works here,
@@ -185,6 +193,11 @@ type LimitsStatus struct {
 // ErrBusy is returned by Remove for a container that is populated or has
 // an op running.
 var ErrBusy = errors.New("cgroup: container in use")
+
+// ErrInUse is wrapped by the Err of a Manager whose base cgroup another
+// svcrun (another Manager) holds: two svcruns with the same node_id would
+// otherwise remove, kill and freeze each other's containers.
+var ErrInUse = errors.New("cgroup: process containers in use by another svcrun")
 
 // DefaultWait is the bound the tests and the CLI give Kill, Freeze and Thaw.
 const DefaultWait = 2 * time.Second

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -90,10 +91,19 @@ func TestServiceNames(t *testing.T) {
 // is not writable, unless REQUIRE_KERNEL_FEATURES=1.
 func newManager(t *testing.T, onEmptied func(string)) *Manager {
 	t.Helper()
-	name := fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	m := New(Options{Name: name, OnEmptied: onEmptied})
+	return newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), OnEmptied: onEmptied})
+}
+
+// newManagerWith is newManager for o, which names the base. A base held by
+// another Manager fails the test: that is never the host's fault.
+func newManagerWith(t *testing.T, o Options) *Manager {
+	t.Helper()
+	m := New(o)
 	if err := m.Err(); err != nil {
 		m.Close()
+		if errors.Is(err, ErrInUse) {
+			t.Fatal(err)
+		}
 		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
 			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %v\n%s", err, m.Support())
 		}

@@ -37,6 +37,7 @@ func (m *Manager) Path(string) (string, error)      { return "", errNotAvailable
 func (m *Manager) Create(string) (int, error)       { return -1, errNotAvailable }
 func (m *Manager) OpStart(string) (int, error)      { return -1, errNotAvailable }
 func (m *Manager) OpEnd(string)                     {}
+func (m *Manager) Recover(string) (int, error)      { return -1, nil }
 func (m *Manager) Kill(string, time.Duration) error { return errNotAvailable }
 func (m *Manager) Freeze(string, time.Duration) error {
 	return errNotAvailable

@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,8 @@ type Manager struct {
 	sup       Support
 	err       error // why containers do not work; nil when they do
 	onEmptied atomic.Pointer[func(string)]
+	log       *slog.Logger
+	lockFD    int // the base's flock, held until Close; -1 without
 
 	mu      sync.Mutex
 	closed  bool
@@ -66,13 +69,22 @@ type container struct {
 // says why, every method that needs one fails with it, and svcrun falls
 // back to process groups.
 func New(o Options) *Manager {
-	m := &Manager{modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1}
+	m := &Manager{modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1, lockFD: -1, log: o.Logger}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
 	if o.OnEmptied != nil {
 		m.SetOnEmptied(o.OnEmptied)
 	}
 	m.sup, _ = probe(o)
 	if !m.sup.Containers.OK {
 		m.err = fmt.Errorf("cgroup v2 process containers: %s", m.sup.Containers.Reason)
+		return m
+	}
+	// Before any container is touched: a second svcrun on this base would
+	// replace the first one's empty containers under it.
+	if m.lockFD, m.err = lockBase(o, m.sup.Base); m.err != nil {
+		m.sup.Containers = Feature{Reason: m.err.Error()}
 		return m
 	}
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -218,10 +230,28 @@ func (m *Manager) createLocked(service string) (*container, error) {
 	if err := unix.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
 		return nil, fmt.Errorf("cgroup: create %s: %w", c.dir, err)
 	}
-	fail := func(what string, err error) (*container, error) {
-		c.closeFDs()
-		return nil, fmt.Errorf("cgroup: %s %s: %w", what, c.dir, err)
+	if err := m.openLocked(c); err != nil {
+		return nil, err
 	}
+	c.mu.Lock()
+	c.refreshLocked()
+	frozen := c.frozen
+	c.mu.Unlock()
+	if frozen {
+		m.setFrozen(c, false)
+	}
+	m.svcs[service] = c
+	return c, nil
+}
+
+// openLocked opens the descriptors of the container's directory and of its
+// cgroup.events, and watches the latter. m.mu is held.
+func (m *Manager) openLocked(c *container) error {
+	fail := func(what string, err error) error {
+		c.closeFDs()
+		return fmt.Errorf("cgroup: %s %s: %w", what, c.dir, err)
+	}
+	var err error
 	if c.dirFD, err = unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
 		return fail("open", err)
 	}
@@ -234,16 +264,80 @@ func (m *Manager) createLocked(service string) (*container, error) {
 		return fail("watch "+fileEvents+" of", err)
 	}
 	c.wd = int32(wd)
-	c.mu.Lock()
-	c.refreshLocked()
-	frozen := c.frozen
-	c.mu.Unlock()
-	if frozen {
-		m.setFrozen(c, false)
-	}
-	m.svcs[service] = c
 	m.wds[c.wd] = c
-	return c, nil
+	return nil
+}
+
+// Recover is for an op whose clone into the service's container failed
+// before anything of it ran. A container removed under this Manager (by
+// another svcrun with the same node_id, or by hand) fails the clone with
+// ENOENT, which reads as if the op's executable were missing: Recover
+// tells it by the container's directory, gone or replaced by another one,
+// re-creates the container (same path, same limits), logs the removal at
+// WARN, and returns the new descriptor to clone the op into; the op stays
+// counted. It returns -1 and nil when the container is intact (the clone
+// failed for another reason), and -1 and an error naming the removal when
+// it could not be re-created.
+func (m *Manager) Recover(service string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.svcs[service]
+	if c == nil || m.closed {
+		return -1, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.removed() {
+		return -1, nil
+	}
+	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
+	if c.wd >= 0 {
+		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
+		delete(m.wds, c.wd)
+		c.wd = -1
+	}
+	c.closeFDs()
+	if err := m.recreateLocked(c); err != nil {
+		return -1, fmt.Errorf("%w; re-create it: %w", removed, err)
+	}
+	c.armed, c.killed = false, false
+	c.refreshLocked()
+	if c.limits != nil {
+		// A failed write shows in the container's status, as with Limits.
+		c.applyLimitsLocked(c.limits[0], int64(c.limits[1]))
+	}
+	m.log.Warn(removed.Error()+": re-created; the op runs in it", "service", service, "container", c.dir)
+	return c.dirFD, nil
+}
+
+// removed says the container's directory is gone, or is another directory
+// than the one its descriptor holds. c.mu is held.
+func (c *container) removed() bool {
+	var held, now unix.Stat_t
+	if c.dirFD < 0 || unix.Fstat(c.dirFD, &held) != nil {
+		return true
+	}
+	err := unix.Stat(c.dir, &now)
+	return errors.Is(err, unix.ENOENT) || err == nil && (now.Dev != held.Dev || now.Ino != held.Ino)
+}
+
+// recreateLocked makes a removed container's directory again (its
+// module's too, with the limit controllers, if that went with it) and
+// opens it. m.mu and c.mu are held.
+func (m *Manager) recreateLocked(c *container) error {
+	modName, _, _ := strings.Cut(c.service, "/")
+	if _, err := os.Stat(filepath.Dir(c.dir)); errors.Is(err, os.ErrNotExist) {
+		delete(m.modules, modName)
+	}
+	mod, err := m.moduleLocked(modName)
+	if err != nil {
+		return err
+	}
+	c.mod = mod
+	if err := unix.Mkdir(c.dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("cgroup: create %s: %w", c.dir, err)
+	}
+	return m.openLocked(c)
 }
 
 // moduleLocked makes <base>/<module>, with the limit controllers enabled
@@ -578,6 +672,13 @@ func (m *Manager) Limits(service string, memGB float64, pids int64) (LimitsStatu
 	if c.limits != nil && *c.limits == want {
 		return LimitsStatus{Memory: c.memory, Pids: c.pids}, nil
 	}
+	return c.applyLimitsLocked(memGB, pids)
+}
+
+// applyLimitsLocked writes the limits; c.mu is held.
+func (c *container) applyLimitsLocked(memGB float64, pids int64) (LimitsStatus, error) {
+	want := [2]float64{memGB, float64(pids)}
+	var err error
 	var errs []error
 	memValue := "max"
 	if memGB > 0 {
@@ -721,6 +822,10 @@ func (m *Manager) Close() error {
 		c.mu.Lock()
 		c.closeFDs()
 		c.mu.Unlock()
+	}
+	if m.lockFD >= 0 {
+		unix.Close(m.lockFD)
+		m.lockFD = -1
 	}
 	return err
 }
