@@ -92,9 +92,11 @@ func (x *Executor) setFallback(service string, err error) {
 // runIn runs the op of t: a service's in its cgroup when it has one, with
 // the op counted by the Manager (the arming rule of emptied events);
 // probes, and services without a container, in a tracked process group.
-// An op whose clone into the cgroup fails is run again without it; if it
-// then starts, the cgroup was at fault and the service falls back to
-// process groups (until Update).
+// An op whose clone into the cgroup fails because the container was
+// removed under svcrun runs in the re-created container (cgroup.Recover).
+// One whose clone fails otherwise is run again without it; if it then
+// starts, the cgroup was at fault and the service falls back to process
+// groups (until Update).
 func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
 	if t.Probe {
 		return x.runGrouped(t, spec)
@@ -108,18 +110,30 @@ func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
 	hooks := spec.Hooks
 	spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
 	res := Run(x.ctx, spec)
-	if res.SpawnErr == nil || res.Pid != 0 || res.Canceled {
+	if !cloneFailed(res) {
 		return res
 	}
-	// Nothing of the op ran.
+	cause := res.SpawnErr
+	if fd, err := x.cg.Recover(svc); fd >= 0 {
+		spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
+		if res = Run(x.ctx, spec); !cloneFailed(res) {
+			return res
+		}
+		cause = res.SpawnErr
+	} else if err != nil {
+		cause = err // the ENOENT of the clone blames the executable
+	}
 	spec.Hooks = hooks
 	if again := x.runGrouped(t, spec); again.Pid != 0 {
 		path, _ := x.cg.Path(svc)
-		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, res.SpawnErr))
+		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))
 		return again
 	}
 	return res
 }
+
+// cloneFailed says nothing of the op ran.
+func cloneFailed(res Result) bool { return res.SpawnErr != nil && res.Pid == 0 && !res.Canceled }
 
 // opStart readies the service's container for an op: the descriptor to
 // clone into, and false when the service runs in process groups.

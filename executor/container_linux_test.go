@@ -234,9 +234,8 @@ func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
 	}
 }
 
-// TestContainerFallbacks: without a working Manager, and for a service
-// whose clone into its cgroup fails, ops run in process groups, and
-// ContainerMode says why.
+// TestContainerFallbacks: without a working Manager ops run in process
+// groups, and ContainerMode says why.
 func TestContainerFallbacks(t *testing.T) {
 	broken := cgroup.New(cgroup.Options{Parent: "/nonexistent-cgroup"})
 	defer broken.Close()
@@ -256,11 +255,15 @@ func TestContainerFallbacks(t *testing.T) {
 	if m := newAdapter(t).x.ContainerMode("test/daemon"); !strings.HasPrefix(m, "process-group: ") {
 		t.Errorf("mode without Containers: %q", m)
 	}
+}
 
-	// The container removed behind svcrun's back: the clone fails, the op
-	// runs in a process group, and the service stays there.
+// TestContainerRemovedUnderAService: a container removed behind svcrun's
+// back (by another svcrun with the same node_id) fails the clone with
+// ENOENT; the container is re-created and the op runs in it, and so do the
+// next ones.
+func TestContainerRemovedUnderAService(t *testing.T) {
 	m := newContainers(t)
-	a = newAdapterWith(t, m)
+	a := newAdapterWith(t, m)
 	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
 		t.Fatal(o)
 	}
@@ -268,13 +271,32 @@ func TestContainerFallbacks(t *testing.T) {
 	if err := syscall.Rmdir(p); err != nil {
 		t.Fatal(err)
 	}
-	if o := a.run(t, 2, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
-		t.Fatalf("op after the container was removed: %+v", o)
+	for id := runtime.OpID(2); id <= 3; id++ {
+		os.Remove(filepath.Join(a.data, "cgroup"))
+		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+			t.Fatalf("op %d after the container was removed: %+v", id, o)
+		}
+		if got, _ := os.ReadFile(filepath.Join(a.data, "cgroup")); strings.TrimSpace(string(got)) != cgroupRel(t, m, "test/where") {
+			t.Errorf("op %d ran in cgroup %q, not in the re-created container", id, got)
+		}
 	}
-	if mode := a.x.ContainerMode("test/where"); !strings.HasPrefix(mode, "process-group: clone into "+p) {
+	if mode := a.x.ContainerMode("test/where"); mode != "cgroup" {
 		t.Errorf("mode %q", mode)
 	}
-	if got, _ := os.ReadFile(filepath.Join(a.data, "cgroup")); strings.TrimSpace(string(got)) == cgroupRel(t, m, "test/where") {
-		t.Errorf("the op ran in the removed cgroup %s", got)
+
+	// Removed with its base: it cannot be re-created, the op runs in a
+	// process group, and the mode names the removal, not the executable.
+	for _, dir := range []string{p, filepath.Dir(p), m.Base()} {
+		if err := syscall.Rmdir(dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { syscall.Mkdir(m.Base(), 0o755) }) // for newContainers' cleanup
+	if o := a.run(t, 4, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatalf("op after the base was removed: %+v", o)
+	}
+	want := fmt.Sprintf("process-group: clone into %s failed: the process container %s of test/where was removed (by another svcrun with the same node_id?); re-create it: ", p, p)
+	if mode := a.x.ContainerMode("test/where"); !strings.HasPrefix(mode, want) {
+		t.Errorf("mode %q, want %q...", mode, want)
 	}
 }

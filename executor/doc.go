@@ -102,8 +102,12 @@
 // daemon and is armed, and when an armed container empties with no op of
 // the service running, runtime.ContainerEmptied is posted (within a few
 // milliseconds of the death; the package cgroup doc has the rule). An op
-// whose clone into its cgroup fails is run again without it, and if that
-// starts, the service falls back to process groups until Update.
+// whose clone into its cgroup fails because the container was removed
+// under svcrun (the clone's ENOENT reads as a missing executable) runs in
+// the container re-created for it (cgroup.Manager.Recover, logged at
+// WARN). An op whose clone fails otherwise is run again without it, and if
+// that starts, the service falls back to process groups until Update, with
+// the cause in ContainerMode.
 // Probes always run in process groups. ContainerMode says, per service,
 // "cgroup" or "process-group: <why>".
 //
