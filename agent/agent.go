@@ -162,8 +162,15 @@ func Open(opts Options) (*Agent, error) {
 		subs:    map[chan Record]bool{},
 	}
 	if !opts.NoContainers {
-		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID})
-		if err := a.containers.Err(); err != nil {
+		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Logger: a.log})
+		if err := a.containers.Err(); errors.Is(err, cgroup.ErrInUse) {
+			// Refused, not a fallback: the two svcruns would remove, kill
+			// and freeze each other's containers.
+			a.containers.Close()
+			jour.Close()
+			db.Close()
+			return nil, fmt.Errorf("%s: %w", cfg.File, err)
+		} else if err != nil {
 			a.log.Warn("no cgroup v2 process containers: ops run in process groups (kill, freeze and crash detection by signals and polling)", "reason", err)
 		}
 		for _, m := range a.containers.Support().Missing() {
