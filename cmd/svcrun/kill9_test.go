@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/cgroup"
 )
 
 // buildSvcrun builds the real binary once per test.
@@ -43,7 +46,11 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	data := t.TempDir()
 	cfg := filepath.Join(data, "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = \"k9\"\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", sock, demo)), 0o644)
+	node := fmt.Sprintf("k9-%d", os.Getpid()) // a base cgroup of its own
+	config := func(sock string) string {
+		return fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)
+	}
+	os.WriteFile(cfg, []byte(config(sock)), 0o644)
 
 	serve := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
@@ -86,6 +93,25 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 		!strings.HasPrefix(second.String(), "svcrun serve: ") || !strings.Contains(second.String(), "locked by another svcrun") {
 		t.Errorf("second serve: %v\n%s", err, second.String())
 	}
+	// So is one on another data dir with the same node_id, where cgroup v2
+	// containers work: it would wreck the first one's.
+	if sup := cgroup.ProbeWith(cgroup.Options{NodeID: node}); sup.Available() {
+		cfg2 := filepath.Join(t.TempDir(), "svcrun.toml")
+		os.WriteFile(cfg2, []byte(config(filepath.Join(sdir, "s2.sock"))), 0o644)
+		second.Reset()
+		// The bound only guards against a second svcrun that runs.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		dup = exec.CommandContext(ctx, bin, "serve", "--config", cfg2, "--log-format", "text")
+		dup.Stderr = &second
+		err := dup.Run()
+		want := fmt.Sprintf("svcrun serve: %s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d", cfg2, node, sup.Base, s1.Process.Pid)
+		if dup.ProcessState == nil || dup.ProcessState.ExitCode() != 1 || !strings.Contains(second.String(), want) {
+			t.Errorf("serve with the same node_id: %v, want %q\n%s", err, want, second.String())
+		}
+	} else if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+		t.Errorf("REQUIRE_KERNEL_FEATURES=1: %s", sup.Containers.Reason)
+	}
 	s1.Process.Signal(syscall.SIGKILL)
 	s1.Wait()
 
@@ -102,7 +128,7 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 			}
 		}
 		// And no cgroup: svcrun leaves its containers for the next start.
-		removeCgroups(t, "svcrun-k9")
+		removeCgroups(t, "svcrun-"+node)
 	})
 	var st struct {
 		Leases []struct {
