@@ -34,6 +34,26 @@
 // the watcher and leaves the containers (and the daemons in them) for the
 // next svcrun to adopt.
 //
+// # One svcrun per base
+//
+// Two svcruns with the same node id (it defaults to the host name) would
+// share the base and replace, kill and freeze each other's containers. New
+// therefore takes an exclusive flock(2) of the base directory (it works on
+// cgroupfs), held by an O_CLOEXEC descriptor until Close, so that the
+// daemons ops leave never hold it and a svcrun killed with SIGKILL leaves
+// no lock. The holder records "<pid> <data dir>" in the base's
+// user.svcrun.owner xattr (Linux 5.7 and later). A second Manager is
+// refused: its Err wraps ErrInUse and names the node id, the base, the
+// holder's pid (from /proc/locks) and data dir, and the fix (its own
+// node_id); svcrun then refuses to start rather than fall back.
+//
+// A container removed under a running service all the same (by an svcrun
+// without the lock, or by hand) makes the clone of the next op fail with
+// ENOENT, which reads as if the executable were missing. Recover tells it
+// by the container's directory (gone, or another inode than the one the
+// Manager holds), re-creates it with its limits, logs a WARN naming it,
+// and gives the op the new descriptor.
+//
 // # Emptied events
 //
 // One goroutine reads an inotify descriptor watching IN_MODIFY of every
