@@ -173,7 +173,8 @@ func TestHelperProcess(t *testing.T) {
 // TestRecoverRemovedContainer: a container removed under a service fails
 // the clone with ENOENT, as if the executable were missing; Recover tells
 // it, re-creates the container with a WARN naming it, and the op runs in
-// the new one. An intact container is left alone.
+// the new one. An intact container is left alone, and so is one
+// re-created already (by another op's Recover).
 func TestRecoverRemovedContainer(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -196,8 +197,9 @@ func TestRecoverRemovedContainer(t *testing.T) {
 				t.Fatal(err)
 			}
 			spawn(t, m, svc, "true")
-			if fd, err := m.Recover(svc); fd != -1 || err != nil {
-				t.Fatalf("Recover of an intact container: %d, %v", fd, err)
+			held, _ := m.Create(svc)
+			if fd, err := m.Recover(svc); fd != held || err != nil || logged.Len() != 0 {
+				t.Fatalf("Recover of an intact container: %d, %v, want %d; logged %q", fd, err, held, &logged)
 			}
 			dir, _ := m.Path(svc)
 			tc.remove(t, dir)
@@ -233,8 +235,11 @@ func TestRecoverRemovedContainer(t *testing.T) {
 			if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), want) {
 				t.Errorf("%d WARN, want one with %q:\n%s", n, want, &logged)
 			}
-			if fd, err := m.Recover(svc); fd != -1 || err != nil {
-				t.Errorf("Recover of the re-created container: %d, %v", fd, err)
+			if again, err := m.Recover(svc); again != fd || err != nil {
+				t.Errorf("Recover of the re-created container: %d, %v, want %d", again, err, fd)
+			}
+			if n := strings.Count(logged.String(), "level=WARN"); n != 1 {
+				t.Errorf("%d WARN after a second Recover", n)
 			}
 		})
 	}

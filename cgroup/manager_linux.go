@@ -269,15 +269,16 @@ func (m *Manager) openLocked(c *container) error {
 }
 
 // Recover is for an op whose clone into the service's container failed
-// before anything of it ran. A container removed under this Manager (by
-// another svcrun with the same node_id, or by hand) fails the clone with
-// ENOENT, which reads as if the op's executable were missing: Recover
+// before anything of it ran, and returns the descriptor to clone it into
+// once more; the op stays counted. A container removed under this Manager
+// (by another svcrun with the same node_id, or by hand) fails the clone
+// with ENOENT, which reads as if the op's executable were missing: Recover
 // tells it by the container's directory, gone or replaced by another one,
 // re-creates the container (same path, same limits), logs the removal at
-// WARN, and returns the new descriptor to clone the op into; the op stays
-// counted. It returns -1 and nil when the container is intact (the clone
-// failed for another reason), and -1 and an error naming the removal when
-// it could not be re-created.
+// WARN, and returns the new descriptor. An intact container's descriptor
+// is returned as it is: another op of the service may have re-created it
+// since this one's clone. -1 and an error naming the removal mean it could
+// not be re-created; -1 and nil, that the service has no container here.
 func (m *Manager) Recover(service string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -288,7 +289,7 @@ func (m *Manager) Recover(service string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.removed() {
-		return -1, nil
+		return c.dirFD, nil
 	}
 	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
 	if c.wd >= 0 {

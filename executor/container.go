@@ -92,11 +92,11 @@ func (x *Executor) setFallback(service string, err error) {
 // runIn runs the op of t: a service's in its cgroup when it has one, with
 // the op counted by the Manager (the arming rule of emptied events);
 // probes, and services without a container, in a tracked process group.
-// An op whose clone into the cgroup fails because the container was
-// removed under svcrun runs in the re-created container (cgroup.Recover).
-// One whose clone fails otherwise is run again without it; if it then
-// starts, the cgroup was at fault and the service falls back to process
-// groups (until Update).
+// An op whose clone into the cgroup fails is cloned once more, into the
+// container re-created if it was removed under svcrun
+// (cgroup.Manager.Recover). If that fails too it is run again without it;
+// if it then starts, the cgroup was at fault and the service falls back
+// to process groups (until Update).
 func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
 	if t.Probe {
 		return x.runGrouped(t, spec)
