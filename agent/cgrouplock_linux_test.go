@@ -1,13 +1,17 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,4 +55,61 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 		t.Errorf("the first svcrun's service after the refusal: %+v", s)
 	}
 	first.release(g)
+}
+
+// TestContainerRemovedUnderAService: the container of a stopped service,
+// removed behind svcrun's back, is re-created at its next start with one
+// WARN naming it, and the daemon lives in it.
+func TestContainerRemovedUnderAService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real time, real processes")
+	}
+	e := newE2E(t, e2eMode{}, nil)
+	var logged syncBuffer
+	e.logTo = &logged
+	e.ctl("ondemand", "pools", `{"od-slots":2}`)
+	e.start() // skips without cgroup v2 containers
+	req := AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	e.release(e.mustAcquire(req))
+	e.waitFor("ondemand stopped after its idle timeout", 60*time.Second, func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	dir := filepath.Join(e.r.a.containers.Base(), "e2e", "ondemand")
+	eventually(t, "the stopped service's container empties", 60*time.Second, func() bool {
+		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		return err == nil && len(data) == 0
+	})
+	if err := syscall.Rmdir(dir); err != nil {
+		t.Fatal(err)
+	}
+
+	g := e.mustAcquire(req)
+	defer e.release(g)
+	if n := e.count("ondemand", "start"); n != 2 {
+		t.Errorf("%d starts, want 2", n)
+	}
+	e.checkContained("ondemand", e.pid("ondemand"))
+	if !e.contained("ondemand") {
+		t.Errorf("container mode %q", e.status().ContainerModes["e2e/ondemand"])
+	}
+	want := fmt.Sprintf("the process container %s of e2e/ondemand was removed (by another svcrun with the same node_id?): re-created", dir)
+	if log := logged.String(); strings.Count(log, want) != 1 {
+		t.Errorf("want one WARN %q in the log:\n%s", want, log)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a test to share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

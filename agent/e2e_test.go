@@ -114,6 +114,8 @@ type e2e struct {
 	stopAsked   *shortStops
 	// shutdownGrace, when set before start, is Options.ShutdownGrace.
 	shutdownGrace time.Duration
+	// logTo, when set before start, gets svcrun's log too.
+	logTo io.Writer
 
 	mu   sync.Mutex
 	recs []Record // the event stream: notes and answers
@@ -185,6 +187,9 @@ func (e *e2e) start() {
 	var logTo io.Writer = testWriter{t}
 	if _, bench := t.(*testing.B); bench {
 		logTo = io.Discard
+	}
+	if e.logTo != nil {
+		logTo = io.MultiWriter(logTo, e.logTo)
 	}
 	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
 	if e.stopTimeout > 0 {
