@@ -1,12 +1,13 @@
 package cgroup
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/oarbank/svcrun/internal/flock"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,7 @@ func lockBase(o Options, base string) (int, error) {
 // where not known. A holder in another pid namespace has no pid in
 // /proc/locks: then the record alone names it.
 func baseHolder(base string) (int, string) {
-	pid, _ := lockHolder(base)
+	pid, _ := flock.Holder(base)
 	buf := make([]byte, 4096)
 	n, err := unix.Getxattr(base, xattrOwner, buf)
 	if err != nil {
@@ -64,33 +65,6 @@ func baseHolder(base string) (int, string) {
 		return pid, ""
 	}
 	return pid, dataDir
-}
-
-// lockHolder finds the pid holding the flock of path in /proc/locks.
-func lockHolder(path string) (int, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil {
-		return 0, false
-	}
-	dev := fmt.Sprintf("%02x:%02x:%d", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
-	f, err := os.Open("/proc/locks")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "1: FLOCK  ADVISORY  WRITE 31488 00:26:25 0 EOF"; waiters have
-		// "->" after the number.
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 6 || fs[1] != "FLOCK" || fs[5] != dev {
-			continue
-		}
-		if pid, err := strconv.Atoi(fs[4]); err == nil && pid > 0 {
-			return pid, true
-		}
-	}
-	return 0, false
 }
 
 // inUseError is an ErrInUse for people: whose containers, held by whom,

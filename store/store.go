@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/internal/flock"
+
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/oarbank/svcrun/runtime"
@@ -233,7 +235,7 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, 
 		return bdb, nil
 	case errors.Is(err, bolt.ErrTimeout):
 		holder := "another svcrun"
-		if pid, ok := lockHolder(path); ok {
+		if pid, ok := flock.Holder(path); ok {
 			holder = fmt.Sprintf("another svcrun (pid %d)", pid)
 		}
 		return nil, &kindError{ErrLocked, fmt.Sprintf("state file %s is locked by %s: "+

@@ -1,4 +1,6 @@
-package store
+// Package flock tells who holds a flock(2) lock, for the refusals of a
+// second svcrun on the same state file or process containers.
+package flock
 
 import (
 	"bufio"
@@ -10,9 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockHolder finds the pid holding the flock of path in /proc/locks. The
+// Holder finds the pid holding the flock of path in /proc/locks. The
 // pid may be missing (0) when the holder is in another pid namespace.
-func lockHolder(path string) (int, bool) {
+func Holder(path string) (int, bool) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return 0, false
