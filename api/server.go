@@ -78,13 +78,28 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{} // Serve returned
 
+	// bodyTimeout bounds the time from a request's headers to the end of
+	// its body.
+	bodyTimeout time.Duration
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// DefaultBodyTimeout is how long a request's body may take to arrive after
+// its headers (a local client sends it at once).
+const DefaultBodyTimeout = 10 * time.Second
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithBodyTimeout sets how long a request's body may take to arrive after
+// its headers (DefaultBodyTimeout).
+func WithBodyTimeout(d time.Duration) Option { return func(s *Server) { s.bodyTimeout = d } }
+
 // NewServer creates the socket and serves the API on it until Shutdown or
 // Close. The agent may start running after: requests wait for its loop.
-func NewServer(a *agent.Agent, socketPath string, log *slog.Logger) (*Server, error) {
+func NewServer(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -92,7 +107,10 @@ func NewServer(a *agent.Agent, socketPath string, log *slog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{})}
+	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
+	for _, o := range opts {
+		o(s)
+	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -249,6 +267,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, CodeForbidden, err.Error(), "")
 			return
 		}
+		if r.Body != http.NoBody {
+			// Until the handler has read the body (readBody lifts the
+			// deadline); a body no handler reads is discarded after the
+			// answer, under the same deadline. No server-wide ReadTimeout:
+			// it would cancel acquires waiting for admission.
+			if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
+				s.fail(w, r, "", err)
+				return
+			}
+		}
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			start := time.Now()
 			defer func() {
@@ -277,7 +305,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		prefix = what + ": "
 	}
 	var rej *agent.RejectedError
+	var br *BadRequestError
 	switch {
+	case errors.As(err, &br):
+		writeJSON(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + br.Error(), Code: CodeBadRequest, Field: br.Field})
 	case errors.As(err, &rej):
 		writeError(w, http.StatusConflict, CodeRejected, err.Error(), rej.Reason)
 	case errors.Is(err, agent.ErrUnknownLease):
@@ -298,17 +329,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 	}
 }
 
-// decode reads a JSON body into v; an empty body leaves v as is.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "request body: "+strings.TrimPrefix(err.Error(), "json: "), "")
-		return false
-	}
-	return true
-}
-
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := s.a.Status(r.Context())
 	if err != nil {
@@ -319,19 +339,15 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
-	var req AcquireRequest
-	if !decode(w, r, &req) {
+	b, err := readBody(w, r, s.bodyTimeout)
+	if err != nil {
+		s.fail(w, r, "acquire", err)
 		return
 	}
-	if req.Wait < 0 || req.TTL < 0 {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "wait and ttl must not be negative", "")
+	req, err := decodeAcquire(b)
+	if err != nil {
+		s.fail(w, r, "acquire", err)
 		return
-	}
-	for name, n := range req.Pools {
-		if n <= 0 {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("pools: %s wants %d tokens: ask for 1 or more (or use needs_pools)", name, n), "")
-			return
-		}
 	}
 	g, err := s.a.Acquire(r.Context(), agent.AcquireRequest{
 		Job: req.Job, Attempt: req.Attempt,
