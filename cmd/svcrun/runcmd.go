@@ -31,6 +31,11 @@ import (
 //
 // SIGINT is not forwarded when stdin is a terminal: the terminal already
 // sent it to CMD, which is in the same foreground process group.
+//
+// A restart of svcrun does not end the lease: the acquire asks again with
+// the same attempt (made before the first try) until svcrun is back,
+// within --wait, and renewals and the release wait for it likewise; run
+// says once that svcrun went away and once that it is back.
 func runRun(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
 	sock := addSocketFlags(fs)
