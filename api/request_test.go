@@ -134,29 +134,36 @@ func TestAcquireSameAttempt(t *testing.T) {
 }
 
 // TestSlowBody: a body trickled after its headers is cut at the body
-// timeout with a 400 naming the body; an acquire whose body came at once
-// waits for admission past that timeout.
+// timeout, with a 400 naming the body where the body is read (an acquire),
+// and without holding the connection where it is not (it is discarded
+// before the answer); an acquire whose body came at once waits for
+// admission past that timeout.
 func TestSlowBody(t *testing.T) {
 	const timeout = 200 * time.Millisecond
 	n := startNode(t, demoModules(t), WithBodyTimeout(timeout))
 	ctx := ctxT(t, 60*time.Second)
 
-	conn, err := net.Dial("unix", n.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := fmt.Fprint(conn, "POST /v1/leases HTTP/1.1\r\nHost: svcrun\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"); err != nil {
-		t.Fatal(err)
-	}
-	conn.SetReadDeadline(time.Now().Add(60 * time.Second)) // a failure guard: the server answers at its timeout
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("a trickled body held its connection: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("trickled body: %s, want 400", resp.Status)
+	for _, tc := range []struct {
+		path string
+		code int
+	}{{"/v1/leases", http.StatusBadRequest}, {"/v1/reap", http.StatusOK}} {
+		conn, err := net.Dial("unix", n.socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: svcrun\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", tc.path); err != nil {
+			t.Fatal(err)
+		}
+		conn.SetReadDeadline(time.Now().Add(60 * time.Second)) // a failure guard: the server answers at its timeout
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: a trickled body held its connection: %v", tc.path, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || !resp.Close {
+			t.Errorf("%s with a trickled body: %s (close %v), want %d and the connection closed", tc.path, resp.Status, resp.Close, tc.code)
+		}
 	}
 
 	hold, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(20 * time.Second)})

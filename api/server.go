@@ -281,6 +281,17 @@ func (s *Server) routes() http.Handler {
 // guard refuses peers that may not use the API.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != http.NoBody {
+			// Until the handler has read the body (readBody lifts the
+			// deadline); a body no handler reads (a refused peer's too) is
+			// discarded after the answer, under the same deadline. No
+			// server-wide ReadTimeout: it would cancel acquires waiting
+			// for admission.
+			if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
+				s.fail(w, r, "", err)
+				return
+			}
+		}
 		p, ok := peerFrom(r.Context())
 		if !ok {
 			p = peer{err: errors.New("no credentials recorded for the connection")}
@@ -289,16 +300,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.log.Warn("API request refused", "uid", p.uid, "pid", p.pid, "method", r.Method, "path", r.URL.Path, "error", err)
 			writeError(w, http.StatusForbidden, CodeForbidden, err.Error(), "")
 			return
-		}
-		if r.Body != http.NoBody {
-			// Until the handler has read the body (readBody lifts the
-			// deadline); a body no handler reads is discarded after the
-			// answer, under the same deadline. No server-wide ReadTimeout:
-			// it would cancel acquires waiting for admission.
-			if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
-				s.fail(w, r, "", err)
-				return
-			}
 		}
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
 			start := time.Now()
