@@ -192,10 +192,12 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 		}
 	}
 
-	// Holding: the renewals wait for the next svcrun.
+	// Holding: the renewals wait for the next svcrun. The TTL leaves the
+	// next svcrun 20 s to come up after run notices (its renewal every 10 s
+	// fails) before the lease would expire.
 	leaseFile, doneFile := filepath.Join(dir, "lease"), filepath.Join(dir, "done")
 	var holdErr lockedBuffer
-	hold := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-hold", "--capability", "kv", "--ttl", "15s", "--wait", "30s", "--",
+	hold := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-hold", "--capability", "kv", "--ttl", "30s", "--wait", "30s", "--",
 		"sh", "-c", fmt.Sprintf(`echo "$OARBANK_LEASE_ID" > %s.tmp && mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done`, leaseFile, leaseFile, leaseFile, doneFile))
 	hold.Stderr = &holdErr
 	if err := hold.Start(); err != nil {
