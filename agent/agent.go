@@ -523,7 +523,7 @@ type waiter struct {
 // Answer kinds each request waits for.
 func acquireAnswer(f runtime.Effect) bool {
 	switch f.(type) {
-	case runtime.Admitted, runtime.Rejected:
+	case runtime.Admitted, runtime.AlreadyHeld, runtime.Rejected:
 		return true
 	}
 	return false

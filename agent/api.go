@@ -15,10 +15,12 @@ import (
 	"github.com/oarbank/svcrun/sandbox"
 )
 
-// AcquireRequest asks for a lease.
+// AcquireRequest asks for a lease. An attempt holds one lease: asked again
+// with the same attempt and requirements, Acquire answers with the lease
+// already admitted (see runtime.AlreadyHeld).
 type AcquireRequest struct {
 	Job     string `json:"job,omitempty"`
-	Attempt string `json:"attempt,omitempty"` // generated when empty
+	Attempt string `json:"attempt,omitempty"` // NewAttemptID when empty
 	runtime.Requirements
 	Wait time.Duration `json:"wait"` // how long to wait for admission
 	TTL  time.Duration `json:"ttl"`  // 0: held until released
@@ -40,6 +42,11 @@ func (e *RejectedError) Error() string { return "not admitted: " + e.Reason }
 // ErrUnknownLease is a renew or release of a lease svcrun does not hold.
 var ErrUnknownLease = errors.New("no such lease (never admitted, released, or expired)")
 
+// NewAttemptID makes a new attempt id. A caller that may have to ask again
+// (its answer lost to a restart of svcrun) makes it before the first
+// acquire, so that every try names the same attempt.
+func NewAttemptID() string { return newID("attempt-") }
+
 func newID(prefix string) string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -57,7 +64,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	}
 	id := runtime.LeaseID(newID("lease-"))
 	if req.Attempt == "" {
-		req.Attempt = newID("attempt-")
+		req.Attempt = NewAttemptID()
 	}
 	ch := a.wait(id, acquireAnswer, true)
 	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
@@ -77,6 +84,8 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 				g.Expires = a.opts.Clock.Now().Add(req.TTL)
 			}
 			return g, nil
+		case runtime.AlreadyHeld:
+			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, nil
 		case runtime.Rejected:
 			return Grant{}, &RejectedError{Reason: f.Reason}
 		}

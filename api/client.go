@@ -24,7 +24,8 @@ import (
 // *agent.RejectedError with the reason; an unknown lease matches
 // errors.Is(err, agent.ErrUnknownLease); a stopping svcrun matches
 // agent.ErrStopping; other answers are an *Error; a socket nobody answers
-// on is an *UnreachableError with a hint.
+// on is an *UnreachableError with a hint, a connection lost before the
+// answer a *LostError. Away says which errors a restart of svcrun causes.
 type Client struct {
 	socket string
 	http   *http.Client
@@ -51,12 +52,44 @@ func (e *UnreachableError) Error() string {
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
+// LostError is a request whose connection failed before the answer came:
+// svcrun stopped or was killed meanwhile. Whether it was carried out is
+// unknown; an acquire asked again with the same attempt gets the lease if
+// it was admitted.
+type LostError struct {
+	Socket, Method, Path string
+	Err                  error
+}
+
+func (e *LostError) Error() string {
+	return fmt.Sprintf("svcrun at %s: %s %s: %v (did svcrun stop?)", e.Socket, e.Method, e.Path, e.Err)
+}
+
+func (e *LostError) Unwrap() error { return e.Err }
+
+// Away says err is svcrun being away, as while it restarts: its socket not
+// answering, the connection lost before the answer, or svcrun stopping.
+// Asking again once it is back may succeed; a refused permission is not
+// away.
+func Away(err error) bool {
+	var ue *UnreachableError
+	var le *LostError
+	switch {
+	case errors.Is(err, os.ErrPermission):
+		return false
+	case errors.As(err, &ue), errors.As(err, &le):
+		return true
+	}
+	return errors.Is(err, agent.ErrStopping)
+}
+
 // Error is an error answer of the API.
 type Error struct {
 	Status  int    // HTTP status
 	Code    string // ErrorBody.Code
 	Message string
 	Reason  string
+	Field   string // a bad request's field
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -151,7 +184,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return nil, fmt.Errorf("svcrun at %s: %s %s: %w (did svcrun stop?)", c.socket, method, path, err)
+		return nil, &LostError{Socket: c.socket, Method: method, Path: path, Err: err}
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -166,7 +199,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	if eb.Code == CodeRejected {
 		return nil, &agent.RejectedError{Reason: eb.Reason}
 	}
-	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Reason: eb.Reason}
+	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Reason: eb.Reason, Field: eb.Field}
 }
 
 // call makes a request and decodes a 2xx answer into out.
@@ -190,8 +223,14 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 }
 
 // Acquire asks for a lease and waits for the answer (at most req.Wait, plus
-// the time to answer). Canceling ctx withdraws the request.
+// the time to answer). Canceling ctx withdraws the request. An empty
+// req.Attempt gets a new attempt id (the grant names it); a caller that
+// may ask again after a lost answer (a *LostError) makes its attempt id
+// first, with agent.NewAttemptID, and passes it every time.
 func (c *Client) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
+	if req.Attempt == "" {
+		req.Attempt = agent.NewAttemptID()
+	}
 	var g Grant
 	err := c.call(ctx, http.MethodPost, "/v1/leases", req, &g)
 	return g, err

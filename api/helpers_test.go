@@ -49,7 +49,7 @@ func shortTempDir(t testing.TB) string {
 
 // startNode writes a node configuration with the given [[modules]] entries,
 // opens the agent, starts the API server, then runs the agent.
-func startNode(t testing.TB, modules string) *testNode {
+func startNode(t testing.TB, modules string, opts ...Option) *testNode {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(shortTempDir(t), "s.sock")
@@ -76,7 +76,7 @@ reap_period_s = 60
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(a, a.Config().Socket, log)
+	srv, err := NewServer(a, a.Config().Socket, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,10 +30,33 @@
 //	GET    /metrics                              Prometheus text format
 //
 // Durations in requests are strings ("30s"). Every error is an ErrorBody
-// with its status: 400 a bad request, 403 a refused peer, 404 an unknown
-// route, lease, service or module, 405 a wrong method, 409 a lease not
-// admitted (with the reason), 422 a reload refused, 503 svcrun stopping, 500
-// anything else.
+// with its status: 400 a bad request (with the field), 403 a refused peer,
+// 404 an unknown route, lease, service or module, 405 a wrong method, 409 a
+// lease not admitted (with the reason), 422 a reload refused, 503 svcrun
+// stopping, 500 anything else.
+//
+// # Acquire
+//
+// An acquire names its attempt (required; Client.Acquire makes one when
+// it is empty). An attempt holds one lease: asked again with the same
+// attempt, job, TTL and requirements, the answer is the lease already
+// admitted (its TTL restarted), also from a svcrun restarted since, so a
+// caller whose answer was lost asks again without leaving a lease that
+// nobody holds. A request of the attempt still waiting is taken over by
+// the new one, in its place in line (the older caller gets a 409
+// "superseded"); other requirements under the attempt are a 409 naming the
+// lease it has. Waiting requests are not stored: after a restart the
+// caller's retry is a new request.
+//
+// The body is validated here, once, before the agent sees it: one JSON
+// object with known fields, each at most once, nothing after it, at most
+// MaxBody bytes, arriving within the body timeout (10 s) of the headers;
+// names (job, attempt, capabilities, pools, needs_pools) of 1 to MaxName
+// printable bytes, at most MaxItems of each list and none twice; tokens
+// 1 or more; wait 0 to MaxWait; ttl 0 (held until released) or MinTTL to
+// MaxTTL. A bad name is quoted in the error cut to a short prefix. The
+// deadline covers only the body: an acquire then waits for admission as
+// long as it asked, which a server-wide read or write timeout would cut.
 //
 // A lease admitted while its client has gone away (the connection closed
 // before the answer) is released at once, so that no lease is left without
@@ -78,13 +101,28 @@ type Server struct {
 	cancel context.CancelFunc
 	done   chan struct{} // Serve returned
 
+	// bodyTimeout bounds the time from a request's headers to the end of
+	// its body.
+	bodyTimeout time.Duration
+
 	closeOnce sync.Once
 	closeErr  error
 }
 
+// DefaultBodyTimeout is how long a request's body may take to arrive after
+// its headers (a local client sends it at once).
+const DefaultBodyTimeout = 10 * time.Second
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithBodyTimeout sets how long a request's body may take to arrive after
+// its headers (DefaultBodyTimeout).
+func WithBodyTimeout(d time.Duration) Option { return func(s *Server) { s.bodyTimeout = d } }
+
 // NewServer creates the socket and serves the API on it until Shutdown or
 // Close. The agent may start running after: requests wait for its loop.
-func NewServer(a *agent.Agent, socketPath string, log *slog.Logger) (*Server, error) {
+func NewServer(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -92,7 +130,10 @@ func NewServer(a *agent.Agent, socketPath string, log *slog.Logger) (*Server, er
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{})}
+	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
+	for _, o := range opts {
+		o(s)
+	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -240,6 +281,17 @@ func (s *Server) routes() http.Handler {
 // guard refuses peers that may not use the API.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != http.NoBody {
+			// Until the handler has read the body (readBody lifts the
+			// deadline); a body no handler reads (a refused peer's too) is
+			// discarded after the answer, under the same deadline. No
+			// server-wide ReadTimeout: it would cancel acquires waiting
+			// for admission.
+			if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout)); err != nil {
+				s.fail(w, r, "", err)
+				return
+			}
+		}
 		p, ok := peerFrom(r.Context())
 		if !ok {
 			p = peer{err: errors.New("no credentials recorded for the connection")}
@@ -277,7 +329,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		prefix = what + ": "
 	}
 	var rej *agent.RejectedError
+	var br *BadRequestError
 	switch {
+	case errors.As(err, &br):
+		writeJSON(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + br.Error(), Code: CodeBadRequest, Field: br.Field})
 	case errors.As(err, &rej):
 		writeError(w, http.StatusConflict, CodeRejected, err.Error(), rej.Reason)
 	case errors.Is(err, agent.ErrUnknownLease):
@@ -298,17 +353,6 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 	}
 }
 
-// decode reads a JSON body into v; an empty body leaves v as is.
-func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "request body: "+strings.TrimPrefix(err.Error(), "json: "), "")
-		return false
-	}
-	return true
-}
-
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := s.a.Status(r.Context())
 	if err != nil {
@@ -319,19 +363,15 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
-	var req AcquireRequest
-	if !decode(w, r, &req) {
+	b, err := readBody(w, r, s.bodyTimeout)
+	if err != nil {
+		s.fail(w, r, "acquire", err)
 		return
 	}
-	if req.Wait < 0 || req.TTL < 0 {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "wait and ttl must not be negative", "")
+	req, err := decodeAcquire(b)
+	if err != nil {
+		s.fail(w, r, "acquire", err)
 		return
-	}
-	for name, n := range req.Pools {
-		if n <= 0 {
-			writeError(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("pools: %s wants %d tokens: ask for 1 or more (or use needs_pools)", name, n), "")
-			return
-		}
 	}
 	g, err := s.a.Acquire(r.Context(), agent.AcquireRequest{
 		Job: req.Job, Attempt: req.Attempt,

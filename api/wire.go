@@ -34,11 +34,15 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// AcquireRequest is the body of POST /v1/leases.
+// AcquireRequest is the body of POST /v1/leases. The server requires the
+// attempt (Client.Acquire makes one when it is empty): an acquire repeated
+// with the same attempt and requirements is answered with the lease already
+// admitted, so a caller whose answer was lost asks again without leaving a
+// second lease behind.
 type AcquireRequest struct {
 	Job          string           `json:"job,omitempty"`
-	Attempt      string           `json:"attempt,omitempty"` // generated when empty
-	Pools        map[string]int64 `json:"pools,omitempty"`   // tokens to reserve
+	Attempt      string           `json:"attempt,omitempty"`
+	Pools        map[string]int64 `json:"pools,omitempty"` // tokens to reserve
 	NeedsPools   []string         `json:"needs_pools,omitempty"`
 	Capabilities []string         `json:"capabilities,omitempty"`
 	Wait         Duration         `json:"wait,omitempty"` // how long to wait for admission; 0: admitted now or rejected
@@ -82,6 +86,7 @@ type ErrorBody struct {
 	Error  string `json:"error"`
 	Code   string `json:"code"`             // see the Code* constants
 	Reason string `json:"reason,omitempty"` // a rejection's reason
+	Field  string `json:"field,omitempty"`  // a bad request's field: "attempt", "capabilities[2]", "pools.gpu", "body"
 }
 
 // Error codes of ErrorBody.Code.

@@ -17,7 +17,8 @@
 // stop; watching by status and fingerprint and container-emptied events;
 // exponential backoff, unhealthy at max_failures, reset; adoption after an
 // agent restart; pools reserved atomically with FIFO admission and
-// deadlines, leases with TTL; the memory budget with yielding; freezing;
+// deadlines, leases with TTL, one lease per attempt (an acquire repeated
+// with the same requirements gets the lease already held); the memory budget with yielding; freezing;
 // stop escalation; per-service op serialization and a global cap on ops in
 // flight; reaping; probes and doctor events; enabling and disabling
 // modules.
@@ -44,7 +45,8 @@
 //     late but never early.
 //   - Kill, Freeze and Thaw act on a service's process container and are
 //     done before the next event is stepped.
-//   - Admitted, Rejected, Renewed, Released, Expired and LeaseUnknown are
+//   - Admitted, AlreadyHeld, Rejected, Renewed, Released, Expired and
+//     LeaseUnknown are
 //     answers for the holders of leases; Note explains decisions for logs
 //     and traces.
 package runtime

@@ -74,6 +74,8 @@ func LeaseOf(f Effect) LeaseID {
 	switch f := f.(type) {
 	case Admitted:
 		return f.Lease
+	case AlreadyHeld:
+		return f.Lease
 	case Rejected:
 		return f.Lease
 	case Renewed:
@@ -100,6 +102,8 @@ func FormatEffect(f Effect) string {
 		return fmt.Sprintf("run %s %s%s #%d", f.Target, f.Op, args, f.ID)
 	case Admitted:
 		return fmt.Sprintf("admitted %s (%s)", f.Lease, strings.Join(f.Services, ", "))
+	case AlreadyHeld:
+		return fmt.Sprintf("answered %s with %s, already held by its attempt (%s)", f.Lease, f.Held, strings.Join(f.Services, ", "))
 	case Rejected:
 		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
 	case Expired:

@@ -147,6 +147,8 @@ func (e *Engine) acquire(a Acquire) {
 	case a.Wait < 0 || a.TTL < 0:
 		reject("wait and ttl must not be negative")
 		return
+	case e.attempts[a.Attempt] > 0 && e.acquireAgain(a):
+		return
 	}
 	svcs, prbs, why := e.resolve(a.Requirements)
 	if why != "" {
@@ -170,6 +172,138 @@ func (e *Engine) acquire(a Acquire) {
 		return
 	}
 	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+}
+
+// acquireAgain answers an acquire of an attempt that already has a lease,
+// and says whether it did. A caller whose answer was lost (svcrun killed
+// between storing the lease and answering, or the connection cut) asks
+// again with the same attempt: it gets the lease already admitted, its TTL
+// restarted, rather than a second lease, while the first would pin its
+// services with nobody to release it. A request of the attempt still
+// waiting is taken over by the new one, which keeps its place in line: its
+// caller is most likely gone (a caller that is not gets a rejection that
+// says why). Asking for something else under the same attempt is refused:
+// an attempt holds one lease.
+func (e *Engine) acquireAgain(a Acquire) bool {
+	// Stores written before this rule may hold several leases of an
+	// attempt: one that matches wins, then an admitted one, then the
+	// lowest id, so that replays choose alike.
+	var l *lease
+	rank := func(x *lease) int {
+		r := 0
+		if sameRequest(x, a) {
+			r += 2
+		}
+		if x.admitted {
+			r++
+		}
+		return r
+	}
+	for _, x := range e.leases {
+		if x.attempt != a.Attempt {
+			continue
+		}
+		if l == nil || rank(x) > rank(l) || rank(x) == rank(l) && x.id < l.id {
+			l = x
+		}
+	}
+	if l == nil {
+		return false
+	}
+	if !sameRequest(l, a) {
+		state := "waits for admission as"
+		if l.admitted {
+			state = "holds"
+		}
+		e.emit(Rejected{Lease: a.Lease, Reason: fmt.Sprintf("attempt %s already %s lease %s for %s; this acquire asks for %s: an attempt holds one lease, so release %s first or use another attempt id",
+			a.Attempt, state, l.id, describeRequest(l.job, l.req, l.ttl), describeRequest(a.Job, a.Requirements, a.TTL), l.id)})
+		return true
+	}
+	if l.admitted {
+		if l.ttl > 0 {
+			l.expires = e.now.Add(l.ttl)
+			e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
+			e.emit(PutLease{Lease: l.record()})
+		}
+		names := make([]string, len(l.services))
+		for i, s := range l.services {
+			names[i] = s.name
+		}
+		e.emit(AlreadyHeld{Lease: a.Lease, Held: l.id, Services: names, Expires: l.expires})
+		return true
+	}
+	e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
+	e.emit(Rejected{Lease: l.id, Reason: fmt.Sprintf("superseded: attempt %s asked again (request %s), which takes this request's place in line", a.Attempt, a.Lease)})
+	delete(e.leases, l.id)
+	l.id = a.Lease
+	e.leases[l.id] = l
+	if a.Wait == 0 {
+		e.dropWaiting(l, e.whyWaiting(l))
+		return true
+	}
+	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+	return true
+}
+
+// sameRequest says a asks for what l was asked for: the same job, TTL and
+// requirements (lists compared as sets).
+func sameRequest(l *lease, a Acquire) bool {
+	if l.job != a.Job || l.ttl != a.TTL || len(l.req.Pools) != len(a.Pools) ||
+		!sameSet(l.req.Capabilities, a.Capabilities) || !sameSet(l.req.NeedsPools, a.NeedsPools) {
+		return false
+	}
+	for name, n := range l.req.Pools {
+		if m, ok := a.Pools[name]; !ok || m != n {
+			return false
+		}
+	}
+	return true
+}
+
+func sameSet(x, y []string) bool {
+	in := make(map[string]bool, len(x))
+	for _, v := range x {
+		in[v] = true
+	}
+	for _, v := range y {
+		if !in[v] {
+			return false
+		}
+	}
+	out := make(map[string]bool, len(y))
+	for _, v := range y {
+		out[v] = true
+	}
+	return len(in) == len(out)
+}
+
+// describeRequest renders what a lease asks for, in the words of a
+// scenario's acquire line ("job=j cap=kv pool=slots:1 ttl=30s").
+func describeRequest(job string, req Requirements, ttl time.Duration) string {
+	var parts []string
+	if job != "" {
+		parts = append(parts, "job="+job)
+	}
+	if len(req.Capabilities) > 0 {
+		parts = append(parts, "cap="+strings.Join(req.Capabilities, ","))
+	}
+	if len(req.Pools) > 0 {
+		var pools []string
+		for _, name := range sortedKeys(req.Pools) {
+			pools = append(pools, fmt.Sprintf("%s:%d", name, req.Pools[name]))
+		}
+		parts = append(parts, "pool="+strings.Join(pools, ","))
+	}
+	if len(req.NeedsPools) > 0 {
+		parts = append(parts, "needs="+strings.Join(req.NeedsPools, ","))
+	}
+	if ttl > 0 {
+		parts = append(parts, "ttl="+ttl.String())
+	}
+	if len(parts) == 0 {
+		return "nothing"
+	}
+	return strings.Join(parts, " ")
 }
 
 // admitWaiting admits waiting leases in FIFO order. A lease blocked on a

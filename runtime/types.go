@@ -265,6 +265,17 @@ type Admitted struct {
 	Services []string
 }
 
+// AlreadyHeld answers an Acquire of an attempt whose lease Held is already
+// admitted, with the same requirements: that lease is the answer (its TTL
+// restarted), no new lease is made. Lease is the request's id, which the
+// driver routes the answer by.
+type AlreadyHeld struct {
+	Lease    LeaseID
+	Held     LeaseID
+	Services []string
+	Expires  time.Time // zero without a TTL
+}
+
 // Rejected answers an Acquire that cannot be admitted, or whose wait ran
 // out.
 type Rejected struct {
@@ -310,6 +321,7 @@ func (Kill) effectName() string         { return "kill" }
 func (Freeze) effectName() string       { return "freeze" }
 func (Thaw) effectName() string         { return "thaw" }
 func (Admitted) effectName() string     { return "admitted" }
+func (AlreadyHeld) effectName() string  { return "already-held" }
 func (Rejected) effectName() string     { return "rejected" }
 func (Expired) effectName() string      { return "expired" }
 func (Renewed) effectName() string      { return "renewed" }

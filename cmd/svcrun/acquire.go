@@ -5,17 +5,23 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"math"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
 )
 
 // runAcquire is `svcrun acquire`: ask for a lease, print its id (or the
 // grant as JSON) and exit; the lease stays until `svcrun release`, or until
-// its TTL passes without `svcrun renew`.
+// its TTL passes without `svcrun renew`. If svcrun goes away meanwhile (a
+// restart), it asks again with the same attempt until svcrun is back,
+// within --wait: a lease admitted before the restart is the answer.
 func runAcquire(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
 	sock := addSocketFlags(fs)
@@ -37,7 +43,7 @@ func runAcquire(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 		defer c.Close()
-		g, err := c.Acquire(ctx, req)
+		g, err := acquireRetrying(ctx, newAwayNotice(m.Stderr, "acquire"), c, req)
 		if err != nil {
 			return admission(err)
 		}
@@ -58,10 +64,6 @@ type leaseFlags struct {
 	wait, ttl    *time.Duration
 	needTTL      bool // run: the TTL frees the lease if run is killed
 }
-
-// minTTL is the shortest TTL of a lease: a shorter one would expire before
-// it could be renewed.
-const minTTL = time.Second
 
 func addLeaseFlags(fs *flag.FlagSet, wait, ttl time.Duration) *leaseFlags {
 	f := &leaseFlags{pools: poolFlag{}}
@@ -87,17 +89,102 @@ func (f *leaseFlags) request() (api.AcquireRequest, error) {
 	switch ttl := *f.ttl; {
 	case ttl < 0:
 		return api.AcquireRequest{}, usageError{"--ttl must not be negative"}
-	case f.needTTL && ttl < minTTL:
+	case f.needTTL && ttl < api.MinTTL:
 		// run renews its lease while CMD runs; the TTL is what gives the
 		// lease back if run itself is killed (kill -9 leaves no release).
 		return api.AcquireRequest{}, usageError{"--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
-	case ttl > 0 && ttl < minTTL:
+	case ttl > 0 && ttl < api.MinTTL:
 		return api.AcquireRequest{}, usageError{"--ttl must be 1s or more, or 0 for a lease held until released: a shorter TTL would expire before svcrun renew could renew it"}
 	}
+	attempt := *f.attempt
+	if attempt == "" {
+		// Made here, before the first try, so that every try names it.
+		attempt = agent.NewAttemptID()
+	}
 	return api.AcquireRequest{
-		Job: *f.job, Attempt: *f.attempt, Pools: map[string]int64(f.pools), NeedsPools: f.needs, Capabilities: f.caps,
+		Job: *f.job, Attempt: attempt, Pools: map[string]int64(f.pools), NeedsPools: f.needs, Capabilities: f.caps,
 		Wait: api.Duration(*f.wait), TTL: api.Duration(*f.ttl),
 	}, nil
+}
+
+// acquireRetrying acquires; while svcrun is away (restarting: its socket
+// not answering, the connection lost, svcrun stopping) it asks again with
+// the same attempt, for the rest of req.Wait. The attempt makes the retry
+// safe: a lease admitted just before svcrun went is the answer, not a
+// second lease.
+func acquireRetrying(ctx context.Context, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+	deadline := time.Now().Add(time.Duration(req.Wait))
+	var g api.Grant
+	err := whileAway(ctx, deadline, away, fmt.Sprintf("asking again with attempt %s until it is back (until %s at most: --wait)", req.Attempt, deadline.Format("15:04:05")), func() error {
+		var err error
+		g, err = c.Acquire(ctx, req)
+		req.Wait = api.Duration(max(0, time.Until(deadline)))
+		return err
+	})
+	return g, err
+}
+
+// whileAway calls try until it succeeds or fails otherwise than with
+// svcrun away (api.Away), pausing between tries (100 ms, doubling to 1 s),
+// until ctx is done or, if it is not zero, until. It returns try's last
+// error.
+func whileAway(ctx context.Context, until time.Time, away *awayNotice, doing string, try func() error) error {
+	pause := 100 * time.Millisecond
+	for {
+		err := try()
+		if err == nil {
+			away.back()
+			return nil
+		}
+		left := time.Duration(math.MaxInt64)
+		if !until.IsZero() {
+			left = time.Until(until)
+		}
+		if !api.Away(err) || ctx.Err() != nil || left <= 0 {
+			return err
+		}
+		away.gone(err, doing)
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+// awayNotice tells, on one line each, that svcrun went away and that it is
+// back: not one line per try.
+type awayNotice struct {
+	w    io.Writer
+	cmd  string
+	away bool
+}
+
+func newAwayNotice(w io.Writer, cmd string) *awayNotice { return &awayNotice{w: w, cmd: cmd} }
+
+func (n *awayNotice) gone(err error, doing string) {
+	if n.away {
+		return
+	}
+	n.away = true
+	// The connect error, not the hint of where the socket comes from:
+	// the socket answered a moment ago.
+	var ue *api.UnreachableError
+	var op *net.OpError
+	if errors.As(err, &ue) && errors.As(ue.Err, &op) && op.Err != nil {
+		err = op.Err
+	}
+	fmt.Fprintf(n.w, "svcrun %s: svcrun went away (%v): %s\n", n.cmd, err, doing)
+}
+
+func (n *awayNotice) back() {
+	if n.away {
+		n.away = false
+		fmt.Fprintf(n.w, "svcrun %s: svcrun is back\n", n.cmd)
+	}
 }
 
 // poolFlag is the repeatable --pool NAME=N.

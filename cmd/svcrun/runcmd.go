@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +31,11 @@ import (
 //
 // SIGINT is not forwarded when stdin is a terminal: the terminal already
 // sent it to CMD, which is in the same foreground process group.
+//
+// A restart of svcrun does not end the lease: the acquire asks again with
+// the same attempt (made before the first try) until svcrun is back,
+// within --wait, and renewals and the release wait for it likewise; run
+// says once that svcrun went away and once that it is back.
 func runRun(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
 	sock := addSocketFlags(fs)
@@ -48,16 +51,14 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err
 	}
-	if req.Attempt == "" {
-		req.Attempt = newAttemptID()
-	}
 	c, err := sock.dial()
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
-	g, err := acquireShowing(ctx, m, c, req)
+	away := newAwayNotice(m.Stderr, "run")
+	g, err := acquireShowing(ctx, m, away, c, req)
 	if err != nil {
 		return notAdmitted(m, "run", err)
 	}
@@ -67,7 +68,10 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	release := func() {
 		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
-		if err := c.Release(rctx, g.Lease); err != nil {
+		err := whileAway(rctx, time.Time{}, away, fmt.Sprintf("releasing lease %s when it is back (for at most 30s)", g.Lease), func() error {
+			return c.Release(rctx, g.Lease)
+		})
+		if err != nil {
 			if errors.Is(err, agent.ErrUnknownLease) {
 				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended (expired or released) when CMD exited\n", g.Lease)
 				return
@@ -102,7 +106,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keepRenewing(renewCtx, m.Stderr, c, g.Lease, time.Duration(req.TTL))
+			keepRenewing(renewCtx, m.Stderr, away, c, g.Lease, time.Duration(req.TTL))
 		}()
 	}
 	ttyInterrupt := isTerminal(os.Stdin)
@@ -134,11 +138,12 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	return nil
 }
 
-// acquireShowing acquires; while it waits, with stderr on a terminal, it
-// prints every second what the lease waits for.
-func acquireShowing(ctx context.Context, m *Main, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+// acquireShowing acquires, asking again while svcrun is away; while it
+// waits, with stderr on a terminal, it prints every second what the lease
+// waits for.
+func acquireShowing(ctx context.Context, m *Main, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
 	if !isTerminal(m.Stderr) {
-		return c.Acquire(ctx, req)
+		return acquireRetrying(ctx, away, c, req)
 	}
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -146,7 +151,7 @@ func acquireShowing(ctx context.Context, m *Main, c *api.Client, req api.Acquire
 		defer close(done)
 		showProgress(pctx, m.Stderr, c, req.Attempt, time.Now())
 	}()
-	g, err := c.Acquire(ctx, req)
+	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
 	<-done
 	return g, err
@@ -227,8 +232,9 @@ func progressLine(st api.Status, attempt string, waited time.Duration) string {
 }
 
 // keepRenewing renews the lease every ttl/3 until ctx is done. A failed
-// renewal is retried within a second; a lost lease is reported once.
-func keepRenewing(ctx context.Context, w io.Writer, c *api.Client, lease string, ttl time.Duration) {
+// renewal is retried within a second (svcrun away, as while it restarts,
+// is told once, and once when it is back); a lost lease is reported once.
+func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Client, lease string, ttl time.Duration) {
 	every := ttl / 3
 	next := every
 	for {
@@ -244,12 +250,16 @@ func keepRenewing(ctx context.Context, w io.Writer, c *api.Client, lease string,
 		cancel()
 		switch {
 		case err == nil:
+			away.back()
 			next = every
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, agent.ErrUnknownLease):
 			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
 			return
+		case api.Away(err):
+			away.gone(err, fmt.Sprintf("renewing lease %s until it is back", lease))
+			next = min(time.Second, every)
 		default:
 			fmt.Fprintf(w, "svcrun run: renewing lease %s: %v; retrying\n", lease, err)
 			next = min(time.Second, every)
@@ -263,14 +273,6 @@ func exitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
-}
-
-func newAttemptID() string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err)
-	}
-	return "attempt-" + hex.EncodeToString(b[:])
 }
 
 func isTerminal(w any) bool {
