@@ -209,7 +209,7 @@ func Open(opts Options) (*Agent, error) {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []*manifest.Module) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg, mods)}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg, mods), Logger: a.log}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}

@@ -96,35 +96,45 @@ func (x *Executor) setFallback(service string, err error) {
 // container re-created if it was removed under svcrun
 // (cgroup.Manager.Recover). If that fails too it is run again without it;
 // if it then starts, the cgroup was at fault and the service falls back
-// to process groups (until Update).
-func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
+// to process groups (until Update). After a stop (any outcome), what is
+// left in the container is killed while the op still counts, so the next
+// start begins in an empty one and the emptying is not a crash.
+func (x *Executor) runIn(t runtime.Target, spec Spec, stop bool) Result {
 	if t.Probe {
-		return x.runGrouped(t, spec)
+		return x.runGrouped(t, spec, false)
 	}
 	svc := t.String()
 	fd, ok := x.opStart(svc)
 	if !ok {
-		return x.runGrouped(t, spec)
+		return x.runGrouped(t, spec, stop)
 	}
 	defer x.cg.OpEnd(svc)
 	hooks := spec.Hooks
 	spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
 	res := Run(x.ctx, spec)
-	if !cloneFailed(res) {
+	// ran ends the op: after a stop, what is left in the container is
+	// killed first.
+	ran := func(res Result) Result {
+		if stop {
+			x.killContainerLeft(svc)
+		}
 		return res
+	}
+	if !cloneFailed(res) {
+		return ran(res)
 	}
 	cause := res.SpawnErr
 	if fd, err := x.cg.Recover(svc); fd >= 0 {
 		spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
 		if res = Run(x.ctx, spec); !cloneFailed(res) {
-			return res
+			return ran(res)
 		}
 		cause = res.SpawnErr
 	} else if err != nil {
 		cause = err // the ENOENT of the clone blames the executable
 	}
 	spec.Hooks = hooks
-	if again := x.runGrouped(t, spec); again.Pid != 0 {
+	if again := x.runGrouped(t, spec, stop); again.Pid != 0 {
 		path, _ := x.cg.Path(svc)
 		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))
 		return again
@@ -134,6 +144,19 @@ func (x *Executor) runIn(t runtime.Target, spec Spec) Result {
 
 // cloneFailed says nothing of the op ran.
 func cloneFailed(res Result) bool { return res.SpawnErr != nil && res.Pid == 0 && !res.Canceled }
+
+// killContainerLeft kills what a stop left in the service's cgroup and
+// waits (bounded) for it to be empty.
+func (x *Executor) killContainerLeft(service string) {
+	pids, err := x.cg.Procs(service)
+	if err != nil || len(pids) == 0 {
+		return
+	}
+	x.log.Warn("the stop left processes in the service's container: killed", "service", service, "pids", pids)
+	if err := x.cg.Kill(service, killWait); err != nil {
+		x.log.Warn("the container is not empty after the stop", "service", service, "error", err)
+	}
+}
 
 // opStart readies the service's container for an op: the descriptor to
 // clone into, and false when the service runs in process groups.

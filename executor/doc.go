@@ -111,6 +111,17 @@
 // Probes always run in process groups. ContainerMode says, per service,
 // "cgroup" or "process-group: <why>".
 //
+// After every stop op, whatever its outcome, what is left in the service's
+// container is killed (cgroup.kill; in the fallback SIGKILL to the
+// service's known process groups) and waited for, bounded, before the stop
+// counts as ended and its OpDone is posted, as systemd's
+// KillMode=control-group does: a worker that outlived its SIGKILLed master
+// would otherwise hold what the next start needs (its port), and that
+// start would fail. The kill happens while the stop still counts as
+// running, so the container is not armed by it; the emptying that the stop
+// itself causes is posted, if at all, before the stop's OpDone, while the
+// engine is stopping the service, which does not take it for a crash.
+//
 // The fallback, for services without a container: Kill, Freeze and Thaw
 // send SIGKILL, SIGSTOP and SIGCONT to the process groups of the service:
 // those of its running ops and those its ops left processes in (the daemon

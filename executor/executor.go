@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -56,6 +57,9 @@ type Config struct {
 	// groups and signals (ContainerMode says why). New takes it; Update
 	// ignores it. The caller closes it, after the Executor.
 	Containers *cgroup.Manager
+	// Logger gets what the executor does on its own: what a stop left
+	// behind that it kills. Nil discards it.
+	Logger *slog.Logger
 }
 
 // Executor is the runtime.Executor of svcrun: it runs the ops of the
@@ -82,6 +86,7 @@ type Executor struct {
 	unsubscribe func()
 
 	containers
+	log *slog.Logger
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -164,6 +169,11 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		armed:     map[runtime.Target]bool{},
 	}
 	x.initContainers(cfg, post)
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	x.log = log
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	return x, nil
 }
@@ -328,20 +338,56 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	}
 	spec := t.cmd.Spec(op.Op, op.Args, t.env, timeout)
 	spec.Grace, spec.WaitDelay, spec.Hooks = x.grace, x.waitDelay, t.hooks
-	res := x.runIn(op.Target, spec)
+	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
 	<-x.sem
 	return Outcome(op.Op, t.role, res)
 }
 
 // runGrouped runs spec with its process group tracked for Kill, Freeze and
-// Thaw: the process-group fallback.
-func (x *Executor) runGrouped(t runtime.Target, spec Spec) Result {
-	spec.OnStart = func(pid int) { x.addGroup(t, pid) }
+// Thaw: the process-group fallback. After a stop, what is left in the
+// service's groups is killed before the op counts as ended.
+func (x *Executor) runGrouped(t runtime.Target, spec Spec, stop bool) Result {
+	onStart := spec.OnStart
+	spec.OnStart = func(pid int) {
+		x.addGroup(t, pid)
+		if onStart != nil {
+			onStart(pid)
+		}
+	}
 	res := Run(x.ctx, spec)
+	if stop && !t.Probe {
+		x.killGroupsLeft(t, nil)
+	}
 	if res.Pid != 0 {
 		x.opEnded(t, res.Pid)
 	}
 	return res
+}
+
+// killGroupsLeft kills what is left, after a stop, in the process groups
+// known for t and in extra (those of a stop an earlier svcrun ran), and
+// waits (bounded) for them to be gone, as systemd's KillMode=control-group
+// does: a worker that outlived its master would hold what the next start
+// needs (its port).
+func (x *Executor) killGroupsLeft(t runtime.Target, extra []int) {
+	x.gmu.Lock()
+	x.pruneLocked(t)
+	groups := append(sortedKeys(x.groups[t]), extra...)
+	x.gmu.Unlock()
+	var live []int
+	for _, pgid := range groups {
+		if groupHasLive(pgid) {
+			live = append(live, pgid)
+			signalGroup(pgid, syscall.SIGKILL)
+		}
+	}
+	if len(live) == 0 {
+		return
+	}
+	x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", live)
+	for _, pgid := range live {
+		waitGroupGone(pgid, killWait)
+	}
 }
 
 // ----- Process groups: the process-container fallback of filled-in §4. -----
@@ -484,6 +530,15 @@ func (x *Executor) Freeze(service string) {
 func (x *Executor) Thaw(service string) {
 	x.containerFreeze(service, false)
 	x.signal(service, sigCont)
+}
+
+// waitGroupGone waits, at most bound, for the group pgid to have no live
+// process.
+func waitGroupGone(pgid int, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for groupHasLive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func sortedKeys(m map[int]bool) []int {

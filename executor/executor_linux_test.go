@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"log/slog"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -53,6 +54,10 @@ name = "hang"
 exec = ["bin/svc.sh", "hang"]
 
 [[services]]
+name = "nginx"
+exec = ["bin/svc.sh", "nginx"]
+
+[[services]]
 name = "elsewhere"
 exec = ["bin/svc.sh", "ok"]
 platforms = ["windows"]
@@ -99,6 +104,13 @@ func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newAdapterIn(t, root, containers, nil)
+}
+
+// newAdapterIn builds the executor of the node in root (a second one on the
+// same root is the next svcrun), logging to log (nil: nowhere).
+func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger) *adapterFixture {
+	t.Helper()
 	copyExecutable(t, "testdata/svc.sh", filepath.Join(root, "bundle", "bin", "svc.sh"))
 	if err := os.WriteFile(filepath.Join(root, "bundle", manifest.FileName), []byte(testManifest), 0o644); err != nil {
 		t.Fatal(err)
@@ -113,7 +125,7 @@ func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 		t.Fatal(err)
 	}
 	a := &adapterFixture{done: make(chan runtime.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
-	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers}, func(ev runtime.Event) {
+	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev runtime.Event) {
 		switch ev := ev.(type) {
 		case runtime.OpDone:
 			a.done <- ev

@@ -142,6 +142,33 @@ concurrency)
 	rm -f "$dir/$$"
 	printf '{"healthy":true,"running":false}\n'
 	;;
+nginx)
+	# Debian's nginx: a master and a worker that ignores SIGTERM; the
+	# stop kills the master only, and a start fails while a worker holds
+	# the port.
+	case ${1:-} in
+	start)
+		w=$(cat "$data/worker.pid" 2>/dev/null)
+		if [ -n "$w" ] && [ -r "/proc/$w/stat" ] && ! grep -q ') Z' "/proc/$w/stat"; then
+			echo "bind() to 0.0.0.0:8080 failed: held by pid $w" >&2
+			printf '{"ok":false,"message":"port taken"}\n'
+			exit 1
+		fi
+		rm -f "$data/worker.pid"
+		sh -c 'trap "" TERM; sleep 1000 & echo $! >"$1/worker.pid"; exec sleep 1000' sh "$data" </dev/null >/dev/null 2>&1 &
+		echo $! >"$data/master.pid"
+		while [ ! -s "$data/worker.pid" ]; do sleep 0.005; done
+		printf '{"ok":true,"changed":true}\n'
+		;;
+	stop)
+		kill -KILL "$(cat "$data/master.pid")"
+		printf '{"ok":true,"changed":true}\n'
+		;;
+	*)
+		printf '{"running":true,"ready":true}\n'
+		;;
+	esac
+	;;
 *)
 	echo "svc.sh: unknown mode $mode" >&2
 	exit 64
