@@ -158,6 +158,25 @@ func (x *Executor) killContainerLeft(service string) {
 	}
 }
 
+// cgroupOf is the cgroup directory an op of the service is cloned into;
+// "" when it runs in a process group.
+func (x *Executor) cgroupOf(service string) string {
+	if !x.cgUsable() {
+		return ""
+	}
+	x.cmu.Lock()
+	fallback := x.fallback[service]
+	x.cmu.Unlock()
+	if fallback != nil {
+		return ""
+	}
+	p, err := x.cg.Path(service)
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
 // opStart readies the service's container for an op: the descriptor to
 // clone into, and false when the service runs in process groups.
 func (x *Executor) opStart(service string) (int, bool) {

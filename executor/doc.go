@@ -137,4 +137,40 @@
 // cgroup would (0.1-0.2 ms after the death in the tests). A daemon that
 // left its group, or one whose parent outside the group still lives, is
 // not seen: the status polls find it.
+//
+// # Ops across restarts
+//
+// No op of a service begins while an op that an earlier svcrun started on
+// it still runs: a start killed with its svcrun (kill -9) would otherwise
+// go on in the service's container, the next svcrun's fingerprint would
+// say running:false, and a second start would leave two daemons. Before a
+// mutating op (start, stop, destroy) is spawned, a record of it is written
+// to <data_dir>/ops/<module>.<name>.<svcrun pid>.<op id>.json: the
+// service, the op and its argv, the boot id, when it began (wall clock
+// and CLOCK_BOOTTIME), its timeout and svcrun's pid. Once the spawn
+// returns, the op's pid (its process group) and the pid's start time
+// (/proc/<pid>/stat field 22) are added, so that a reused pid is never
+// taken for the op; when the op, and after a stop the kill of what it left,
+// have ended, the record is removed. Each write replaces the file whole (a
+// rename) without fsync: the records must survive the death of svcrun's
+// process, not of the machine, whose crash ends the ops too (records of
+// an earlier boot are dropped). Read-only ops are not recorded: one left
+// running changes nothing a fingerprint could be misled by, and
+// fingerprint and status run every period.
+//
+// New reads the records an earlier svcrun left and resolves them in the
+// background, and Run holds every op of their service (fingerprints
+// included, so before the boot fingerprint) until they are: an op whose
+// pid still runs with the recorded start time is waited for (its pidfd)
+// until it ends or its deadline (began + timeout), then its process group
+// gets the timeout treatment (SIGTERM, the grace, SIGKILL). A record
+// without a pid (svcrun died between the spawn and the record) is resolved
+// on every process group leader that started after the record and is in
+// the service's cgroup, or runs the op's argv and started within 5 s of
+// it. After a leftover stop, what is left in the service's container (or
+// the stop's process group) is killed, as the stop's own end would have.
+// Each of these is logged at WARN. An unreadable record is kept and
+// reported, since what it names is unknown. The process-group fallback
+// holds the same: the op's group is its pid. Linux only: elsewhere nothing
+// is recorded.
 package executor

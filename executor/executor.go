@@ -57,8 +57,9 @@ type Config struct {
 	// groups and signals (ContainerMode says why). New takes it; Update
 	// ignores it. The caller closes it, after the Executor.
 	Containers *cgroup.Manager
-	// Logger gets what the executor does on its own: what a stop left
-	// behind that it kills. Nil discards it.
+	// Logger gets what the executor does on its own: the ops an earlier
+	// svcrun left running that it waits for or kills, and what a stop
+	// left behind that it kills. Nil discards it.
 	Logger *slog.Logger
 }
 
@@ -86,7 +87,7 @@ type Executor struct {
 	unsubscribe func()
 
 	containers
-	log *slog.Logger
+	opRecords
 }
 
 var _ runtime.Executor = (*Executor)(nil)
@@ -173,7 +174,7 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	x.log = log
+	x.initInflight(cfg.Node.DataDir, log)
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	return x, nil
 }
@@ -331,14 +332,25 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	if timeout <= 0 {
 		timeout = OpTimeout(op.Op, t.startTimeout)
 	}
+	canceled := func() runtime.Outcome {
+		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+	}
+	// An op an earlier svcrun started on this service may still run:
+	// no op begins beside it.
+	if !x.awaitLeftovers(op.Target) {
+		return canceled()
+	}
 	select {
 	case x.sem <- struct{}{}:
 	case <-x.ctx.Done():
-		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+		return canceled()
 	}
 	spec := t.cmd.Spec(op.Op, op.Args, t.env, timeout)
 	spec.Grace, spec.WaitDelay, spec.Hooks = x.grace, x.waitDelay, t.hooks
+	j := x.recordIntent(op.ID, op.Target, op.Op, spec)
+	spec.OnStart = j.started
 	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
+	j.done()
 	<-x.sem
 	return Outcome(op.Op, t.role, res)
 }

@@ -58,6 +58,10 @@ name = "nginx"
 exec = ["bin/svc.sh", "nginx"]
 
 [[services]]
+name = "slowstart"
+exec = ["bin/svc.sh", "slowstart"]
+
+[[services]]
 name = "elsewhere"
 exec = ["bin/svc.sh", "ok"]
 platforms = ["windows"]

@@ -142,6 +142,26 @@ concurrency)
 	rm -f "$dir/$$"
 	printf '{"healthy":true,"running":false}\n'
 	;;
+slowstart)
+	# A start that takes as long as the test says (until it writes the
+	# fifo "release"), like a VM's: its daemon is up at once, and the
+	# pid file that fingerprint goes by is written at the end.
+	case ${1:-} in
+	start)
+		echo $$ >"$data/start.pid"
+		sleep 1000 </dev/null >/dev/null 2>&1 &
+		d=$!
+		read x <"$data/release"
+		echo $d >"$data/daemon.pid"
+		printf '{"ok":true,"changed":true}\n'
+		;;
+	*)
+		running=false
+		[ -f "$data/daemon.pid" ] && running=true
+		printf '{"healthy":true,"running":%s}\n' $running
+		;;
+	esac
+	;;
 nginx)
 	# Debian's nginx: a master and a worker that ignores SIGTERM; the
 	# stop kills the master only, and a start fails while a worker holds

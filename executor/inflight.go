@@ -1,0 +1,340 @@
+package executor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// OpsDir is the directory, under the node's data dir, of the records of the
+// mutating ops in flight (see the package doc, "Ops across restarts").
+const OpsDir = "ops"
+
+// mutating reports whether op changes the service: only those are
+// recorded, since a read-only op that outlives its svcrun changes nothing a
+// later fingerprint could be misled by, and fingerprint and status run
+// every period, where a file write per op would show.
+func mutating(op protocol.Op) bool {
+	switch op {
+	case protocol.OpStart, protocol.OpStop, protocol.OpDestroy:
+		return true
+	}
+	return false
+}
+
+// opRecord is one mutating op in flight, as a file <OpsDir>/<name>.json.
+// It is written before the op is spawned (the intent) and again once its
+// pid is known; it is removed when the op, and the cleanup after a stop,
+// have ended. A plain write (no fsync) is enough: the record has to survive
+// the death of svcrun's process, not of the machine, whose crash ends the
+// op as well (BootID tells records of an earlier boot).
+type opRecord struct {
+	Service string   `json:"service"`
+	Op      string   `json:"op"`
+	Argv    []string `json:"argv"` // what /proc/<pid>/cmdline ends with
+	Path    string   `json:"path"` // the executable, argv[0] resolved
+	BootID  string   `json:"boot_id"`
+	// Began and Deadline are wall-clock times, for people; BeganBoot
+	// (CLOCK_BOOTTIME, ns) and Timeout are what the next svcrun computes
+	// the deadline from, so that a clock step cannot move it.
+	Began     time.Time     `json:"began"`
+	Deadline  time.Time     `json:"deadline"`
+	BeganBoot int64         `json:"began_boottime_ns"`
+	Timeout   time.Duration `json:"timeout_ns"`
+	Svcrun    int           `json:"svcrun_pid"`
+	// Cgroup is the container the op was cloned into; "" for a process
+	// group.
+	Cgroup string `json:"cgroup,omitempty"`
+	// Pid is the op's pid and process group id, StartTicks its start time
+	// (/proc/<pid>/stat field 22), so that a reused pid is never taken
+	// for it. Both are 0 in an intent whose spawn has not returned yet.
+	Pid        int    `json:"pid,omitempty"`
+	StartTicks uint64 `json:"start_ticks,omitempty"`
+}
+
+// opRecords is the Executor's side of the records: where they go, and the
+// services whose leftover ops (of an earlier svcrun) are still being
+// resolved.
+type opRecords struct {
+	dir    string // "" when ops are not recorded (no process identity here)
+	bootID string
+	log    *slog.Logger
+
+	lmu       sync.Mutex
+	leftovers map[runtime.Target]chan struct{} // closed when resolved
+}
+
+// initInflight prepares <data_dir>/ops and resolves, in the background, the
+// records an earlier svcrun left there. A directory that cannot be made
+// disables the records, loudly: ops still run.
+func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
+	x.log = log
+	x.leftovers = map[runtime.Target]chan struct{}{}
+	id, err := bootID()
+	if err != nil {
+		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "reason", err)
+		return
+	}
+	if dataDir == "" {
+		return
+	}
+	dir := filepath.Join(dataDir, OpsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error", err)
+		return
+	}
+	x.dir, x.bootID = dir, id
+	byTarget := map[runtime.Target][]leftover{}
+	for _, l := range x.loadLeftovers() {
+		t := targetOf(l.rec.Service)
+		byTarget[t] = append(byTarget[t], l)
+	}
+	for t, ls := range byTarget {
+		done := make(chan struct{})
+		x.leftovers[t] = done
+		x.wg.Add(1)
+		go func() {
+			defer x.wg.Done()
+			if x.resolveAll(t, ls) {
+				close(done)
+			}
+		}()
+	}
+}
+
+// leftover is a record an earlier svcrun left, and its file.
+type leftover struct {
+	file string
+	rec  opRecord
+}
+
+// loadLeftovers reads the records of the ops dir. Records of an earlier
+// boot name ops that died with the machine and are removed; a record that
+// cannot be read is kept and reported, since what it names is unknown.
+func (x *Executor) loadLeftovers() []leftover {
+	ents, err := os.ReadDir(x.dir)
+	if err != nil {
+		x.log.Warn("ops an earlier svcrun left in flight cannot be listed: not waited for", "dir", x.dir, "error", err)
+		return nil
+	}
+	var out []leftover
+	for _, e := range ents {
+		file := filepath.Join(x.dir, e.Name())
+		switch {
+		case strings.HasSuffix(e.Name(), ".tmp"):
+			// A record being replaced when svcrun died: the one it
+			// replaced is still there.
+			os.Remove(file)
+			continue
+		case !strings.HasSuffix(e.Name(), ".json"):
+			continue
+		}
+		var rec opRecord
+		data, err := os.ReadFile(file)
+		if err == nil {
+			err = json.Unmarshal(data, &rec)
+		}
+		if err == nil && (rec.Service == "" || rec.Op == "") {
+			err = errors.New("no service or op")
+		}
+		if err != nil {
+			x.log.Warn("unreadable record of an op in flight: kept, not waited for", "file", file, "error", err)
+			continue
+		}
+		if rec.BootID != x.bootID {
+			os.Remove(file)
+			continue
+		}
+		out = append(out, leftover{file: file, rec: rec})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rec.BeganBoot < out[j].rec.BeganBoot })
+	return out
+}
+
+// resolveAll waits for (or kills at their deadline) the leftover ops of t
+// and removes their records. It reports false when svcrun is stopping
+// first: the records stay for the next svcrun.
+func (x *Executor) resolveAll(t runtime.Target, ls []leftover) bool {
+	for _, l := range ls {
+		if !x.resolve(t, l.rec) {
+			return false
+		}
+		os.Remove(l.file)
+	}
+	return true
+}
+
+// resolve ends one leftover op: each of its processes (the recorded pid, or
+// for an intent without one the candidates found for it) is waited for
+// until its deadline, then its process group gets the timeout treatment;
+// after a stop, what is left in the service's container is killed, as the
+// stop's own end would have done.
+func (x *Executor) resolve(t runtime.Target, rec opRecord) bool {
+	procs := []proc{{pid: rec.Pid, start: rec.StartTicks}}
+	if rec.Pid == 0 {
+		procs = findSpawned(rec)
+	}
+	deadline := rec.BeganBoot + int64(rec.Timeout)
+	for _, p := range procs {
+		if !x.awaitLeftover(rec, p, deadline) {
+			return false
+		}
+	}
+	if protocol.Op(rec.Op) == protocol.OpStop {
+		// What the stop's own end would have killed (runIn): its
+		// container, or its process group; the groups of the service's
+		// other ops died with the earlier svcrun's memory.
+		if rec.Cgroup != "" && x.cgroupOf(rec.Service) != "" {
+			x.killContainerLeft(rec.Service)
+		}
+		var groups []int
+		for _, p := range procs {
+			if p.pid > 1 {
+				groups = append(groups, p.pid)
+			}
+		}
+		x.killGroupsLeft(t, groups)
+	}
+	return true
+}
+
+// awaitLeftover waits for one process of a leftover op to end, until
+// deadline (CLOCK_BOOTTIME ns); false when svcrun stops first.
+func (x *Executor) awaitLeftover(rec opRecord, p proc, deadline int64) bool {
+	w, err := openProc(p)
+	if err != nil {
+		return true // gone, or its pid is another process's now
+	}
+	defer w.close()
+	log := x.log.With("service", rec.Service, "op", rec.Op, "pid", p.pid, "began", rec.Began, "deadline", rec.Deadline)
+	log.Warn("an op an earlier svcrun started is still running: no op of its service begins before it ends")
+	began := time.Now()
+	switch w.wait(x.ctx, time.Duration(deadline-bootNanos())) {
+	case waitExited:
+		log.Warn("the op an earlier svcrun started has ended", "waited", time.Since(began).Round(time.Millisecond))
+		return true
+	case waitCanceled:
+		return false
+	}
+	grace := x.grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	log.Warn("the op an earlier svcrun started overran its timeout: its process group is killed (SIGTERM, then SIGKILL after the grace)", "grace", grace)
+	signalGroup(p.pid, syscall.SIGTERM)
+	termAt := time.Now()
+	if w.wait(x.ctx, grace) == waitCanceled {
+		return false
+	}
+	waitGroupGone(p.pid, grace-time.Since(termAt))
+	if groupHasLive(p.pid) {
+		signalGroup(p.pid, syscall.SIGKILL)
+		waitGroupGone(p.pid, killWait)
+	}
+	return true
+}
+
+// awaitLeftovers holds an op of t until the ops an earlier svcrun left on
+// t are resolved; false when svcrun stops first.
+func (x *Executor) awaitLeftovers(t runtime.Target) bool {
+	x.lmu.Lock()
+	done := x.leftovers[t]
+	x.lmu.Unlock()
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		x.lmu.Lock()
+		delete(x.leftovers, t)
+		x.lmu.Unlock()
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
+}
+
+// opJournal is the record of one op of this svcrun.
+type opJournal struct {
+	x    *Executor
+	file string
+	rec  opRecord
+}
+
+// recordIntent writes the record of a mutating op before it is spawned;
+// nil when it is not recorded. A record that cannot be written is logged
+// and the op runs: refusing it would stop the service from being managed
+// at all.
+func (x *Executor) recordIntent(id runtime.OpID, t runtime.Target, op protocol.Op, spec Spec) *opJournal {
+	if x.dir == "" || t.Probe || !mutating(op) {
+		return nil
+	}
+	now := time.Now()
+	argv := append([]string{spec.Arg0}, spec.Args...)
+	if argv[0] == "" {
+		argv[0] = spec.Path
+	}
+	j := &opJournal{x: x, file: filepath.Join(x.dir, fmt.Sprintf("%s.%s.%d.%d.json", t.Module, t.Name, os.Getpid(), id)), rec: opRecord{
+		Service: t.String(), Op: string(op), Argv: argv, Path: spec.Path, BootID: x.bootID,
+		Began: now, Deadline: now.Add(spec.Timeout), BeganBoot: bootNanos(), Timeout: spec.Timeout,
+		Svcrun: os.Getpid(),
+	}}
+	j.rec.Cgroup = x.cgroupOf(t.String())
+	j.write()
+	return j
+}
+
+// started adds the op's pid and its start time to the record.
+func (j *opJournal) started(pid int) {
+	if j == nil {
+		return
+	}
+	j.rec.Pid = pid
+	j.rec.StartTicks, _ = startTicks(pid)
+	j.write()
+}
+
+// done removes the record: the op and what follows it have ended.
+func (j *opJournal) done() {
+	if j == nil {
+		return
+	}
+	if err := os.Remove(j.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		j.x.log.Warn("record of an ended op not removed: the next svcrun will find its process gone", "file", j.file, "error", err)
+	}
+}
+
+// write replaces the record whole (a rename), so that a death in the
+// middle leaves the previous version.
+func (j *opJournal) write() {
+	data, err := json.Marshal(j.rec)
+	if err == nil {
+		tmp := j.file + ".tmp"
+		if err = os.WriteFile(tmp, data, 0o600); err == nil {
+			err = os.Rename(tmp, j.file)
+		}
+	}
+	if err != nil {
+		j.x.log.Warn("record of an op in flight not written: if svcrun dies during the op, the next one will not wait for it", "file", j.file, "error", err)
+	}
+}
+
+// proc is a process of a leftover op: its pid (and group) and start time.
+type proc struct {
+	pid   int
+	start uint64
+}
+
+func (p proc) String() string { return strconv.Itoa(p.pid) }

@@ -1,0 +1,249 @@
+package executor
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// logLines is a Logger whose lines the test can wait for.
+type logLines chan string
+
+func (l logLines) Write(p []byte) (int, error) {
+	l <- string(p)
+	return len(p), nil
+}
+
+func newLogLines() (logLines, *slog.Logger) {
+	l := make(logLines, 1000)
+	return l, slog.New(slog.NewTextHandler(l, nil))
+}
+
+// waitLine waits for a line holding want; a generous bound guards a hang.
+func (l logLines) waitLine(t *testing.T, want string) string {
+	t.Helper()
+	guard := time.After(60 * time.Second)
+	for {
+		select {
+		case line := <-l:
+			if strings.Contains(line, want) {
+				return line
+			}
+		case <-guard:
+			t.Fatalf("no log line with %q within 60 s", want)
+		}
+	}
+}
+
+// waitFile waits for a file to appear (an op writes it as it begins).
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	eventually(t, 60*time.Second, path+" did not appear", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
+func tempRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// TestLeftoverStartIsWaitedFor: a start an earlier svcrun left running
+// (its executor never saw it end) holds every op of the next svcrun's
+// executor on that service until it has ended, so the fingerprint sees its
+// daemon and no second start is made beside it.
+func TestLeftoverStartIsWaitedFor(t *testing.T) {
+	for _, mode := range containerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			root := tempRoot(t)
+			m1 := mode.containers(t)
+			var m2 *cgroup.Manager
+			if m1 != nil {
+				// The next svcrun's Manager, on the same base.
+				m2 = cgroup.New(cgroup.Options{Name: filepath.Base(m1.Base())})
+				t.Cleanup(func() { m2.Close() })
+			}
+			a1 := newAdapterIn(t, root, m1, nil)
+			if err := os.MkdirAll(a1.data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(filepath.Join(a1.data, "release"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			target := runtime.Target{Module: "test", Name: "slowstart"}
+			a1.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpStart, Timeout: time.Minute})
+			waitFile(t, filepath.Join(a1.data, "start.pid"))
+
+			logs, log := newLogLines()
+			a2 := newAdapterIn(t, root, m2, log)
+			a2.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpFingerprint, Timeout: time.Minute})
+			// Either the fingerprint waits (and says so), or it ran.
+		wait:
+			for {
+				select {
+				case d := <-a2.done:
+					t.Fatalf("the fingerprint ran beside the earlier svcrun's start: %+v", d.Outcome)
+				case line := <-logs:
+					if strings.Contains(line, "is still running") {
+						break wait
+					}
+				case <-time.After(60 * time.Second):
+					t.Fatal("neither the fingerprint nor a wait for the leftover start within 60 s")
+				}
+			}
+			if err := os.WriteFile(filepath.Join(a1.data, "release"), []byte("go\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if d := <-a1.done; d.Outcome.Failure != runtime.FailNone {
+				t.Fatalf("the start: %+v", d.Outcome)
+			}
+			a1.pid(t, "daemon.pid")
+			d := <-a2.done
+			if d.Outcome.Failure != runtime.FailNone || d.Outcome.Result.Fingerprint == nil || d.Outcome.Result.Fingerprint.Running == nil || !*d.Outcome.Result.Fingerprint.Running {
+				t.Errorf("the fingerprint after the leftover start: %+v, want running", d.Outcome)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(root, "state", OpsDir)); len(ents) != 0 {
+				t.Errorf("records left: %v", ents)
+			}
+		})
+	}
+}
+
+// TestLeftoverRecords: how the next svcrun resolves each kind of record an
+// earlier one left.
+func TestLeftoverRecords(t *testing.T) {
+	id, err := bootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		// argv is the process the record is about ("" in [0]: the
+		// bundle's svc.sh); nil: none.
+		argv []string
+		// record returns the record's file content for that process.
+		record func(rec opRecord, p proc) any
+		// killed: the process is gone by the fingerprint's end; else it
+		// still runs.
+		killed bool
+		log    string // a line of the log; "" for none
+		kept   bool   // the record is still there at the end
+	}{
+		{
+			name:   "overran its deadline",
+			argv:   []string{"/bin/sh", "-c", `trap "" TERM; exec sleep 1000`},
+			record: func(r opRecord, p proc) any { r.Pid, r.StartTicks = p.pid, p.start; return r },
+			killed: true, log: "overran its timeout",
+		},
+		{
+			name: "its pid is another process's",
+			argv: []string{"sleep", "1000"},
+			record: func(r opRecord, p proc) any {
+				r.Pid, r.StartTicks, r.Timeout = p.pid, p.start+1, time.Hour
+				return r
+			},
+		},
+		{
+			name:   "an intent without a pid finds its op",
+			argv:   []string{"", "hang", "start"},
+			record: func(r opRecord, p proc) any { return r },
+			killed: true, log: "overran its timeout",
+		},
+		{
+			name:   "an intent without a pid spares a stranger",
+			argv:   []string{"", "hang", "stop"},
+			record: func(r opRecord, p proc) any { return r },
+		},
+		{
+			name: "an earlier boot",
+			argv: []string{"sleep", "1000"},
+			record: func(r opRecord, p proc) any {
+				r.Pid, r.StartTicks, r.BootID = p.pid, p.start, "another-boot"
+				return r
+			},
+		},
+		{
+			name:   "unreadable",
+			record: func(opRecord, proc) any { return "not a record" },
+			log:    "unreadable record", kept: true,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := tempRoot(t)
+			script := filepath.Join(root, "bundle", "bin", "svc.sh")
+			copyExecutable(t, "testdata/svc.sh", script)
+			rec := opRecord{
+				Service: "test/envsvc", Op: "start", Argv: []string{script, "hang", "start"}, Path: script,
+				BootID: id, Began: time.Now(), BeganBoot: bootNanos(), Svcrun: 1,
+			}
+			var p proc
+			if tc.argv != nil {
+				argv := tc.argv
+				if argv[0] == "" {
+					argv = append([]string{script}, argv[1:]...)
+				}
+				cmd := exec.Command(argv[0], argv[1:]...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // an op leads its group
+				cmd.Env = []string{"OARBANK_MODULE_DATA=" + root}
+				done, err := StartCmd(cmd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+					cmd.Wait()
+					done()
+				})
+				p.pid = cmd.Process.Pid
+				var ok bool
+				if p.start, ok = startTicks(p.pid); !ok {
+					t.Fatal("no start time")
+				}
+			}
+			data, err := json.Marshal(tc.record(rec, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, "state", OpsDir)
+			os.MkdirAll(dir, 0o700)
+			file := filepath.Join(dir, "test.envsvc.1.1.json")
+			if err := os.WriteFile(file, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			logs, log := newLogLines()
+			a := newAdapterIn(t, root, nil, log)
+			if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+				t.Fatalf("fingerprint: %+v", o)
+			}
+			if p.pid != 0 && alive(p.pid) == tc.killed {
+				t.Errorf("pid %d alive %v, want killed %v", p.pid, alive(p.pid), tc.killed)
+			}
+			close(logs)
+			var lines []string
+			for l := range logs {
+				lines = append(lines, l)
+			}
+			if got := strings.Join(lines, ""); tc.log != "" && !strings.Contains(got, tc.log) || tc.log == "" && got != "" {
+				t.Errorf("log:\n%s\nwant a line with %q", got, tc.log)
+			}
+			if _, err := os.Stat(file); (err == nil) != tc.kept {
+				t.Errorf("record kept %v, want %v", err == nil, tc.kept)
+			}
+		})
+	}
+}
