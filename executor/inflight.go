@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -336,5 +335,3 @@ type proc struct {
 	pid   int
 	start uint64
 }
-
-func (p proc) String() string { return strconv.Itoa(p.pid) }
