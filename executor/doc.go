@@ -148,13 +148,13 @@
 // to <data_dir>/ops/<module>.<name>.<svcrun pid>.<op id>.json: the
 // service, the op and its argv, the boot id, when it began (wall clock
 // and CLOCK_BOOTTIME), its timeout and svcrun's pid. Once the spawn
-// returns, the op's pid (its process group) and the pid's start time
-// (/proc/<pid>/stat field 22) are added, so that a reused pid is never
-// taken for the op; when the op, and after a stop the kill of what it left,
-// have ended, the record is removed. Each write replaces the file whole (a
-// rename) without fsync: the records must survive the death of svcrun's
-// process, not of the machine, whose crash ends the ops too (records of
-// an earlier boot are dropped). Read-only ops are not recorded: one left
+// returns, a second line adds the op's pid (its process group) and the
+// pid's start time (/proc/<pid>/stat field 22), so that a reused pid is
+// never taken for the op; when the op, and after a stop the kill of what it
+// left, have ended, the record is removed. Each line is one write(2),
+// without fsync: the records must survive the death of svcrun's process,
+// not of the machine, whose crash ends the ops too (records of an earlier
+// boot are dropped). Read-only ops are not recorded: one left
 // running changes nothing a fingerprint could be misled by, and
 // fingerprint and status run every period.
 //

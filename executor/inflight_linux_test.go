@@ -178,6 +178,11 @@ func TestLeftoverRecords(t *testing.T) {
 			},
 		},
 		{
+			name:   "an intent never written",
+			argv:   []string{"", "hang", "start"},
+			record: func(opRecord, proc) any { return nil },
+		},
+		{
 			name:   "unreadable",
 			record: func(opRecord, proc) any { return "not a record" },
 			log:    "unreadable record", kept: true,
@@ -215,9 +220,12 @@ func TestLeftoverRecords(t *testing.T) {
 					t.Fatal("no start time")
 				}
 			}
-			data, err := json.Marshal(tc.record(rec, p))
-			if err != nil {
-				t.Fatal(err)
+			var data []byte
+			if r := tc.record(rec, p); r != nil {
+				if data, err = json.Marshal(r); err != nil {
+					t.Fatal(err)
+				}
+				data = append(data, '\n')
 			}
 			dir := filepath.Join(root, "state", OpsDir)
 			os.MkdirAll(dir, 0o700)
@@ -245,5 +253,27 @@ func TestLeftoverRecords(t *testing.T) {
 				t.Errorf("record kept %v, want %v", err == nil, tc.kept)
 			}
 		})
+	}
+}
+
+// BenchmarkOpRecord is what recording costs a mutating op: the intent, the
+// pid, the removal.
+func BenchmarkOpRecord(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := &Executor{}
+	x.initInflight(root, slog.New(slog.DiscardHandler))
+	if x.dir == "" {
+		b.Fatal("ops are not recorded here")
+	}
+	spec := Spec{Path: "/bin/true", Args: []string{"start"}, Timeout: time.Minute}
+	t := runtime.Target{Module: "test", Name: "svc"}
+	pid := os.Getpid()
+	for i := range b.N {
+		j := x.recordIntent(runtime.OpID(i), t, protocol.OpStart, spec)
+		j.started(pid)
+		j.done()
 	}
 }
