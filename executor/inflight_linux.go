@@ -67,9 +67,13 @@ func startTicks(pid int) (uint64, bool) {
 	return v, err == nil
 }
 
-// procWait is a leftover op's process held by its pidfd, which stays its
-// own whatever happens to the pid.
-type procWait struct{ fd int }
+// procWait is a leftover op's process: held by its pidfd, which stays its
+// own whatever happens to the pid, or before Linux 5.3 (fd -1) watched by
+// its pid and start time.
+type procWait struct {
+	fd int
+	p  proc
+}
 
 // openProc takes hold of p if it still runs: the pidfd is opened first and
 // the start time checked after, so the pidfd cannot be another process's.
@@ -77,18 +81,37 @@ func openProc(p proc) (*procWait, error) {
 	if p.pid <= 1 {
 		return nil, errors.New("no pid")
 	}
-	fd, err := unix.PidfdOpen(p.pid, 0)
-	if err != nil {
-		return nil, err
+	fd := -1
+	if pidfdSupported() {
+		var err error
+		if fd, err = unix.PidfdOpen(p.pid, 0); err != nil {
+			return nil, err
+		}
 	}
-	if st, ok := startTicks(p.pid); !ok || st != p.start {
-		unix.Close(fd)
-		return nil, errors.New("pid reused")
+	if !p.runs() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, errors.New("gone, or its pid is another process's")
 	}
-	return &procWait{fd: fd}, nil
+	return &procWait{fd: fd, p: p}, nil
 }
 
-func (w *procWait) close() { unix.Close(w.fd) }
+// runs reports whether p's pid is still p, and not a zombie.
+func (p proc) runs() bool {
+	f, ok := statFields(p.pid)
+	if !ok || len(f[0]) != 1 || f[0][0] == 'Z' || f[0][0] == 'X' {
+		return false
+	}
+	st, err := strconv.ParseUint(string(f[19]), 10, 64)
+	return err == nil && st == p.start
+}
+
+func (w *procWait) close() {
+	if w.fd >= 0 {
+		unix.Close(w.fd)
+	}
+}
 
 type waitResult int
 
@@ -109,6 +132,16 @@ func (w *procWait) wait(ctx context.Context, d time.Duration) waitResult {
 		left := time.Until(end)
 		// Woken now and then to see ctx: svcrun may stop meanwhile.
 		slice := min(max(left, 0), 100*time.Millisecond)
+		if w.fd < 0 {
+			if !w.p.runs() {
+				return waitExited
+			}
+			if left <= 0 {
+				return waitTimedOut
+			}
+			time.Sleep(min(slice, 20*time.Millisecond)) // no pidfd to wait on
+			continue
+		}
 		fds := []unix.PollFd{{Fd: int32(w.fd), Events: unix.POLLIN}}
 		n, err := unix.Poll(fds, int((slice+time.Millisecond-1)/time.Millisecond))
 		switch {

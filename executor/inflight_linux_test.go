@@ -277,3 +277,30 @@ func BenchmarkOpRecord(b *testing.B) {
 		j.done()
 	}
 }
+
+// TestProcWaitWithoutPidfd: before Linux 5.3 a leftover op is watched by
+// its pid and start time; a zombie counts as ended, as with a pidfd.
+func TestProcWaitWithoutPidfd(t *testing.T) {
+	cmd := exec.Command("sleep", "1000")
+	done, err := StartCmd(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	start, ok := startTicks(cmd.Process.Pid)
+	if !ok {
+		t.Fatal("no start time")
+	}
+	w := &procWait{fd: -1, p: proc{pid: cmd.Process.Pid, start: start}}
+	if got := w.wait(t.Context(), 0); got != waitTimedOut {
+		t.Errorf("a live process: %v, want timed out", got)
+	}
+	if (proc{pid: cmd.Process.Pid, start: start + 1}).runs() {
+		t.Error("another start time is taken for the process")
+	}
+	cmd.Process.Kill()
+	if got := w.wait(t.Context(), time.Minute); got != waitExited { // a zombie: not reaped yet
+		t.Errorf("a killed process: %v, want exited", got)
+	}
+	cmd.Wait()
+}
