@@ -337,7 +337,7 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	}
 	// An op an earlier svcrun started on this service may still run:
 	// no op begins beside it.
-	if !x.awaitLeftovers(op.Target) {
+	if !x.awaitLeftovers(op.Target, op.Op) {
 		return canceled()
 	}
 	select {

@@ -276,9 +276,9 @@ func (x *Executor) awaitLeftover(rec opRecord, p proc, deadline int64) bool {
 	return true
 }
 
-// awaitLeftovers holds an op of t until the ops an earlier svcrun left on
-// t are resolved; false when svcrun stops first.
-func (x *Executor) awaitLeftovers(t runtime.Target) bool {
+// awaitLeftovers holds op of t until the ops an earlier svcrun left on t
+// are resolved; false when svcrun stops first.
+func (x *Executor) awaitLeftovers(t runtime.Target, op protocol.Op) bool {
 	x.lmu.Lock()
 	done := x.leftovers[t]
 	x.lmu.Unlock()
@@ -287,13 +287,18 @@ func (x *Executor) awaitLeftovers(t runtime.Target) bool {
 	}
 	select {
 	case <-done:
-		x.lmu.Lock()
-		delete(x.leftovers, t)
-		x.lmu.Unlock()
-		return true
-	case <-x.ctx.Done():
-		return false
+	default:
+		x.log.Info("op held until the ops an earlier svcrun started on the service have ended", "service", t.String(), "op", string(op))
+		select {
+		case <-done:
+		case <-x.ctx.Done():
+			return false
+		}
 	}
+	x.lmu.Lock()
+	delete(x.leftovers, t)
+	x.lmu.Unlock()
+	return true
 }
 
 // opJournal is the record of one op of this svcrun, open for the pid line.

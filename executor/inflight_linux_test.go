@@ -72,12 +72,6 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			root := tempRoot(t)
 			m1 := mode.containers(t)
-			var m2 *cgroup.Manager
-			if m1 != nil {
-				// The next svcrun's Manager, on the same base.
-				m2 = cgroup.New(cgroup.Options{Name: filepath.Base(m1.Base())})
-				t.Cleanup(func() { m2.Close() })
-			}
 			a1 := newAdapterIn(t, root, m1, nil)
 			if err := os.MkdirAll(a1.data, 0o700); err != nil {
 				t.Fatal(err)
@@ -89,17 +83,38 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			a1.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpStart, Timeout: time.Minute})
 			waitFile(t, filepath.Join(a1.data, "start.pid"))
 
+			var m2 *cgroup.Manager
+			if m1 != nil {
+				// The earlier svcrun dies: its lock of the base goes,
+				// and the next svcrun's Manager takes it.
+				m1.Close()
+				m2 = cgroup.New(cgroup.Options{Name: filepath.Base(m1.Base())})
+				t.Cleanup(func() {
+					// Before m1's cleanup, which can no longer see
+					// the containers empty.
+					for _, s := range m2.Services() {
+						if err := m2.Kill(s, 5*time.Second); err != nil {
+							t.Errorf("cleanup: kill %s: %v", s, err)
+						}
+						m2.Remove(s)
+					}
+					m2.Close()
+				})
+				if err := m2.Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			logs, log := newLogLines()
 			a2 := newAdapterIn(t, root, m2, log)
 			a2.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpFingerprint, Timeout: time.Minute})
-			// Either the fingerprint waits (and says so), or it ran.
+			// Either the fingerprint is held (and says so), or it ran.
 		wait:
 			for {
 				select {
 				case d := <-a2.done:
 					t.Fatalf("the fingerprint ran beside the earlier svcrun's start: %+v", d.Outcome)
 				case line := <-logs:
-					if strings.Contains(line, "is still running") {
+					if strings.Contains(line, "op held until") {
 						break wait
 					}
 				case <-time.After(60 * time.Second):
