@@ -81,9 +81,11 @@
 // its data dir is prepared and its settings, tools and limits files
 // written (svcenv.Prepare, WriteFiles).
 //
-// Run(RunOp) returns at once; a goroutine waits for a slot of the global cap
-// (Config.MaxConcurrentOps, default the node's max_concurrent_ops), runs
-// the op, and posts runtime.OpDone{ID, Outcome}. Every RunOp is answered
+// Run(RunOp) returns at once; a goroutine waits until no op an earlier
+// svcrun started on the service still runs (see "Ops across restarts"),
+// then for a slot of the global cap (Config.MaxConcurrentOps, default the
+// node's max_concurrent_ops), runs the op, and posts
+// runtime.OpDone{ID, Outcome}. Every RunOp is answered
 // exactly once, failures included (unknown target, a probe asked for more
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
 // for their OpDone.
