@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -318,4 +319,49 @@ func TestProcWaitWithoutPidfd(t *testing.T) {
 		t.Errorf("a killed process: %v, want exited", got)
 	}
 	cmd.Wait()
+}
+
+// TestLeftoverStopLeavesNothing: a stop that an earlier svcrun ran, and
+// that ended while no svcrun ran, gets the end of every stop: what it left
+// in its process group is killed before the service's next op.
+func TestLeftoverStopLeavesNothing(t *testing.T) {
+	id, err := bootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := tempRoot(t)
+	// The stop: its leader exits at once and leaves a worker in its group.
+	cmd := exec.Command("/bin/sh", "-c", `sleep 1000 </dev/null >/dev/null 2>&1 & echo $! >"$0/worker.pid"`, root)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done, err := StartCmd(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	start, _ := startTicks(pid)
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	cmd.Wait()
+	done()
+	worker := 0
+	if data, err := os.ReadFile(filepath.Join(root, "worker.pid")); err == nil {
+		worker, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+	}
+	if worker <= 1 || !alive(worker) {
+		t.Fatalf("no worker: %d", worker)
+	}
+	rec := opRecord{Service: "test/envsvc", Op: "stop", Argv: []string{"x", "stop"}, BootID: id, Began: time.Now(),
+		BeganBoot: bootNanos(), Timeout: time.Hour, Pid: pid, StartTicks: start}
+	data, _ := json.Marshal(rec)
+	dir := filepath.Join(root, "state", OpsDir)
+	os.MkdirAll(dir, 0o700)
+	if err := os.WriteFile(filepath.Join(dir, "test.envsvc.1.1.json"), append(data, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newAdapterIn(t, root, nil, nil)
+	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatalf("fingerprint: %+v", o)
+	}
+	if alive(worker) {
+		t.Errorf("the worker %d the earlier svcrun's stop left still runs", worker)
+	}
 }
