@@ -91,6 +91,7 @@ type chaos struct {
 	node   string
 	ctl    string // the module data dir's ctl/
 	cmd    *exec.Cmd
+	asking *exec.Cmd       // an acquire whose answer svcrun's kill cuts off
 	leases map[string]bool // answered, not released: must survive every kill
 	al     string          // the lease held on al throughout
 }
@@ -156,11 +157,16 @@ func (c *chaos) serve() {
 	}
 }
 
-// kill ends svcrun with SIGKILL.
+// kill ends svcrun with SIGKILL, and then a command still asking it.
 func (c *chaos) kill() {
 	c.cmd.Process.Signal(syscall.SIGKILL)
 	c.cmd.Wait()
 	c.cmd = nil
+	if c.asking != nil {
+		c.asking.Process.Kill()
+		c.asking.Wait()
+		c.asking = nil
+	}
 }
 
 func (c *chaos) cli(args ...string) string {
@@ -188,13 +194,15 @@ func (c *chaos) acquire(capability string) string {
 }
 
 // acquireAsync asks for a lease and does not wait for the answer: svcrun is
-// killed before it comes.
+// killed before it comes, and so is the asking command (kill), which would
+// otherwise ask the next svcrun again and hold a lease the test does not
+// know of.
 func (c *chaos) acquireAsync(capability string) {
 	cmd := exec.Command(c.bin, "acquire", "--socket", c.sock, "--capability", capability, "--json", "--wait", "60s")
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
-	go cmd.Wait()
+	c.asking = cmd
 }
 
 // begun counts the ops of svc that began so far.
