@@ -365,3 +365,58 @@ func TestLeftoverStopLeavesNothing(t *testing.T) {
 		t.Errorf("the worker %d the earlier svcrun's stop left still runs", worker)
 	}
 }
+
+// TestLeftoverIntentInContainer: an intent without a pid, in a container,
+// is resolved on the group leaders of the service's cgroup that started
+// after it, whatever they run; the daemon that was there before is spared.
+func TestLeftoverIntentInContainer(t *testing.T) {
+	m := newContainers(t)
+	id, err := bootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := m.Create("test/envsvc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spawn := func() *exec.Cmd {
+		cmd := exec.Command("sleep", "1000")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
+		done, err := StartCmd(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cmd.Process.Kill()
+			cmd.Wait()
+			done()
+		})
+		return cmd
+	}
+	daemon := spawn()
+	// The intent comes a tick (of /proc start times) after the daemon.
+	dTicks, _ := startTicks(daemon.Process.Pid)
+	for bootNanos()/(1e9/userHZ) <= int64(dTicks) {
+	}
+	root := tempRoot(t)
+	path, _ := m.Path("test/envsvc")
+	rec := opRecord{Service: "test/envsvc", Op: "start", Argv: []string{"/bin/false", "start"}, Path: "/bin/false",
+		BootID: id, Began: time.Now(), BeganBoot: bootNanos(), Cgroup: path}
+	op := spawn()
+	data, _ := json.Marshal(rec)
+	dir := filepath.Join(root, "state", OpsDir)
+	os.MkdirAll(dir, 0o700)
+	if err := os.WriteFile(filepath.Join(dir, "test.envsvc.1.1.json"), append(data, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := newAdapterIn(t, root, nil, nil)
+	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		t.Fatalf("fingerprint: %+v", o)
+	}
+	if alive(op.Process.Pid) {
+		t.Error("the op of the intent, in the container, still runs")
+	}
+	if !alive(daemon.Process.Pid) {
+		t.Error("the daemon that was in the container before the intent was killed")
+	}
+}
