@@ -110,6 +110,10 @@ type Agent struct {
 	started   time.Time
 	steps     uint64
 	traced    tracedStep // owned by the loop
+
+	// retired are the modules gone from the configuration whose services
+	// may still be stopping (Reload); owned by the loop.
+	retired []retiredModule
 }
 
 // call is an agent-internal event: a closure run on the loop.

@@ -75,6 +75,7 @@ var e2eCases = []struct {
 	{"restart_after_kill", e2eRestartAfterKill},
 	{"stop_timeout", e2eStopTimeout},
 	{"stop_at_exit_past_grace", e2eStopAtExitPastGrace},
+	{"module_removed", e2eModuleRemoved},
 }
 
 func TestE2E(t *testing.T) {
@@ -1429,4 +1430,78 @@ func BenchmarkCrashToRestart(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1e3, "max-ms")
+}
+
+// A module removed from the configuration by a reload is disabled, not
+// killed: the stop op of its running service runs (bin/svc records it in
+// calls) and succeeds, no kill of its process container follows, the lease
+// that held it ends and its holder's renew says why, and the service leaves
+// the status. A file with no modules at all is refused first, naming the
+// way to do it on purpose.
+func e2eModuleRemoved(t *testing.T, mode e2eMode) {
+	e := newE2E(t, mode, nil)
+	// A second module, a probe only, stays: a reload without any module is
+	// refused.
+	keep := filepath.Join(t.TempDir(), "keep")
+	if err := os.MkdirAll(filepath.Join(keep, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(e.bundle, "bin", "svc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keep, "bin", "svc"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "[module]\nname = \"keep\"\nversion = \"1\"\n\n[[probes]]\nname = \"keep-probe\"\nexec = [\"bin/svc\"]\n"
+	if err := os.WriteFile(filepath.Join(keep, "module.toml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, _ := strings.Cut(string(orig), "[[modules]]")
+	keepModule := fmt.Sprintf("[[modules]]\nbundle = %q\n", keep)
+	writeCfg := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(e.cfg, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg(string(orig) + "\n" + keepModule)
+	e.start()
+
+	g := e.mustAcquire(AcquireRequest{Requirements: caps("cap-ondemand"), Wait: 30 * time.Second})
+	pid := e.pid("ondemand")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	writeCfg(node)
+	if _, err := e.r.a.Reload(ctx); !errors.Is(err, ErrRemovesEveryModule) || !strings.Contains(err.Error(), "enabled = false") {
+		t.Fatalf("reload of a file without modules: got %v, want ErrRemovesEveryModule naming enabled = false", err)
+	}
+	if !alive(pid) || svc(e.status(), "ondemand").State != "ready" {
+		t.Fatalf("the refused reload changed something: daemon alive %v, %+v", alive(pid), svc(e.status(), "ondemand"))
+	}
+
+	writeCfg(node + keepModule)
+	if _, err := e.r.a.Reload(ctx); err != nil {
+		t.Fatalf("reload without module e2e: %v", err)
+	}
+	e.waitFor("e2e/ondemand gone from the status", time.Minute, func(st Status) bool {
+		return !slices.ContainsFunc(st.Services, func(s runtime.ServiceStatus) bool { return s.Module == "e2e" })
+	})
+	if n := e.count("ondemand", "stop"); n != 1 {
+		t.Errorf("stop ops run by svcrun: %d, want 1", n)
+	}
+	if r := e.records("escalated to a kill"); len(r) > 0 {
+		t.Errorf("the stop failed and its process container was killed: %+v", r)
+	}
+	eventually(t, "the daemon gone", time.Minute, func() bool { return !alive(pid) })
+	_, err = e.r.a.Renew(ctx, g.Lease)
+	var ended *LeaseEndedError
+	if !errors.As(err, &ended) || !errors.Is(err, ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
+		t.Errorf("renew of the lease: got %v, want it ended because module e2e was removed", err)
+	}
 }
