@@ -141,6 +141,9 @@ func Open(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range cfg.Warnings {
+		opts.Logger.Warn(w)
+	}
 	for _, m := range mods {
 		for _, w := range m.Warnings {
 			opts.Logger.Warn(w, "module", m.Name)
