@@ -19,7 +19,8 @@ import (
 
 // runServe is `svcrun serve --config FILE`: the daemon. SIGTERM or SIGINT
 // stop it, leaving services running for the next start to adopt (unless
-// --stop-services-on-exit); SIGHUP reloads the configuration.
+// --stop-services-on-exit); a second one exits at once (stopOnSignals).
+// SIGHUP reloads the configuration.
 func runServe(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
 	config := fs.String("config", "", "the node configuration `FILE` (svcrun.toml)")
