@@ -422,3 +422,26 @@ func TestModuleRemoved(t *testing.T) {
 		})
 	}
 }
+
+// A service removed from its module's manifest ends the admitted leases
+// that need it, saying so, and is forgotten once stopped.
+func TestServiceRemovedEndsItsLeases(t *testing.T) {
+	cfg := runtime.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
+	w := New(cfg, []runtime.ModuleSpec{{Module: mustModule(t, modAB), Enabled: true}}, map[string]*fakes.Behaviour{})
+	tr := traceOf(w)
+	w.RunFor(time.Second)
+	w.Do(runtime.Acquire{Lease: "l1", Attempt: "a1", Requirements: runtime.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
+	w.RunFor(time.Second)
+	w.Do(runtime.Reload{Modules: []runtime.ModuleSpec{{Module: mustModule(t, modA), Enabled: true}}})
+	if ex, ok := w.LastAnswer("l1").(runtime.Expired); !ok || ex.Reason != "service m/b was removed from its module's manifest" {
+		t.Errorf("l1: got %v, want it expired, saying m/b was removed", w.LastAnswer("l1"))
+	}
+	w.RunFor(time.Minute)
+	if s := svc(w, "m/b"); s != nil {
+		t.Errorf("m/b still in the status: %+v\n%s", *s, strings.Join(*tr, "\n"))
+	}
+	w.Do(runtime.Release{Lease: "l1"})
+	if u, ok := w.LastAnswer("l1").(runtime.LeaseUnknown); !ok || !strings.Contains(u.Reason, "m/b was removed") {
+		t.Errorf("release of l1: got %v, want an unknown lease saying why it ended", w.LastAnswer("l1"))
+	}
+}
