@@ -19,8 +19,9 @@
 // agent restart; pools reserved atomically with FIFO admission and
 // deadlines, leases with TTL; the memory budget with yielding; freezing;
 // stop escalation; per-service op serialization and a global cap on ops in
-// flight; reaping; probes and doctor events; enabling and disabling
-// modules.
+// flight; reaping; probes and doctor events; enabling, disabling and
+// removing modules (a removal is a disable whose admitted leases end,
+// Expired with a Reason, and whose services are forgotten once stopped).
 //
 // # The driver contract
 //
