@@ -110,6 +110,10 @@ type Agent struct {
 	started   time.Time
 	steps     uint64
 	traced    tracedStep // owned by the loop
+
+	// retired are the modules gone from the configuration whose services
+	// may still be stopping (Reload); owned by the loop.
+	retired []retiredModule
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -136,6 +140,9 @@ func Open(opts Options) (*Agent, error) {
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
 		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		opts.Logger.Warn(w)
 	}
 	for _, m := range mods {
 		for _, w := range m.Warnings {

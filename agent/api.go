@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
@@ -46,6 +48,21 @@ var ErrUnknownLease = errors.New("no such lease (never admitted, released, or ex
 // (its answer lost to a restart of svcrun) makes it before the first
 // acquire, so that every try names the same attempt.
 func NewAttemptID() string { return newID("attempt-") }
+
+// LeaseEndedError is a renew or release of a lease that svcrun ended
+// itself, the first time its holder asks: Reason says why (its module was
+// removed from the configuration). It matches ErrUnknownLease.
+type LeaseEndedError struct{ Reason string }
+
+func (e *LeaseEndedError) Error() string { return "the lease has ended: " + e.Reason }
+
+// Is makes a LeaseEndedError an unknown lease for errors.Is.
+func (e *LeaseEndedError) Is(target error) bool { return target == ErrUnknownLease }
+
+// ErrRemovesEveryModule refuses a reload of a configuration without
+// modules while modules run: an emptied or truncated file must not stop
+// every service.
+var ErrRemovesEveryModule = errors.New("it would remove every module and stop their services")
 
 func newID(prefix string) string {
 	var b [8]byte
@@ -109,7 +126,10 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 		if !ok {
 			return nil, ErrStopping
 		}
-		if _, unknown := f.(runtime.LeaseUnknown); unknown {
+		if u, unknown := f.(runtime.LeaseUnknown); unknown {
+			if u.Reason != "" {
+				return nil, &LeaseEndedError{Reason: u.Reason}
+			}
 			return nil, ErrUnknownLease
 		}
 		return f, nil
@@ -251,6 +271,12 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 // them. On any error nothing changes. Node settings other than modules
 // (data dir, budget, periods) take effect at the next start; the returned
 // notes say which changed.
+//
+// A module gone from the file is disabled: its services get their stop
+// ops and leave once stopped. Its ops keep the executor's targets of the
+// old configuration until then (a.retired), or the stop would fail as an
+// unknown target and escalate to a kill. A file without modules while
+// some are enabled is refused (ErrRemovesEveryModule).
 func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	// One at a time, file read included: two reloads racing could apply
 	// the older file last.
@@ -266,11 +292,17 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	}
 	var stepErr error
 	done := a.onLoop(ctx, func() {
+		if err := refuseRemovingAll(a.cfg, a.mods, cfg, mods); err != nil {
+			stepErr = err
+			return
+		}
 		notes = restartOnly(a.cfg, cfg)
-		if err := a.exec.Update(a.execConfig(cfg, mods)); err != nil {
+		retired := a.stillStopping(mods)
+		if err := a.exec.Update(a.execConfig(withRetired(cfg, mods, retired))); err != nil {
 			stepErr = fmt.Errorf("reload: %w", err)
 			return
 		}
+		a.retired = retired
 		// Settings that need a restart keep their running values.
 		keep := *a.cfg
 		keep.Modules = cfg.Modules
@@ -282,6 +314,78 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)
 	}
 	return notes, errors.Join(done, stepErr)
+}
+
+// retiredModule is a module gone from the configuration whose services
+// may still be stopping.
+type retiredModule struct {
+	cfg nodeconfig.Module
+	mod *manifest.Module
+}
+
+// stillStopping lists the modules that the new set mods drops, or dropped
+// at an earlier reload, and that the engine still has services of: their
+// stop ops need their targets. On the loop.
+func (a *Agent) stillStopping(mods []*manifest.Module) []retiredModule {
+	kept := map[string]bool{}
+	for _, m := range mods {
+		if m != nil {
+			kept[m.Name] = true
+		}
+	}
+	inEngine := map[string]bool{}
+	for _, s := range a.engine.Status().Services {
+		inEngine[s.Module] = true
+	}
+	var out []retiredModule
+	for _, r := range a.retired {
+		if !kept[r.mod.Name] && inEngine[r.mod.Name] {
+			out = append(out, r)
+			kept[r.mod.Name] = true
+		}
+	}
+	for i, m := range a.mods {
+		if m != nil && !kept[m.Name] && inEngine[m.Name] {
+			out = append(out, retiredModule{cfg: a.cfg.Modules[i], mod: m})
+		}
+	}
+	return out
+}
+
+// withRetired is the configuration and modules the executor runs: cfg's,
+// then the retired ones.
+func withRetired(cfg *nodeconfig.Config, mods []*manifest.Module, retired []retiredModule) (*nodeconfig.Config, []*manifest.Module) {
+	if len(retired) == 0 {
+		return cfg, mods
+	}
+	c := *cfg
+	c.Modules = slices.Clone(cfg.Modules)
+	mods = slices.Clone(mods)
+	for _, r := range retired {
+		c.Modules = append(c.Modules, r.cfg)
+		mods = append(mods, r.mod)
+	}
+	return &c, mods
+}
+
+// refuseRemovingAll refuses a new configuration without modules while the
+// running one has modules enabled. Disabling them first (enabled = false)
+// stops them on purpose; a later reload may then drop them.
+func refuseRemovingAll(old *nodeconfig.Config, oldMods []*manifest.Module, cur *nodeconfig.Config, mods []*manifest.Module) error {
+	if slices.ContainsFunc(mods, func(m *manifest.Module) bool { return m != nil }) {
+		return nil
+	}
+	var enabled []string
+	for i, m := range oldMods {
+		if m != nil && old.Modules[i].Enabled {
+			enabled = append(enabled, m.Name)
+		}
+	}
+	if len(enabled) == 0 {
+		return nil
+	}
+	return fmt.Errorf("reload: %s lists no modules: %w (%s); to stop them all on purpose, keep them in the file with enabled = false and reload, then remove them",
+		cur.File, ErrRemovesEveryModule, strings.Join(enabled, ", "))
 }
 
 // restartOnly lists the node settings that differ but apply only at start.

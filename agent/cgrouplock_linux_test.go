@@ -71,9 +71,9 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	e.start() // skips without cgroup v2 containers
 	req := AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
 	e.release(e.mustAcquire(req))
-	e.waitFor("ondemand stopped after its idle timeout", 60*time.Second, func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
 	dir := filepath.Join(e.r.a.containers.Base(), "e2e", "ondemand")
-	eventually(t, "the stopped service's container empties", 60*time.Second, func() bool {
+	eventually(t, "the stopped service's container empties", func() bool {
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		return err == nil && len(data) == 0
 	})

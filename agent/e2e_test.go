@@ -7,8 +7,9 @@ package agent
 // run bin/svc, a POSIX sh script driven by files in the module data dir
 // (see the script's header). Every subtest has its own node configuration
 // and data dir, calls the agent directly (no socket), and waits for what it
-// expects by polling Status (or the files the script writes) against a
-// deadline. Periods are short (status 0.2 s, fingerprint 0.5 s, reap 0.5 s)
+// expects by polling Status (or the files the script writes, or the event
+// stream), with only a generous failure guard (e2eGuard): the rules' own
+// times are checked as lower bounds, which a loaded machine cannot break. Periods are short (status 0.2 s, fingerprint 0.5 s, reap 0.5 s)
 // so that the whole file runs in under a minute.
 //
 // Every case runs twice: with the cgroup v2 process containers svcrun uses
@@ -75,6 +76,7 @@ var e2eCases = []struct {
 	{"restart_after_kill", e2eRestartAfterKill},
 	{"stop_timeout", e2eStopTimeout},
 	{"stop_at_exit_past_grace", e2eStopAtExitPastGrace},
+	{"module_removed", e2eModuleRemoved},
 }
 
 func TestE2E(t *testing.T) {
@@ -230,8 +232,8 @@ func (e *e2e) start() {
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("Run did not return within 30 s")
+		case <-time.After(e2eGuard):
+			t.Errorf("Run did not return within %v", e2eGuard)
 		}
 		<-collected
 		e.killDaemons()
@@ -319,29 +321,35 @@ func probeOf(st Status, name string) runtime.ProbeStatus {
 
 const pollEvery = 20 * time.Millisecond
 
-// waitFor polls Status until cond holds and fails the test at the deadline.
-func (e *e2e) waitFor(what string, within time.Duration, cond func(Status) bool) Status {
+// e2eGuard bounds every wait of these tests, and is only a failure guard:
+// a wait ends on what it waits for (a state in Status, a file, a record),
+// and on a loaded machine that may come much later than the rule's own
+// time, which the tests check as a lower bound (within).
+const e2eGuard = time.Minute
+
+// waitFor polls Status until cond holds; it fails the test after e2eGuard.
+func (e *e2e) waitFor(what string, cond func(Status) bool) Status {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(e2eGuard)
 	for {
 		st := e.status()
 		if cond(st) {
 			return st
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("not within %v: %s\nservices: %+v\nprobes: %+v\nleases: %+v", within, what, st.Services, st.Probes, st.Leases)
+			e.t.Fatalf("not within %v: %s\nservices: %+v\nprobes: %+v\nleases: %+v", e2eGuard, what, st.Services, st.Probes, st.Leases)
 		}
 		time.Sleep(pollEvery)
 	}
 }
 
-// eventually polls cond until it holds and fails the test at the deadline.
-func eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
+// eventually polls cond until it holds; it fails the test after e2eGuard.
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	deadline := time.Now().Add(e2eGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
+			t.Fatalf("not within %v: %s", e2eGuard, what)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -362,7 +370,7 @@ func never(t testing.TB, what string, d time.Duration, cond func() bool) {
 func caps(c ...string) runtime.Requirements { return runtime.Requirements{Capabilities: c} }
 
 func (e *e2e) acquire(req AcquireRequest) (Grant, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), req.Wait+20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), req.Wait+e2eGuard)
 	defer cancel()
 	if req.Job == "" {
 		req.Job = "e2e-job"
@@ -370,8 +378,11 @@ func (e *e2e) acquire(req AcquireRequest) (Grant, error) {
 	return e.r.a.Acquire(ctx, req)
 }
 
+// mustAcquire acquires a lease that must be admitted: it may wait as long
+// as e2eGuard, whatever req.Wait says.
 func (e *e2e) mustAcquire(req AcquireRequest) Grant {
 	e.t.Helper()
+	req.Wait = max(req.Wait, e2eGuard)
 	g, err := e.acquire(req)
 	if err != nil {
 		e.t.Fatalf("acquire %+v: %v", req.Requirements, err)
@@ -664,21 +675,28 @@ func (e *e2e) records(substr string) []Record {
 	return out
 }
 
-func (e *e2e) waitRecord(substr string, within time.Duration) Record {
+func (e *e2e) waitRecord(substr string) Record {
 	e.t.Helper()
 	var r []Record
-	eventually(e.t, "a record containing "+strconv.Quote(substr), within, func() bool {
+	eventually(e.t, "a record containing "+strconv.Quote(substr), func() bool {
 		r = e.records(substr)
 		return len(r) > 0
 	})
 	return r[0]
 }
 
+// within checks a duration the rules set: never below lo, which no load
+// can break; hi is what an idle machine takes, and a load may add to it,
+// so beyond hi only a note is logged, and the test fails only past
+// hi+e2eGuard.
 func within(t testing.TB, what string, d, lo, hi time.Duration) {
 	t.Helper()
-	if d < lo || d > hi {
+	switch {
+	case d < lo || d > hi+e2eGuard:
 		t.Errorf("%s took %v, want [%v, %v]", what, d, lo, hi)
-	} else {
+	case d > hi:
+		t.Logf("%s: %v, more than the %v of an idle machine (a loaded one?)", what, d.Round(time.Millisecond), hi)
+	default:
 		t.Logf("%s: %v", what, d.Round(time.Millisecond))
 	}
 }
@@ -710,7 +728,7 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 
 	rel := time.Now()
 	e.release(g2)
-	e.waitFor("ondemand stopped after its idle timeout", 5*time.Second, func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
 	stops := e.ops("ondemand", "stop")
 	if len(stops) != 1 {
 		t.Fatalf("%d stops, want 1", len(stops))
@@ -738,7 +756,7 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	}
 	rel = time.Now()
 	e.release(g4)
-	e.waitFor("ondemand stopped again", 5*time.Second, func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	e.waitFor("ondemand stopped again", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
 	stops = e.ops("ondemand", "stop")
 	within(t, "idle stop after the second last release", stops[len(stops)-1].At.Sub(rel), time.Second, 2*time.Second)
 }
@@ -748,7 +766,7 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 func e2eAlways(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.start()
-	e.waitFor("always ready without any lease", 5*time.Second, func(st Status) bool {
+	e.waitFor("always ready without any lease", func(st Status) bool {
 		return svc(st, "always").Ready && len(st.Leases) == 0
 	})
 	pid1 := e.pid("always")
@@ -760,7 +778,7 @@ func e2eAlways(t *testing.T, mode e2eMode) {
 	if err := e.r.a.SetModuleEnabled(ctx, "e2e", false); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("always stopped when its module is disabled", 5*time.Second, func(st Status) bool {
+	e.waitFor("always stopped when its module is disabled", func(st Status) bool {
 		s := svc(st, "always")
 		return !s.Enabled && s.State == "stopped"
 	})
@@ -775,7 +793,7 @@ func e2eAlways(t *testing.T, mode e2eMode) {
 	if err := e.r.a.SetModuleEnabled(ctx, "e2e", true); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("always ready again when its module is enabled", 5*time.Second, func(st Status) bool { return svc(st, "always").Ready })
+	e.waitFor("always ready again when its module is enabled", func(st Status) bool { return svc(st, "always").Ready })
 	if pid2 := e.pid("always"); pid2 == pid1 || !alive(pid2) || e.count("always", "start") != 2 {
 		t.Fatalf("after enable: daemon %d (was %d) alive %v, %d starts", pid2, pid1, alive(pid2), e.count("always", "start"))
 	}
@@ -788,7 +806,7 @@ func e2eAlways(t *testing.T, mode e2eMode) {
 func e2eManual(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.start()
-	e.waitFor("manual fingerprinted", 5*time.Second, func(st Status) bool { return svc(st, "manual").State == "stopped" })
+	e.waitFor("manual fingerprinted", func(st Status) bool { return svc(st, "manual").State == "stopped" })
 	_, err := e.acquire(AcquireRequest{Requirements: caps("cap-manual"), Wait: 300 * time.Millisecond})
 	rejected(t, err, "e2e/manual", "never starts a manual service")
 
@@ -800,7 +818,7 @@ func e2eManual(t *testing.T, mode e2eMode) {
 	e.release(g)
 
 	e.hand("manual", "stop")
-	e.waitFor("manual unusable once its owner stopped it", 5*time.Second, func(st Status) bool {
+	e.waitFor("manual unusable once its owner stopped it", func(st Status) bool {
 		s := svc(st, "manual")
 		return s.State == "stopped" && !s.Ready
 	})
@@ -832,7 +850,7 @@ func e2eReadinessGate(t *testing.T, mode e2eMode) {
 	admitted := time.Now()
 	started, ready := e.nsFile("gated", "started_ns"), e.nsFile("gated", "ready_ns")
 	within(t, "daemon start to first ready:true", ready.Sub(started), 800*time.Millisecond, 3*time.Second)
-	rec := e.waitRecord("admitted "+string(g.Lease), time.Second)
+	rec := e.waitRecord("admitted " + string(g.Lease))
 	if !rec.At.After(ready) || admitted.Before(ready) {
 		t.Fatalf("admitted at %v (returned %v), before ready said true at %v", rec.At, admitted, ready)
 	}
@@ -857,7 +875,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	e.ctl("flaky", "start_fail", "3")
 	e.start()
 	t0 := time.Now()
-	_, err := e.acquire(AcquireRequest{Requirements: caps("cap-flaky"), Wait: 10 * time.Second})
+	_, err := e.acquire(AcquireRequest{Requirements: caps("cap-flaky"), Wait: e2eGuard})
 	rejected(t, err, "e2e/flaky", "unhealthy", "3 consecutive failures")
 	within(t, "three failed starts to the rejection", time.Since(t0), 600*time.Millisecond, 5*time.Second)
 
@@ -914,7 +932,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	if err := e.r.a.Reset(ctx, "e2e/flaky"); err != nil {
 		t.Fatal(err)
 	}
-	e.waitFor("flaky reset", 5*time.Second, func(st Status) bool {
+	e.waitFor("flaky reset", func(st Status) bool {
 		s := svc(st, "flaky")
 		return !s.Unhealthy && s.Failures == 0
 	})
@@ -937,14 +955,14 @@ func e2eCrash(t *testing.T, mode e2eMode) {
 	if err := syscall.Kill(pid1, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	rec := e.waitRecord("e2e/crashy: failure 1/3: crashed", 5*time.Second)
+	rec := e.waitRecord("e2e/crashy: failure 1/3: crashed")
 	within(t, "crash detection ("+rec.Text[strings.Index(rec.Text, "crashed"):strings.Index(rec.Text, ";")]+")", rec.At.Sub(killed), 0, time.Second)
 	if e.contained("crashy") && !strings.Contains(rec.Text, "process container emptied") {
 		// filled-in §5: where the platform can tell, the emptying of the
 		// process container is an event, seen at once.
 		t.Errorf("crash in a cgroup container not seen as its emptying: %q", rec.Text)
 	}
-	st := e.waitFor("crashy restarted", 5*time.Second, func(st Status) bool {
+	st := e.waitFor("crashy restarted", func(st Status) bool {
 		s := svc(st, "crashy")
 		return s.Ready && s.Failures == 1
 	})
@@ -1016,7 +1034,7 @@ func e2eReaping(t *testing.T, mode e2eMode) {
 		return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(data)), " --force", "+force"))
 	}
 	// The script logs a destroy before it removes the object: wait for both.
-	eventually(t, "stubborn-1 destroyed with --force", 10*time.Second, func() bool {
+	eventually(t, "stubborn-1 destroyed with --force", func() bool {
 		_, err := os.Stat(e.ctlPath("reaper", "objects/stubborn-1.json"))
 		return slices.Contains(destroys(), "stubborn-1+force") && os.IsNotExist(err)
 	})
@@ -1045,9 +1063,9 @@ func e2eReaping(t *testing.T, mode e2eMode) {
 	// Once its lease ends, the attempt is no longer live: its object goes
 	// at the next round; the rest stays.
 	e.release(g)
-	eventually(t, "the object of the released attempt reaped", 5*time.Second, func() bool { return slices.Contains(destroys(), "live") })
+	eventually(t, "the object of the released attempt reaped", func() bool { return slices.Contains(destroys(), "live") })
 	rounds := len(e.ops("reaper", "list_owned"))
-	eventually(t, "one more reap round", 5*time.Second, func() bool { return len(e.ops("reaper", "list_owned")) > rounds })
+	eventually(t, "one more reap round", func() bool { return len(e.ops("reaper", "list_owned")) > rounds })
 	for _, id := range []string{"nolabels", "partial", "foreign-node", "foreign-svc", "future"} {
 		if slices.Contains(destroys(), id) || slices.Contains(destroys(), id+"+force") {
 			t.Errorf("%s was destroyed", id)
@@ -1063,7 +1081,7 @@ func e2eProbes(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.ctl("e2e-probe", "unhealthy", "")
 	e.start()
-	e.waitFor("probe reported unhealthy", 5*time.Second, func(st Status) bool {
+	e.waitFor("probe reported unhealthy", func(st Status) bool {
 		p := probeOf(st, "e2e-probe")
 		return p.Reported && !p.Healthy
 	})
@@ -1077,10 +1095,10 @@ func e2eProbes(t *testing.T, mode e2eMode) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		g, err := e.acquire(AcquireRequest{Requirements: caps("e2e-probe"), Wait: 10 * time.Second})
+		g, err := e.acquire(AcquireRequest{Requirements: caps("e2e-probe"), Wait: e2eGuard})
 		done <- result{g, err, time.Now()}
 	}()
-	e.waitFor("the lease waiting for the probe", 5*time.Second, func(st Status) bool { return len(st.Leases) == 1 })
+	e.waitFor("the lease waiting for the probe", func(st Status) bool { return len(st.Leases) == 1 })
 	e.rmCtl("e2e-probe", "unhealthy")
 	asked := time.Now()
 	for range 3 { // three requests within the debounce: one run
@@ -1122,7 +1140,7 @@ func e2eFreezing(t *testing.T, mode e2eMode) {
 	}
 	e.release(g)
 	var how string
-	e.waitFor("freezer frozen, its daemon stopped", 5*time.Second, func(st Status) bool {
+	e.waitFor("freezer frozen, its daemon stopped", func(st Status) bool {
 		how = frozen(pid)
 		return svc(st, "freezer").Frozen && how != ""
 	})
@@ -1193,10 +1211,10 @@ func (e *e2e) escalate() {
 	pid := e.pid("stubborn")
 	e.checkContained("stubborn", pid)
 	e.release(g)
-	e.waitRecord("e2e/stubborn: stop failed", 5*time.Second)
-	e.waitRecord("escalated to a kill of its process container", time.Second)
-	e.waitFor("stubborn stopped", 5*time.Second, func(st Status) bool { return svc(st, "stubborn").State == "stopped" })
-	eventually(t, "the daemon that ignores SIGTERM killed", 2*time.Second, func() bool { return !alive(pid) })
+	e.waitRecord("e2e/stubborn: stop failed")
+	e.waitRecord("escalated to a kill of its process container")
+	e.waitFor("stubborn stopped", func(st Status) bool { return svc(st, "stubborn").State == "stopped" })
+	eventually(t, "the daemon that ignores SIGTERM killed", func() bool { return !alive(pid) })
 }
 
 // Stop escalation: a stop that fails escalates to a kill of the process
@@ -1222,7 +1240,7 @@ func e2eRestartAfterKill(t *testing.T, mode e2eMode) {
 	e.start()
 	e.escalate()
 	e.rmCtl("stubborn", "ignore_term")
-	g, err := e.acquire(AcquireRequest{Requirements: caps("cap-stubborn"), Wait: 3 * time.Second})
+	g, err := e.acquire(AcquireRequest{Requirements: caps("cap-stubborn"), Wait: e2eGuard})
 	if err != nil {
 		var notes []string
 		for _, r := range e.records("e2e/stubborn: ") {
@@ -1259,7 +1277,7 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 
 	// The idle stop hangs: its sh, and the helper in its process group.
 	var stopPids []int
-	eventually(t, "the idle stop hanging", 5*time.Second, func() bool {
+	eventually(t, "the idle stop hanging", func() bool {
 		data, _ := os.ReadFile(e.ctlPath("hangstop", "stop_pids"))
 		stopPids = stopPids[:0]
 		for _, f := range strings.Fields(string(data)) {
@@ -1287,7 +1305,7 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 	// The stop in flight read hang_stop already; the next one is graceful.
 	e.rmCtl("hangstop", "hang_stop")
 
-	rec := e.waitRecord("e2e/hangstop: stop timeout", stopTimeout+executor.DefaultGrace+5*time.Second)
+	rec := e.waitRecord("e2e/hangstop: stop timeout")
 	for _, part := range []string{
 		"stop timeout", "timed out after " + stopTimeout.String(), "its process group got SIGTERM, then SIGKILL",
 		"escalated to a kill of its process container",
@@ -1320,19 +1338,19 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 	}
 
 	// Stopped, neither failed nor unhealthy; nothing of it is left.
-	st := e.waitFor("hangstop stopped", 5*time.Second, func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
+	st := e.waitFor("hangstop stopped", func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
 	if s := svc(st, "hangstop"); s.Unhealthy || s.Failures != 0 || !s.BackoffUntil.IsZero() {
 		t.Errorf("after the escalation of a stop that timed out: %+v, want stopped with no failure", s)
 	}
 	if len(e.records("e2e/hangstop: stopped (idle for 1s)")) != 1 {
 		t.Errorf("no note that the idle stop ended")
 	}
-	eventually(t, "the daemon (which ignores SIGTERM) killed with its container", 2*time.Second, func() bool { return !alive(pid) })
-	eventually(t, "nothing left of the hung stop", 2*time.Second, func() bool {
+	eventually(t, "the daemon (which ignores SIGTERM) killed with its container", func() bool { return !alive(pid) })
+	eventually(t, "nothing left of the hung stop", func() bool {
 		return !alive(leader) && !alive(helper) && len(groupMembers(leader)) == 0
 	})
 	if e.contained("hangstop") {
-		eventually(t, "the service's container empty", 2*time.Second, func() bool { return len(e.containerProcs("hangstop")) == 0 })
+		eventually(t, "the service's container empty", func() bool { return len(e.containerProcs("hangstop")) == 0 })
 	}
 
 	// The next lease starts it again, and the stop after it is graceful.
@@ -1343,7 +1361,7 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 		t.Fatalf("the lease after the escalation: %+v, daemon %d (was %d) alive %v, %d starts", s, pid2, pid, alive(pid2), e.count("hangstop", "start"))
 	}
 	e.release(g)
-	e.waitFor("hangstop stopped again", 5*time.Second, func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
+	e.waitFor("hangstop stopped again", func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
 	if n, esc := e.count("hangstop", "stop"), len(e.records("escalated")); n != 2 || esc != 1 {
 		t.Errorf("after the second idle stop: %d stops, %d escalations; want 2 stops, 1 escalation", n, esc)
 	}
@@ -1379,9 +1397,9 @@ func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
 	if e.count("hangstop", "stop") != 1 {
 		t.Fatalf("%d stops at exit, want 1", e.count("hangstop", "stop"))
 	}
-	eventually(t, "the daemon (which ignores SIGTERM) killed at exit", 2*time.Second, func() bool { return !alive(pid) })
+	eventually(t, "the daemon (which ignores SIGTERM) killed at exit", func() bool { return !alive(pid) })
 	if contained {
-		eventually(t, "the service's container empty", 2*time.Second, func() bool { return len(e.containerProcs("hangstop")) == 0 })
+		eventually(t, "the service's container empty", func() bool { return len(e.containerProcs("hangstop")) == 0 })
 	}
 }
 
@@ -1403,7 +1421,7 @@ func BenchmarkCrashToRestart(b *testing.B) {
 	var lat []time.Duration
 	for b.Loop() {
 		b.StopTimer()
-		e.waitFor("crashy up, no failure", 10*time.Second, func(st Status) bool {
+		e.waitFor("crashy up, no failure", func(st Status) bool {
 			s := svc(st, "crashy")
 			return s.Ready && s.Failures == 0
 		})
@@ -1415,7 +1433,7 @@ func BenchmarkCrashToRestart(b *testing.B) {
 			b.Fatal(err)
 		}
 		var rec Record
-		eventually(b, "the crash seen", 5*time.Second, func() bool {
+		eventually(b, "the crash seen", func() bool {
 			r := e.records("e2e/crashy: failure 1/3: crashed")
 			if len(r) > seen {
 				rec = r[seen]
@@ -1425,7 +1443,7 @@ func BenchmarkCrashToRestart(b *testing.B) {
 		})
 		b.StopTimer()
 		lat = append(lat, rec.At.Sub(killed))
-		e.waitFor("crashy restarted", 10*time.Second, func(st Status) bool { return svc(st, "crashy").Ready })
+		e.waitFor("crashy restarted", func(st Status) bool { return svc(st, "crashy").Ready })
 		if err := e.r.a.Reset(ctx, "e2e/crashy"); err != nil {
 			b.Fatal(err)
 		}
@@ -1434,4 +1452,78 @@ func BenchmarkCrashToRestart(b *testing.B) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1e3, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1e3, "max-ms")
+}
+
+// A module removed from the configuration by a reload is disabled, not
+// killed: the stop op of its running service runs (bin/svc records it in
+// calls) and succeeds, no kill of its process container follows, the lease
+// that held it ends and its holder's renew says why, and the service leaves
+// the status. A file with no modules at all is refused first, naming the
+// way to do it on purpose.
+func e2eModuleRemoved(t *testing.T, mode e2eMode) {
+	e := newE2E(t, mode, nil)
+	// A second module, a probe only, stays: a reload without any module is
+	// refused.
+	keep := filepath.Join(t.TempDir(), "keep")
+	if err := os.MkdirAll(filepath.Join(keep, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(e.bundle, "bin", "svc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(keep, "bin", "svc"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	manifest := "[module]\nname = \"keep\"\nversion = \"1\"\n\n[[probes]]\nname = \"keep-probe\"\nexec = [\"bin/svc\"]\n"
+	if err := os.WriteFile(filepath.Join(keep, "module.toml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, _ := strings.Cut(string(orig), "[[modules]]")
+	keepModule := fmt.Sprintf("[[modules]]\nbundle = %q\n", keep)
+	writeCfg := func(text string) {
+		t.Helper()
+		if err := os.WriteFile(e.cfg, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCfg(string(orig) + "\n" + keepModule)
+	e.start()
+
+	g := e.mustAcquire(AcquireRequest{Requirements: caps("cap-ondemand"), Wait: 30 * time.Second})
+	pid := e.pid("ondemand")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	writeCfg(node)
+	if _, err := e.r.a.Reload(ctx); !errors.Is(err, ErrRemovesEveryModule) || !strings.Contains(err.Error(), "enabled = false") {
+		t.Fatalf("reload of a file without modules: got %v, want ErrRemovesEveryModule naming enabled = false", err)
+	}
+	if !alive(pid) || svc(e.status(), "ondemand").State != "ready" {
+		t.Fatalf("the refused reload changed something: daemon alive %v, %+v", alive(pid), svc(e.status(), "ondemand"))
+	}
+
+	writeCfg(node + keepModule)
+	if _, err := e.r.a.Reload(ctx); err != nil {
+		t.Fatalf("reload without module e2e: %v", err)
+	}
+	e.waitFor("e2e/ondemand gone from the status", func(st Status) bool {
+		return !slices.ContainsFunc(st.Services, func(s runtime.ServiceStatus) bool { return s.Module == "e2e" })
+	})
+	if n := e.count("ondemand", "stop"); n != 1 {
+		t.Errorf("stop ops run by svcrun: %d, want 1", n)
+	}
+	if r := e.records("escalated to a kill"); len(r) > 0 {
+		t.Errorf("the stop failed and its process container was killed: %+v", r)
+	}
+	eventually(t, "the daemon gone", func() bool { return !alive(pid) })
+	_, err = e.r.a.Renew(ctx, g.Lease)
+	var ended *LeaseEndedError
+	if !errors.As(err, &ended) || !errors.Is(err, ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
+		t.Errorf("renew of the lease: got %v, want it ended because module e2e was removed", err)
+	}
 }

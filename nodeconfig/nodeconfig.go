@@ -287,6 +287,11 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 		}
 		c.Modules = append(c.Modules, m)
 	}
+	if len(c.Modules) == 0 {
+		// Valid (a node may be set up before its modules), but an emptied
+		// or truncated file looks the same: say what it means.
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)", file))
+	}
 	t.Close()
 	return c, doc, nil
 }

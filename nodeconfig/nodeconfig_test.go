@@ -34,6 +34,7 @@ func TestDefaults(t *testing.T) {
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock",
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
 		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute,
+		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)

@@ -20,8 +20,9 @@
 // deadlines, leases with TTL, one lease per attempt (an acquire repeated
 // with the same requirements gets the lease already held); the memory budget with yielding; freezing;
 // stop escalation; per-service op serialization and a global cap on ops in
-// flight; reaping; probes and doctor events; enabling and disabling
-// modules.
+// flight; reaping; probes and doctor events; enabling, disabling and
+// removing modules (a removal is a disable whose admitted leases end,
+// Expired with a Reason, and whose services are forgotten once stopped).
 //
 // # The driver contract
 //

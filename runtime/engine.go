@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -52,6 +53,11 @@ type Engine struct {
 	nextBase  uint32   // the last timer slot base handed out
 	freeBases []uint32 // bases of forgotten leases
 
+	// ended says why the engine ended an admitted lease itself (its
+	// module was removed): the holder's next renew or release is told,
+	// once.
+	ended map[LeaseID]string
+
 	doctorPending bool
 }
 
@@ -69,6 +75,9 @@ type module struct {
 	probes   []*probe
 	// stopWhy is why its services stop when it is disabled.
 	stopWhy string
+	// removed: gone from the configuration. Disabled, it stays until its
+	// services have stopped, then it is forgotten.
+	removed bool
 }
 
 // actor is something that runs ops: a service or a probe. Its reconcile
@@ -102,6 +111,7 @@ func New() *Engine {
 		attempts: map[string]int{},
 		reserved: map[string]int64{},
 		ops:      map[OpID]*opRun{},
+		ended:    map[LeaseID]string{},
 
 		offPlatform: map[string]string{},
 		offline:     map[string]string{},
@@ -320,6 +330,8 @@ func (e *Engine) rebuildIndex() {
 		switch {
 		case s.removed:
 			why = fmt.Sprintf("service %s was removed from its module", s.name)
+		case s.mod.removed:
+			why = fmt.Sprintf("service %s: module %s was removed from the configuration", s.name, s.mod.name)
 		case !s.mod.enabled:
 			why = fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
 		}
@@ -363,19 +375,83 @@ func (e *Engine) enableModule(m *module) {
 	}
 }
 
-func (e *Engine) disableModule(m *module) {
+// disableModule stops a module's services and fails the requests waiting
+// for them with why.
+func (e *Engine) disableModule(m *module, why string) {
 	m.enabled = false
 	for _, s := range m.services {
 		// A service still unknown is fingerprinted all the same: if it runs,
 		// it is stopped (fingerprinted), else it is stopped already.
-		e.failWaitingFor(s, fmt.Sprintf("module %s was disabled", m.name))
+		e.failWaitingFor(s, why)
 		e.markDirty(s)
 	}
 	for _, p := range m.probes {
 		p.due = false
 		p.reported, p.healthy, p.message, p.checked = false, false, "", time.Time{}
 		e.cancelTimer(p.slot, TimerProbe, p.name)
-		e.failWaitingForProbe(p, fmt.Sprintf("module %s was disabled", m.name))
+		e.failWaitingForProbe(p, why)
+	}
+}
+
+// removeModule takes a module out of the configuration. It is a disable:
+// its services get their stop op (escalating only if that fails), and the
+// admitted leases that need it end, their holders told why, since nothing
+// will serve them again. Its probes go at once; its services, and then the
+// module, are forgotten once stopped.
+func (e *Engine) removeModule(m *module) {
+	why := fmt.Sprintf("module %s was removed from the configuration", m.name)
+	e.note("module "+m.name, "removed from the configuration: its services stop, then leave")
+	m.removed = true
+	m.stopWhy = "module removed from the configuration"
+	if m.enabled {
+		e.disableModule(m, why)
+	}
+	e.endLeasesNeeding(func(s *service) bool { return s.mod == m }, func(p *probe) bool { return p.mod == m }, why)
+	for _, p := range m.probes {
+		p.removed = true
+		e.cancelTimer(p.slot, TimerProbe, p.name)
+		delete(e.probes, p.name)
+	}
+	m.probes = nil
+	for _, s := range m.services {
+		e.markDirty(s)
+	}
+	e.forgetModuleIfEmpty(m)
+}
+
+// endLeasesNeeding ends the admitted leases that need a service or probe
+// matched by svc or prb: nothing will serve them again. Their holders get
+// Expired with why, and their next renew or release is told why too.
+func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, why string) {
+	var ids []LeaseID
+	for id, l := range e.leases {
+		if l.admitted && (slices.ContainsFunc(l.services, svc) || slices.ContainsFunc(l.probes, prb)) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e.note("lease "+string(id), "ended: %s", why)
+		e.endLease(e.leases[id])
+		e.ended[id] = why
+		e.emit(Expired{Lease: id, Reason: why})
+	}
+}
+
+// unknownLease answers a renew or release of a lease the engine does not
+// hold, saying why the first time if the engine ended it itself.
+func (e *Engine) unknownLease(id LeaseID) {
+	why := e.ended[id]
+	delete(e.ended, id)
+	e.emit(LeaseUnknown{Lease: id, Reason: why})
+}
+
+// forgetModuleIfEmpty drops a removed module once it has no services left.
+func (e *Engine) forgetModuleIfEmpty(m *module) {
+	if m.removed && len(m.services) == 0 && e.modules[m.name] == m {
+		delete(e.modules, m.name)
+		e.note("module "+m.name, "forgotten: its services have stopped")
+		e.rebuildIndex()
 	}
 }
 
@@ -390,6 +466,12 @@ func (e *Engine) reload(specs []ModuleSpec, why string) {
 	for _, ms := range sortedSpecs(specs) {
 		seen[ms.Module.Name] = true
 		m := e.modules[ms.Module.Name]
+		if m != nil && m.removed {
+			// Back before its services had all stopped: it is read
+			// again whole, since some of them may be forgotten already.
+			m.removed, m.spec = false, nil
+			e.note("module "+m.name, "back in the configuration")
+		}
 		if m == nil {
 			m = e.addModule(ms)
 			e.rebuildIndex()
@@ -416,14 +498,12 @@ func (e *Engine) reload(specs []ModuleSpec, why string) {
 		case !ms.Enabled && m.enabled:
 			e.note("module "+m.name, "%s", disabled)
 			m.stopWhy = stopWhy
-			e.disableModule(m)
+			e.disableModule(m, fmt.Sprintf("module %s was disabled", m.name))
 		}
 	}
-	for _, m := range e.modOrder {
-		if !seen[m.name] && m.enabled {
-			e.note("module "+m.name, "removed from the configuration: disabled")
-			m.stopWhy = "module removed from the configuration"
-			e.disableModule(m)
+	for _, m := range append([]*module(nil), e.modOrder...) {
+		if !seen[m.name] && !m.removed {
+			e.removeModule(m)
 		}
 	}
 	e.rebuildIndex()
@@ -470,6 +550,8 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			s.removed = true
 			e.note(s.name, "removed from the manifest: stopping it")
 			e.failWaitingFor(s, "the service was removed from its module")
+			e.endLeasesNeeding(func(x *service) bool { return x == s }, func(*probe) bool { return false },
+				fmt.Sprintf("service %s was removed from its module's manifest", s.name))
 			e.markDirty(s)
 		}
 	}

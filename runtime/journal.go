@@ -107,12 +107,18 @@ func FormatEffect(f Effect) string {
 	case Rejected:
 		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
 	case Expired:
+		if f.Reason != "" {
+			return fmt.Sprintf("expired %s: %s", f.Lease, f.Reason)
+		}
 		return fmt.Sprintf("expired %s", f.Lease)
 	case Renewed:
 		return fmt.Sprintf("renewed %s", f.Lease)
 	case Released:
 		return fmt.Sprintf("released %s", f.Lease)
 	case LeaseUnknown:
+		if f.Reason != "" {
+			return fmt.Sprintf("unknown lease %s (it ended: %s)", f.Lease, f.Reason)
+		}
 		return fmt.Sprintf("unknown lease %s", f.Lease)
 	case Kill:
 		return "kill " + f.Service

@@ -554,7 +554,7 @@ func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
 func (e *Engine) release(id LeaseID) {
 	l := e.leases[id]
 	if l == nil {
-		e.emit(LeaseUnknown{Lease: id})
+		e.unknownLease(id)
 		return
 	}
 	if !l.admitted {
@@ -598,7 +598,7 @@ func (e *Engine) endLease(l *lease) {
 func (e *Engine) renew(id LeaseID) {
 	l := e.leases[id]
 	if l == nil || !l.admitted {
-		e.emit(LeaseUnknown{Lease: id})
+		e.unknownLease(id)
 		return
 	}
 	if l.ttl > 0 {

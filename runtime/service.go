@@ -93,6 +93,10 @@ func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
 
 func (s *service) enabled() bool { return s.mod.enabled && !s.removed }
 
+// gone says the service leaves once stopped and unused: removed from its
+// manifest, or its module from the configuration.
+func (s *service) gone() bool { return s.removed || s.mod.removed }
+
 // disabledWhy is why a service that is not enabled is stopped.
 func (s *service) disabledWhy() string {
 	switch {
@@ -184,7 +188,7 @@ func (s *service) reconcile(e *Engine) {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 		}
 	case sStopped:
-		if s.removed && s.idle() {
+		if s.gone() && s.idle() {
 			e.forget(s)
 			return
 		}
@@ -654,15 +658,19 @@ func (e *Engine) stopped(s *service) {
 	s.setState(e, sStopped)
 	e.cancelWatch(s)
 	e.note(s.name, "stopped (%s)", why)
-	if s.removed && s.idle() {
+	if s.gone() && s.idle() {
 		e.forget(s)
 		return
 	}
 	e.admitDirty = true
 }
 
-// forget drops a service removed from its manifest once it is stopped.
+// forget drops a service removed from its manifest, or of a module
+// removed from the configuration, once it is stopped and unused.
 func (e *Engine) forget(s *service) {
+	if e.services[s.name] != s {
+		return // forgotten already: its stop's end and a reconcile both get here
+	}
 	delete(e.services, s.name)
 	for i, x := range s.mod.services {
 		if x == s {
@@ -670,7 +678,9 @@ func (e *Engine) forget(s *service) {
 			break
 		}
 	}
+	e.note(s.name, "forgotten: stopped, and no longer configured")
 	e.rebuildIndex()
+	e.forgetModuleIfEmpty(s.mod)
 }
 
 func (e *Engine) containerEmptied(s *service) {

@@ -283,8 +283,13 @@ type Rejected struct {
 	Reason string
 }
 
-// Expired says an admitted lease was released because its TTL passed.
-type Expired struct{ Lease LeaseID }
+// Expired says an admitted lease ended without its holder releasing it:
+// its TTL passed (Reason empty), or what it needed left the node (Reason
+// says what, e.g. its module was removed from the configuration).
+type Expired struct {
+	Lease  LeaseID
+	Reason string
+}
 
 // Renewed answers a Renew: the lease now expires at Expires (zero: no TTL).
 type Renewed struct {
@@ -296,8 +301,13 @@ type Renewed struct {
 type Released struct{ Lease LeaseID }
 
 // LeaseUnknown answers a Renew or Release of a lease the engine does not
-// hold (never admitted, released, or expired).
-type LeaseUnknown struct{ Lease LeaseID }
+// hold (never admitted, released, or expired). Reason is set the first time
+// a holder asks about a lease the engine ended itself (Expired with a
+// Reason): why it ended.
+type LeaseUnknown struct {
+	Lease  LeaseID
+	Reason string
+}
 
 // PutLease persists an admitted lease.
 type PutLease struct{ Lease LeaseRecord }

@@ -342,3 +342,106 @@ func TestRejectNondeterministic(t *testing.T) {
 		t.Fatalf("%d distinct answers for one input: %v", len(seen), seen)
 	}
 }
+
+const modManualM = `
+[module]
+name = "m"
+version = "1"
+[[services]]
+name = "a"
+exec = ["bin/a"]
+capabilities = ["ca"]
+lifecycle = "manual"
+`
+
+// A module removed from the configuration is disabled: its services get
+// their stop op, a kill follows only a failed stop, and once stopped they
+// and the module leave the engine; a module back before that is usable.
+func TestModuleRemoved(t *testing.T) {
+	acquireCA := runtime.Acquire{Lease: "l1", Attempt: "a1", Requirements: runtime.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute}
+	cases := []struct {
+		name     string
+		mod      string
+		enabled  bool
+		stop     fakes.OpScript
+		running  bool // the service runs before the agent starts
+		readd    bool // the module is back 1 s after its removal
+		wantStop bool // a stop op runs
+		wantKill bool
+		wantGone bool // the service has left the status at the end
+	}{
+		{name: "stop ok", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, wantStop: true, wantGone: true},
+		{name: "stop fails: killed", mod: modA, enabled: true, stop: fakes.OpScript{Outcomes: []fakes.Outcome{fakes.Fail}}, wantStop: true, wantKill: true, wantGone: true},
+		{name: "back before the stop ended", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, readd: true, wantStop: true},
+		{name: "manual: never stopped", mod: modManualM, enabled: true, running: true, wantGone: true},
+		{name: "disabled already", mod: modA, enabled: false, wantGone: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := runtime.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
+			b := &fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{protocol.OpStop: tc.stop}, Running: tc.running}
+			spec := runtime.ModuleSpec{Module: mustModule(t, tc.mod), Enabled: tc.enabled}
+			w := New(cfg, []runtime.ModuleSpec{spec}, map[string]*fakes.Behaviour{"m/a": b})
+			tr := traceOf(w)
+			w.RunFor(time.Second)
+			if tc.enabled {
+				w.Do(acquireCA)
+				w.RunFor(time.Second)
+				if _, ok := w.LastAnswer("l1").(runtime.Admitted); !ok {
+					t.Fatalf("l1 not admitted: %v\n%s", w.LastAnswer("l1"), strings.Join(*tr, "\n"))
+				}
+			}
+			w.Do(runtime.Reload{})
+			if tc.enabled {
+				if ex, ok := w.LastAnswer("l1").(runtime.Expired); !ok || !strings.Contains(ex.Reason, "module m was removed from the configuration") {
+					t.Errorf("l1: got %v, want it expired, saying the module was removed", w.LastAnswer("l1"))
+				}
+			}
+			if tc.readd {
+				w.RunFor(time.Second)
+				w.Do(runtime.Reload{Modules: []runtime.ModuleSpec{spec}})
+			}
+			w.RunFor(time.Minute)
+			joined := strings.Join(*tr, "\n")
+			if got := strings.Contains(joined, "run m/a stop"); got != tc.wantStop {
+				t.Errorf("stop op run: %v, want %v\n%s", got, tc.wantStop, joined)
+			}
+			if got := strings.Contains(joined, "kill m/a"); got != tc.wantKill {
+				t.Errorf("kill: %v, want %v\n%s", got, tc.wantKill, joined)
+			}
+			if got := svc(w, "m/a") == nil; got != tc.wantGone {
+				t.Errorf("m/a gone from the status: %v, want %v\n%s", got, tc.wantGone, joined)
+			}
+			if tc.readd {
+				w.Do(runtime.Acquire{Lease: "l2", Attempt: "a2", Requirements: acquireCA.Requirements, Wait: time.Minute})
+				w.RunFor(10 * time.Second)
+				if _, ok := w.LastAnswer("l2").(runtime.Admitted); !ok {
+					t.Errorf("l2 after the module came back: %v, want admitted\n%s", w.LastAnswer("l2"), strings.Join(*tr, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// A service removed from its module's manifest ends the admitted leases
+// that need it, saying so, and is forgotten once stopped.
+func TestServiceRemovedEndsItsLeases(t *testing.T) {
+	cfg := runtime.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
+	w := New(cfg, []runtime.ModuleSpec{{Module: mustModule(t, modAB), Enabled: true}}, map[string]*fakes.Behaviour{})
+	tr := traceOf(w)
+	w.RunFor(time.Second)
+	w.Do(runtime.Acquire{Lease: "l1", Attempt: "a1", Requirements: runtime.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
+	w.RunFor(time.Second)
+	w.Do(runtime.Reload{Modules: []runtime.ModuleSpec{{Module: mustModule(t, modA), Enabled: true}}})
+	if ex, ok := w.LastAnswer("l1").(runtime.Expired); !ok || ex.Reason != "service m/b was removed from its module's manifest" {
+		t.Errorf("l1: got %v, want it expired, saying m/b was removed", w.LastAnswer("l1"))
+	}
+	w.RunFor(time.Minute)
+	if s := svc(w, "m/b"); s != nil {
+		t.Errorf("m/b still in the status: %+v\n%s", *s, strings.Join(*tr, "\n"))
+	}
+	w.Do(runtime.Release{Lease: "l1"})
+	if u, ok := w.LastAnswer("l1").(runtime.LeaseUnknown); !ok || !strings.Contains(u.Reason, "m/b was removed") {
+		t.Errorf("release of l1: got %v, want an unknown lease saying why it ended", w.LastAnswer("l1"))
+	}
+}

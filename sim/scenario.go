@@ -63,7 +63,7 @@ type Input struct {
 	Name string // the command
 
 	ev        runtime.Event  // acquire, release, renew, doctor, pressure, reap, reset
-	target    string         // crash, object, behaviour: a service or probe; enable, disable: a module
+	target    string         // crash, object, behaviour: a service or probe; enable, disable, remove: a module
 	object    fakes.Object   // object
 	createdAt *time.Duration // object: created= (nil: the input's time)
 	behaviour []kv           // behaviour
@@ -613,7 +613,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		}
 		in.target = args[0]
 		in.ev = runtime.Reset{Service: args[0]}
-	case "enable", "disable":
+	case "enable", "disable", "remove":
 		if err := nargs(1, f[0]+" MODULE"); err != nil {
 			return in, err
 		}
@@ -651,7 +651,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		in.Name = "behaviour"
 		in.target, in.behaviour = name, kvs
 	default:
-		return in, lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, behaviour", f[0])
+		return in, lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, behaviour", f[0])
 	}
 	return in, nil
 }
@@ -723,7 +723,7 @@ func (p *parser) checkInput(in Input) error {
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)
-	case "enable", "disable":
+	case "enable", "disable", "remove":
 		if _, ok := p.sc.modNames[in.target]; !ok {
 			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target, strings.Join(sortedKeys(p.sc.modNames), ", "))
 		}

@@ -58,11 +58,14 @@ func (rec *recorder) observe(now time.Time, ev runtime.Event, effects []runtime.
 	}
 }
 
-// specs is the module set with the given enabled flags.
-func (sc *Scenario) specs(enabled []bool) []runtime.ModuleSpec {
-	out := make([]runtime.ModuleSpec, len(sc.Modules))
+// specs is the module set with the given enabled flags, without the
+// modules removed from the configuration.
+func (sc *Scenario) specs(enabled, removed []bool) []runtime.ModuleSpec {
+	out := make([]runtime.ModuleSpec, 0, len(sc.Modules))
 	for i, m := range sc.Modules {
-		out[i] = runtime.ModuleSpec{Module: m.Module, Enabled: enabled[i]}
+		if !removed[i] {
+			out = append(out, runtime.ModuleSpec{Module: m.Module, Enabled: enabled[i]})
+		}
 	}
 	return out
 }
@@ -72,6 +75,7 @@ func (sc *Scenario) specs(enabled []bool) []runtime.ModuleSpec {
 // cause at T happens before the next input. Errors name the file and line.
 func (sc *Scenario) Run() (*Result, error) {
 	enabled := make([]bool, len(sc.Modules))
+	removed := make([]bool, len(sc.Modules))
 	var names []string
 	for i, m := range sc.Modules {
 		enabled[i] = m.Enabled
@@ -81,7 +85,7 @@ func (sc *Scenario) Run() (*Result, error) {
 		}
 		names = append(names, n)
 	}
-	specs := sc.specs(enabled)
+	specs := sc.specs(enabled, removed)
 	behaviours := sc.behaviourSet()
 	rec := &recorder{ops: map[runtime.OpID]OpInfo{}}
 	res := &Result{Scenario: sc, Until: sc.Until}
@@ -151,8 +155,13 @@ func (sc *Scenario) Run() (*Result, error) {
 			}
 			continue
 		case "enable", "disable":
-			enabled[sc.modNames[in.target]] = in.Name == "enable"
-			ev = runtime.Reload{Modules: sc.specs(enabled)}
+			// A removed module comes back with either.
+			i := sc.modNames[in.target]
+			enabled[i], removed[i] = in.Name == "enable", false
+			ev = runtime.Reload{Modules: sc.specs(enabled, removed)}
+		case "remove":
+			removed[sc.modNames[in.target]] = true
+			ev = runtime.Reload{Modules: sc.specs(enabled, removed)}
 		default:
 			ev = in.ev
 		}

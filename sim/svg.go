@@ -264,9 +264,14 @@ func (t *timeline) effect(r Record) {
 		if x, ok := f.(runtime.Released); ok {
 			id = string(x.Lease)
 		} else {
-			id = string(f.(runtime.Expired).Lease)
+			x := f.(runtime.Expired)
+			id = string(x.Lease)
+			why := "not renewed in time"
+			if x.Reason != "" {
+				why = x.Reason
+			}
 			if l := t.leases[id]; l != nil {
-				l.marks = append(l.marks, mark{r.At, "expired", "expired: not renewed in time"})
+				l.marks = append(l.marks, mark{r.At, "expired", "expired: " + why})
 			}
 		}
 		for _, n := range t.leaseSvc[id] {

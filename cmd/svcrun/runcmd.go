@@ -73,7 +73,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		})
 		if err != nil {
 			if errors.Is(err, agent.ErrUnknownLease) {
-				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended (expired or released) when CMD exited\n", g.Lease)
+				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended when CMD exited (%v)\n", g.Lease, err)
 				return
 			}
 			fmt.Fprintf(m.Stderr, "svcrun run: cannot release lease %s: %v\nhint: release it with svcrun release %s\n", g.Lease, err, g.Lease)

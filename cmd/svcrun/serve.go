@@ -19,7 +19,8 @@ import (
 
 // runServe is `svcrun serve --config FILE`: the daemon. SIGTERM or SIGINT
 // stop it, leaving services running for the next start to adopt (unless
-// --stop-services-on-exit); SIGHUP reloads the configuration.
+// --stop-services-on-exit); a second one exits at once (stopOnSignals).
+// SIGHUP reloads the configuration.
 func runServe(ctx context.Context, m *Main, args []string) error {
 	fs := newFlagSet(m, "serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
 	config := fs.String("config", "", "the node configuration `FILE` (svcrun.toml)")
@@ -56,14 +57,14 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 	if err != nil {
 		return err // "svcrun serve: " and the reason, as every command's error
 	}
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// After the first signal, a second one ends svcrun at once (the
-	// default action) instead of waiting for the shutdown grace.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	served := make(chan struct{})
+	defer close(served)
+	go stopOnSignals(sigs, served, stop, log)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -95,6 +96,31 @@ func runServe(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	return nil
+}
+
+// stopOnSignals stops svcrun at the first SIGTERM or SIGINT, and at a
+// second one exits at once instead of waiting for the ops in flight and the
+// stops of --stop-services-on-exit (up to two shutdown graces). main's
+// context sees the signals too, and as long as it does their default
+// action is off: the exit must be explicit. Exiting then is a kill -9 as far
+// as the state is concerned (the write-ahead log loses nothing admitted);
+// services and the ops still running stay, to be adopted by the next start.
+func stopOnSignals(sigs <-chan os.Signal, served <-chan struct{}, stop func(), log *slog.Logger) {
+	var sig os.Signal
+	select {
+	case sig = <-sigs:
+	case <-served:
+		return
+	}
+	log.Info("stopping: a second SIGTERM or SIGINT exits at once", "signal", sig.String())
+	stop()
+	select {
+	case sig = <-sigs:
+	case <-served:
+		return
+	}
+	log.Warn("second signal: exiting now; services and ops still running are left for the next start to adopt", "signal", sig.String())
+	os.Exit(1)
 }
 
 func newLogger(m *Main, level, format string) (*slog.Logger, error) {
