@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -93,8 +94,18 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 	if dataDir == "" {
 		return
 	}
+	// The data dir keeps the mode its maker gave it (run_as ops must be
+	// able to enter it on their way to their module's data dir); only
+	// the records' own directory is svcrun's alone.
 	dir := filepath.Join(dataDir, OpsDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	err = os.MkdirAll(dataDir, 0o755)
+	if err == nil {
+		err = os.Mkdir(dir, 0o700)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		err = nil
+	}
+	if err != nil {
 		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error", err)
 		return
 	}
