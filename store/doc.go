@@ -69,7 +69,13 @@
 // Open reads the records from the start while they are whole and
 // consecutive (the old records behind the last one written have lower
 // numbers, and a torn last record fails its checksum), checks each batch
-// as Apply and State would, and replays those after wal_seq. A log that
+// as Apply and State would, and replays those after wal_seq. Where that
+// chain ends it looks on, block by block, for any whole record with a
+// higher number than the chain's last (or than wal_seq): one there means
+// the record where the chain ended was damaged in the middle of the log,
+// with acknowledged batches behind it, and the log is refused, naming
+// that record's offset. Only a torn tail may end the log; a damaged last
+// record cannot be told from a torn write of it and ends the log too. A log that
 // is missing after a crash, whose header is damaged or whose size
 // differs from it, that belongs to another state file (or lies beside a
 // state file that has no log of its own), that continues from a later

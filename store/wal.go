@@ -184,15 +184,10 @@ func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, error) {
 	}
 	var recs []logRecord
 	var prev uint64
-	for off := logHeaderSize; off+recHeaderSize <= len(data); {
-		n := int64(binary.LittleEndian.Uint32(data[off:]))
-		end := int64(off) + recHeaderSize + n
-		if n == 0 || n > maxRecord || end > int64(len(data)) {
-			break
-		}
-		sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
-		s := binary.LittleEndian.Uint64(data[off+8:])
-		if sum != binary.LittleEndian.Uint32(data[off+4:]) || (off > logHeaderSize && s != prev+1) {
+	off := logHeaderSize
+	for off+recHeaderSize <= len(data) {
+		s, end, ok := wholeRecord(data, off)
+		if !ok || (off > logHeaderSize && s != prev+1) {
 			break
 		}
 		if s > seq {
@@ -200,9 +195,25 @@ func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, error) {
 				return nil, bad(fmt.Sprintf("it continues from step %d but the state file ends at step %d: "+
 					"the state file is older than its log (restored from a backup?)", s, seq))
 			}
-			recs = append(recs, logRecord{seq: s, payload: data[int64(off)+recHeaderSize : end]})
+			recs = append(recs, logRecord{seq: s, payload: data[off+recHeaderSize : end]})
 		}
-		prev, off = s, int(alignBlock(end))
+		prev, off = s, int(alignBlock(int64(end)))
+	}
+	// The chain ends at off: at a torn last write, or where the records of
+	// an earlier lap begin (they have lower numbers). A damaged record in
+	// the middle would end it too, so look on for any whole record newer
+	// than the chain's last (or than the state file, for an empty chain):
+	// one there means acknowledged batches lie behind the damage.
+	last := max(prev, seq)
+	for o := off; o+recHeaderSize <= len(data); {
+		if s, end, ok := wholeRecord(data, o); ok && s > last {
+			return nil, bad(fmt.Sprintf("the record at offset %d is damaged or missing, but a whole record of a later step (%d, at offset %d) follows it: "+
+				"the log is damaged in its middle, not torn at its end, and acknowledged batches would be lost", off, s, o))
+		} else if ok {
+			o = int(alignBlock(int64(end)))
+			continue
+		}
+		o += logBlock
 	}
 	for _, r := range recs {
 		if err := checkBatch(r.payload); err != nil {
@@ -210,6 +221,21 @@ func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, error) {
 		}
 	}
 	return recs, nil
+}
+
+// wholeRecord says whether a record starting at off is whole (its length
+// fits and its checksum matches), with its number and where it ends.
+func wholeRecord(data []byte, off int) (seq uint64, end int, ok bool) {
+	n := int64(binary.LittleEndian.Uint32(data[off:]))
+	if n == 0 || n > maxRecord || int64(off)+recHeaderSize+n > int64(len(data)) {
+		return 0, 0, false
+	}
+	end = off + recHeaderSize + int(n)
+	sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
+	if sum != binary.LittleEndian.Uint32(data[off+4:]) {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(data[off+8:]), end, true
 }
 
 func alignBlock(n int64) int64 { return (n + logBlock - 1) / logBlock * logBlock }
