@@ -32,7 +32,12 @@
 // state file, or has an unknown schema version is refused (ErrCorrupt,
 // ErrNewerVersion), never reset: Open does not write to such a file, so
 // nothing already stored is lost, and the error names the file and what to
-// do. A DB is safe for use by several goroutines.
+// do. Before anything is written, Open checks: the file's size against
+// what its meta page says (bbolt maps the file, and a page cut off its end
+// would be a SIGBUS, not an error), bbolt's consistency, the schema, every
+// record as State decodes it, and the log. A state file that is missing
+// or empty while its log is there is refused too, not made anew. A DB is
+// safe for use by several goroutines.
 //
 // # The write-ahead log
 //

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -158,5 +160,133 @@ func TestDamagedRecordAtEveryPosition(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// snapshotDir is what a refused Open must not change: every name in the
+// directory, and the bytes of each file.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, e := range names {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = fmt.Sprintf("%d bytes, sha256 %x", len(data), sha256.Sum256(data))
+	}
+	return files
+}
+
+// TestRefusedOpenWritesNothing: for each damage, Open refuses, and both
+// files are byte for byte as they were, and no file is added or removed.
+func TestRefusedOpenWritesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		kind error
+		want string
+	}{
+		{"state file cut to 0 bytes", func(t *testing.T, path string) { os.Truncate(path, 0) },
+			ErrCorrupt, "it is empty (0 bytes) but has a write-ahead log"},
+		{"state file deleted beside its log", func(t *testing.T, path string) { os.Remove(path) },
+			ErrCorrupt, "the state file is missing, but its log is here"},
+		{"a lease record damaged", func(t *testing.T, path string) {
+			putRaw(t, path, leasesBucket, "a", `{"id":"a","ttl":"soon"}`)
+		}, ErrCorrupt, `bucket "leases" key "a": the record does not decode`},
+		{"a service record naming another", func(t *testing.T, path string) {
+			putRaw(t, path, servicesBucket, "m/s", `{"name":"m/t"}`)
+		}, ErrCorrupt, `bucket "services" key "m/s": the record's name is "m/t"`},
+		{"state file cut short, meta pages intact", func(t *testing.T, path string) { cutStateFile(t, path) },
+			ErrCorrupt, "it was cut short"},
+		{"log damaged in its middle", func(t *testing.T, path string) {
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 4 {
+				apply(t, db, runtime.PutLease{Lease: lease(string(leaseN(i)))})
+			}
+			crash(t, db)
+			flipByte(t, path+".wal", logHeaderSize+logBlock+recHeaderSize)
+		}, ErrCorrupt, fmt.Sprintf("the record at offset %d is damaged", logHeaderSize+logBlock)},
+		{"log header damaged", func(t *testing.T, path string) { flipByte(t, path+".wal", 20) }, ErrCorrupt, "no valid header"},
+		{"log missing after a crash", func(t *testing.T, path string) {
+			db, err := Open(path, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			apply(t, db, runtime.PutLease{Lease: lease("acked")})
+			crash(t, db)
+			os.Remove(path + ".wal")
+		}, ErrCorrupt, "it is missing, and svcrun did not stop cleanly"},
+		{"newer schema version", func(t *testing.T, path string) { setVersion(t, path, "3") }, ErrNewerVersion, "has schema version 3"},
+		{"garbage state file", func(t *testing.T, path string) { os.WriteFile(path, []byte(strings.Repeat("x", 9000)), 0o600) },
+			ErrCorrupt, "invalid database"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "state.db")
+			validStore(t, path)
+			tc.make(t, path)
+			before := snapshotDir(t, dir)
+			db, err := Open(path, Options{})
+			if err == nil {
+				db.Close()
+				t.Fatal("opened")
+			}
+			if !errors.Is(err, tc.kind) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Open = %v, want %v with %q", err, tc.kind, tc.want)
+			}
+			if d := cmp.Diff(before, snapshotDir(t, dir)); d != "" {
+				t.Errorf("a refused Open changed the data dir (-before +after):\n%s", d)
+			}
+		})
+	}
+}
+
+// putRaw stores value under key in bucket, bypassing the store's checks.
+func putRaw(t *testing.T, path string, bucket []byte, key, value string) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), []byte(value)) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cutStateFile cuts the state file to 8192 bytes: its meta pages survive,
+// the pages they point to are gone (truncate -s 8192 of a 32 KiB file).
+func cutStateFile(t *testing.T, path string) {
+	t.Helper()
+	if fi, err := os.Stat(path); err != nil || fi.Size() <= 8192 {
+		t.Fatalf("state file: %v, %v", fi, err)
+	}
+	if err := os.Truncate(path, 8192); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func flipByte(t *testing.T, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x5a
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -114,7 +116,14 @@ func Open(path string, opts Options) (*DB, error) {
 	if err := MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the directory of state file %s: %w", path, err)
 	}
+	_, logErr := os.Stat(path + ".wal")
+	hasLog := logErr == nil
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if hasLog {
+			// A new state file would not be the log's: refuse before
+			// writing anything, the log holds the latest batches.
+			return nil, logError(path, "the state file is missing, but its log is here (the log holds only the latest batches, the state file the rest)")
+		}
 		if err := create(path, timeout); err != nil {
 			return nil, fmt.Errorf("create state file %s: %w", path, err)
 		}
@@ -125,7 +134,21 @@ func Open(path string, opts Options) (*DB, error) {
 	// First a read-only pass (shared lock): bbolt panics on some damaged
 	// pages while opening read-write, and a panicking bolt.Open leaks its
 	// file and lock; read-only, the checks below report damage as errors.
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open state file: %w", err)
+	}
+	if fi.Size() == 0 && hasLog {
+		// bbolt would initialise it: a state file svcrun made is never
+		// empty (see create), so this one was cut short.
+		return nil, corruptError(path, errors.New("it is empty (0 bytes) but has a write-ahead log: it was cut short"))
+	}
+	if fi.Size() > 0 {
+		// bbolt maps the file: a page beyond its end is a SIGBUS, not an
+		// error, so the size is checked against the meta page first.
+		if err := checkSize(path); err != nil {
+			return nil, err
+		}
 		bdb, err := openBolt(path, timeout, true)
 		if err != nil {
 			return nil, err
@@ -282,6 +305,11 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 				}
 			}
 		}
+		if meta != nil {
+			if err := checkRecords(tx, path); err != nil {
+				return err
+			}
+		}
 		var first error
 		for err := range tx.Check() { // drain it all: the checker goroutine uses tx
 			if first == nil {
@@ -293,6 +321,98 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 		}
 		return nil
 	})
+}
+
+// checkRecords decodes every record as State will, so that a file State
+// would refuse is refused before Open writes to it.
+func checkRecords(tx *bolt.Tx, path string) error {
+	err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
+		var r runtime.LeaseRecord
+		return checkRecord(path, leasesBucket, k, v, &r, func() string { return string(r.ID) })
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
+		var r runtime.ServiceRecord
+		return checkRecord(path, servicesBucket, k, v, &r, func() string { return r.Name })
+	})
+}
+
+// checkRecord decodes v into r and checks that its id (or name) is its key.
+func checkRecord(path string, bucket, k, v []byte, r any, id func() string) error {
+	if err := decode(v, r); err != nil {
+		return badRecord(path, bucket, k, "the record does not decode: "+err.Error())
+	}
+	if got := id(); got != string(k) {
+		what := "id"
+		if bytes.Equal(bucket, servicesBucket) {
+			what = "name"
+		}
+		return badRecord(path, bucket, k, fmt.Sprintf("the record's %s is %q", what, got))
+	}
+	return nil
+}
+
+// bbolt's meta page (go.etcd.io/bbolt/internal/common): after the page
+// header (16 bytes), magic, version, page size, flags, root bucket (16
+// bytes), freelist page, high-water page id, txid, FNV-64a of the 56 bytes
+// before it.
+const (
+	boltMagic       = 0xED0CDAED
+	boltVersion     = 2
+	boltPageHeader  = 16
+	boltMetaSumSize = 56
+)
+
+// checkSize refuses a file shorter than its meta page says: bbolt would map
+// pages past its end and die of SIGBUS at the first read of one. The meta
+// page bbolt would use is the valid one with the higher txid; a file
+// without a valid one is left to bbolt, which refuses it.
+func checkSize(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open state file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open state file: %w", err)
+	}
+	var best struct{ pgid, txid, pageSize uint64 }
+	found := false
+	meta := func(off int64) (pageSize uint64, ok bool) {
+		var b [boltPageHeader + boltMetaSumSize + 8]byte
+		if _, err := f.ReadAt(b[:], off); err != nil {
+			return 0, false
+		}
+		m := b[boltPageHeader:]
+		h := fnv.New64a()
+		h.Write(m[:boltMetaSumSize])
+		le := binary.LittleEndian
+		if le.Uint32(m) != boltMagic || le.Uint32(m[4:]) != boltVersion || le.Uint64(m[boltMetaSumSize:]) != h.Sum64() {
+			return 0, false
+		}
+		ps, pgid, txid := uint64(le.Uint32(m[8:])), le.Uint64(m[40:]), le.Uint64(m[48:])
+		if !found || txid > best.txid {
+			best.pgid, best.txid, best.pageSize, found = pgid, txid, ps, true
+		}
+		return ps, true
+	}
+	if ps, ok := meta(0); ok {
+		meta(int64(ps))
+	} else {
+		for ps := int64(1024); ps <= 16<<20 && ps < fi.Size(); ps <<= 1 { // as bbolt looks for the second
+			if _, ok := meta(ps); ok {
+				break
+			}
+		}
+	}
+	if need := best.pgid * best.pageSize; found && uint64(fi.Size()) < need {
+		return corruptError(path, fmt.Errorf("it has %d bytes, but its meta page says it has %d (%d pages of %d bytes): it was cut short",
+			fi.Size(), need, best.pgid, best.pageSize))
+	}
+	return nil
 }
 
 func isEmpty(tx *bolt.Tx) bool {
@@ -600,11 +720,8 @@ func (db *DB) State() (st runtime.State, err error) {
 		// bbolt iterates keys in byte order, which is Go's string order.
 		err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
 			var r runtime.LeaseRecord
-			if err := decode(v, &r); err != nil {
-				return db.badRecord(leasesBucket, k, "the record does not decode: "+err.Error())
-			}
-			if string(r.ID) != string(k) {
-				return db.badRecord(leasesBucket, k, fmt.Sprintf("the record's id is %q", r.ID))
+			if err := checkRecord(db.path, leasesBucket, k, v, &r, func() string { return string(r.ID) }); err != nil {
+				return err
 			}
 			st.Leases = append(st.Leases, r)
 			return nil
@@ -614,11 +731,8 @@ func (db *DB) State() (st runtime.State, err error) {
 		}
 		return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
 			var r runtime.ServiceRecord
-			if err := decode(v, &r); err != nil {
-				return db.badRecord(servicesBucket, k, "the record does not decode: "+err.Error())
-			}
-			if r.Name != string(k) {
-				return db.badRecord(servicesBucket, k, fmt.Sprintf("the record's name is %q", r.Name))
+			if err := checkRecord(db.path, servicesBucket, k, v, &r, func() string { return r.Name }); err != nil {
+				return err
 			}
 			st.Services = append(st.Services, r)
 			return nil
@@ -637,8 +751,8 @@ func decode(v []byte, r any) error {
 	return json.Unmarshal(v, r)
 }
 
-func (db *DB) badRecord(bucket, key []byte, why string) error {
-	return corruptError(db.path, fmt.Errorf("bucket %q key %q: %s", bucket, key, why))
+func badRecord(path string, bucket, key []byte, why string) error {
+	return corruptError(path, fmt.Errorf("bucket %q key %q: %s", bucket, key, why))
 }
 
 // Close checkpoints the log and releases the files and the lock.

@@ -157,12 +157,14 @@ type logRecord struct {
 func (db *DB) logPath() string { return db.path + ".wal" }
 
 // badLog is the error for a log svcrun refuses.
-func (db *DB) badLog(why string) error {
-	path := db.logPath()
+func (db *DB) badLog(why string) error { return logError(db.path, why) }
+
+func logError(dbPath, why string) error {
+	path := dbPath + ".wal"
 	return &kindError{ErrCorrupt, fmt.Sprintf("the write-ahead log %s of state file %s: %s. "+
 		"svcrun does not write to either file, so nothing already stored is lost. "+
 		"Restore both from a backup, or move both aside (mv %s %s.damaged; mv %s %s.damaged) to start with an empty state: "+
-		"svcrun then forgets the leases and service failures it held", path, db.path, why, db.path, db.path, path, path)}
+		"svcrun then forgets the leases and service failures it held", path, dbPath, why, dbPath, dbPath, path, path)}
 }
 
 // readLog checks the log's header and returns its records after seq.
