@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
@@ -288,5 +291,206 @@ func flipByte(t *testing.T, path string, off int64) {
 	b[0] ^= 0x5a
 	if _, err := f.WriteAt(b, off); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// faultPlan fails calls of one kind ("write" or "sync" of the log,
+// "update" of the state file) from the at-th on, times of them (-1: all).
+type faultPlan struct {
+	kind  string
+	at    int
+	times int
+	err   error
+	// torn: a failing log write writes half its bytes first; after: a
+	// failing update is committed all the same (its sync failed).
+	torn, after bool
+
+	mu     sync.Mutex
+	counts map[string]int
+	hits   int
+	// hitsInApply are the failed calls before the workload's State.
+	hitsInApply int
+}
+
+func (p *faultPlan) hit(kind string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.counts == nil {
+		p.counts = map[string]int{}
+	}
+	p.counts[kind]++
+	n := p.counts[kind]
+	if kind != p.kind || n < p.at || (p.times >= 0 && n >= p.at+p.times) {
+		return nil
+	}
+	p.hits++
+	return p.err
+}
+
+func (p *faultPlan) seam() seam {
+	return seam{
+		log: func(d logDev) logDev { return faultyLog{d, p} },
+		update: func(b *bolt.DB, fn func(*bolt.Tx) error) error {
+			if err := p.hit("update"); err != nil {
+				if p.after {
+					b.Update(fn)
+				}
+				return err
+			}
+			return b.Update(fn)
+		},
+	}
+}
+
+type faultyLog struct {
+	logDev
+	p *faultPlan
+}
+
+func (f faultyLog) WriteAt(b []byte, off int64) (int, error) {
+	if err := f.p.hit("write"); err != nil {
+		if f.p.torn {
+			n, _ := f.logDev.WriteAt(b[:len(b)/2], off)
+			return n, err
+		}
+		return 0, err
+	}
+	return f.logDev.WriteAt(b, off)
+}
+
+func (f faultyLog) Sync() error {
+	if err := f.p.hit("sync"); err != nil {
+		return err
+	}
+	return f.logDev.Sync()
+}
+
+// crashAny leaves db as a kill -9 would, whatever state it is in.
+func crashAny(db *DB) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.log != nil {
+		db.log.f.Close()
+		db.bolt.Close()
+		db.log = nil
+	}
+}
+
+const faultLogBytes = 16 * logBlock // 15 record blocks, 3 of them the reserve
+const faultBatches = 40
+
+// runFaults runs the model workload on a store whose writes fail as p
+// says, stopping at the first failed Apply as svcrun does, and checks
+// that after a crash every acknowledged batch is there, and the one in
+// flight whole or not at all. It returns the Apply error and the
+// notifications of OnFull.
+func runFaults(t *testing.T, p *faultPlan) (error, []error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := Open(path, Options{LogBytes: faultLogBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close() // created without faults: the faults hit a store in use
+	var notes []error
+	acked := -1
+	var applyErr error
+	db, err = Open(path, Options{seam: p.seam(), OnFull: func(err error) { notes = append(notes, err) }})
+	if err != nil { // its replay could not be written: refused, as svcrun stops
+		if errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open: %v", err)
+		}
+		applyErr = err
+	} else {
+		for i := range faultBatches {
+			if applyErr = db.Apply(modelBatch(i)); applyErr != nil {
+				break
+			}
+			acked = i
+		}
+		p.hitsInApply = p.hits
+		// Also while full, State holds what the log holds.
+		if st, err := db.State(); err != nil && db.failed == nil {
+			t.Fatalf("State of a store that is not failed: %v", err)
+		} else if err == nil {
+			if d := cmp.Diff(modelLeases(acked), leaseIDs(st)); d != "" {
+				t.Errorf("State before the crash (-want +got):\n%s", d)
+			}
+		}
+		if p.times > 0 { // space is back: the next attempt finds it
+			db.mu.Lock()
+			db.retryAt = time.Time{}
+			db.mu.Unlock()
+			if err := db.Writable(); err != nil {
+				t.Fatalf("Writable once space is back: %v", err)
+			}
+		}
+		crashAny(db)
+	}
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatalf("reopen without faults (%d batches acknowledged, Apply: %v): %v", acked+1, applyErr, err)
+	}
+	defer db.Close()
+	got := leaseIDs(state(t, db))
+	inFlight := applyErr != nil && cmp.Equal(modelLeases(acked+1), got) // reached the disk, unacknowledged
+	if d := cmp.Diff(modelLeases(acked), got); d != "" && !inFlight {
+		t.Errorf("after reopen, %d batches acknowledged, Apply: %v (-want +got):\n%s", acked+1, applyErr, d)
+	}
+	return applyErr, notes
+}
+
+// TestFaultAtEveryWrite fails each write of the log and each transaction
+// of the state file in turn, with ENOSPC and EIO: never a silent loss.
+// ENOSPC at a checkpoint leaves the store full, not failed: batches go on
+// into the log's reserve until it is used up, and the next Open replays
+// them.
+func TestFaultAtEveryWrite(t *testing.T) {
+	clean := &faultPlan{}
+	if err, _ := runFaults(t, clean); err != nil {
+		t.Fatalf("without faults: %v", err)
+	}
+	counts := clean.counts
+	if counts["update"] < 3 || counts["write"] < faultBatches {
+		t.Fatalf("the workload made %v writes: too few checkpoints", counts)
+	}
+	for _, kind := range []string{"write", "sync", "update"} {
+		for at := 1; at <= counts[kind]; at++ {
+			for _, errno := range []error{syscall.ENOSPC, syscall.EIO} {
+				for _, variant := range []string{"", "torn", "after", "once"} {
+					switch {
+					case variant == "torn" && kind != "write",
+						variant == "after" && (kind != "update" || errno != syscall.EIO),
+						variant == "once" && (kind != "update" || errno != syscall.ENOSPC):
+						continue
+					}
+					t.Run(fmt.Sprintf("%s %d %v %s", kind, at, errno, variant), func(t *testing.T) {
+						p := &faultPlan{kind: kind, at: at, times: -1, err: &os.PathError{Op: kind, Path: "x", Err: errno},
+							torn: variant == "torn", after: variant == "after"}
+						if variant == "once" {
+							p.times = 1
+						}
+						err, notes := runFaults(t, p)
+						if p.hits == 0 {
+							return // this run made fewer such writes
+						}
+						full := kind == "update" && errno == syscall.ENOSPC
+						switch {
+						case full && len(notes) == 0:
+							t.Fatal("no space at a checkpoint, and OnFull was not told")
+						case full && !errors.Is(notes[0], ErrFull):
+							t.Fatalf("OnFull(%v), want ErrFull", notes[0])
+						case full && err != nil && (!errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "the data dir is full: ") ||
+							!strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "reserve is used up")):
+							t.Fatalf("Apply = %v, want ErrFull with the data dir and the reason", err)
+						case variant == "once" && notes[len(notes)-1] != nil:
+							t.Fatalf("space returned, and the store is still full: OnFull %v", notes)
+						case !full && err == nil && p.hitsInApply > 0:
+							t.Fatal("a failed write was acknowledged")
+						}
+					})
+				}
+			}
+		}
 	}
 }
