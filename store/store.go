@@ -87,7 +87,8 @@ type Options struct {
 	LockTimeout time.Duration
 	// LogBytes is the size of the write-ahead log created with a new
 	// store (an existing log keeps its size); a checkpoint runs whenever
-	// the next batch does not fit. Default DefaultLogBytes, at least
+	// the next batch would pass three quarters of it (the last quarter is
+	// the reserve for a full data dir). Default DefaultLogBytes, at least
 	// MinLogBytes.
 	LogBytes int64
 	// OnFull, if set, is called when the data dir becomes full (err wraps
