@@ -494,3 +494,34 @@ func TestFaultAtEveryWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenOnFullDisk: an Open whose replay finds no space opens full: it
+// holds what the log holds, and appends after the log's last record, not
+// over the records the state file lacks.
+func TestOpenOnFullDisk(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db := openT(t, path)
+	for i := range 5 {
+		apply(t, db, modelBatch(i)...)
+	}
+	crash(t, db)
+	p := &faultPlan{kind: "update", at: 1, times: -1, err: &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}}
+	db, err := Open(path, Options{seam: p.seam()})
+	if err != nil {
+		t.Fatalf("Open on a full disk: %v", err)
+	}
+	if err := db.Writable(); !errors.Is(err, ErrFull) {
+		t.Fatalf("Writable = %v, want ErrFull", err)
+	}
+	if d := cmp.Diff(modelLeases(4), leaseIDs(state(t, db))); d != "" {
+		t.Errorf("State while full (-want +got):\n%s", d)
+	}
+	for i := 5; i < 7; i++ {
+		apply(t, db, modelBatch(i)...)
+	}
+	crashAny(db)
+	db = openT(t, path)
+	if d := cmp.Diff(modelLeases(6), leaseIDs(state(t, db))); d != "" {
+		t.Errorf("after a crash (-want +got):\n%s", d)
+	}
+}
