@@ -148,6 +148,8 @@ type Agent struct {
 	jourFails  int
 	jourLogged time.Time
 	jourDown   bool
+	// jourSlow is when a slow journal write was last logged (UnixNano).
+	jourSlow atomic.Int64
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -661,24 +663,44 @@ func (a *Agent) publishStatus() {
 	a.snap.Store(st)
 }
 
-// storeGate is the driver's store: it writes to a.persist and logs a write
-// that takes longer than a.slowWrite at ERROR, once it has waited that
-// long (the disk may stay stalled) and with its duration when it ends.
+// storeGate is the driver's store: it writes to a.persist, watched by
+// watchWrite.
 type storeGate struct{ a *Agent }
 
 func (g storeGate) Apply(batch []runtime.Effect) error {
-	a := g.a
+	done := g.a.watchWrite("store write", nil, "state_file", g.a.db.Path(), "effects", len(batch))
+	err := g.a.persist.Apply(batch)
+	done()
+	return err
+}
+
+// watchWrite watches a write that may wait for a stalled disk: it logs at
+// ERROR once the write has waited a.slowWrite (it may wait forever), and,
+// when the returned function is called, its duration if it took that
+// long. With limit, a stall is logged at most once a journalLogEvery (its
+// duration only if its wait was).
+func (a *Agent) watchWrite(what string, limit *atomic.Int64, attrs ...any) (done func()) {
+	allow := func() bool {
+		if limit == nil {
+			return true
+		}
+		now, last := a.opts.Clock.Now().UnixNano(), limit.Load()
+		return (last == 0 || now-last >= int64(journalLogEvery)) && limit.CompareAndSwap(last, now)
+	}
+	var logged atomic.Bool
 	start := a.opts.Clock.Now()
 	waiting := a.opts.Clock.AfterFunc(a.slowWrite, func() {
-		a.log.Error("store write waiting for the disk: status and metrics answer from the last stored step meanwhile",
-			"waited", a.slowWrite, "state_file", a.db.Path(), "effects", len(batch))
+		if allow() {
+			logged.Store(true)
+			a.log.Error(what+" waiting for the disk: status and metrics answer from the last stored step meanwhile", append([]any{"waited", a.slowWrite}, attrs...)...)
+		}
 	})
-	err := a.persist.Apply(batch)
-	waiting.Stop()
-	if took := a.opts.Clock.Now().Sub(start); took >= a.slowWrite {
-		a.log.Error("slow store write", "took", took, "state_file", a.db.Path(), "effects", len(batch), "error", err)
+	return func() {
+		waiting.Stop()
+		if took := a.opts.Clock.Now().Sub(start); took >= a.slowWrite && (logged.Load() || allow()) {
+			a.log.Error("slow "+what, append([]any{"took", took}, attrs...)...)
+		}
 	}
-	return err
 }
 
 // journalFailed logs a failure of the journal at most once a
@@ -695,7 +717,6 @@ func (a *Agent) journalFailed(now time.Time, err error) {
 
 // record journals a step and logs its decisions.
 func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect) {
-	jerr := a.jour.Write(now, ev, effects)
 	for _, f := range effects {
 		switch f := f.(type) {
 		case runtime.Note:
@@ -709,9 +730,12 @@ func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.
+	done := a.watchWrite("journal write", &a.jourSlow, "journal", a.jour.dir)
+	jerr := a.jour.Write(now, ev, effects)
 	if jerr == nil {
 		jerr = a.jour.Flush()
 	}
+	done()
 	switch {
 	case jerr != nil:
 		a.journalFailed(now, jerr)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -151,4 +153,81 @@ func skipOrRequire(t *testing.T, why string) {
 		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", why)
 	}
 	t.Skip(why)
+}
+
+// TestFrozenDataDir: with the data dir's file system frozen (fsfreeze -f,
+// on an ext4 loop device), status and metrics answer from the last stored
+// step while an acquire's write waits; the wait is logged at ERROR, and
+// once the file system thaws the acquire completes and the write is
+// logged with its duration.
+func TestFrozenDataDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		skipOrRequire(t, "a loop device and fsfreeze need root")
+	}
+	cfg := testConfig(t)
+	data := filepath.Join(filepath.Dir(cfg), "data")
+	img := filepath.Join(t.TempDir(), "ext4.img")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("sh", "-c", "truncate -s 64M "+img+" && mkfs.ext4 -q -F "+img+" && mount -o loop "+img+" "+data).CombinedOutput(); err != nil {
+		skipOrRequire(t, fmt.Sprintf("an ext4 loop device: %v: %s", err, out))
+	}
+	t.Cleanup(func() { exec.Command("umount", data).Run() })
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if out, err := exec.Command("fsfreeze", "-u", data).CombinedOutput(); err != nil {
+				t.Errorf("thaw: %v: %s", err, out)
+			}
+		}
+	}
+
+	logs := newLogLines(t)
+	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.slowWrite = 100 * time.Millisecond // the test waits for the log lines, not the clock
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	guard, stopGuard := context.WithTimeout(context.Background(), 60*time.Second) // only a guard against a hang
+	defer stopGuard()
+	if _, err := a.Acquire(guard, AcquireRequest{Job: "before"}); err != nil {
+		t.Fatal(err)
+	}
+
+	waits, slows := logs.count("level=ERROR", "write waiting for the disk"), logs.count("level=ERROR", `msg="slow `, "write\" took=")
+	if out, err := exec.Command("fsfreeze", "-f", data).CombinedOutput(); err != nil {
+		skipOrRequire(t, fmt.Sprintf("fsfreeze: %v: %s", err, out))
+	}
+	defer thaw() // before Run is stopped, also when the test fails
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(guard, AcquireRequest{Job: "frozen"})
+		acquired <- err
+	}()
+	// The loop waits in the acquire's store write, or before it in the
+	// journal write of an earlier step: either is logged.
+	logs.waitForMore(waits, "level=ERROR", "write waiting for the disk")
+	st, err := answersAtOnce(t, func() (Status, error) { return a.Status(guard) })
+	if err != nil || len(st.Leases) != 1 {
+		t.Fatalf("status while the data dir is frozen: %d leases (want 1: the last stored step), %v", len(st.Leases), err)
+	}
+	m, err := answersAtOnce(t, func() (string, error) {
+		var m bytes.Buffer
+		err := a.WriteMetrics(guard, &m)
+		return m.String(), err
+	})
+	if err != nil || !strings.Contains(m, `svcrun_leases{state="admitted"} 1`) {
+		t.Errorf("metrics while the data dir is frozen: %v\n%s", err, m)
+	}
+	thaw()
+	if err := <-acquired; err != nil {
+		t.Fatalf("Acquire once thawed: %v", err)
+	}
+	logs.waitForMore(slows, "level=ERROR", `msg="slow `, `write" took=`)
 }

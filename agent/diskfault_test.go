@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/oarbank/svcrun/runtime"
 )
 
@@ -57,12 +59,18 @@ func (l *logLines) count(texts ...string) int {
 // guard against a hang.
 func (l *logLines) waitFor(texts ...string) {
 	l.t.Helper()
+	l.waitForMore(0, texts...)
+}
+
+// waitForMore waits for more than n lines containing all of texts.
+func (l *logLines) waitForMore(n int, texts ...string) {
+	l.t.Helper()
 	guard := time.After(60 * time.Second)
 	for {
 		l.mu.Lock()
 		wake := l.wake
 		l.mu.Unlock()
-		if l.count(texts...) > 0 {
+		if l.count(texts...) > n {
 			return
 		}
 		select {
@@ -155,7 +163,7 @@ func TestStatusWhileStoreWriteStalls(t *testing.T) {
 	if err := <-acquired; err != nil {
 		t.Fatalf("Acquire after the disk came back: %v", err)
 	}
-	logs.waitFor("level=ERROR", "slow store write", "took=")
+	logs.waitFor("level=ERROR", `msg="slow store write" took=`)
 	st, err = a.Status(guard)
 	if err != nil || len(st.Leases) != len(before.Leases)+1 {
 		t.Fatalf("status after the write: %d leases, %v", len(st.Leases), err)
@@ -176,7 +184,7 @@ func answersAtOnce[T any](t *testing.T, f func() (T, error)) (T, error) {
 	case r := <-ch:
 		return r.v, r.err
 	case <-time.After(60 * time.Second):
-		t.Fatal("still waiting after 60s: it waits for the store write")
+		t.Fatal("still waiting after 60s: it waits for the loop, which waits for the disk")
 	}
 	panic("unreachable")
 }
@@ -200,7 +208,7 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	j.f = full
 	j.w.Reset(full)
 	logs := newLogLines(t)
-	a := &Agent{log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
+	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := func(i int) {
 		a.record(at.Add(time.Duration(i)*10*time.Millisecond), runtime.Doctor{Reason: "r"}, nil)
