@@ -19,12 +19,13 @@
 // # Disk faults
 //
 // A store write that takes longer than SlowWrite is logged at ERROR, when
-// it has waited that long and with its duration when it ends. While the
-// data dir is full (store.ErrFull) new and renewed leases are refused
-// before they reach the engine, with an error wrapping store.ErrFull;
-// everything else goes on, and the store recovers by itself. The journal
-// failing never stops svcrun: its failures are logged at most once a
-// minute.
+// it has waited that long and with its duration when it ends; so is a
+// journal write (the loop writes the journal too), at most once a minute.
+// While the data dir is full (store.ErrFull) new and renewed leases are
+// refused before they reach the engine, with an error wrapping
+// store.ErrFull; everything else goes on, and the store recovers by
+// itself. The journal failing never stops svcrun: its failures are
+// logged at most once a minute.
 package agent
 
 import (
