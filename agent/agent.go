@@ -119,22 +119,6 @@ type Agent struct {
 	sandboxHost    string
 	sandboxMissing []string
 
-	mu      sync.Mutex
-	waiters map[runtime.LeaseID][]waiter
-	subs    map[chan Record]bool
-	stopped bool
-	// withdrawn are acquires whose callers gave up, not yet stepped as
-	// releases; settled is set once shutdown has stepped the last of them.
-	withdrawn []runtime.LeaseID
-	settled   bool
-	quit      chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
-	fatal     error         // a store failure inside a loop call: Run ends with it
-	reload    sync.Mutex    // one reload at a time
-	file      string        // the configuration file, as given to Open
-	started   time.Time
-	steps     uint64
-	traced    tracedStep // owned by the loop
-
 	// snap is what status and metrics answer from; published is set once
 	// the current step's snapshot is (owned by the loop).
 	snap      atomic.Pointer[Status]
@@ -151,6 +135,22 @@ type Agent struct {
 	jourDown   bool
 	// jourSlow is when a slow journal write was last logged (UnixNano).
 	jourSlow atomic.Int64
+
+	mu      sync.Mutex
+	waiters map[runtime.LeaseID][]waiter
+	subs    map[chan Record]bool
+	stopped bool
+	// withdrawn are acquires whose callers gave up, not yet stepped as
+	// releases; settled is set once shutdown has stepped the last of them.
+	withdrawn []runtime.LeaseID
+	settled   bool
+	quit      chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
+	fatal     error         // a store failure inside a loop call: Run ends with it
+	reload    sync.Mutex    // one reload at a time
+	file      string        // the configuration file, as given to Open
+	started   time.Time
+	steps     uint64
+	traced    tracedStep // owned by the loop
 }
 
 // call is an agent-internal event: a closure run on the loop.
