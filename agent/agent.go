@@ -9,8 +9,23 @@
 // clockwork.Real scheduler and steps the driver. Everything else (API
 // handlers, executor goroutines, signal handlers) only posts events to
 // that scheduler; a call that needs an answer registers a waiter first and
-// is answered from the loop through the driver's Answer hook. Queries of
-// state run as closures on the loop, so the engine is never shared.
+// is answered from the loop through the driver's Answer hook. Changes run
+// as closures on the loop, so the engine is never shared. Status and
+// metrics read an immutable snapshot the loop publishes after each step
+// is stored (before its answers go out): they never wait for the loop, so
+// they answer, from the last stored step, also while the loop waits for
+// a stalled disk.
+//
+// # Disk faults
+//
+// A store write that takes longer than SlowWrite is logged at ERROR, when
+// it has waited that long and with its duration when it ends; so is a
+// journal write (the loop writes the journal too), at most once a minute.
+// While the data dir is full (store.ErrFull) new and renewed leases are
+// refused before they reach the engine, with an error wrapping
+// store.ErrFull; everything else goes on, and the store recovers by
+// itself. The journal failing never stops svcrun: its failures are
+// logged at most once a minute.
 package agent
 
 import (
@@ -23,6 +38,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -47,6 +63,14 @@ const GCPercent = 200
 
 // StateFile is the bbolt file in the data dir.
 const StateFile = "state.db"
+
+// SlowWrite is how long a store write may take before it is logged at
+// ERROR: an fdatasync takes milliseconds, a stalled disk forever.
+const SlowWrite = 3 * time.Second
+
+// journalLogEvery bounds how often a failing journal is logged: on a full
+// disk every step fails it.
+const journalLogEvery = time.Minute
 
 // Options configure an Agent.
 type Options struct {
@@ -94,6 +118,23 @@ type Agent struct {
 	// sandboxMissing what each module runs without (or is refused for).
 	sandboxHost    string
 	sandboxMissing []string
+
+	// snap is what status and metrics answer from; published is set once
+	// the current step's snapshot is (owned by the loop).
+	snap      atomic.Pointer[Status]
+	published bool
+	// persist is the store the driver's writes go to (a.db; tests put a
+	// slow one in front of it); slowWrite is SlowWrite.
+	persist   runtime.Store
+	slowWrite time.Duration
+	// The journal's failures since the last line logged about them, when
+	// that was, and whether it has failed since it last worked (owned by
+	// the loop).
+	jourFails  int
+	jourLogged time.Time
+	jourDown   bool
+	// jourSlow is when a slow journal write was last logged (UnixNano).
+	jourSlow atomic.Int64
 
 	mu      sync.Mutex
 	waiters map[runtime.LeaseID][]waiter
@@ -152,21 +193,34 @@ func Open(opts Options) (*Agent, error) {
 	if err := store.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
-	db, err := store.Open(filepath.Join(cfg.DataDir, StateFile), store.Options{})
+	log := opts.Logger
+	db, err := store.Open(filepath.Join(cfg.DataDir, StateFile), store.Options{OnFull: func(err error) {
+		if err != nil {
+			log.Error("new and renewed leases are refused until space is freed; what is stored stays, and releases, expiries and service records still are", "error", err)
+		} else {
+			log.Info("the data dir has space again: leases are taken again", "data_dir", cfg.DataDir)
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
-	jour, err := OpenJournal(filepath.Join(cfg.DataDir, "journal"))
+	if err := db.Full(); err != nil {
+		log.Error("starting with a full data dir: new and renewed leases are refused until space is freed", "error", err)
+	}
+	jdir := filepath.Join(cfg.DataDir, "journal")
+	jour, err := OpenJournal(jdir)
 	if err != nil {
-		db.Close()
-		return nil, err
+		log.Warn("svcrun runs without its journal until it can be opened", "error", err)
+		jour = NewJournal(jdir)
 	}
 	a := &Agent{
 		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour, file: cfg.File,
-		sched:   clockwork.NewReal[runtime.Event](opts.Clock),
-		waiters: map[runtime.LeaseID][]waiter{},
-		quit:    make(chan struct{}),
-		subs:    map[chan Record]bool{},
+		sched:     clockwork.NewReal[runtime.Event](opts.Clock),
+		waiters:   map[runtime.LeaseID][]waiter{},
+		quit:      make(chan struct{}),
+		subs:      map[chan Record]bool{},
+		persist:   db,
+		slowWrite: SlowWrite,
 	}
 	if !opts.NoContainers {
 		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Logger: a.log})
@@ -254,7 +308,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.engine = runtime.New()
 	a.driver = &runtime.Driver{
-		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: a.db,
+		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: storeGate{a},
 		Answer: a.answer,
 		Trace:  a.trace,
 	}
@@ -444,6 +498,16 @@ func (a *Agent) stepWithdrawals() {
 	}
 }
 
+// writable refuses a request that needs a write which can wait (a new or
+// renewed lease) while the data dir is full, before it reaches the engine:
+// the engine changes its state before the step is stored.
+func (a *Agent) writable() error {
+	if err := a.db.Writable(); err != nil {
+		return fmt.Errorf("%w: new and renewed leases are refused until space is freed", err)
+	}
+	return nil
+}
+
 // ErrStopping is returned to requests that arrive while svcrun stops.
 var ErrStopping = errors.New("svcrun is stopping")
 
@@ -483,6 +547,9 @@ func (a *Agent) step(ev runtime.Event) error {
 // answers are sent, so that the journal does not delay them.
 func (a *Agent) stepDriver(ev runtime.Event) error {
 	err := a.driver.Step(ev)
+	if err == nil && !a.published { // a step without answers
+		a.publishStatus()
+	}
 	if t := a.traced; t.ev != nil {
 		a.traced = tracedStep{}
 		a.record(t.now, t.ev, t.effects)
@@ -493,6 +560,9 @@ func (a *Agent) stepDriver(ev runtime.Event) error {
 // answer routes the driver's answers to the callers waiting for them and to
 // the event stream.
 func (a *Agent) answer(now time.Time, f runtime.Effect) {
+	if !a.published { // the step is stored: before a caller hears of it
+		a.publishStatus()
+	}
 	a.publish(now, f)
 	id := runtime.LeaseOf(f)
 	if id == "" {
@@ -587,14 +657,81 @@ type tracedStep struct {
 // carries it out.
 func (a *Agent) trace(now time.Time, ev runtime.Event, effects []runtime.Effect) {
 	a.traced = tracedStep{now, ev, effects}
+	a.steps++
+	a.published = false
+}
+
+// publishStatus publishes the snapshot status and metrics answer from. It
+// runs on the loop once a step is stored.
+func (a *Agent) publishStatus() {
+	a.published = true
+	st := &Status{
+		Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
+		DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
+		StartedAt: a.started, Steps: a.steps,
+		Containers:  "process groups (cgroup containers disabled)",
+		SandboxHost: a.sandboxHost, SandboxMissing: a.sandboxMissing,
+	}
+	if a.containers != nil {
+		st.Containers = a.containers.Support().String()
+	}
+	a.snap.Store(st)
+}
+
+// storeGate is the driver's store: it writes to a.persist, watched by
+// watchWrite.
+type storeGate struct{ a *Agent }
+
+func (g storeGate) Apply(batch []runtime.Effect) error {
+	done := g.a.watchWrite("store write", nil, "state_file", g.a.db.Path(), "effects", len(batch))
+	err := g.a.persist.Apply(batch)
+	done()
+	return err
+}
+
+// watchWrite watches a write that may wait for a stalled disk: it logs at
+// ERROR once the write has waited a.slowWrite (it may wait forever), and,
+// when the returned function is called, its duration if it took that
+// long. With limit, a stall is logged at most once a journalLogEvery (its
+// duration only if its wait was).
+func (a *Agent) watchWrite(what string, limit *atomic.Int64, attrs ...any) (done func()) {
+	allow := func() bool {
+		if limit == nil {
+			return true
+		}
+		now, last := a.opts.Clock.Now().UnixNano(), limit.Load()
+		return (last == 0 || now-last >= int64(journalLogEvery)) && limit.CompareAndSwap(last, now)
+	}
+	var logged atomic.Bool
+	start := a.opts.Clock.Now()
+	waiting := a.opts.Clock.AfterFunc(a.slowWrite, func() {
+		if allow() {
+			logged.Store(true)
+			a.log.Error(what+" waiting for the disk: status and metrics answer from the last stored step meanwhile", append([]any{"waited", a.slowWrite}, attrs...)...)
+		}
+	})
+	return func() {
+		waiting.Stop()
+		if took := a.opts.Clock.Now().Sub(start); took >= a.slowWrite && (logged.Load() || allow()) {
+			a.log.Error("slow "+what, append([]any{"took", took}, attrs...)...)
+		}
+	}
+}
+
+// journalFailed logs a failure of the journal at most once a
+// journalLogEvery, with the number of failures since the last line.
+func (a *Agent) journalFailed(now time.Time, err error) {
+	a.jourFails++
+	a.jourDown = true
+	if !a.jourLogged.IsZero() && now.Sub(a.jourLogged) < journalLogEvery {
+		return
+	}
+	a.log.Warn("journal: steps are not journaled", "error", err, "failures", a.jourFails, "next_report_in", journalLogEvery)
+	a.jourLogged, a.jourFails = now, 0
 }
 
 // record journals a step and logs its decisions.
 func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect) {
-	a.steps++
-	if err := a.jour.Write(now, ev, effects); err != nil {
-		a.log.Warn("journal", "error", err)
-	}
 	for _, f := range effects {
 		switch f := f.(type) {
 		case runtime.Note:
@@ -608,7 +745,17 @@ func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.
-	if err := a.jour.Flush(); err != nil {
-		a.log.Warn("journal", "error", err)
+	done := a.watchWrite("journal write", &a.jourSlow, "journal", a.jour.dir)
+	jerr := a.jour.Write(now, ev, effects)
+	if jerr == nil {
+		jerr = a.jour.Flush()
+	}
+	done()
+	switch {
+	case jerr != nil:
+		a.journalFailed(now, jerr)
+	case a.jourDown && now.Sub(a.jourLogged) >= journalLogEvery: // at most a line a minute, this one too
+		a.log.Info("journal: journaling again", "failures", a.jourFails)
+		a.jourLogged, a.jourFails, a.jourDown = now, 0, false
 	}
 }

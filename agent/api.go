@@ -79,6 +79,9 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if req.Wait < 0 || req.TTL < 0 {
 		return Grant{}, errors.New("wait and ttl must not be negative")
 	}
+	if err := a.writable(); err != nil {
+		return Grant{}, err
+	}
 	id := runtime.LeaseID(newID("lease-"))
 	if req.Attempt == "" {
 		req.Attempt = NewAttemptID()
@@ -141,6 +144,9 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 
 // Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
 func (a *Agent) Renew(ctx context.Context, id runtime.LeaseID) (time.Time, error) {
+	if err := a.writable(); err != nil {
+		return time.Time{}, err
+	}
 	f, err := a.leaseCall(ctx, id, runtime.Renew{Lease: id}, renewAnswer)
 	if err != nil {
 		return time.Time{}, err
@@ -177,30 +183,37 @@ type Status struct {
 	SandboxMissing []string `json:"sandbox_missing,omitempty"`
 	// ContainerModes is, per service, "cgroup" or "process-group: reason".
 	ContainerModes map[string]string `json:"container_modes,omitempty"`
+	// StoreFull says why new and renewed leases are refused while the
+	// data dir is full ("the data dir is full: DIR: reason"); empty
+	// otherwise.
+	StoreFull string `json:"store_full,omitempty"`
 }
 
-// Status returns the current view.
+// Status returns the view after the last stored step, without waiting for
+// the loop (see publishStatus).
 func (a *Agent) Status(ctx context.Context) (Status, error) {
-	var st Status
-	err := a.onLoop(ctx, func() {
-		st = Status{
-			Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
-			DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
-			StartedAt: a.started, Steps: a.steps,
-			Containers:  "process groups (cgroup containers disabled)",
-			SandboxHost: a.sandboxHost, SandboxMissing: a.sandboxMissing,
+	snap := a.snap.Load()
+	if snap == nil { // before the boot step: wait for it
+		if err := a.onLoop(ctx, func() {}); err != nil {
+			return Status{}, err
 		}
-		if a.containers != nil {
-			st.Containers = a.containers.Support().String()
+		if snap = a.snap.Load(); snap == nil {
+			return Status{}, ErrStopping
 		}
-		if cm, ok := a.exec.(interface{ ContainerMode(string) string }); ok {
-			st.ContainerModes = map[string]string{}
-			for _, s := range st.Services {
-				st.ContainerModes[s.Name] = cm.ContainerMode(s.Name)
-			}
+	}
+	st := *snap
+	// Callers may sort or change what they get; the snapshot is shared.
+	st.Services, st.Probes, st.Leases, st.Pools = slices.Clone(st.Services), slices.Clone(st.Probes), slices.Clone(st.Leases), slices.Clone(st.Pools)
+	if cm, ok := a.exec.(interface{ ContainerMode(string) string }); ok {
+		st.ContainerModes = map[string]string{}
+		for _, s := range st.Services {
+			st.ContainerModes[s.Name] = cm.ContainerMode(s.Name)
 		}
-	})
-	return st, err
+	}
+	if err := a.db.Full(); err != nil {
+		st.StoreFull = err.Error()
+	}
+	return st, nil
 }
 
 // Doctor runs the probes again.

@@ -17,14 +17,24 @@ import (
 // into dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
 // past MaxBytes and keeping the newest Keep rotated files. `svcsim replay`
 // re-runs a journal through the engine.
+//
+// A journal that cannot write (a full disk) drops the lines it could not
+// write and takes up again with the next one that can be written; one that
+// could not be opened tries again at most once a ReopenEvery (of step
+// time). Its errors are for the caller to log, never fatal.
 type Journal struct {
-	dir      string
-	MaxBytes int64
-	Keep     int
+	dir         string
+	MaxBytes    int64
+	Keep        int
+	ReopenEvery time.Duration
 
 	f    *os.File
 	w    *bufio.Writer
 	size int64
+	// torn is set after a failed write: the file may end in part of a
+	// line, which the next line must not continue.
+	torn     bool
+	openedAt time.Time // the last attempt to open, while f is nil
 }
 
 // JournalName is the live journal's file name.
@@ -32,17 +42,24 @@ const JournalName = "journal.jsonl"
 
 // OpenJournal opens (appending) the journal in dir, creating dir 0700.
 func OpenJournal(dir string) (*Journal, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("journal: %w", err)
-	}
-	j := &Journal{dir: dir, MaxBytes: 64 << 20, Keep: 5}
+	j := NewJournal(dir)
 	if err := j.open(); err != nil {
 		return nil, err
 	}
 	return j, nil
 }
 
+// NewJournal is a journal in dir that opens at its first Write: svcrun
+// runs on without a journal it cannot open (a full disk) and opens it
+// when it can.
+func NewJournal(dir string) *Journal {
+	return &Journal{dir: dir, MaxBytes: 64 << 20, Keep: 5, ReopenEvery: time.Minute}
+}
+
 func (j *Journal) open() error {
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	f, err := os.OpenFile(filepath.Join(j.dir, JournalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
@@ -68,28 +85,58 @@ func (j *Journal) Write(at time.Time, ev runtime.Event, effects []runtime.Effect
 		return fmt.Errorf("journal: %w", err)
 	}
 	line = append(line, '\n')
+	if j.f == nil {
+		if !j.openedAt.IsZero() && at.Sub(j.openedAt) < j.ReopenEvery {
+			return fmt.Errorf("journal: not open (tried %s ago)", at.Sub(j.openedAt).Round(time.Second))
+		}
+		j.openedAt = at
+		if err := j.open(); err != nil {
+			return err
+		}
+	}
 	if j.size+int64(len(line)) > j.MaxBytes && j.size > 0 {
 		if err := j.rotate(at); err != nil {
 			return err
 		}
 	}
+	if j.torn {
+		line = append([]byte{'\n'}, line...)
+	}
 	n, err := j.w.Write(line)
 	j.size += int64(n)
 	if err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return j.failed(err)
 	}
+	j.torn = false
 	return nil
 }
 
 // Flush writes buffered lines to the file.
-func (j *Journal) Flush() error { return j.w.Flush() }
+func (j *Journal) Flush() error {
+	if j.f == nil {
+		return nil
+	}
+	if err := j.w.Flush(); err != nil {
+		return j.failed(err)
+	}
+	return nil
+}
+
+// failed drops what the buffer holds: a bufio.Writer that failed fails
+// every later write, and the journal must take up again once the disk
+// has space.
+func (j *Journal) failed(err error) error {
+	j.w.Reset(j.f)
+	j.torn = true
+	return fmt.Errorf("journal: %w", err)
+}
 
 func (j *Journal) rotate(at time.Time) error {
 	// The live file is renamed while still open, and replaced only once
 	// the new one is open: a failure leaves the journal writing where it
 	// was (retrying after another MaxBytes), never closed for good.
 	if err := j.w.Flush(); err != nil {
-		return fmt.Errorf("journal: %w", err)
+		return j.failed(err)
 	}
 	live := filepath.Join(j.dir, JournalName)
 	name := fmt.Sprintf("journal-%s.jsonl", at.UTC().Format("20060102T150405.000000000Z"))

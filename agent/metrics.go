@@ -7,7 +7,8 @@ import (
 	"sort"
 )
 
-// WriteMetrics writes the Prometheus text exposition of the agent's state.
+// WriteMetrics writes the Prometheus text exposition of the agent's state,
+// from the status snapshot: it does not wait for the loop.
 func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	st, err := a.Status(ctx)
 	if err != nil {
@@ -16,6 +17,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	metric := func(name, help, typ string) {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
+	metric("svcrun_store_full", "1 while the data dir is full: new and renewed leases are refused.", "gauge")
+	fmt.Fprintf(w, "svcrun_store_full %d\n", b2i(st.StoreFull != ""))
 	metric("svcrun_engine_steps_total", "Engine steps since start.", "counter")
 	fmt.Fprintf(w, "svcrun_engine_steps_total %d\n", st.Steps)
 	metric("svcrun_ops_in_flight", "Op processes running.", "gauge")

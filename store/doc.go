@@ -32,7 +32,12 @@
 // state file, or has an unknown schema version is refused (ErrCorrupt,
 // ErrNewerVersion), never reset: Open does not write to such a file, so
 // nothing already stored is lost, and the error names the file and what to
-// do. A DB is safe for use by several goroutines.
+// do. Before anything is written, Open checks: the file's size against
+// what its meta page says (bbolt maps the file, and a page cut off its end
+// would be a SIGBUS, not an error), bbolt's consistency, the schema, every
+// record as State decodes it, and the log. A state file that is missing
+// or empty while its log is there is refused too, not made anew. A DB is
+// safe for use by several goroutines.
 //
 // # The write-ahead log
 //
@@ -60,16 +65,22 @@
 // A checkpoint writes what the log holds into the state file in one bbolt
 // transaction, together with the number of the last batch ("wal_seq" in
 // the meta bucket), and new records then overwrite the log from its start.
-// It runs when the next record does not fit, at every Open (after the
-// replay), before State, and at Close; a batch bigger than the whole log
-// goes straight into the state file, after a checkpoint. Open's checkpoint
+// It runs when the next record would pass three quarters of the log, at
+// every Open (after the replay), before State, and at Close; a batch
+// bigger than that goes straight into the state file, after a checkpoint. Open's checkpoint
 // sets "wal_open" to 1 and Close's sets it to 0: a missing log is made
 // anew only when the state file says it holds everything.
 //
 // Open reads the records from the start while they are whole and
 // consecutive (the old records behind the last one written have lower
 // numbers, and a torn last record fails its checksum), checks each batch
-// as Apply and State would, and replays those after wal_seq. A log that
+// as Apply and State would, and replays those after wal_seq. Where that
+// chain ends it looks on, block by block, for any whole record with a
+// higher number than the chain's last (or than wal_seq): one there means
+// the record where the chain ended was damaged in the middle of the log,
+// with acknowledged batches behind it, and the log is refused, naming
+// that record's offset. Only a torn tail may end the log; a damaged last
+// record cannot be told from a torn write of it and ends the log too. A log that
 // is missing after a crash, whose header is damaged or whose size
 // differs from it, that belongs to another state file (or lies beside a
 // state file that has no log of its own), that continues from a later
@@ -78,6 +89,26 @@
 // state file, and neither file is written. After a failed write or
 // checkpoint the DB refuses everything but Close (what reached the disk
 // is unknown); the next Open recovers.
+//
+// # A full data dir
+//
+// The log is preallocated, so a full file system (ENOSPC, EDQUOT) shows
+// at a checkpoint, when bbolt needs new pages. A checkpoint that finds no
+// space writes nothing that counts: the batch number stays and the log is
+// not overwritten. So it does not fail the DB; the DB is "full"
+// (ErrFull, "the data dir is full: DIR: no space left on device"). A
+// checkpoint is due when the next record would pass three quarters of the
+// log; the last quarter is the reserve, for the batches that still come
+// while the DB is full (releases, expiries, service failures): Writable
+// refuses what can wait (the agent asks it before taking a new or
+// renewed lease), State reads the state file with the log's records over
+// it. The checkpoint is tried again at each batch and Writable once a
+// backoff (1 s doubling to 30 s) has passed; the first that succeeds ends
+// the full state, and Options.OnFull hears of both changes. An Open whose
+// replay finds no space opens full, appending after the log's last
+// record. Only a batch that finds the reserve used up fails (with
+// ErrFull; the DB stays usable, what was stored stays). A failure other
+// than no space, of a log write or a checkpoint, still fails the DB.
 //
 // # Creation
 //

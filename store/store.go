@@ -2,15 +2,20 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +39,37 @@ var (
 	ErrCorrupt = errors.New("state file damaged")
 	// ErrNewerVersion: the file has a schema version this svcrun does not know.
 	ErrNewerVersion = errors.New("state file from a newer svcrun")
+	// ErrFull: the data dir has no space left for a checkpoint of the log
+	// into the state file (ENOSPC or EDQUOT). Nothing stored is lost; what
+	// can wait (new and renewed leases) is refused until space returns.
+	ErrFull = errors.New("the data dir is full")
+)
+
+// fullError is a write that found no space: the data dir, and the error of
+// the write (wrapping the syscall's).
+type fullError struct {
+	dir string
+	err error
+}
+
+func (e *fullError) Error() string {
+	reason := e.err.Error()
+	var errno syscall.Errno
+	if errors.As(e.err, &errno) {
+		reason = errno.Error()
+	}
+	return fmt.Sprintf("the data dir is full: %s: %s", e.dir, reason)
+}
+
+func (e *fullError) Unwrap() []error { return []error{ErrFull, e.err} }
+
+func noSpace(err error) bool { return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) }
+
+// While the data dir is full, the checkpoint is tried again after a wait
+// that doubles from fullRetryMin to fullRetryMax.
+const (
+	fullRetryMin = time.Second
+	fullRetryMax = 30 * time.Second
 )
 
 var (
@@ -53,9 +89,23 @@ type Options struct {
 	LockTimeout time.Duration
 	// LogBytes is the size of the write-ahead log created with a new
 	// store (an existing log keeps its size); a checkpoint runs whenever
-	// the next batch does not fit. Default DefaultLogBytes, at least
+	// the next batch would pass three quarters of it (the last quarter is
+	// the reserve for a full data dir). Default DefaultLogBytes, at least
 	// MinLogBytes.
 	LogBytes int64
+	// OnFull, if set, is called when the data dir becomes full (err wraps
+	// ErrFull) and when a checkpoint succeeds again (err nil). It is
+	// called with the DB locked: it must not call the DB.
+	OnFull func(err error)
+
+	seam seam
+}
+
+// seam is where the fault tests fail the store's writes: log wraps the
+// log's file, update runs a transaction of the state file.
+type seam struct {
+	log    func(logDev) logDev
+	update func(b *bolt.DB, fn func(*bolt.Tx) error) error
 }
 
 // DB is an open state file. It implements runtime.Store.
@@ -74,6 +124,15 @@ type DB struct {
 	// failed is set when a log write failed: what reached the disk is
 	// unknown, so no later batch may be numbered after it.
 	failed error
+	// full is set while a checkpoint finds no space: the state file is as
+	// it was, the log keeps everything beyond it, and new records go into
+	// the log's reserve. retryAt is the next checkpoint attempt; backoff
+	// the wait before the one after it.
+	full    atomic.Pointer[fullError]
+	retryAt time.Time
+	backoff time.Duration
+	onFull  func(error)
+	seam    seam
 }
 
 type pendingKey struct {
@@ -116,7 +175,14 @@ func Open(path string, opts Options) (*DB, error) {
 	if err := MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the directory of state file %s: %w", path, err)
 	}
+	_, logErr := os.Stat(path + ".wal")
+	hasLog := logErr == nil
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if hasLog {
+			// A new state file would not be the log's: refuse before
+			// writing anything, the log holds the latest batches.
+			return nil, logError(path, "the state file is missing, but its log is here (the log holds only the latest batches, the state file the rest)")
+		}
 		if err := create(path, timeout); err != nil {
 			return nil, fmt.Errorf("create state file %s: %w", path, err)
 		}
@@ -127,7 +193,21 @@ func Open(path string, opts Options) (*DB, error) {
 	// First a read-only pass (shared lock): bbolt panics on some damaged
 	// pages while opening read-write, and a panicking bolt.Open leaks its
 	// file and lock; read-only, the checks below report damage as errors.
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open state file: %w", err)
+	}
+	if fi.Size() == 0 && hasLog {
+		// bbolt would initialise it: a state file svcrun made is never
+		// empty (see create), so this one was cut short.
+		return nil, corruptError(path, errors.New("it is empty (0 bytes) but has a write-ahead log: it was cut short"))
+	}
+	if fi.Size() > 0 {
+		// bbolt maps the file: a page beyond its end is a SIGBUS, not an
+		// error, so the size is checked against the meta page first.
+		if err := checkSize(path); err != nil {
+			return nil, err
+		}
 		bdb, err := openBolt(path, timeout, true)
 		if err != nil {
 			return nil, err
@@ -142,7 +222,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{bolt: bdb, path: path, pending: map[pendingKey][]byte{}}
+	db := &DB{bolt: bdb, path: path, pending: map[pendingKey][]byte{}, onFull: opts.OnFull, seam: opts.seam}
 	if err := db.recover(logBytes); err != nil {
 		if db.log != nil {
 			db.log.f.Close()
@@ -194,7 +274,7 @@ func (db *DB) recover(logBytes int64) error {
 	if err != nil {
 		return err
 	}
-	l, recs, err := db.openLog(id, db.seq, inUse, logBytes)
+	l, recs, end, err := db.openLog(id, db.seq, inUse, logBytes)
 	if err != nil {
 		return err
 	}
@@ -204,7 +284,13 @@ func (db *DB) recover(logBytes int64) error {
 		db.seq = r.seq
 	}
 	// From here until Close the log may hold what the state file does not.
-	if err := db.commit(nil, true); err != nil {
+	err = db.commit(nil, true)
+	if err != nil && db.failed == nil { // no space: new records follow the old
+		db.log.off = end
+		db.setFull(err)
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("state file %s: replay its write-ahead log: %w", db.path, err)
 	}
 	return nil
@@ -284,6 +370,11 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 				}
 			}
 		}
+		if meta != nil {
+			if err := checkRecords(tx, path); err != nil {
+				return err
+			}
+		}
 		var first error
 		for err := range tx.Check() { // drain it all: the checker goroutine uses tx
 			if first == nil {
@@ -295,6 +386,98 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 		}
 		return nil
 	})
+}
+
+// checkRecords decodes every record as State will, so that a file State
+// would refuse is refused before Open writes to it.
+func checkRecords(tx *bolt.Tx, path string) error {
+	err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
+		var r runtime.LeaseRecord
+		return checkRecord(path, leasesBucket, k, v, &r, func() string { return string(r.ID) })
+	})
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
+		var r runtime.ServiceRecord
+		return checkRecord(path, servicesBucket, k, v, &r, func() string { return r.Name })
+	})
+}
+
+// checkRecord decodes v into r and checks that its id (or name) is its key.
+func checkRecord(path string, bucket, k, v []byte, r any, id func() string) error {
+	if err := decode(v, r); err != nil {
+		return badRecord(path, bucket, k, "the record does not decode: "+err.Error())
+	}
+	if got := id(); got != string(k) {
+		what := "id"
+		if bytes.Equal(bucket, servicesBucket) {
+			what = "name"
+		}
+		return badRecord(path, bucket, k, fmt.Sprintf("the record's %s is %q", what, got))
+	}
+	return nil
+}
+
+// bbolt's meta page (go.etcd.io/bbolt/internal/common): after the page
+// header (16 bytes), magic, version, page size, flags, root bucket (16
+// bytes), freelist page, high-water page id, txid, FNV-64a of the 56 bytes
+// before it.
+const (
+	boltMagic       = 0xED0CDAED
+	boltVersion     = 2
+	boltPageHeader  = 16
+	boltMetaSumSize = 56
+)
+
+// checkSize refuses a file shorter than its meta page says: bbolt would map
+// pages past its end and die of SIGBUS at the first read of one. The meta
+// page bbolt would use is the valid one with the higher txid; a file
+// without a valid one is left to bbolt, which refuses it.
+func checkSize(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open state file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open state file: %w", err)
+	}
+	var best struct{ pgid, txid, pageSize uint64 }
+	found := false
+	meta := func(off int64) (pageSize uint64, ok bool) {
+		var b [boltPageHeader + boltMetaSumSize + 8]byte
+		if _, err := f.ReadAt(b[:], off); err != nil {
+			return 0, false
+		}
+		m := b[boltPageHeader:]
+		h := fnv.New64a()
+		h.Write(m[:boltMetaSumSize])
+		le := binary.LittleEndian
+		if le.Uint32(m) != boltMagic || le.Uint32(m[4:]) != boltVersion || le.Uint64(m[boltMetaSumSize:]) != h.Sum64() {
+			return 0, false
+		}
+		ps, pgid, txid := uint64(le.Uint32(m[8:])), le.Uint64(m[40:]), le.Uint64(m[48:])
+		if !found || txid > best.txid {
+			best.pgid, best.txid, best.pageSize, found = pgid, txid, ps, true
+		}
+		return ps, true
+	}
+	if ps, ok := meta(0); ok {
+		meta(int64(ps))
+	} else {
+		for ps := int64(1024); ps <= 16<<20 && ps < fi.Size(); ps <<= 1 { // as bbolt looks for the second
+			if _, ok := meta(ps); ok {
+				break
+			}
+		}
+	}
+	if need := best.pgid * best.pageSize; found && uint64(fi.Size()) < need {
+		return corruptError(path, fmt.Errorf("it has %d bytes, but its meta page says it has %d (%d pages of %d bytes): it was cut short",
+			fi.Size(), need, best.pgid, best.pageSize))
+	}
+	return nil
 }
 
 func isEmpty(tx *bolt.Tx) bool {
@@ -474,22 +657,110 @@ func (db *DB) apply(batch []runtime.Effect) error {
 		return err
 	}
 	db.enc = payload
-	ok, err := db.log.append(db.seq+1, payload)
-	if err == nil && !ok { // the log is full
-		if err := db.checkpoint(); err != nil {
+	if db.full.Load() != nil && !time.Now().Before(db.retryAt) {
+		if err := db.tryCheckpoint(); err != nil {
 			return err
 		}
-		if !db.log.fits(payload) {
-			return db.commit(payload, true)
-		}
-		ok, err = db.log.append(db.seq+1, payload)
 	}
-	if err != nil {
+	if !db.log.room(payload, db.limit()) {
+		if err := db.tryCheckpoint(); err != nil {
+			return err
+		}
+		if !db.log.room(payload, db.limit()) {
+			if full := db.full.Load(); full != nil {
+				return fmt.Errorf("%w, and the write-ahead log's reserve is used up: svcrun cannot store this batch", full)
+			}
+			return db.commit(payload, true) // too big for the log
+		}
+	}
+	if err := db.log.append(db.seq+1, payload); err != nil {
 		db.failed = err
+		if noSpace(err) {
+			err = &fullError{filepath.Dir(db.path), err}
+		}
 		return fmt.Errorf("write-ahead log %s: %w", db.log.path, err)
 	}
 	db.seq++
 	db.fold(payload)
+	return nil
+}
+
+// limit is where the next record must end: at the log's soft limit, or,
+// while the data dir is full, anywhere in its reserve.
+func (db *DB) limit() int64 {
+	if db.full.Load() != nil {
+		return db.log.size
+	}
+	return db.log.soft
+}
+
+// tryCheckpoint checkpoints. One that finds no space leaves the store
+// full rather than failed: nothing of it was written (the batch number
+// stays, the log is not overwritten), so it is simply tried again later.
+func (db *DB) tryCheckpoint() error {
+	err := db.checkpoint()
+	if err != nil && db.failed != nil {
+		return err
+	}
+	db.setFull(err)
+	return nil
+}
+
+// setFull records the outcome of a checkpoint: nil (space is back) or an
+// error finding no space.
+func (db *DB) setFull(err error) {
+	was := db.full.Load()
+	if err == nil {
+		if was != nil {
+			db.full.Store(nil)
+			db.backoff = 0
+			if db.onFull != nil {
+				db.onFull(nil)
+			}
+		}
+		return
+	}
+	full := &fullError{filepath.Dir(db.path), err}
+	db.full.Store(full)
+	if was == nil {
+		db.backoff = fullRetryMin
+		if db.onFull != nil {
+			db.onFull(full)
+		}
+	} else {
+		db.backoff = min(2*db.backoff, fullRetryMax)
+	}
+	db.retryAt = time.Now().Add(db.backoff)
+}
+
+// Writable says whether a request whose batch can wait (a new or renewed
+// lease) may be taken now: nil, or, while the data dir is full, an error
+// wrapping ErrFull that says so. Once the backoff has passed, it tries
+// the checkpoint again first: the store recovers when space returns also
+// while every such request is refused.
+func (db *DB) Writable() error {
+	if db.full.Load() == nil {
+		return nil
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.log != nil && db.failed == nil && db.full.Load() != nil && !time.Now().Before(db.retryAt) {
+		if err := db.tryCheckpoint(); err != nil {
+			return fmt.Errorf("state file %s: %w", db.path, err)
+		}
+	}
+	if full := db.full.Load(); full != nil {
+		return full
+	}
+	return nil
+}
+
+// Full is the error wrapping ErrFull while the data dir is full, else nil.
+// It does not wait for the DB.
+func (db *DB) Full() error {
+	if full := db.full.Load(); full != nil {
+		return full
+	}
 	return nil
 }
 
@@ -539,7 +810,11 @@ func (db *DB) commit(payload []byte, open bool) error {
 	if payload != nil {
 		seq++
 	}
-	err := db.bolt.Update(func(tx *bolt.Tx) error {
+	update := (*bolt.DB).Update
+	if db.seam.update != nil {
+		update = db.seam.update
+	}
+	err := update(db.bolt, func(tx *bolt.Tx) error {
 		buckets := map[byte]*bolt.Bucket{opPutLease: tx.Bucket(leasesBucket), opPutService: tx.Bucket(servicesBucket)}
 		put := func(b byte, key, val []byte) error {
 			if val == nil {
@@ -573,7 +848,12 @@ func (db *DB) commit(payload []byte, open bool) error {
 		return meta.Put(walSeqKey, []byte(strconv.FormatUint(seq, 10)))
 	})
 	if err != nil {
-		db.failed = err
+		// A checkpoint that found no space wrote nothing that counts: the
+		// log still holds all it had. Any other failure (or one of a batch
+		// numbered here) leaves it unknown what reached the disk.
+		if payload != nil || !noSpace(err) {
+			db.failed = err
+		}
 		return err
 	}
 	db.seq = seq
@@ -590,7 +870,7 @@ func (db *DB) State() (st runtime.State, err error) {
 	if err := db.usable(); err != nil {
 		return runtime.State{}, fmt.Errorf("state file %s: %w", db.path, err)
 	}
-	if err := db.checkpoint(); err != nil {
+	if err := db.tryCheckpoint(); err != nil {
 		return runtime.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
 	}
 	defer func() {
@@ -602,11 +882,8 @@ func (db *DB) State() (st runtime.State, err error) {
 		// bbolt iterates keys in byte order, which is Go's string order.
 		err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
 			var r runtime.LeaseRecord
-			if err := decode(v, &r); err != nil {
-				return db.badRecord(leasesBucket, k, "the record does not decode: "+err.Error())
-			}
-			if string(r.ID) != string(k) {
-				return db.badRecord(leasesBucket, k, fmt.Sprintf("the record's id is %q", r.ID))
+			if err := checkRecord(db.path, leasesBucket, k, v, &r, func() string { return string(r.ID) }); err != nil {
+				return err
 			}
 			st.Leases = append(st.Leases, r)
 			return nil
@@ -616,11 +893,8 @@ func (db *DB) State() (st runtime.State, err error) {
 		}
 		return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
 			var r runtime.ServiceRecord
-			if err := decode(v, &r); err != nil {
-				return db.badRecord(servicesBucket, k, "the record does not decode: "+err.Error())
-			}
-			if r.Name != string(k) {
-				return db.badRecord(servicesBucket, k, fmt.Sprintf("the record's name is %q", r.Name))
+			if err := checkRecord(db.path, servicesBucket, k, v, &r, func() string { return r.Name }); err != nil {
+				return err
 			}
 			st.Services = append(st.Services, r)
 			return nil
@@ -628,6 +902,47 @@ func (db *DB) State() (st runtime.State, err error) {
 	})
 	if err != nil {
 		return runtime.State{}, err
+	}
+	if len(db.pending) > 0 { // the data dir is full: the log holds the rest
+		return db.overlay(st)
+	}
+	return st, nil
+}
+
+// overlay returns st with what the log holds beyond the state file.
+func (db *DB) overlay(st runtime.State) (runtime.State, error) {
+	leases := map[string]runtime.LeaseRecord{}
+	for _, l := range st.Leases {
+		leases[string(l.ID)] = l
+	}
+	services := map[string]runtime.ServiceRecord{}
+	for _, s := range st.Services {
+		services[s.Name] = s
+	}
+	for k, v := range db.pending {
+		var err error
+		switch {
+		case k.bucket == opPutLease && v == nil:
+			delete(leases, k.key)
+		case k.bucket == opPutLease:
+			var r runtime.LeaseRecord
+			err = json.Unmarshal(v, &r)
+			leases[k.key] = r
+		case v != nil:
+			var r runtime.ServiceRecord
+			err = json.Unmarshal(v, &r)
+			services[k.key] = r
+		}
+		if err != nil { // checked when logged or read
+			return runtime.State{}, fmt.Errorf("state file %s: a logged record of %q does not decode: %w", db.path, k.key, err)
+		}
+	}
+	st = runtime.State{}
+	for _, k := range slices.Sorted(maps.Keys(leases)) {
+		st.Leases = append(st.Leases, leases[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(services)) {
+		st.Services = append(st.Services, services[k])
 	}
 	return st, nil
 }
@@ -639,8 +954,8 @@ func decode(v []byte, r any) error {
 	return json.Unmarshal(v, r)
 }
 
-func (db *DB) badRecord(bucket, key []byte, why string) error {
-	return corruptError(db.path, fmt.Errorf("bucket %q key %q: %s", bucket, key, why))
+func badRecord(path string, bucket, key []byte, why string) error {
+	return corruptError(path, fmt.Errorf("bucket %q key %q: %s", bucket, key, why))
 }
 
 // Close checkpoints the log and releases the files and the lock.
@@ -653,6 +968,9 @@ func (db *DB) Close() error {
 	var err error
 	if db.failed == nil {
 		err = db.commit(nil, false) // the state file holds everything again
+		if noSpace(err) {
+			err = fmt.Errorf("%w: the write-ahead log keeps the latest batches, the next start replays them", &fullError{filepath.Dir(db.path), err})
+		}
 	}
 	err = errors.Join(err, db.log.f.Close(), db.bolt.Close())
 	db.log = nil

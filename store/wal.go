@@ -22,8 +22,9 @@ import (
 // every checkpoint.
 
 const (
-	// DefaultLogBytes is the log's default size: 4,095 records (engine
-	// steps) between checkpoints.
+	// DefaultLogBytes is the log's default size: 4,095 record blocks,
+	// 3,072 records (engine steps) between checkpoints and 1,023 in the
+	// reserve for a full data dir.
 	DefaultLogBytes = 16 << 20
 	// MinLogBytes is the smallest log Options.LogBytes may ask for.
 	MinLogBytes = 2 * logBlock
@@ -47,11 +48,36 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // logFile is the open log.
 type logFile struct {
-	f    *os.File
+	f    logDev
 	path string
 	size int64 // the file's size, fixed at creation
+	// soft is where a checkpoint is due: a record that would end past it
+	// waits for one. The blocks from soft to size are the reserve the log
+	// keeps for the batches that come while a checkpoint cannot be written
+	// (the data dir is full) and new leases are refused.
+	soft int64
 	off  int64 // where the next record goes
 	rec  []byte
+}
+
+// logDev is what the store needs of the log's open file. It is the seam
+// the fault tests fail writes through.
+type logDev interface {
+	WriteAt(p []byte, off int64) (int, error)
+	// Sync makes what was written durable (fdatasync).
+	Sync() error
+	Close() error
+}
+
+// osLog is the log's file on disk.
+type osLog struct{ *os.File }
+
+func (f osLog) Sync() error { return datasync(f.File) }
+
+// softLimit keeps a quarter of the log's record blocks as its reserve.
+func softLimit(size int64) int64 {
+	blocks := (size - logHeaderSize) / logBlock
+	return size - blocks/4*logBlock
 }
 
 // newStoreID is the random id a state file and its log share, so a log is
@@ -118,34 +144,40 @@ func writeZeroFilled(f *os.File, head []byte, size int64) error {
 }
 
 // openLog opens the log of the store id and returns it with the records it
-// holds after seq (the last one the state file has), in order. A missing
-// log is created when the state file says it holds everything (inUse
-// false: a clean Close, or a new store), and refused otherwise.
-func (db *DB) openLog(id string, seq uint64, inUse bool, size int64) (*logFile, []logRecord, error) {
+// holds after seq (the last one the state file has), in order, and where
+// its chain of records ends. A missing log is created when the state file
+// says it holds everything (inUse false: a clean Close, or a new store),
+// and refused otherwise.
+func (db *DB) openLog(id string, seq uint64, inUse bool, size int64) (*logFile, []logRecord, int64, error) {
 	path := db.logPath()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if inUse {
-			return nil, nil, db.badLog("it is missing, and svcrun did not stop cleanly: it holds the latest leases and service records")
+			return nil, nil, 0, db.badLog("it is missing, and svcrun did not stop cleanly: it holds the latest leases and service records")
 		}
 		if err := createLog(db.path, path, id, size); err != nil {
-			return nil, nil, fmt.Errorf("create the log %s of state file %s: %w", path, db.path, err)
+			return nil, nil, 0, fmt.Errorf("create the log %s of state file %s: %w", path, db.path, err)
 		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open the log of state file %s: %w", db.path, err)
+		return nil, nil, 0, fmt.Errorf("open the log of state file %s: %w", db.path, err)
 	}
 	data, err := io.ReadAll(f)
 	if err != nil {
 		f.Close()
-		return nil, nil, fmt.Errorf("read the log %s: %w", path, err)
+		return nil, nil, 0, fmt.Errorf("read the log %s: %w", path, err)
 	}
-	recs, err := db.readLog(data, id, seq)
+	recs, end, err := db.readLog(data, id, seq)
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
-	return &logFile{f: f, path: path, size: int64(len(data)), off: logHeaderSize}, recs, nil
+	var dev logDev = osLog{f}
+	if db.seam.log != nil {
+		dev = db.seam.log(dev)
+	}
+	n := int64(len(data))
+	return &logFile{f: dev, path: path, size: n, soft: softLimit(n), off: logHeaderSize}, recs, end, nil
 }
 
 // logRecord is one step's batch in the log.
@@ -157,12 +189,14 @@ type logRecord struct {
 func (db *DB) logPath() string { return db.path + ".wal" }
 
 // badLog is the error for a log svcrun refuses.
-func (db *DB) badLog(why string) error {
-	path := db.logPath()
+func (db *DB) badLog(why string) error { return logError(db.path, why) }
+
+func logError(dbPath, why string) error {
+	path := dbPath + ".wal"
 	return &kindError{ErrCorrupt, fmt.Sprintf("the write-ahead log %s of state file %s: %s. "+
 		"svcrun does not write to either file, so nothing already stored is lost. "+
 		"Restore both from a backup, or move both aside (mv %s %s.damaged; mv %s %s.damaged) to start with an empty state: "+
-		"svcrun then forgets the leases and service failures it held", path, db.path, why, db.path, db.path, path, path)}
+		"svcrun then forgets the leases and service failures it held", path, dbPath, why, dbPath, dbPath, path, path)}
 }
 
 // readLog checks the log's header and returns its records after seq.
@@ -170,46 +204,72 @@ func (db *DB) badLog(why string) error {
 // checksum) and consecutive: after a checkpoint new records overwrite old
 // ones from the start, and the old ones left behind them have lower
 // numbers, so the chain ends where the last write ended.
-func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, error) {
+func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, int64, error) {
 	bad := func(why string) error { return db.badLog("it is damaged or is not an svcrun log (" + why + ")") }
 	if len(data) < MinLogBytes || string(data[:16]) != logMagic ||
 		binary.LittleEndian.Uint32(data[56:]) != crc32.Checksum(data[:56], castagnoli) {
-		return nil, bad("no valid header")
+		return nil, 0, bad("no valid header")
 	}
 	if size := binary.LittleEndian.Uint64(data[48:]); size != uint64(len(data)) {
-		return nil, bad(fmt.Sprintf("it has %d bytes, its header says %d: it was cut short or extended", len(data), size))
+		return nil, 0, bad(fmt.Sprintf("it has %d bytes, its header says %d: it was cut short or extended", len(data), size))
 	}
 	if got := string(data[16:48]); got != id {
-		return nil, bad(fmt.Sprintf("it belongs to the state file with id %s, not to this one (id %s)", got, id))
+		return nil, 0, bad(fmt.Sprintf("it belongs to the state file with id %s, not to this one (id %s)", got, id))
 	}
 	var recs []logRecord
 	var prev uint64
-	for off := logHeaderSize; off+recHeaderSize <= len(data); {
-		n := int64(binary.LittleEndian.Uint32(data[off:]))
-		end := int64(off) + recHeaderSize + n
-		if n == 0 || n > maxRecord || end > int64(len(data)) {
-			break
-		}
-		sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
-		s := binary.LittleEndian.Uint64(data[off+8:])
-		if sum != binary.LittleEndian.Uint32(data[off+4:]) || (off > logHeaderSize && s != prev+1) {
+	off := logHeaderSize
+	for off+recHeaderSize <= len(data) {
+		s, end, ok := wholeRecord(data, off)
+		if !ok || (off > logHeaderSize && s != prev+1) {
 			break
 		}
 		if s > seq {
 			if len(recs) == 0 && s != seq+1 {
-				return nil, bad(fmt.Sprintf("it continues from step %d but the state file ends at step %d: "+
+				return nil, 0, bad(fmt.Sprintf("it continues from step %d but the state file ends at step %d: "+
 					"the state file is older than its log (restored from a backup?)", s, seq))
 			}
-			recs = append(recs, logRecord{seq: s, payload: data[int64(off)+recHeaderSize : end]})
+			recs = append(recs, logRecord{seq: s, payload: data[off+recHeaderSize : end]})
 		}
-		prev, off = s, int(alignBlock(end))
+		prev, off = s, int(alignBlock(int64(end)))
+	}
+	// The chain ends at off: at a torn last write, or where the records of
+	// an earlier lap begin (they have lower numbers). A damaged record in
+	// the middle would end it too, so look on for any whole record newer
+	// than the chain's last (or than the state file, for an empty chain):
+	// one there means acknowledged batches lie behind the damage.
+	last := max(prev, seq)
+	for o := off; o+recHeaderSize <= len(data); {
+		if s, end, ok := wholeRecord(data, o); ok && s > last {
+			return nil, 0, bad(fmt.Sprintf("the record at offset %d is damaged or missing, but a whole record of a later step (%d, at offset %d) follows it: "+
+				"the log is damaged in its middle, not torn at its end, and acknowledged batches would be lost", off, s, o))
+		} else if ok {
+			o = int(alignBlock(int64(end)))
+			continue
+		}
+		o += logBlock
 	}
 	for _, r := range recs {
 		if err := checkBatch(r.payload); err != nil {
-			return nil, bad(fmt.Sprintf("step %d: %v", r.seq, err))
+			return nil, 0, bad(fmt.Sprintf("step %d: %v", r.seq, err))
 		}
 	}
-	return recs, nil
+	return recs, int64(off), nil
+}
+
+// wholeRecord says whether a record starting at off is whole (its length
+// fits and its checksum matches), with its number and where it ends.
+func wholeRecord(data []byte, off int) (seq uint64, end int, ok bool) {
+	n := int64(binary.LittleEndian.Uint32(data[off:]))
+	if n == 0 || n > maxRecord || int64(off)+recHeaderSize+n > int64(len(data)) {
+		return 0, 0, false
+	}
+	end = off + recHeaderSize + int(n)
+	sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
+	if sum != binary.LittleEndian.Uint32(data[off+4:]) {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(data[off+8:]), end, true
 }
 
 func alignBlock(n int64) int64 { return (n + logBlock - 1) / logBlock * logBlock }
@@ -246,24 +306,24 @@ func checkBatch(p []byte) error {
 	return bad
 }
 
+// room says whether a record of payload fits before limit.
+func (l *logFile) room(payload []byte, limit int64) bool {
+	return len(payload) <= maxRecord && l.off+recHeaderSize+int64(len(payload)) <= limit
+}
+
 // append writes one record, from the next block, and waits until it is on
-// disk. ok is false when the record does not fit in what is left of the
-// log.
-func (l *logFile) append(seq uint64, payload []byte) (ok bool, err error) {
-	n := recHeaderSize + len(payload)
-	if len(payload) > maxRecord || l.off+int64(n) > l.size {
-		return false, nil
-	}
+// disk. The caller has checked that it has room.
+func (l *logFile) append(seq uint64, payload []byte) error {
 	r := appendRecord(l.rec[:0], seq, payload)
 	l.rec = r
 	if _, err := l.f.WriteAt(r, l.off); err != nil {
-		return false, err
+		return err
 	}
-	if err := datasync(l.f); err != nil {
-		return false, err
+	if err := l.f.Sync(); err != nil {
+		return err
 	}
-	l.off = alignBlock(l.off + int64(n))
-	return true, nil
+	l.off = alignBlock(l.off + int64(len(r)))
+	return nil
 }
 
 // appendRecord appends the record of batch seq to dst: length, checksum,
@@ -277,11 +337,6 @@ func appendRecord(dst []byte, seq uint64, payload []byte) []byte {
 	r := dst[start:]
 	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
 	return dst
-}
-
-// fits says whether a payload fits in an empty log.
-func (l *logFile) fits(payload []byte) bool {
-	return len(payload) <= maxRecord && logHeaderSize+recHeaderSize+int64(len(payload)) <= l.size
 }
 
 // encodeBatch appends the log payload of batch to dst: per effect, its op,

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/oarbank/svcrun/runtime"
+)
+
+// logLines is a slog handler's writer that keeps every line and signals
+// each one to whoever waits for a line containing a text.
+type logLines struct {
+	t     testing.TB
+	mu    sync.Mutex
+	lines []string
+	wake  chan struct{}
+}
+
+func newLogLines(t testing.TB) *logLines { return &logLines{t: t, wake: make(chan struct{})} }
+
+func (l *logLines) Write(p []byte) (int, error) {
+	line := strings.TrimSuffix(string(p), "\n")
+	l.t.Log(line)
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	close(l.wake)
+	l.wake = make(chan struct{})
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// count is the number of lines containing all of texts.
+func (l *logLines) count(texts ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		all := true
+		for _, s := range texts {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits for a line containing all of texts; the 60 s are only a
+// guard against a hang.
+func (l *logLines) waitFor(texts ...string) {
+	l.t.Helper()
+	l.waitForMore(0, texts...)
+}
+
+// waitForMore waits for more than n lines containing all of texts.
+func (l *logLines) waitForMore(n int, texts ...string) {
+	l.t.Helper()
+	guard := time.After(60 * time.Second)
+	for {
+		l.mu.Lock()
+		wake := l.wake
+		l.mu.Unlock()
+		if l.count(texts...) > n {
+			return
+		}
+		select {
+		case <-wake:
+		case <-guard:
+			l.t.Fatalf("no log line with %q within 60s", texts)
+		}
+	}
+}
+
+// stallStore is a store whose writes wait, once armed, until released: a
+// frozen disk.
+type stallStore struct {
+	runtime.Store
+	mu      sync.Mutex
+	armed   bool
+	entered chan struct{} // closed when an armed write starts waiting
+	release chan struct{}
+}
+
+func (s *stallStore) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed, s.entered, s.release = true, make(chan struct{}), make(chan struct{})
+}
+
+func (s *stallStore) Apply(batch []runtime.Effect) error {
+	s.mu.Lock()
+	armed, entered, release := s.armed, s.entered, s.release
+	s.armed = false
+	s.mu.Unlock()
+	if armed {
+		close(entered)
+		<-release
+	}
+	return s.Store.Apply(batch)
+}
+
+// TestStatusWhileStoreWriteStalls: while a store write waits for a frozen
+// disk, status and metrics answer at once, from the last stored step (not
+// the step being written), and the write is logged at ERROR once it has
+// waited SlowWrite and with its duration when it ends.
+func TestStatusWhileStoreWriteStalls(t *testing.T) {
+	logs := newLogLines(t)
+	a, err := Open(Options{ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall := &stallStore{Store: a.db}
+	a.persist = stall
+	a.slowWrite = 50 * time.Millisecond // SlowWrite is seconds: the test waits for the log lines, not the clock
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	guard, stop := context.WithTimeout(context.Background(), 60*time.Second) // only a guard against a hang
+	defer stop()
+
+	before, err := a.Status(guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stall.arm()
+	var once sync.Once
+	release := func() { once.Do(func() { close(stall.release) }) }
+	defer release() // before Run is stopped, also when the test fails
+	acquired := make(chan error, 1)
+	go func() {
+		_, err := a.Acquire(guard, AcquireRequest{Job: "stalled"})
+		acquired <- err
+	}()
+	<-stall.entered // the loop now waits for the disk
+	st, err := answersAtOnce(t, func() (Status, error) { return a.Status(guard) })
+	if err != nil {
+		t.Fatalf("Status while a write waits: %v", err)
+	}
+	if len(st.Leases) != len(before.Leases) || st.Steps < before.Steps {
+		t.Errorf("status shows the step being written: %d leases (before %d), step %d (before %d)", len(st.Leases), len(before.Leases), st.Steps, before.Steps)
+	}
+	m, err := answersAtOnce(t, func() (string, error) {
+		var m bytes.Buffer
+		err := a.WriteMetrics(guard, &m)
+		return m.String(), err
+	})
+	if err != nil || !strings.Contains(m, `svcrun_leases{state="admitted"} 0`) {
+		t.Errorf("metrics while a write waits: %v\n%s", err, m)
+	}
+	logs.waitFor("level=ERROR", "store write waiting for the disk")
+	release()
+	if err := <-acquired; err != nil {
+		t.Fatalf("Acquire after the disk came back: %v", err)
+	}
+	logs.waitFor("level=ERROR", `msg="slow store write" took=`)
+	st, err = a.Status(guard)
+	if err != nil || len(st.Leases) != len(before.Leases)+1 {
+		t.Fatalf("status after the write: %d leases, %v", len(st.Leases), err)
+	}
+}
+
+// answersAtOnce runs f and fails the test if it has not returned in 60 s (a
+// guard: it should return at once).
+func answersAtOnce[T any](t *testing.T, f func() (T, error)) (T, error) {
+	t.Helper()
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() { v, err := f(); ch <- result{v, err} }()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-time.After(60 * time.Second):
+		t.Fatal("still waiting after 60s: it waits for the loop, which waits for the disk")
+	}
+	panic("unreachable")
+}
+
+// TestJournalFailureIsQuiet: a journal that cannot write (a full disk:
+// /dev/full) never stops a step and is logged at most once a minute of
+// step time; once it can write again, it journals the next steps, on a
+// line of their own, and says so once.
+func TestJournalFailureIsQuiet(t *testing.T) {
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	j, err := OpenJournal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	live := j.f
+	j.f = full
+	j.w.Reset(full)
+	logs := newLogLines(t)
+	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	step := func(i int) {
+		a.record(at.Add(time.Duration(i)*10*time.Millisecond), runtime.Doctor{Reason: "r"}, nil)
+	}
+	for i := range 9000 { // 90 s of steps, every one failing the journal
+		step(i)
+	}
+	if n := logs.count("journal"); n != 2 {
+		t.Errorf("%d log lines about the journal in 90 s, want 2 (at 0 s and 60 s)", n)
+	}
+	if n := logs.count("level=WARN", "journal: steps are not journaled", "failures=6000"); n != 1 {
+		t.Errorf("the second line does not count the 6000 failures of the minute since the first")
+	}
+	// Space is back (the file is another one here: /dev/full stays full).
+	// The buffer still holds its error; the journal drops it and takes up
+	// with the step after.
+	j.f = live
+	step(12100) // fails, and is logged: a minute after the last line
+	step(18200) // works, and says so: a minute after that
+	if n := logs.count("level=INFO", "journal: journaling again"); n != 1 {
+		t.Errorf("%d lines saying the journal works again, want 1", n)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, JournalName))
+	if err != nil || !strings.HasPrefix(string(data), "\n{") || strings.Count(string(data), "\n") != 2 {
+		t.Errorf("journal after the failures: %q, %v; want the next step on a line of its own", data, err)
+	}
+}
