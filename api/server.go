@@ -78,6 +78,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oarbank/svcrun/store"
+
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -337,6 +339,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		writeError(w, http.StatusConflict, CodeRejected, err.Error(), rej.Reason)
 	case errors.Is(err, agent.ErrUnknownLease):
 		writeError(w, http.StatusNotFound, CodeUnknownLease, prefix+err.Error(), "")
+	case errors.Is(err, store.ErrFull):
+		writeError(w, http.StatusInsufficientStorage, CodeStoreFull, prefix+err.Error(), "")
 	case errors.Is(err, agent.ErrStopping), s.base.Err() != nil:
 		writeError(w, http.StatusServiceUnavailable, CodeStopping, "svcrun is stopping: try again when it is back", "")
 	case r.Context().Err() != nil:

@@ -102,6 +102,7 @@ const (
 	CodeInternal     = "internal"    // 500
 	CodeUnavailable  = "unavailable" // 503: the request could not be answered
 	CodeTimeout      = "timeout"     // 504
+	CodeStoreFull    = "store_full"  // 507: the data dir is full; new and renewed leases wait for space
 )
 
 // Status is GET /v1/status: the engine's view and the agent's settings.
