@@ -84,9 +84,25 @@ type module struct {
 // looks at what is due and starts at most one op.
 type actor interface {
 	reconcile(e *Engine)
-	isDirty() *bool
-	slotWait() *bool
+	base() *actorBase
 }
+
+// actorBase is what services and probes share: their names, their timer
+// slots, and their place in the reconcile and op-slot queues.
+type actorBase struct {
+	name   string // module/name
+	mod    *module
+	target Target
+	slot   uint32 // timer slot base
+
+	op       *opRun // in flight: &run, or nil
+	run      opRun  // one op at a time: reused, not allocated
+	dirty    bool   // queued for a reconcile
+	waitSlot bool   // queued for a global op slot
+	removed  bool   // gone from its manifest
+}
+
+func (b *actorBase) base() *actorBase { return b }
 
 // opRun is an op in flight.
 type opRun struct {
@@ -180,15 +196,15 @@ func (e *Engine) settle() {
 		a := e.dirty[i]
 		e.dirty[i] = nil
 		i++
-		*a.isDirty() = false
+		a.base().dirty = false
 		a.reconcile(e)
 	}
 	e.dirty = e.dirty[:0]
 }
 
 func (e *Engine) markDirty(a actor) {
-	if d := a.isDirty(); !*d {
-		*d = true
+	if b := a.base(); !b.dirty {
+		b.dirty = true
 		e.dirty = append(e.dirty, a)
 	}
 }
@@ -280,10 +296,7 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 			}
 			continue
 		}
-		s := newService(m, spec)
-		s.slot = e.slotBase()
-		m.services = append(m.services, s)
-		e.services[s.name] = s
+		e.newService(m, spec)
 	}
 	for i := range ms.Module.Probes {
 		spec := &ms.Module.Probes[i]
@@ -294,11 +307,33 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name, e.cfg.Platform, spec.Platforms)
 			continue
 		}
-		p := &probe{name: name, spec: spec, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()}
-		m.probes = append(m.probes, p)
-		e.probes[name] = p
+		e.newProbe(m, spec)
 	}
 	return m
+}
+
+// newService adds a service to its module, stopped, with its own timer
+// slots.
+func (e *Engine) newService(m *module, spec *manifest.Service) *service {
+	s := &service{
+		actorBase: actorBase{name: spec.FullName(), mod: m, target: Target{Module: m.name, Name: spec.Name}, slot: e.slotBase()},
+		spec:      spec,
+		state:     sStopped,
+	}
+	m.services = append(m.services, s)
+	e.services[s.name] = s
+	return s
+}
+
+// newProbe adds a probe to its module, not due, with its own timer slots.
+func (e *Engine) newProbe(m *module, spec *manifest.Probe) *probe {
+	p := &probe{
+		actorBase: actorBase{name: m.name + "/" + spec.Name, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()},
+		spec:      spec,
+	}
+	m.probes = append(m.probes, p)
+	e.probes[p.name] = p
+	return p
 }
 
 // rebuildIndex recomputes the sorted orders and the capability and pool
@@ -382,14 +417,14 @@ func (e *Engine) disableModule(m *module, why string) {
 	for _, s := range m.services {
 		// A service still unknown is fingerprinted all the same: if it runs,
 		// it is stopped (fingerprinted), else it is stopped already.
-		e.failWaitingFor(s, why)
+		e.failWaitingFor(s, nil, why)
 		e.markDirty(s)
 	}
 	for _, p := range m.probes {
 		p.due = false
 		p.reported, p.healthy, p.message, p.checked = false, false, "", time.Time{}
 		e.cancelTimer(p.slot, TimerProbe, p.name)
-		e.failWaitingForProbe(p, why)
+		e.failWaitingFor(nil, p, why)
 	}
 }
 
@@ -490,8 +525,7 @@ func (e *Engine) reload(specs []ModuleSpec, why string) {
 			for _, s := range m.services {
 				if s.failures > 0 || s.unhealthy {
 					e.note(s.name, "module re-enabled: %d failure(s) forgotten", s.failures)
-					s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
-					e.persistService(s)
+					e.clearFailures(s)
 				}
 			}
 			e.enableModule(m)
@@ -536,10 +570,7 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			}
 			continue
 		}
-		s := newService(m, sp)
-		s.slot = e.slotBase()
-		m.services = append(m.services, s)
-		e.services[s.name] = s
+		s := e.newService(m, sp)
 		if m.enabled {
 			s.fpDue = true
 			e.markDirty(s)
@@ -549,7 +580,7 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 		if !known[s.name] && !s.removed {
 			s.removed = true
 			e.note(s.name, "removed from the manifest: stopping it")
-			e.failWaitingFor(s, "the service was removed from its module")
+			e.failWaitingFor(s, nil, "the service was removed from its module")
 			e.endLeasesNeeding(func(x *service) bool { return x == s }, func(*probe) bool { return false },
 				fmt.Sprintf("service %s was removed from its module's manifest", s.name))
 			e.markDirty(s)
@@ -567,9 +598,8 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			p.spec = sp
 			continue
 		}
-		p := &probe{name: name, spec: sp, mod: m, target: Target{Module: m.name, Name: sp.Name, Probe: true}, due: m.enabled, slot: e.slotBase()}
-		m.probes = append(m.probes, p)
-		e.probes[name] = p
+		p := e.newProbe(m, sp)
+		p.due = m.enabled
 		e.markDirty(p)
 	}
 	kept := m.probes[:0]
@@ -581,7 +611,7 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 		e.note(p.name, "removed from the manifest: capability %s withdrawn", p.spec.Name)
 		p.removed = true
 		e.cancelTimer(p.slot, TimerProbe, p.name)
-		e.failWaitingForProbe(p, fmt.Sprintf("probe %s was removed from its module", p.name))
+		e.failWaitingFor(nil, p, fmt.Sprintf("probe %s was removed from its module", p.name))
 		delete(e.probes, p.name)
 	}
 	m.probes = kept
@@ -598,8 +628,8 @@ func (e *Engine) respec(s *service, sp *manifest.Service) { s.spec = sp }
 // otherwise the actor queues for one and false is returned.
 func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout time.Duration) bool {
 	if e.inflight >= e.cfg.MaxConcurrentOps {
-		if w := a.slotWait(); !*w {
-			*w = true
+		if b := a.base(); !b.waitSlot {
+			b.waitSlot = true
 			e.slotQueue = append(e.slotQueue, a)
 		}
 		return false
@@ -660,7 +690,7 @@ func (e *Engine) freeSlots() {
 	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {
 		a := e.slotQueue[0]
 		e.slotQueue = e.slotQueue[1:]
-		*a.slotWait() = false
+		a.base().waitSlot = false
 		a.reconcile(e)
 	}
 }
@@ -708,10 +738,9 @@ func (e *Engine) reset(name string) {
 		e.note(name, "reset: no such service")
 		return
 	}
-	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
 	s.backoffTimer = false
 	e.cancelTimer(s.slot, TimerBackoff, s.name)
-	e.persistService(s)
+	e.clearFailures(s)
 	e.note(s.name, "reset: failures cleared")
 	e.markDirty(s)
 	e.admitDirty = true
@@ -726,6 +755,13 @@ func (e *Engine) memoryPressure() {
 		}
 	}
 	e.note("memory", "host memory pressure: %d idle yieldable service(s) stopped", n)
+}
+
+// clearFailures forgets a service's failures and its unhealthy mark, in
+// the store too.
+func (e *Engine) clearFailures(s *service) {
+	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
+	e.persistService(s)
 }
 
 func (e *Engine) persistService(s *service) {

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,51 +34,10 @@ func (l *lease) record() LeaseRecord {
 // resolve finds the services and probes a lease needs, or says why it can
 // never be admitted.
 func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why string) {
-	seen := map[*service]bool{}
-	addSvc := func(s *service) {
-		if !seen[s] {
-			seen[s] = true
-			svcs = append(svcs, s)
-		}
+	svcs, prbs, why = e.lookup(req, false)
+	if why != "" {
+		return nil, nil, why
 	}
-	for _, c := range req.Capabilities {
-		p, ok := e.caps[c]
-		switch {
-		case !ok && e.offPlatform["capability "+c] != "":
-			return nil, nil, fmt.Sprintf("capability %q: %s", c, e.offPlatform["capability "+c])
-		case !ok && e.offline["capability "+c] != "":
-			return nil, nil, e.offline["capability "+c]
-		case !ok:
-			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
-		case p.svc != nil:
-			addSvc(p.svc)
-		default:
-			prbs = append(prbs, p.prb)
-		}
-	}
-	poolNames := make([]string, 0, len(req.Pools)+len(req.NeedsPools))
-	for _, name := range sortedKeys(req.Pools) {
-		if n := req.Pools[name]; n <= 0 {
-			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
-		}
-		poolNames = append(poolNames, name)
-	}
-	poolNames = append(poolNames, req.NeedsPools...)
-	sort.Strings(poolNames)
-	for _, name := range poolNames {
-		s, ok := e.pools[name]
-		if !ok && e.offPlatform["pool "+name] != "" {
-			return nil, nil, fmt.Sprintf("pool %q: %s", name, e.offPlatform["pool "+name])
-		}
-		if !ok && e.offline["pool "+name] != "" {
-			return nil, nil, e.offline["pool "+name]
-		}
-		if !ok {
-			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
-		}
-		addSvc(s)
-	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
 	for _, s := range svcs {
 		if why := e.neverUsable(s); why != "" {
 			return nil, nil, why
@@ -93,6 +54,62 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 	return svcs, prbs, ""
 }
 
+// lookup finds the providers of req's capabilities and pools: services
+// sorted by name and unique, probes in the order asked. It stops at the
+// first one missing and says why, unless partial, when it takes what
+// exists and says nothing (a lease restored from the store keeps what is
+// left of it).
+func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs []*probe, why string) {
+	seen := map[*service]bool{}
+	addSvc := func(s *service) {
+		if !seen[s] {
+			seen[s] = true
+			svcs = append(svcs, s)
+		}
+	}
+	for _, c := range req.Capabilities {
+		p, ok := e.caps[c]
+		switch {
+		case ok && p.svc != nil:
+			addSvc(p.svc)
+		case ok:
+			prbs = append(prbs, p.prb)
+		case partial:
+		case e.offPlatform["capability "+c] != "":
+			return nil, nil, fmt.Sprintf("capability %q: %s", c, e.offPlatform["capability "+c])
+		case e.offline["capability "+c] != "":
+			return nil, nil, e.offline["capability "+c]
+		default:
+			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
+		}
+	}
+	poolNames := make([]string, 0, len(req.Pools)+len(req.NeedsPools))
+	for _, name := range slices.Sorted(maps.Keys(req.Pools)) {
+		if n := req.Pools[name]; n <= 0 && !partial {
+			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
+		}
+		poolNames = append(poolNames, name)
+	}
+	poolNames = append(poolNames, req.NeedsPools...)
+	sort.Strings(poolNames)
+	for _, name := range poolNames {
+		s, ok := e.pools[name]
+		switch {
+		case ok:
+			addSvc(s)
+		case partial:
+		case e.offPlatform["pool "+name] != "":
+			return nil, nil, fmt.Sprintf("pool %q: %s", name, e.offPlatform["pool "+name])
+		case e.offline["pool "+name] != "":
+			return nil, nil, e.offline["pool "+name]
+		default:
+			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
+		}
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	return svcs, prbs, ""
+}
+
 // neverUsable says why waiting for s is pointless, or "".
 func (e *Engine) neverUsable(s *service) string {
 	switch {
@@ -101,7 +118,7 @@ func (e *Engine) neverUsable(s *service) string {
 	case s.removed:
 		return fmt.Sprintf("service %s was removed from its module", s.name)
 	case s.unhealthy:
-		return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, s.reason, s.name)
+		return s.unhealthyReason()
 	case s.spec.ReservesHostMemory && s.memGB > e.cfg.MemoryBudgetGB:
 		return fmt.Sprintf("service %s reserves %v GB, more than the node's memory budget of %v GB", s.name, s.memGB, e.cfg.MemoryBudgetGB)
 	}
@@ -118,17 +135,8 @@ func (e *Engine) known(what string, names []string) string {
 	return " (" + what + ": " + strings.Join(names, ", ") + ")"
 }
 
-func (e *Engine) capNames() []string  { return sortedKeys(e.caps) }
-func (e *Engine) poolNames() []string { return sortedKeys(e.pools) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (e *Engine) capNames() []string  { return slices.Sorted(maps.Keys(e.caps)) }
+func (e *Engine) poolNames() []string { return slices.Sorted(maps.Keys(e.pools)) }
 
 func (e *Engine) acquire(a Acquire) {
 	reject := func(why string) {
@@ -289,7 +297,7 @@ func describeRequest(job string, req Requirements, ttl time.Duration) string {
 	}
 	if len(req.Pools) > 0 {
 		var pools []string
-		for _, name := range sortedKeys(req.Pools) {
+		for _, name := range slices.Sorted(maps.Keys(req.Pools)) {
 			pools = append(pools, fmt.Sprintf("%s:%d", name, req.Pools[name]))
 		}
 		parts = append(parts, "pool="+strings.Join(pools, ","))
@@ -441,6 +449,14 @@ func (e *Engine) removeWaiting(l *lease) {
 
 // dropWaiting ends a waiting lease with a rejection.
 func (e *Engine) dropWaiting(l *lease, why string) {
+	e.endWaiting(l)
+	e.emit(Rejected{Lease: l.id, Reason: why})
+	e.unblockMemory()
+}
+
+// endWaiting forgets a waiting lease: its place in line, its claim on its
+// services and its wait timer. Its caller answers the holder.
+func (e *Engine) endWaiting(l *lease) {
 	e.removeWaiting(l)
 	e.forgetLease(l)
 	for _, s := range l.services {
@@ -448,9 +464,7 @@ func (e *Engine) dropWaiting(l *lease, why string) {
 		e.markDirty(s)
 	}
 	e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
-	e.emit(Rejected{Lease: l.id, Reason: why})
 	e.admitDirty = true
-	e.unblockMemory()
 }
 
 func (e *Engine) forgetLease(l *lease) {
@@ -463,25 +477,12 @@ func (e *Engine) forgetLease(l *lease) {
 	}
 }
 
-// failWaitingFor rejects the waiting leases that need s.
-func (e *Engine) failWaitingFor(s *service, why string) {
-	for _, l := range append([]*lease(nil), e.waiting...) {
-		for _, x := range l.services {
-			if x == s {
-				e.dropWaiting(l, why)
-				break
-			}
-		}
-	}
-}
-
-func (e *Engine) failWaitingForProbe(p *probe, why string) {
-	for _, l := range append([]*lease(nil), e.waiting...) {
-		for _, x := range l.probes {
-			if x == p {
-				e.dropWaiting(l, why)
-				break
-			}
+// failWaitingFor rejects the waiting leases that need the service s or
+// the probe p (either may be nil).
+func (e *Engine) failWaitingFor(s *service, p *probe, why string) {
+	for _, l := range slices.Clone(e.waiting) {
+		if s != nil && slices.Contains(l.services, s) || p != nil && slices.Contains(l.probes, p) {
+			e.dropWaiting(l, why)
 		}
 	}
 }
@@ -513,12 +514,7 @@ func (e *Engine) whyWaiting(l *lease) string {
 		}
 	}
 	if len(parts) == 0 {
-		names := make([]string, 0, len(l.req.Pools))
-		for n := range l.req.Pools {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range slices.Sorted(maps.Keys(l.req.Pools)) {
 			if free := e.capacity(n) - e.reserved[n]; free < l.req.Pools[n] {
 				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reserved[n], e.capacity(n)))
 			}
@@ -558,15 +554,8 @@ func (e *Engine) release(id LeaseID) {
 		return
 	}
 	if !l.admitted {
-		e.removeWaiting(l)
-		e.forgetLease(l)
-		for _, s := range l.services {
-			s.waiting--
-			e.markDirty(s)
-		}
-		e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
+		e.endWaiting(l)
 		e.emit(Released{Lease: id})
-		e.admitDirty = true
 		return
 	}
 	e.endLease(l)
@@ -628,7 +617,7 @@ func (e *Engine) restoreLease(r LeaseRecord) {
 		// Keep the lease (its attempt stays live, its objects safe) but
 		// reference what still exists.
 		e.note("lease "+string(r.ID), "restored, but %s", why)
-		svcs, prbs = e.resolvePartial(r.Requirements)
+		svcs, prbs, _ = e.lookup(r.Requirements, true)
 	}
 	l.services, l.probes = svcs, prbs
 	e.leases[l.id] = l
@@ -649,34 +638,4 @@ func (e *Engine) restoreLease(r LeaseRecord) {
 		}
 		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
-}
-
-func (e *Engine) resolvePartial(req Requirements) ([]*service, []*probe) {
-	seen := map[*service]bool{}
-	var svcs []*service
-	var prbs []*probe
-	for _, c := range req.Capabilities {
-		if p, ok := e.caps[c]; ok {
-			if p.svc != nil && !seen[p.svc] {
-				seen[p.svc] = true
-				svcs = append(svcs, p.svc)
-			} else if p.prb != nil {
-				prbs = append(prbs, p.prb)
-			}
-		}
-	}
-	for name := range req.Pools {
-		if s, ok := e.pools[name]; ok && !seen[s] {
-			seen[s] = true
-			svcs = append(svcs, s)
-		}
-	}
-	for _, name := range req.NeedsPools {
-		if s, ok := e.pools[name]; ok && !seen[s] {
-			seen[s] = true
-			svcs = append(svcs, s)
-		}
-	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
-	return svcs, prbs
 }

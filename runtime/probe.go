@@ -10,27 +10,15 @@ import (
 
 // probe establishes a capability while its last run reported healthy.
 type probe struct {
-	name   string
-	spec   *manifest.Probe
-	mod    *module
-	target Target
-	slot   uint32 // timer slot base
-
-	removed  bool   // gone from its manifest
-	op       *opRun // in flight: &run, or nil
-	run      opRun
-	dirty    bool
-	waitSlot bool
-	due      bool
+	actorBase
+	spec *manifest.Probe
+	due  bool
 
 	reported bool
 	healthy  bool
 	message  string
 	checked  time.Time // when the last result came
 }
-
-func (p *probe) isDirty() *bool  { return &p.dirty }
-func (p *probe) slotWait() *bool { return &p.waitSlot }
 
 func (p *probe) usable() bool { return p.mod.enabled && p.reported && p.healthy }
 

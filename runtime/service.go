@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -29,18 +30,10 @@ func (s svcState) String() string { return stateNames[s] }
 func (s svcState) charged() bool { return s >= sStarting }
 
 type service struct {
-	name   string
-	spec   *manifest.Service
-	mod    *module
-	target Target
-	slot   uint32 // timer slot base
+	actorBase
+	spec *manifest.Service
 
-	state    svcState
-	op       *opRun // in flight: &run, or nil
-	run      opRun
-	dirty    bool
-	waitSlot bool
-	removed  bool
+	state svcState
 
 	refs, waiting int  // admitted and waiting leases that need it
 	idleTimer     bool // the idle timer is pending
@@ -76,19 +69,6 @@ type service struct {
 	destroy []destroyReq
 }
 
-func newService(m *module, spec *manifest.Service) *service {
-	return &service{
-		name:   spec.FullName(),
-		spec:   spec,
-		mod:    m,
-		target: Target{Module: m.name, Name: spec.Name},
-		state:  sStopped,
-	}
-}
-
-func (s *service) isDirty() *bool  { return &s.dirty }
-func (s *service) slotWait() *bool { return &s.waitSlot }
-
 func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
 
 func (s *service) enabled() bool { return s.mod.enabled && !s.removed }
@@ -120,6 +100,11 @@ func (s *service) wantUp() bool {
 		return !s.idle()
 	}
 	return false
+}
+
+// unhealthyReason says why an unhealthy service serves no lease.
+func (s *service) unhealthyReason() string {
+	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, s.reason, s.name)
 }
 
 // usable says a lease may be admitted on this service now.
@@ -450,8 +435,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 	case TimerResetAfter:
 		if s.state == sReady && s.failures > 0 && !s.unhealthy && !e.now.Before(s.readySince.Add(s.spec.Restart.ResetAfter)) {
 			e.note(s.name, "ready for %v: %d failure(s) forgotten", s.spec.Restart.ResetAfter, s.failures)
-			s.failures, s.reason, s.backoffUntil = 0, "", time.Time{}
-			e.persistService(s)
+			e.clearFailures(s)
 		}
 	}
 	e.markDirty(s)
@@ -565,7 +549,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		e.admitDirty = true
 	}
 	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
-	if !mapsEqual(s.pools, fp.Pools) {
+	if !maps.Equal(s.pools, fp.Pools) {
 		s.pools = fp.Pools
 		e.admitDirty = true
 	}
@@ -713,7 +697,7 @@ func (e *Engine) fail(s *service, why string) {
 		s.unhealthy = true
 		s.backoffUntil = time.Time{}
 		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, why)
-		e.failWaitingFor(s, fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, why, s.name))
+		e.failWaitingFor(s, nil, s.unhealthyReason())
 	} else {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)
@@ -738,16 +722,4 @@ func Backoff(r manifest.Restart, n int) time.Duration {
 		}
 	}
 	return min(d, r.BackoffMax)
-}
-
-func mapsEqual(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

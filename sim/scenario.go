@@ -9,8 +9,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -372,23 +373,14 @@ func (p *parser) knownName(line int, name string) error {
 	if p.sc.names[name] {
 		return nil
 	}
-	return lineError(p.file, line, "no service or probe %q; the modules have: %s", name, strings.Join(sortedKeys(p.sc.names), ", "))
+	return lineError(p.file, line, "no service or probe %q; the modules have: %s", name, strings.Join(slices.Sorted(maps.Keys(p.sc.names)), ", "))
 }
 
 func (p *parser) knownService(line int, name string) error {
 	if p.sc.services[name] {
 		return nil
 	}
-	return lineError(p.file, line, "no service %q; the modules have: %s", name, strings.Join(sortedKeys(p.sc.services), ", "))
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return lineError(p.file, line, "no service %q; the modules have: %s", name, strings.Join(slices.Sorted(maps.Keys(p.sc.services)), ", "))
 }
 
 func (p *parser) behaviourArgs(line int, args []string, timeline bool) (string, []kv, error) {
@@ -725,7 +717,7 @@ func (p *parser) checkInput(in Input) error {
 		return p.knownName(in.Line, in.target)
 	case "enable", "disable", "remove":
 		if _, ok := p.sc.modNames[in.target]; !ok {
-			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target, strings.Join(sortedKeys(p.sc.modNames), ", "))
+			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target, strings.Join(slices.Sorted(maps.Keys(p.sc.modNames)), ", "))
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -400,8 +402,8 @@ func TimelineSVG(res *Result) []byte {
 	}
 	x := func(d time.Duration) float64 { return left + plotW*float64(d)/float64(until) }
 
-	svcNames := sortedKeys(t.services)
-	prbNames := sortedKeys(t.probes)
+	svcNames := slices.Sorted(maps.Keys(t.services))
+	prbNames := slices.Sorted(maps.Keys(t.probes))
 	type row struct {
 		l     *lane
 		group string
