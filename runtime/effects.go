@@ -1,0 +1,176 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// Effect is an output of Engine.Step.
+type Effect interface{ effectName() string }
+
+// OpID names one op run.
+type OpID uint64
+
+// Target is what an op runs: a service or a probe of a module.
+type Target struct {
+	Module string
+	Name   string
+	Probe  bool
+}
+
+// String is the target's node-wide name, "module/name".
+func (t Target) String() string { return t.Module + "/" + t.Name }
+
+// RunOp runs one op of a service or probe; the driver answers with OpDone.
+type RunOp struct {
+	ID      OpID
+	Target  Target
+	Op      protocol.Op
+	Args    []string // destroy: the object id, then --force when forced
+	Timeout time.Duration
+}
+
+// TimerKind says what a timer is for.
+type TimerKind uint8
+
+const (
+	TimerIdle          TimerKind = iota + 1 // on_demand service idle long enough: stop it
+	TimerBackoff                            // a failed service may start again
+	TimerReadyPoll                          // poll ready again
+	TimerStartDeadline                      // start_timeout_s is over: not ready is a failure
+	TimerStatus                             // status of a running service is due
+	TimerFingerprint                        // fingerprint of a running service is due
+	TimerResetAfter                         // ready long enough: forget failures
+	TimerProbe                              // a probe's period is over
+	TimerDoctor                             // the doctor debounce window closed
+	TimerLeaseWait                          // a waiting lease's deadline
+	TimerLeaseTTL                           // an admitted lease's TTL
+	TimerReap                               // a reap round is due
+)
+
+var timerNames = [...]string{"", "idle", "backoff", "ready-poll", "start-deadline", "status", "fingerprint",
+	"reset-after", "probe", "doctor", "lease-wait", "lease-ttl", "reap"}
+
+func (k TimerKind) String() string {
+	if int(k) < len(timerNames) {
+		return timerNames[k]
+	}
+	return "timer?"
+}
+
+// TimerKey names a timer: at most one is pending per key. Subject is a
+// service, a probe or a lease. Slot is the same key as a small number
+// (owner base + kind), unique among pending timers, so that a driver can
+// keep its timers in a slice instead of hashing subjects.
+type TimerKey struct {
+	Kind    TimerKind
+	Subject string
+	Slot    uint32
+}
+
+// timerKinds is the room each owner has in the slot space.
+const timerKinds = 16
+
+// SetTimer asks for Fire{Key} at At, replacing a pending timer of the same
+// key.
+type SetTimer struct {
+	Key TimerKey
+	At  time.Time
+}
+
+// CancelTimer drops the pending timer of Key, if any.
+type CancelTimer struct{ Key TimerKey }
+
+// Kill forcefully stops everything in a service's process container (the
+// escalation of a failed stop).
+type Kill struct{ Service string }
+
+// Freeze stops a service's processes from running; Thaw resumes them.
+type Freeze struct{ Service string }
+
+// Thaw resumes a frozen service.
+type Thaw struct{ Service string }
+
+// Admitted answers an Acquire: the lease holds, with the services it uses.
+type Admitted struct {
+	Lease    LeaseID
+	Services []string
+}
+
+// AlreadyHeld answers an Acquire of an attempt whose lease Held is already
+// admitted, with the same requirements: that lease is the answer (its TTL
+// restarted), no new lease is made. Lease is the request's id, which the
+// driver routes the answer by.
+type AlreadyHeld struct {
+	Lease    LeaseID
+	Held     LeaseID
+	Services []string
+	Expires  time.Time // zero without a TTL
+}
+
+// Rejected answers an Acquire that cannot be admitted, or whose wait ran
+// out.
+type Rejected struct {
+	Lease  LeaseID
+	Reason string
+}
+
+// Expired says an admitted lease ended without its holder releasing it:
+// its TTL passed (Reason empty), or what it needed left the node (Reason
+// says what, e.g. its module was removed from the configuration).
+type Expired struct {
+	Lease  LeaseID
+	Reason string
+}
+
+// Renewed answers a Renew: the lease now expires at Expires (zero: no TTL).
+type Renewed struct {
+	Lease   LeaseID
+	Expires time.Time
+}
+
+// Released answers a Release.
+type Released struct{ Lease LeaseID }
+
+// LeaseUnknown answers a Renew or Release of a lease the engine does not
+// hold (never admitted, released, or expired). Reason is set the first time
+// a holder asks about a lease the engine ended itself (Expired with a
+// Reason): why it ended.
+type LeaseUnknown struct {
+	Lease  LeaseID
+	Reason string
+}
+
+// PutLease persists an admitted lease.
+type PutLease struct{ Lease LeaseRecord }
+
+// DeleteLease removes a lease from the store.
+type DeleteLease struct{ Lease LeaseID }
+
+// PutService persists a service's failure record.
+type PutService struct{ Service ServiceRecord }
+
+// Note explains a decision, for logs and traces.
+type Note struct {
+	Subject string
+	Text    string
+}
+
+func (RunOp) effectName() string        { return "run" }
+func (SetTimer) effectName() string     { return "set-timer" }
+func (CancelTimer) effectName() string  { return "cancel-timer" }
+func (Kill) effectName() string         { return "kill" }
+func (Freeze) effectName() string       { return "freeze" }
+func (Thaw) effectName() string         { return "thaw" }
+func (Admitted) effectName() string     { return "admitted" }
+func (AlreadyHeld) effectName() string  { return "already-held" }
+func (Rejected) effectName() string     { return "rejected" }
+func (Expired) effectName() string      { return "expired" }
+func (Renewed) effectName() string      { return "renewed" }
+func (Released) effectName() string     { return "released" }
+func (LeaseUnknown) effectName() string { return "lease-unknown" }
+func (PutLease) effectName() string     { return "put-lease" }
+func (DeleteLease) effectName() string  { return "delete-lease" }
+func (PutService) effectName() string   { return "put-service" }
+func (Note) effectName() string         { return "note" }

@@ -1,0 +1,106 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// Event is an input of Engine.Step. Every event is a plain value that can be
+// written to a journal and replayed.
+type Event interface{ EventName() string }
+
+// Boot starts the engine: the node, its modules, and what the store kept
+// from the previous run. It must be the first event, and comes once.
+type Boot struct {
+	Config  Config
+	Modules []ModuleSpec
+	State   State
+}
+
+// Reload replaces the set of modules (a configuration reload): modules that
+// appear or become enabled are enabled, the others disabled.
+type Reload struct {
+	Modules []ModuleSpec
+	// Why says what made the module set change when it is not a new
+	// configuration (a module enabled or disabled by hand, svcrun stopping
+	// its services at exit): the notes and the stops then say it, and the
+	// probes are not run again. Empty: the configuration was reloaded.
+	Why string `json:"why,omitempty"`
+}
+
+// Acquire asks for a lease. The answer is an Admitted or Rejected effect,
+// at once or after waiting (at most Wait) for services to be ready and
+// tokens to be free.
+type Acquire struct {
+	Lease   LeaseID
+	Job     string
+	Attempt string
+	Requirements
+	Wait time.Duration // how long the request may wait for admission
+	TTL  time.Duration // 0: held until released; else renewed within TTL
+}
+
+// Renew extends a lease's TTL.
+type Renew struct{ Lease LeaseID }
+
+// Release ends a lease (or withdraws a waiting request).
+type Release struct{ Lease LeaseID }
+
+// OpDone reports the end of an op started by a RunOp effect.
+type OpDone struct {
+	ID      OpID
+	Outcome Outcome
+}
+
+// Outcome is how an op ended. Result is set only when Failure is empty.
+type Outcome struct {
+	Result  protocol.Result
+	Failure FailureKind
+	Message string // why it failed, for people
+}
+
+// FailureKind classifies a failed op.
+type FailureKind string
+
+const (
+	FailNone     FailureKind = ""
+	FailOp       FailureKind = "failed"   // non-zero exit (protocol.OpError)
+	FailProtocol FailureKind = "protocol" // bad output (protocol.ProtocolError)
+	FailTimeout  FailureKind = "timeout"  // killed at its timeout
+	FailSpawn    FailureKind = "spawn"    // could not be started at all
+)
+
+// Fire is a timer set by a SetTimer effect, now due.
+type Fire struct{ Timer TimerKey }
+
+// ContainerEmptied says the last process of a service's process container
+// exited: a crash if the service should be up.
+type ContainerEmptied struct{ Service string }
+
+// Doctor asks for the probes to run again (debounced): an explicit request,
+// a configuration reload, or the node waking from sleep.
+type Doctor struct{ Reason string }
+
+// MemoryPressure says the host is short of memory: idle yieldable services
+// are stopped.
+type MemoryPressure struct{}
+
+// Reset clears a service's failures and its unhealthy mark.
+type Reset struct{ Service string }
+
+// ReapNow runs a reap round at once.
+type ReapNow struct{}
+
+func (Boot) EventName() string             { return "boot" }
+func (Reload) EventName() string           { return "reload" }
+func (Acquire) EventName() string          { return "acquire" }
+func (Renew) EventName() string            { return "renew" }
+func (Release) EventName() string          { return "release" }
+func (OpDone) EventName() string           { return "op-done" }
+func (Fire) EventName() string             { return "fire" }
+func (ContainerEmptied) EventName() string { return "container-emptied" }
+func (Doctor) EventName() string           { return "doctor" }
+func (MemoryPressure) EventName() string   { return "memory-pressure" }
+func (Reset) EventName() string            { return "reset" }
+func (ReapNow) EventName() string          { return "reap-now" }

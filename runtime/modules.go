@@ -1,0 +1,408 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+)
+
+type module struct {
+	name     string
+	spec     *manifest.Module
+	enabled  bool
+	services []*service
+	probes   []*probe
+	// stopWhy is why its services stop when it is disabled.
+	stopWhy string
+	// removed: gone from the configuration. Disabled, it stays until its
+	// services have stopped, then it is forgotten.
+	removed bool
+}
+
+func (e *Engine) boot(b Boot) {
+	if e.booted {
+		e.note("engine", "second boot ignored")
+		return
+	}
+	e.booted = true
+	e.cfg = b.Config
+	e.cfg.withDefaults()
+	var enable []*module
+	for _, ms := range sortedSpecs(b.Modules) {
+		if m := e.addModule(ms); ms.Enabled {
+			enable = append(enable, m)
+		}
+	}
+	e.rebuildIndex()
+	for _, r := range b.State.Services {
+		s := e.services[r.Name]
+		if s == nil {
+			continue
+		}
+		s.failures, s.unhealthy, s.reason, s.backoffUntil = r.Failures, r.Unhealthy, r.Reason, r.BackoffUntil
+		if s.unhealthy {
+			e.note(s.name, "unhealthy since before the restart: %s", s.reason)
+		}
+	}
+	for _, m := range enable {
+		e.enableModule(m)
+	}
+	e.rebuildIndex()
+	for _, r := range b.State.Leases {
+		e.restoreLease(r)
+	}
+	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+}
+
+func sortedSpecs(specs []ModuleSpec) []ModuleSpec {
+	out := append([]ModuleSpec(nil), specs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Module.Name < out[j].Module.Name })
+	return out
+}
+
+// addModule creates the module's services and probes, disabled.
+func (e *Engine) addModule(ms ModuleSpec) *module {
+	m := &module{name: ms.Module.Name, spec: ms.Module}
+	e.modules[m.name] = m
+	for i := range ms.Module.Services {
+		spec := &ms.Module.Services[i]
+		if !spec.RunsOn(e.cfg.Platform) {
+			e.skipped = append(e.skipped, spec.FullName())
+			e.note(spec.FullName(), "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			why := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform, spec.Platforms)
+			for _, c := range spec.Capabilities {
+				e.offPlatform["capability "+c] = why
+			}
+			for _, p := range spec.Pools {
+				e.offPlatform["pool "+p] = why
+			}
+			continue
+		}
+		e.newService(m, spec)
+	}
+	for i := range ms.Module.Probes {
+		spec := &ms.Module.Probes[i]
+		name := m.name + "/" + spec.Name
+		if !spec.RunsOn(e.cfg.Platform) {
+			e.skipped = append(e.skipped, name)
+			e.note(name, "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
+			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name, e.cfg.Platform, spec.Platforms)
+			continue
+		}
+		e.newProbe(m, spec)
+	}
+	return m
+}
+
+// newService adds a service to its module, stopped, with its own timer
+// slots.
+func (e *Engine) newService(m *module, spec *manifest.Service) *service {
+	s := &service{
+		actorBase: actorBase{name: spec.FullName(), mod: m, target: Target{Module: m.name, Name: spec.Name}, slot: e.slotBase()},
+		spec:      spec,
+		state:     sStopped,
+	}
+	m.services = append(m.services, s)
+	e.services[s.name] = s
+	return s
+}
+
+// newProbe adds a probe to its module, not due, with its own timer slots.
+func (e *Engine) newProbe(m *module, spec *manifest.Probe) *probe {
+	p := &probe{
+		actorBase: actorBase{name: m.name + "/" + spec.Name, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()},
+		spec:      spec,
+	}
+	m.probes = append(m.probes, p)
+	e.probes[p.name] = p
+	return p
+}
+
+// rebuildIndex recomputes the sorted orders and the capability and pool
+// indexes after modules change.
+func (e *Engine) rebuildIndex() {
+	e.modOrder = e.modOrder[:0]
+	e.svcOrder = e.svcOrder[:0]
+	e.prbOrder = e.prbOrder[:0]
+	for _, m := range e.modules {
+		e.modOrder = append(e.modOrder, m)
+	}
+	sort.Slice(e.modOrder, func(i, j int) bool { return e.modOrder[i].name < e.modOrder[j].name })
+	for _, s := range e.services {
+		e.svcOrder = append(e.svcOrder, s)
+	}
+	sort.Slice(e.svcOrder, func(i, j int) bool { return e.svcOrder[i].name < e.svcOrder[j].name })
+	for _, p := range e.probes {
+		e.prbOrder = append(e.prbOrder, p)
+	}
+	sort.Slice(e.prbOrder, func(i, j int) bool { return e.prbOrder[i].name < e.prbOrder[j].name })
+	// Only enabled providers are indexed: names are unique among enabled
+	// modules only, so a disabled or removed one must not hide the live
+	// one. Why the others offer nothing is kept for rejections.
+	clear(e.caps)
+	clear(e.pools)
+	clear(e.offline)
+	for _, s := range e.svcOrder {
+		why := ""
+		switch {
+		case s.removed:
+			why = fmt.Sprintf("service %s was removed from its module", s.name)
+		case s.mod.removed:
+			why = fmt.Sprintf("service %s: module %s was removed from the configuration", s.name, s.mod.name)
+		case !s.mod.enabled:
+			why = fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
+		}
+		for _, c := range s.spec.Capabilities {
+			if why != "" {
+				e.offline["capability "+c] = why
+				continue
+			}
+			e.caps[c] = provider{svc: s}
+		}
+		for _, p := range s.spec.Pools {
+			if why != "" {
+				e.offline["pool "+p] = why
+				continue
+			}
+			e.pools[p] = s
+		}
+	}
+	for _, p := range e.prbOrder {
+		if !p.mod.enabled {
+			e.offline["capability "+p.spec.Name] = fmt.Sprintf("capability %q: module %s is disabled", p.spec.Name, p.mod.name)
+			continue
+		}
+		e.caps[p.spec.Name] = provider{prb: p}
+	}
+	sort.Strings(e.skipped)
+}
+
+// enableModule and disableModule change what the index offers: their
+// callers rebuild it once, after all the modules of the event.
+func (e *Engine) enableModule(m *module) {
+	m.enabled = true
+	for _, s := range m.services {
+		s.setState(e, sUnknown)
+		s.fpDue = true
+		e.markDirty(s)
+	}
+	for _, p := range m.probes {
+		p.due = true
+		e.markDirty(p)
+	}
+}
+
+// disableModule stops a module's services and fails the requests waiting
+// for them with why.
+func (e *Engine) disableModule(m *module, why string) {
+	m.enabled = false
+	for _, s := range m.services {
+		// A service still unknown is fingerprinted all the same: if it runs,
+		// it is stopped (fingerprinted), else it is stopped already.
+		e.failWaitingFor(s, nil, why)
+		e.markDirty(s)
+	}
+	for _, p := range m.probes {
+		p.due = false
+		p.reported, p.healthy, p.message, p.checked = false, false, "", time.Time{}
+		e.cancelTimer(p.slot, TimerProbe, p.name)
+		e.failWaitingFor(nil, p, why)
+	}
+}
+
+// removeModule takes a module out of the configuration. It is a disable:
+// its services get their stop op (escalating only if that fails), and the
+// admitted leases that need it end, their holders told why, since nothing
+// will serve them again. Its probes go at once; its services, and then the
+// module, are forgotten once stopped.
+func (e *Engine) removeModule(m *module) {
+	why := fmt.Sprintf("module %s was removed from the configuration", m.name)
+	e.note("module "+m.name, "removed from the configuration: its services stop, then leave")
+	m.removed = true
+	m.stopWhy = "module removed from the configuration"
+	if m.enabled {
+		e.disableModule(m, why)
+	}
+	e.endLeasesNeeding(func(s *service) bool { return s.mod == m }, func(p *probe) bool { return p.mod == m }, why)
+	for _, p := range m.probes {
+		p.removed = true
+		e.cancelTimer(p.slot, TimerProbe, p.name)
+		delete(e.probes, p.name)
+	}
+	m.probes = nil
+	for _, s := range m.services {
+		e.markDirty(s)
+	}
+	e.forgetModuleIfEmpty(m)
+}
+
+// endLeasesNeeding ends the admitted leases that need a service or probe
+// matched by svc or prb: nothing will serve them again. Their holders get
+// Expired with why, and their next renew or release is told why too.
+func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, why string) {
+	var ids []LeaseID
+	for id, l := range e.leases {
+		if l.admitted && (slices.ContainsFunc(l.services, svc) || slices.ContainsFunc(l.probes, prb)) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e.note("lease "+string(id), "ended: %s", why)
+		e.endLease(e.leases[id])
+		e.ended[id] = why
+		e.emit(Expired{Lease: id, Reason: why})
+	}
+}
+
+// unknownLease answers a renew or release of a lease the engine does not
+// hold, saying why the first time if the engine ended it itself.
+func (e *Engine) unknownLease(id LeaseID) {
+	why := e.ended[id]
+	delete(e.ended, id)
+	e.emit(LeaseUnknown{Lease: id, Reason: why})
+}
+
+// forgetModuleIfEmpty drops a removed module once it has no services left.
+func (e *Engine) forgetModuleIfEmpty(m *module) {
+	if m.removed && len(m.services) == 0 && e.modules[m.name] == m {
+		delete(e.modules, m.name)
+		e.note("module "+m.name, "forgotten: its services have stopped")
+		e.rebuildIndex()
+	}
+}
+
+// reload applies a new module set: enabling, disabling, adding modules,
+// and updating the manifests of loaded ones in place. why is Reload.Why.
+func (e *Engine) reload(specs []ModuleSpec, why string) {
+	disabled, stopWhy := "disabled", "module disabled"
+	if why != "" {
+		disabled, stopWhy = "disabled: "+why, why
+	}
+	seen := map[string]bool{}
+	for _, ms := range sortedSpecs(specs) {
+		seen[ms.Module.Name] = true
+		m := e.modules[ms.Module.Name]
+		if m != nil && m.removed {
+			// Back before its services had all stopped: it is read
+			// again whole, since some of them may be forgotten already.
+			m.removed, m.spec = false, nil
+			e.note("module "+m.name, "back in the configuration")
+		}
+		if m == nil {
+			m = e.addModule(ms)
+			e.rebuildIndex()
+			if ms.Enabled {
+				e.note("module "+m.name, "added and enabled")
+				e.enableModule(m)
+			}
+			continue
+		}
+		e.updateModule(m, ms.Module)
+		switch {
+		case ms.Enabled && !m.enabled:
+			e.note("module "+m.name, "enabled")
+			// Re-enabling a module is, like an explicit reset, a fresh
+			// start for its services' failure records.
+			for _, s := range m.services {
+				if s.failures > 0 || s.unhealthy {
+					e.note(s.name, "module re-enabled: %d failure(s) forgotten", s.failures)
+					e.clearFailures(s)
+				}
+			}
+			e.enableModule(m)
+		case !ms.Enabled && m.enabled:
+			e.note("module "+m.name, "%s", disabled)
+			m.stopWhy = stopWhy
+			e.disableModule(m, fmt.Sprintf("module %s was disabled", m.name))
+		}
+	}
+	for _, m := range append([]*module(nil), e.modOrder...) {
+		if !seen[m.name] && !m.removed {
+			e.removeModule(m)
+		}
+	}
+	e.rebuildIndex()
+	if why == "" {
+		e.doctor("configuration reloaded")
+	}
+}
+
+// updateModule takes a new manifest for a loaded module. Services and probes
+// keep their state and take their new settings; ones that appear are added
+// (disabled until the module is enabled); ones that disappear are disabled.
+func (e *Engine) updateModule(m *module, spec *manifest.Module) {
+	if spec == m.spec {
+		return
+	}
+	m.spec = spec
+	known := map[string]bool{}
+	for i := range spec.Services {
+		sp := &spec.Services[i]
+		if !sp.RunsOn(e.cfg.Platform) {
+			continue
+		}
+		known[sp.FullName()] = true
+		if s := e.services[sp.FullName()]; s != nil {
+			e.respec(s, sp)
+			if s.removed {
+				s.removed = false
+				e.note(s.name, "back in the manifest")
+				e.markDirty(s)
+			}
+			continue
+		}
+		s := e.newService(m, sp)
+		if m.enabled {
+			s.fpDue = true
+			e.markDirty(s)
+		}
+	}
+	for _, s := range m.services {
+		if !known[s.name] && !s.removed {
+			s.removed = true
+			e.note(s.name, "removed from the manifest: stopping it")
+			e.failWaitingFor(s, nil, "the service was removed from its module")
+			e.endLeasesNeeding(func(x *service) bool { return x == s }, func(*probe) bool { return false },
+				fmt.Sprintf("service %s was removed from its module's manifest", s.name))
+			e.markDirty(s)
+		}
+	}
+	knownProbes := map[string]bool{}
+	for i := range spec.Probes {
+		sp := &spec.Probes[i]
+		name := m.name + "/" + sp.Name
+		if !sp.RunsOn(e.cfg.Platform) {
+			continue
+		}
+		knownProbes[name] = true
+		if p := e.probes[name]; p != nil {
+			p.spec = sp
+			continue
+		}
+		p := e.newProbe(m, sp)
+		p.due = m.enabled
+		e.markDirty(p)
+	}
+	kept := m.probes[:0]
+	for _, p := range m.probes {
+		if knownProbes[p.name] {
+			kept = append(kept, p)
+			continue
+		}
+		e.note(p.name, "removed from the manifest: capability %s withdrawn", p.spec.Name)
+		p.removed = true
+		e.cancelTimer(p.slot, TimerProbe, p.name)
+		e.failWaitingFor(nil, p, fmt.Sprintf("probe %s was removed from its module", p.name))
+		delete(e.probes, p.name)
+	}
+	m.probes = kept
+	e.rebuildIndex()
+}
+
+// respec gives a service its new manifest entry; memory already charged
+// stays accounted by what was charged (see setState).
+func (e *Engine) respec(s *service, sp *manifest.Service) { s.spec = sp }

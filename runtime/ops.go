@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// runOp starts op for a service or probe if a global slot is free;
+// otherwise the actor queues for one and false is returned.
+func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout time.Duration) bool {
+	if e.inflight >= e.cfg.MaxConcurrentOps {
+		if b := a.base(); !b.waitSlot {
+			b.waitSlot = true
+			e.slotQueue = append(e.slotQueue, a)
+		}
+		return false
+	}
+	e.nextOp++
+	r.id = e.nextOp
+	e.ops[r.id] = r
+	e.inflight++
+	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
+	return true
+}
+
+func (e *Engine) opDone(d OpDone) {
+	r := e.ops[d.ID]
+	if r == nil {
+		e.note("engine", "completion of unknown op %d ignored", d.ID)
+		return
+	}
+	delete(e.ops, d.ID)
+	e.inflight--
+	e.freeSlots()
+	d.Outcome = checkOutcome(r.op, d.Outcome)
+	if r.svc != nil {
+		e.serviceOpDone(r.svc, r, d.Outcome)
+	} else {
+		e.probeOpDone(r.prb, d.Outcome)
+	}
+}
+
+// checkOutcome turns a success without the result its op returns into a
+// protocol failure: the executor never reports one, but the engine must
+// not act on a missing result (a hand-edited journal replayed, a driver
+// bug).
+func checkOutcome(op protocol.Op, o Outcome) Outcome {
+	if o.Failure != FailNone {
+		return o
+	}
+	r := o.Result
+	var ok bool
+	switch op {
+	case protocol.OpFingerprint:
+		ok = r.Fingerprint != nil
+	case protocol.OpStart, protocol.OpStop, protocol.OpDestroy:
+		ok = r.OpResult != nil
+	case protocol.OpStatus, protocol.OpReady:
+		ok = r.Status != nil
+	case protocol.OpListOwned:
+		ok = r.OwnedList != nil
+	}
+	if ok && r.Op == op {
+		return o
+	}
+	return Outcome{Failure: FailProtocol, Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
+}
+
+// freeSlots hands free global slots to the actors queued for them, in order.
+func (e *Engine) freeSlots() {
+	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {
+		a := e.slotQueue[0]
+		e.slotQueue = e.slotQueue[1:]
+		a.base().waitSlot = false
+		a.reconcile(e)
+	}
+}
