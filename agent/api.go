@@ -76,9 +76,6 @@ func newID(prefix string) string {
 // (a *RejectedError with the reason), or ctx done, in which case the
 // request is withdrawn.
 func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
-	if req.Wait < 0 || req.TTL < 0 {
-		return Grant{}, errors.New("wait and ttl must not be negative")
-	}
 	if err := a.writable(); err != nil {
 		return Grant{}, err
 	}

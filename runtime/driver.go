@@ -113,14 +113,3 @@ func (d *Driver) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// PendingTimers is the number of timers the driver holds.
-func (d *Driver) PendingTimers() int {
-	n := 0
-	for _, id := range d.timers {
-		if id != 0 {
-			n++
-		}
-	}
-	return n
-}

@@ -226,7 +226,7 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		if err := p.knownName(b.line, b.name); err != nil {
 			return nil, err
 		}
-		if err := applyBehaviour(&fakes.Behaviour{}, b.kvs, false); err != nil {
+		if err := applyBehaviour(&fakes.Behaviour{}, b.kvs); err != nil {
 			return nil, lineError(file, b.line, "behaviour %s: %v", b.name, err)
 		}
 	}
@@ -402,7 +402,7 @@ func (p *parser) behaviourArgs(line int, args []string, timeline bool) (string, 
 }
 
 // applyBehaviour sets the keys on b.
-func applyBehaviour(b *fakes.Behaviour, kvs []kv, _ bool) error {
+func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 	var op protocol.Op
 	var script *fakes.OpScript
 	for _, a := range kvs {
@@ -637,7 +637,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		if err != nil {
 			return in, err
 		}
-		if err := applyBehaviour(&fakes.Behaviour{}, kvs, true); err != nil {
+		if err := applyBehaviour(&fakes.Behaviour{}, kvs); err != nil {
 			return in, lineError(p.file, line, "behaviour %s: %v", name, err)
 		}
 		in.Name = "behaviour"
@@ -732,7 +732,7 @@ func (sc *Scenario) behaviourSet() map[string]*fakes.Behaviour {
 	}
 	for _, b := range sc.behaviours {
 		// Checked by ParseScenario.
-		_ = applyBehaviour(out[b.name], b.kvs, false)
+		_ = applyBehaviour(out[b.name], b.kvs)
 	}
 	return out
 }

@@ -142,7 +142,7 @@ func (sc *Scenario) Run() (*Result, error) {
 			}
 			w.Exec.AddObject(in.target, o)
 		case "behaviour":
-			if err := applyBehaviour(behaviours[in.target], in.behaviour, true); err != nil {
+			if err := applyBehaviour(behaviours[in.target], in.behaviour); err != nil {
 				return res, lineError(sc.File, in.Line, "%v", err)
 			}
 		case "restart":

@@ -136,9 +136,6 @@ func (w *World) RunFor(d time.Duration) {
 	}
 }
 
-// Pending is the number of events waiting in the scheduler.
-func (w *World) Pending() int { return w.Sched.Len() }
-
 // LastAnswer returns the last answer about lease id, or nil.
 func (w *World) LastAnswer(id runtime.LeaseID) runtime.Effect {
 	for i := len(w.Answers) - 1; i >= 0; i-- {
