@@ -423,7 +423,7 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 // Record is one line of the event stream.
 type Record struct {
 	At   time.Time `json:"at"`
-	Kind string    `json:"kind"` // note, run, admitted, rejected, ...
+	Kind string    `json:"kind"` // the effect's name: note, admitted, rejected, ...
 	Text string    `json:"text"`
 }
 
@@ -445,11 +445,7 @@ func (a *Agent) Subscribe(ctx context.Context) <-chan Record {
 }
 
 func (a *Agent) publish(now time.Time, f runtime.Effect) {
-	kind := strings.SplitN(runtime.FormatEffect(f), " ", 2)[0]
-	if _, isNote := f.(runtime.Note); isNote {
-		kind = "note"
-	}
-	r := Record{At: now, Kind: kind, Text: runtime.FormatEffect(f)}
+	r := Record{At: now, Kind: f.EffectName(), Text: runtime.FormatEffect(f)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for ch := range a.subs {

@@ -6,8 +6,9 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// Effect is an output of Engine.Step.
-type Effect interface{ effectName() string }
+// Effect is an output of Engine.Step. EffectName is its kind, one word
+// for logs and the event stream, as EventName is for events.
+type Effect interface{ EffectName() string }
 
 // OpID names one op run.
 type OpID uint64
@@ -157,20 +158,20 @@ type Note struct {
 	Text    string
 }
 
-func (RunOp) effectName() string        { return "run" }
-func (SetTimer) effectName() string     { return "set-timer" }
-func (CancelTimer) effectName() string  { return "cancel-timer" }
-func (Kill) effectName() string         { return "kill" }
-func (Freeze) effectName() string       { return "freeze" }
-func (Thaw) effectName() string         { return "thaw" }
-func (Admitted) effectName() string     { return "admitted" }
-func (AlreadyHeld) effectName() string  { return "already-held" }
-func (Rejected) effectName() string     { return "rejected" }
-func (Expired) effectName() string      { return "expired" }
-func (Renewed) effectName() string      { return "renewed" }
-func (Released) effectName() string     { return "released" }
-func (LeaseUnknown) effectName() string { return "lease-unknown" }
-func (PutLease) effectName() string     { return "put-lease" }
-func (DeleteLease) effectName() string  { return "delete-lease" }
-func (PutService) effectName() string   { return "put-service" }
-func (Note) effectName() string         { return "note" }
+func (RunOp) EffectName() string        { return "run" }
+func (SetTimer) EffectName() string     { return "set-timer" }
+func (CancelTimer) EffectName() string  { return "cancel-timer" }
+func (Kill) EffectName() string         { return "kill" }
+func (Freeze) EffectName() string       { return "freeze" }
+func (Thaw) EffectName() string         { return "thaw" }
+func (Admitted) EffectName() string     { return "admitted" }
+func (AlreadyHeld) EffectName() string  { return "already-held" }
+func (Rejected) EffectName() string     { return "rejected" }
+func (Expired) EffectName() string      { return "expired" }
+func (Renewed) EffectName() string      { return "renewed" }
+func (Released) EffectName() string     { return "released" }
+func (LeaseUnknown) EffectName() string { return "lease-unknown" }
+func (PutLease) EffectName() string     { return "put-lease" }
+func (DeleteLease) EffectName() string  { return "delete-lease" }
+func (PutService) EffectName() string   { return "put-service" }
+func (Note) EffectName() string         { return "note" }
