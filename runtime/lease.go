@@ -83,12 +83,16 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
 		}
 	}
+	// One slice, no iterator: this runs for every acquire.
 	poolNames := make([]string, 0, len(req.Pools)+len(req.NeedsPools))
-	for _, name := range slices.Sorted(maps.Keys(req.Pools)) {
+	for name := range req.Pools {
+		poolNames = append(poolNames, name)
+	}
+	sort.Strings(poolNames)
+	for _, name := range poolNames {
 		if n := req.Pools[name]; n <= 0 && !partial {
 			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
 		}
-		poolNames = append(poolNames, name)
 	}
 	poolNames = append(poolNames, req.NeedsPools...)
 	sort.Strings(poolNames)
