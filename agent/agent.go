@@ -150,7 +150,6 @@ type Agent struct {
 	file      string        // the configuration file, as given to Open
 	started   time.Time
 	steps     uint64
-	traced    tracedStep // owned by the loop
 
 	// retired are the modules gone from the configuration whose services
 	// may still be stopping (Reload); owned by the loop.
@@ -311,35 +310,28 @@ func (a *Agent) Run(ctx context.Context) error {
 		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: storeGate{a},
 		Answer: a.answer,
 		Trace:  a.trace,
+		After:  a.after,
+		Own:    a.own,
 	}
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
-	if err := a.stepDriver(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.cfg, a.mods), State: state}); err != nil {
+	if err := a.driver.Step(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.cfg, a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
-	err = a.loop(ctx)
+	// The driver's loop steps events until ctx is done or the store fails.
+	err = a.driver.Run(ctx)
 	return a.shutdown(err)
 }
 
-// loop steps events until ctx is done or the store fails.
-func (a *Agent) loop(ctx context.Context) error {
-	for {
-		ev, ok := a.sched.Next(ctx)
-		if !ok {
-			return nil
-		}
-		if c, isCall := ev.(call); isCall {
-			c.fn()
-			if a.fatal != nil {
-				return a.fatal
-			}
-			continue
-		}
-		if err := a.stepDriver(ev); err != nil {
-			return err
-		}
+// own runs the agent's calls on the loop; a store failure in one of their
+// steps ends the loop.
+func (a *Agent) own(ev runtime.Event) (bool, error) {
+	c, isCall := ev.(call)
+	if isCall {
+		c.fn()
 	}
+	return isCall, a.fatal
 }
 
 // shutdown ends Run: no more requests; ops in flight may finish within the
@@ -399,7 +391,7 @@ func (a *Agent) drain() {
 		default:
 			continue // timers and requests wait for the next start
 		}
-		if err := a.stepDriver(ev); err != nil {
+		if err := a.driver.Step(ev); err != nil {
 			a.log.Error("persist at shutdown", "error", err)
 			return
 		}
@@ -433,7 +425,7 @@ func (a *Agent) stopAll() {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
-	if err := a.stepDriver(runtime.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
+	if err := a.driver.Step(runtime.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
 		a.log.Error("stop services at exit", "error", err)
 		return
 	}
@@ -536,24 +528,20 @@ func (a *Agent) onLoop(_ context.Context, fn func()) error {
 // step runs a driver step from inside a loop call; a store failure ends
 // Run, as it does for any other step.
 func (a *Agent) step(ev runtime.Event) error {
-	err := a.stepDriver(ev)
+	err := a.driver.Step(ev)
 	if err != nil {
 		a.fatal = err
 	}
 	return err
 }
 
-// stepDriver runs one driver step, then journals and logs it: after its
-// answers are sent, so that the journal does not delay them.
-func (a *Agent) stepDriver(ev runtime.Event) error {
-	err := a.driver.Step(ev)
+// after journals and logs a step once the driver has carried it out:
+// after its answers are sent, so that the journal does not delay them.
+func (a *Agent) after(now time.Time, ev runtime.Event, effects []runtime.Effect, err error) error {
 	if err == nil && !a.published { // a step without answers
 		a.publishStatus()
 	}
-	if t := a.traced; t.ev != nil {
-		a.traced = tracedStep{}
-		a.record(t.now, t.ev, t.effects)
-	}
+	a.record(now, ev, effects)
 	return err
 }
 
@@ -645,18 +633,9 @@ func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
 	}
 }
 
-// tracedStep is a step the driver has traced and stepDriver has yet to
-// record.
-type tracedStep struct {
-	now     time.Time
-	ev      runtime.Event
-	effects []runtime.Effect
-}
-
-// trace keeps the step for stepDriver: the driver traces a step before it
-// carries it out.
-func (a *Agent) trace(now time.Time, ev runtime.Event, effects []runtime.Effect) {
-	a.traced = tracedStep{now, ev, effects}
+// trace counts a step before the driver carries it out: the status its
+// answers publish counts it.
+func (a *Agent) trace(time.Time, runtime.Event, []runtime.Effect) {
 	a.steps++
 	a.published = false
 }

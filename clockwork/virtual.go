@@ -26,6 +26,10 @@ type Virtual[E any] struct {
 	due     []TimerID
 	dueHead int
 	dueLive int
+	// horizon bounds Next (nanoseconds since start); bounded says it is
+	// set.
+	horizon int64
+	bounded bool
 }
 
 // NewVirtual returns a Virtual scheduler whose Now is start. The monotonic
@@ -98,7 +102,8 @@ func (v *Virtual[E]) popDue() E {
 }
 
 // Next pops the earliest event (ties in insertion order) and moves Now to
-// its time. It reports false when nothing is pending or ctx is done.
+// its time. It reports false when nothing is pending or ctx is done, and
+// when the earliest event is after the horizon.
 func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 	var zero E
 	if done := ctx.Done(); done != nil {
@@ -107,6 +112,9 @@ func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 			return zero, false
 		default:
 		}
+	}
+	if v.bounded && v.now > v.horizon {
+		return zero, false
 	}
 	// Heap events due now were pushed before Now was reached: they come
 	// first; then the events held for Now; then time moves.
@@ -117,12 +125,19 @@ func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 	if v.dueLive > 0 {
 		return v.popDue(), true
 	}
-	if v.q.len() == 0 {
+	if when, ok := v.q.peek(); !ok || v.bounded && when > v.horizon {
 		return zero, false
 	}
 	when, ev := v.q.pop()
 	v.now = when // never backwards: every pending when is >= now
 	return ev, true
+}
+
+// SetHorizon makes Next stop, as if nothing were left, at events after t,
+// so that a loop that runs to the end runs to t; the zero t lifts the
+// bound. Time does not move to t: AdvanceTo does that.
+func (v *Virtual[E]) SetHorizon(t time.Time) {
+	v.horizon, v.bounded = int64(t.Sub(v.start)), !t.IsZero()
 }
 
 // Len returns the number of pending events.

@@ -247,3 +247,53 @@ func TestVirtualDropsMonotonic(t *testing.T) {
 		t.Fatalf("Now = %#v", v.Now())
 	}
 }
+
+// TestVirtualHorizon: Next stops at events after the horizon, as if
+// nothing were left, takes those at it (also ones posted meanwhile), and
+// goes on once the horizon is lifted.
+func TestVirtualHorizon(t *testing.T) {
+	tests := []struct {
+		name    string
+		horizon time.Duration
+		post    bool // an event posted while draining, at the time of the first
+		want    []string
+	}{
+		{name: "before all", horizon: 500 * time.Millisecond},
+		{name: "at the first", horizon: time.Second, want: []string{"a", "b"}},
+		{name: "at the first, with a post", horizon: time.Second, post: true, want: []string{"a", "b", "posted"}},
+		{name: "between", horizon: 1500 * time.Millisecond, want: []string{"a", "b"}},
+		{name: "after all", horizon: time.Hour, want: []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewVirtual[string](t0)
+			v.At(t0.Add(time.Second), "a")
+			v.At(t0.Add(time.Second), "b")
+			v.At(t0.Add(2*time.Second), "c")
+			v.SetHorizon(t0.Add(tt.horizon))
+			var got []string
+			for {
+				ev, ok := v.Next(context.Background())
+				if !ok {
+					break
+				}
+				got = append(got, ev)
+				if ev == "a" && tt.post {
+					v.Post("posted")
+				}
+			}
+			equal(t, got, tt.want)
+			if v.Now().After(t0.Add(tt.horizon)) {
+				t.Errorf("Now %v is past the horizon", v.Now().Sub(t0))
+			}
+			v.SetHorizon(time.Time{})
+			total := 3
+			if tt.post {
+				total++
+			}
+			if rest := drain(t, v); len(got)+len(rest) != total {
+				t.Errorf("after the horizon is lifted: %v then %v, want all %d events", got, rest, total)
+			}
+		})
+	}
+}

@@ -26,8 +26,13 @@
 //
 // # The driver contract
 //
-// A driver (Driver, used by both svcrun and svcsim) feeds the engine and
-// carries out its effects:
+// A driver feeds the engine and carries out its effects. Driver.Run is the
+// one loop that does it: svcrun's agent, the simulated world and the
+// benchmark workload all run it, on a real or a virtual scheduler; their
+// own events (the agent's calls, the fake executor's crashes, a workload's
+// jobs) travel on the same scheduler and are taken by Driver.Own, and
+// Driver.After sees each step once carried out (the agent journals it, the
+// simulator checks its invariants). The contract:
 //
 //   - Boot is the first event, once, with the state the store kept.
 //   - The effects of one step are carried out in order, except that the

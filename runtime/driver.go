@@ -26,7 +26,9 @@ type Store interface {
 }
 
 // Driver is the loop shared by svcrun and svcsim: next event, engine step,
-// effects carried out.
+// effects carried out. The agent, the simulated world and the benchmark
+// workload all run it; their own events travel on the same scheduler and
+// are taken by Own.
 type Driver struct {
 	Engine *Engine
 	Sched  clockwork.Scheduler[Event]
@@ -35,8 +37,18 @@ type Driver struct {
 	// Answer receives the answers and notes (Admitted, Rejected, Renewed,
 	// Released, Expired, LeaseUnknown, Note). Optional.
 	Answer func(now time.Time, f Effect)
-	// Trace sees every step: the event and all its effects. Optional.
+	// Trace sees every step, the event and all its effects, before the
+	// effects are carried out. Optional.
 	Trace func(now time.Time, ev Event, effects []Effect)
+	// After sees every step once its effects are carried out, or once its
+	// store write failed (err); what it returns is the step's error.
+	// Optional.
+	After func(now time.Time, ev Event, effects []Effect, err error) error
+	// Own takes, in Run, the events that are not the engine's (the agent's
+	// calls, a fake executor's crashes, a workload's jobs) before the
+	// engine sees them, and reports whether it took ev; its error ends
+	// Run. Optional.
+	Own func(ev Event) (bool, error)
 
 	timers []clockwork.TimerID // by TimerKey.Slot; 0: none pending
 	batch  []Effect
@@ -45,10 +57,18 @@ type Driver struct {
 // Step feeds one event to the engine at the scheduler's time and carries out
 // the effects.
 func (d *Driver) Step(ev Event) error {
+	now := d.Sched.Now()
+	effects, err := d.step(now, ev)
+	if d.After != nil {
+		return d.After(now, ev, effects, err)
+	}
+	return err
+}
+
+func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
 	if f, ok := ev.(Fire); ok && int(f.Timer.Slot) < len(d.timers) {
 		d.timers[f.Timer.Slot] = 0
 	}
-	now := d.Sched.Now()
 	effects := d.Engine.Step(now, ev)
 	if d.Trace != nil {
 		d.Trace(now, ev, effects)
@@ -62,7 +82,7 @@ func (d *Driver) Step(ev Event) error {
 	}
 	if len(d.batch) > 0 && d.Store != nil {
 		if err := d.Store.Apply(d.batch); err != nil {
-			return fmt.Errorf("persist the effects of %s: %w", ev.EventName(), err)
+			return effects, fmt.Errorf("persist the effects of %s: %w", ev.EventName(), err)
 		}
 	}
 	for _, f := range effects {
@@ -97,19 +117,31 @@ func (d *Driver) Step(ev Event) error {
 			}
 		}
 	}
-	return nil
+	return effects, nil
 }
 
-// Run steps events until ctx is done or, for a virtual scheduler, nothing is
-// left; it returns the first store error.
+// Run takes events from the scheduler until ctx is done or, for a virtual
+// scheduler, nothing is left (before its horizon): Own's first, the others
+// stepped. It returns the first error of a step or of Own.
 func (d *Driver) Run(ctx context.Context) error {
 	for {
 		ev, ok := d.Sched.Next(ctx)
 		if !ok {
 			return nil
 		}
-		if err := d.Step(ev); err != nil {
+		if err := d.Handle(ev); err != nil {
 			return err
 		}
 	}
+}
+
+// Handle is one turn of Run: ev goes to Own, and to the engine if Own does
+// not take it.
+func (d *Driver) Handle(ev Event) error {
+	if d.Own != nil {
+		if taken, err := d.Own(ev); taken || err != nil {
+			return err
+		}
+	}
+	return d.Step(ev)
 }

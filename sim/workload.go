@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -36,8 +35,8 @@ type WorkloadResult struct {
 	Starts   int
 }
 
-// jobArrival and jobEnd are the workload's own events; the loop turns them
-// into Acquire and Release.
+// jobArrival and jobEnd are the workload's own events; the world's Own
+// turns them into Acquire and Release.
 type jobArrival struct{ service int }
 type jobEnd struct{ lease runtime.LeaseID }
 
@@ -95,14 +94,8 @@ func (wl Workload) Run() (WorkloadResult, error) {
 	for i := range names {
 		w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: i})
 	}
-	end := w.Now().Add(wl.Duration)
 	next := 0
-	for w.Err() == nil {
-		at, ok := w.Sched.Peek()
-		if !ok || at.After(end) {
-			break
-		}
-		ev, _ := w.Sched.Next(context.Background())
+	w.Own = func(ev runtime.Event) bool {
 		switch ev := ev.(type) {
 		case jobArrival:
 			next++
@@ -111,11 +104,13 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				Requirements: runtime.Requirements{Capabilities: []string{fmt.Sprintf("cap%05d", ev.service)}}})
 			w.Sched.At(w.Now().Add(jitter(wl.JobLength)+time.Minute), jobEnd{lease: id})
 			w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: ev.service})
+			return true
 		case jobEnd:
 			w.step(runtime.Release{Lease: ev.lease})
-		default:
-			w.step(ev)
+			return true
 		}
+		return false
 	}
+	w.RunFor(wl.Duration)
 	return res, w.Err()
 }

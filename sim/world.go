@@ -34,7 +34,11 @@ type World struct {
 	Observe func(now time.Time, ev runtime.Event, effects []runtime.Effect)
 	// Check, when set, runs after every step; an error stops the world.
 	Check func(w *World) error
-	err   error
+	// Own, when set, takes the events of whoever drives the world (a
+	// workload's jobs) before the engine sees them, and reports whether
+	// it took ev.
+	Own func(ev runtime.Event) bool
+	err error
 }
 
 // Answer is an answer effect with its time.
@@ -75,6 +79,8 @@ func (w *World) Boot() {
 				w.Observe(now, ev, effects)
 			}
 		},
+		After: w.after,
+		Own:   w.own,
 	}
 	w.step(runtime.Boot{Config: w.cfg, Modules: w.modules, State: w.Store.State()})
 }
@@ -95,21 +101,26 @@ func (w *World) Err() error { return w.err }
 func (w *World) Now() time.Time { return w.Sched.Now() }
 
 func (w *World) step(ev runtime.Event) {
-	if w.err != nil {
-		return
+	if w.err == nil {
+		w.err = w.Driver.Handle(ev)
 	}
-	if w.Exec.Intercept(ev) {
-		return
+}
+
+// own takes the fake executor's events, then those of the world's Own,
+// whose steps may fail the world.
+func (w *World) own(ev runtime.Event) (bool, error) {
+	return w.Exec.Intercept(ev) || w.Own != nil && w.Own(ev), w.err
+}
+
+// after checks the world after every step.
+func (w *World) after(_ time.Time, ev runtime.Event, _ []runtime.Effect, err error) error {
+	if err != nil || w.Check == nil {
+		return err
 	}
-	if err := w.Driver.Step(ev); err != nil {
-		w.err = err
-		return
+	if err := w.Check(w); err != nil {
+		return fmt.Errorf("at %s after %s: %w", w.Now().Sub(Epoch), ev.EventName(), err)
 	}
-	if w.Check != nil {
-		if err := w.Check(w); err != nil {
-			w.err = fmt.Errorf("at %s after %s: %w", w.Now().Sub(Epoch), ev.EventName(), err)
-		}
-	}
+	return nil
 }
 
 // Do steps an input event now, then everything due at the same instant.
@@ -120,19 +131,15 @@ func (w *World) Do(ev runtime.Event) {
 
 // RunFor runs every event due within d from now, then moves time to now+d.
 func (w *World) RunFor(d time.Duration) {
-	until := w.Now().Add(d)
-	for w.err == nil {
-		at, ok := w.Sched.Peek()
-		if !ok || at.After(until) {
-			break
-		}
-		ev, _ := w.Sched.Next(context.Background())
-		w.step(ev)
+	if w.err != nil {
+		return
 	}
+	until := w.Now().Add(d)
+	w.Sched.SetHorizon(until)
+	w.err = w.Driver.Run(context.Background())
+	w.Sched.SetHorizon(time.Time{})
 	if w.err == nil && until.After(w.Now()) {
-		if err := w.Sched.AdvanceTo(until); err != nil {
-			w.err = err
-		}
+		w.err = w.Sched.AdvanceTo(until)
 	}
 }
 
