@@ -408,7 +408,7 @@ func (a *Agent) thawAll() {
 	}
 	for _, s := range a.engine.Status().Services {
 		if s.Frozen {
-			a.exec.Thaw(s.Name)
+			a.exec.Thaw(s.Target)
 			a.log.Info("thawed before exit", "subject", s.Name)
 		}
 	}
@@ -437,7 +437,7 @@ func (a *Agent) stopAll() {
 			a.log.Warn("not stopped at exit: its state is not known yet", "service", s.Name)
 		default:
 			a.log.Warn("not stopped within the shutdown grace: killing its process container", "service", s.Name, "state", s.State, "grace", a.opts.ShutdownGrace)
-			a.exec.Kill(s.Name)
+			a.exec.Kill(s.Target)
 		}
 	}
 }
@@ -718,7 +718,7 @@ func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect
 		case runtime.RunOp:
 			a.log.Debug("op", "target", f.Target.String(), "op", string(f.Op), "id", uint64(f.ID))
 		case runtime.Kill:
-			a.log.Warn("kill process container", "service", f.Service)
+			a.log.Warn("kill process container", "service", f.Service.String())
 		}
 	}
 	// Every step reaches the file (not the disk) before the next one: a

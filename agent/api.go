@@ -229,7 +229,11 @@ func (a *Agent) Reset(ctx context.Context, service string) error {
 	if err := a.knownService(ctx, service); err != nil {
 		return err
 	}
-	return a.post(runtime.Reset{Service: service})
+	t, err := runtime.ServiceTarget(service)
+	if err != nil {
+		return err
+	}
+	return a.post(runtime.Reset{Service: t})
 }
 
 func (a *Agent) knownService(ctx context.Context, name string) error {

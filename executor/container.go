@@ -27,7 +27,7 @@ func (x *Executor) initContainers(cfg Config, post func(runtime.Event)) {
 	x.limits = cfg.Node.Limits
 	x.fallback = map[string]error{}
 	if x.cgUsable() {
-		x.cg.SetOnEmptied(func(service string) { post(runtime.ContainerEmptied{Service: service}) })
+		x.cg.SetOnEmptied(func(service string) { post(runtime.ContainerEmptied{Service: targetOf(service)}) })
 	}
 }
 
@@ -202,13 +202,13 @@ func (x *Executor) opStart(service string) (int, bool) {
 
 // containerKill kills the service's cgroup, without waiting: Kill runs on
 // the driver's loop.
-func (x *Executor) containerKill(service string) {
+func (x *Executor) containerKill(service runtime.Target) {
 	if x.cgUsable() {
 		// The driver contract: a Kill is done before the next event, or
 		// the kill would also hit the next op cloned into the container
 		// (a retry's start). Bounded: cgroup.kill empties a container in
 		// milliseconds.
-		x.cg.Kill(service, killWait)
+		x.cg.Kill(service.String(), killWait)
 	}
 }
 
@@ -221,13 +221,13 @@ const (
 
 // containerFreeze freezes or thaws the service's cgroup and waits (bounded)
 // for the freezer to settle, as the driver contract asks.
-func (x *Executor) containerFreeze(service string, freeze bool) {
+func (x *Executor) containerFreeze(service runtime.Target, freeze bool) {
 	if !x.cgUsable() {
 		return
 	}
 	if freeze {
-		x.cg.Freeze(service, freezeWait)
+		x.cg.Freeze(service.String(), freezeWait)
 	} else {
-		x.cg.Thaw(service, freezeWait)
+		x.cg.Thaw(service.String(), freezeWait)
 	}
 }

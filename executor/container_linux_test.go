@@ -139,12 +139,12 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 		t.Errorf("after start: %+v", st)
 	}
 
-	a.x.Freeze("test/spread")
+	a.x.Freeze(runtime.Target{Module: "test", Name: "spread"})
 	eventually(t, 10*time.Second, "frozen 1 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return st.Frozen })
-	a.x.Thaw("test/spread")
+	a.x.Thaw(runtime.Target{Module: "test", Name: "spread"})
 	eventually(t, 10*time.Second, "frozen 0 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return !st.Frozen })
 
-	a.x.Kill("test/spread")
+	a.x.Kill(runtime.Target{Module: "test", Name: "spread"})
 	for name, pid := range pids {
 		eventually(t, 10*time.Second, fmt.Sprintf("the %s survived Kill", name), func() bool { return !alive(pid) })
 	}
@@ -250,7 +250,7 @@ func TestContainerFallbacks(t *testing.T) {
 	if g := a.x.Groups("test/daemon"); len(g) != 1 {
 		t.Errorf("groups %v", g)
 	}
-	a.x.Kill("test/daemon")
+	a.x.Kill(runtime.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
 	if m := newAdapter(t).x.ContainerMode("test/daemon"); !strings.HasPrefix(m, "process-group: ") {
 		t.Errorf("mode without Containers: %q", m)

@@ -430,7 +430,7 @@ func (x *Executor) opEnded(t runtime.Target, pgid int) {
 	}
 	x.gmu.Unlock()
 	if emptied {
-		x.post(runtime.ContainerEmptied{Service: t.String()})
+		x.post(runtime.ContainerEmptied{Service: t})
 	}
 }
 
@@ -441,7 +441,7 @@ func (x *Executor) opEnded(t runtime.Target, pgid int) {
 // say it. While an op runs, opEnded says it.
 func (x *Executor) groupExited(pgid int) {
 	x.gmu.Lock()
-	var emptied []string
+	var emptied []runtime.Target
 	for t, g := range x.groups {
 		if running, ok := g[pgid]; !ok || running || groupHasLive(pgid) {
 			continue
@@ -449,12 +449,12 @@ func (x *Executor) groupExited(pgid int) {
 		delete(g, pgid)
 		x.pruneLocked(t)
 		if x.settleLocked(t) {
-			emptied = append(emptied, t.String())
+			emptied = append(emptied, t)
 		}
 	}
 	x.gmu.Unlock()
-	for _, s := range emptied {
-		x.post(runtime.ContainerEmptied{Service: s})
+	for _, t := range emptied {
+		x.post(runtime.ContainerEmptied{Service: t})
 	}
 }
 
@@ -492,15 +492,9 @@ func (x *Executor) pruneLocked(t runtime.Target) {
 	}
 }
 
-// signal sends sig to every known process group of the service (full name
-// module/name): those of its running ops and those its ops left processes
-// in.
-func (x *Executor) signal(service string, sig syscall.Signal) {
-	mod, name, ok := strings.Cut(service, "/")
-	if !ok {
-		return
-	}
-	t := runtime.Target{Module: mod, Name: name}
+// signal sends sig to every known process group of the service: those of
+// its running ops and those its ops left processes in.
+func (x *Executor) signal(t runtime.Target, sig syscall.Signal) {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
@@ -525,21 +519,21 @@ func (x *Executor) Groups(service string) []int {
 // without one (the fallback). In a process group, a process that left its
 // group (setsid, a double fork that changes group) is out of reach; in a
 // cgroup, nothing is.
-func (x *Executor) Kill(service string) {
+func (x *Executor) Kill(service runtime.Target) {
 	x.containerKill(service)
 	x.signal(service, syscall.SIGKILL)
 }
 
 // Freeze stops the service's processes: cgroup.freeze of its cgroup, and
 // SIGSTOP to the process groups of its ops that ran without one.
-func (x *Executor) Freeze(service string) {
+func (x *Executor) Freeze(service runtime.Target) {
 	x.containerFreeze(service, true)
 	x.signal(service, sigStop)
 }
 
 // Thaw resumes the service's processes: cgroup.freeze 0 of its cgroup, and
 // SIGCONT to the process groups of its ops that ran without one.
-func (x *Executor) Thaw(service string) {
+func (x *Executor) Thaw(service runtime.Target) {
 	x.containerFreeze(service, false)
 	x.signal(service, sigCont)
 }

@@ -134,7 +134,7 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 		case runtime.OpDone:
 			a.done <- ev
 		case runtime.ContainerEmptied:
-			a.emptied <- emptiedAt{ev.Service, time.Now()}
+			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
 		default:
 			t.Errorf("unexpected event %T", ev)
 		}
@@ -259,11 +259,11 @@ func TestExecutorKillFreezeThaw(t *testing.T) {
 	}
 	state := func() byte { _, s, _ := procStat(daemon); return s }
 
-	a.x.Freeze("test/daemon")
+	a.x.Freeze(runtime.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon was not stopped", func() bool { return state() == 'T' })
-	a.x.Thaw("test/daemon")
+	a.x.Thaw(runtime.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon was not continued", func() bool { return state() != 'T' })
-	a.x.Kill("test/daemon")
+	a.x.Kill(runtime.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
 	eventually(t, 10*time.Second, "the emptied group is still tracked", func() bool { return len(a.x.Groups("test/daemon")) == 0 })
 

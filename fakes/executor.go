@@ -74,6 +74,7 @@ type Behaviour struct {
 // proc is the simulated state of one service or probe.
 type proc struct {
 	name    string
+	target  runtime.Target
 	b       *Behaviour
 	running bool
 	frozen  bool
@@ -123,7 +124,12 @@ func (x *Executor) proc(name string) *proc {
 		p = newProc(nil)
 		x.procs[name] = p
 	}
-	p.name = name
+	if p.name != name {
+		// A name that is no service's gives the zero target, which the
+		// engine ignores as it does any unknown service.
+		p.name = name
+		p.target, _ = runtime.ServiceTarget(name)
+	}
 	return p
 }
 
@@ -172,7 +178,7 @@ func (x *Executor) Crash(name string) {
 	}
 	p.running = false
 	p.gen++
-	x.sched.Post(runtime.ContainerEmptied{Service: name})
+	x.sched.Post(runtime.ContainerEmptied{Service: p.target})
 }
 
 // outcome picks the n-th outcome of op's script.
@@ -376,8 +382,8 @@ func kindOr(k string) string {
 }
 
 // Kill ends the daemon, as a kill of its container does.
-func (x *Executor) Kill(service string) {
-	p := x.proc(service)
+func (x *Executor) Kill(service runtime.Target) {
+	p := x.procOf(service)
 	p.running = false
 	p.frozen = false
 	p.gen++
@@ -385,10 +391,10 @@ func (x *Executor) Kill(service string) {
 }
 
 // Freeze marks the daemon frozen.
-func (x *Executor) Freeze(service string) { x.proc(service).frozen = true }
+func (x *Executor) Freeze(service runtime.Target) { x.procOf(service).frozen = true }
 
 // Thaw marks it running again.
-func (x *Executor) Thaw(service string) { x.proc(service).frozen = false }
+func (x *Executor) Thaw(service runtime.Target) { x.procOf(service).frozen = false }
 
 // Frozen reports whether the fake service is frozen.
 func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }

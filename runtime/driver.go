@@ -13,9 +13,9 @@ import (
 // ends (a real executor from a goroutine, a fake one at a virtual time).
 type Executor interface {
 	Run(op RunOp)
-	Kill(service string)
-	Freeze(service string)
-	Thaw(service string)
+	Kill(service Target)
+	Freeze(service Target)
+	Thaw(service Target)
 }
 
 // Store makes persistence effects durable. Apply gets the PutLease,

@@ -13,10 +13,10 @@ import (
 
 type nopExec struct{}
 
-func (nopExec) Run(runtime.RunOp) {}
-func (nopExec) Kill(string)       {}
-func (nopExec) Freeze(string)     {}
-func (nopExec) Thaw(string)       {}
+func (nopExec) Run(runtime.RunOp)     {}
+func (nopExec) Kill(runtime.Target)   {}
+func (nopExec) Freeze(runtime.Target) {}
+func (nopExec) Thaw(runtime.Target)   {}
 
 // ownEvent is an event of whoever runs the driver, not the engine's.
 type ownEvent struct{ fail bool }

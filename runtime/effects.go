@@ -13,16 +13,6 @@ type Effect interface{ EffectName() string }
 // OpID names one op run.
 type OpID uint64
 
-// Target is what an op runs: a service or a probe of a module.
-type Target struct {
-	Module string
-	Name   string
-	Probe  bool
-}
-
-// String is the target's node-wide name, "module/name".
-func (t Target) String() string { return t.Module + "/" + t.Name }
-
 // RunOp runs one op of a service or probe; the driver answers with OpDone.
 type RunOp struct {
 	ID      OpID
@@ -85,13 +75,13 @@ type CancelTimer struct{ Key TimerKey }
 
 // Kill forcefully stops everything in a service's process container (the
 // escalation of a failed stop).
-type Kill struct{ Service string }
+type Kill struct{ Service Target }
 
 // Freeze stops a service's processes from running; Thaw resumes them.
-type Freeze struct{ Service string }
+type Freeze struct{ Service Target }
 
 // Thaw resumes a frozen service.
-type Thaw struct{ Service string }
+type Thaw struct{ Service Target }
 
 // Admitted answers an Acquire: the lease holds, with the services it uses.
 type Admitted struct {

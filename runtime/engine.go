@@ -150,7 +150,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	case Fire:
 		e.fire(ev.Timer)
 	case ContainerEmptied:
-		if s := e.services[ev.Service]; s != nil {
+		if s := e.services[ev.Service.String()]; s != nil {
 			e.containerEmptied(s)
 		}
 	case Doctor:
@@ -257,7 +257,8 @@ func (e *Engine) doctor(reason string) {
 	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
 }
 
-func (e *Engine) reset(name string) {
+func (e *Engine) reset(t Target) {
+	name := t.String()
 	s := e.services[name]
 	if s == nil {
 		e.note(name, "reset: no such service")

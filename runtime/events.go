@@ -76,7 +76,7 @@ type Fire struct{ Timer TimerKey }
 
 // ContainerEmptied says the last process of a service's process container
 // exited: a crash if the service should be up.
-type ContainerEmptied struct{ Service string }
+type ContainerEmptied struct{ Service Target }
 
 // Doctor asks for the probes to run again (debounced): an explicit request,
 // a configuration reload, or the node waking from sleep.
@@ -87,7 +87,7 @@ type Doctor struct{ Reason string }
 type MemoryPressure struct{}
 
 // Reset clears a service's failures and its unhealthy mark.
-type Reset struct{ Service string }
+type Reset struct{ Service Target }
 
 // ReapNow runs a reap round at once.
 type ReapNow struct{}

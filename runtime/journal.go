@@ -121,11 +121,11 @@ func FormatEffect(f Effect) string {
 		}
 		return fmt.Sprintf("unknown lease %s", f.Lease)
 	case Kill:
-		return "kill " + f.Service
+		return "kill " + f.Service.String()
 	case Freeze:
-		return "freeze " + f.Service
+		return "freeze " + f.Service.String()
 	case Thaw:
-		return "thaw " + f.Service
+		return "thaw " + f.Service.String()
 	case Note:
 		return f.Subject + ": " + f.Text
 	case SetTimer:

@@ -214,7 +214,7 @@ func (s *service) reconcile(e *Engine) {
 			e.serviceOp(s, protocol.OpListOwned, "")
 		case s.idle() && s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand:
 			s.frozen = true
-			e.emit(Freeze{Service: s.name})
+			e.emit(Freeze{Service: s.target})
 			e.cancelTimer(s.slot, TimerStatus, s.name)
 			e.cancelTimer(s.slot, TimerFingerprint, s.name)
 			s.statusDue, s.fpDue = false, false
@@ -388,7 +388,7 @@ func (e *Engine) thaw(s *service) {
 		return
 	}
 	s.frozen = false
-	e.emit(Thaw{Service: s.name})
+	e.emit(Thaw{Service: s.target})
 	if s.state == sReady {
 		e.armWatch(s, false)
 	}
@@ -493,7 +493,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 	case protocol.OpStop:
 		if failed {
-			e.emit(Kill{Service: s.name})
+			e.emit(Kill{Service: s.target})
 			e.note(s.name, "stop %s (%s): escalated to a kill of its process container", o.Failure, o.Message)
 		} else if o.Result.OpResult.Escalated {
 			e.note(s.name, "stopped: the service escalated to its forceful path")

@@ -26,6 +26,7 @@ type Status struct {
 type ServiceStatus struct {
 	Name         string
 	Module       string
+	Target       Target `json:"-"` // Name, for the driver's effects
 	Enabled      bool
 	Lifecycle    manifest.Lifecycle
 	State        string // unknown, stopped, starting, waiting-ready, ready, stopping
@@ -86,7 +87,7 @@ func (e *Engine) Status() Status {
 	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.inflight}
 	for _, s := range e.svcOrder {
 		ss := ServiceStatus{
-			Name: s.name, Module: s.mod.name, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(),
+			Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(),
 			Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
 			Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB,
 			Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,

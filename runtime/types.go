@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -55,6 +57,44 @@ func (c *Config) withDefaults() {
 type ModuleSpec struct {
 	Module  *manifest.Module
 	Enabled bool
+}
+
+// Target is what an op runs: a service or a probe of a module.
+type Target struct {
+	Module string
+	Name   string
+	Probe  bool
+}
+
+// String is the target's node-wide name, "module/name".
+func (t Target) String() string { return t.Module + "/" + t.Name }
+
+// ServiceTarget reads a service's node-wide name, "module/name".
+func ServiceTarget(name string) (Target, error) {
+	mod, short, ok := strings.Cut(name, "/")
+	if !ok || mod == "" || short == "" || strings.Contains(short, "/") {
+		return Target{}, fmt.Errorf("service %q: not a service name (module/name)", name)
+	}
+	return Target{Module: mod, Name: short}, nil
+}
+
+// MarshalText writes a service target as its name, so that events that
+// carry one journal it as "module/name".
+func (t Target) MarshalText() ([]byte, error) {
+	if t.Probe {
+		return nil, fmt.Errorf("target %s: a probe has no text form", t)
+	}
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText reads a service target written by MarshalText.
+func (t *Target) UnmarshalText(b []byte) error {
+	x, err := ServiceTarget(string(b))
+	if err != nil {
+		return err
+	}
+	*t = x
+	return nil
 }
 
 // LeaseID names a lease; the caller chooses it and it is unique among live

@@ -75,7 +75,7 @@ func Explore(seed uint64, steps int) Exploration {
 	w.RunFor(10 * time.Minute)
 	for _, s := range a.Services {
 		a.record("reset %s", s)
-		w.Do(runtime.Reset{Service: s})
+		w.Do(runtime.Reset{Service: serviceTarget(s)})
 	}
 	a.record("doctor liveness phase")
 	w.Do(runtime.Doctor{Reason: "liveness phase"})

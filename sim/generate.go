@@ -207,7 +207,7 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 	case "reset":
 		name := pick(draw, "service", a.Services)
 		a.record("reset %s", name)
-		w.Do(runtime.Reset{Service: name})
+		w.Do(runtime.Reset{Service: serviceTarget(name)})
 	default:
 		panic("unknown action " + kind)
 	}

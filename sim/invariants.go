@@ -86,7 +86,7 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 	for _, f := range effects {
 		switch f := f.(type) {
 		case runtime.Kill:
-			killed[f.Service] = true
+			killed[f.Service.String()] = true
 		case runtime.RunOp:
 			name := f.Target.String()
 			s := svc[name]

@@ -321,7 +321,7 @@ func TestEmptiedWhileFrozenNoThaw(t *testing.T) {
 	w.RunFor(time.Second)
 	t.Logf("frozen=%v", w.Exec.Frozen("m/a"))
 	tr := traceOf(w)
-	w.Do(runtime.ContainerEmptied{Service: "m/a"})
+	w.Do(runtime.ContainerEmptied{Service: runtime.Target{Module: "m", Name: "a"}})
 	w.RunFor(5 * time.Second)
 	t.Logf("after emptied+stop: fake frozen=%v engine frozen=%v\n%s", w.Exec.Frozen("m/a"), svc(w, "m/a").Frozen, strings.Join(*tr, "\n"))
 	if w.Exec.Frozen("m/a") {

@@ -604,7 +604,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 			return in, err
 		}
 		in.target = args[0]
-		in.ev = runtime.Reset{Service: args[0]}
+		in.ev = runtime.Reset{Service: serviceTarget(args[0])}
 	case "enable", "disable", "remove":
 		if err := nargs(1, f[0]+" MODULE"); err != nil {
 			return in, err
@@ -709,6 +709,14 @@ func (p *parser) objectInput(in Input, args []string) (Input, error) {
 
 // checkInput checks the names an input refers to, once every module is
 // known.
+// serviceTarget is the target of a service name the simulator made, or one
+// checkInput checks: a name that is no service's gives the zero target,
+// which checkInput refuses.
+func serviceTarget(name string) runtime.Target {
+	t, _ := runtime.ServiceTarget(name)
+	return t
+}
+
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
 	case "crash", "object", "reset":

@@ -44,7 +44,7 @@ func (rec *recorder) observe(now time.Time, ev runtime.Event, effects []runtime.
 		delete(rec.ops, ev.ID)
 		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
 	case runtime.ContainerEmptied:
-		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service + " emptied", Event: ev})
+		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	}
 	for _, f := range effects {
 		var info OpInfo

@@ -191,7 +191,7 @@ func (t *timeline) record(r Record) {
 	case RecEvent:
 		switch ev := r.Event.(type) {
 		case runtime.ContainerEmptied:
-			if s := t.services[ev.Service]; s != nil {
+			if s := t.services[ev.Service.String()]; s != nil {
 				s.marks = append(s.marks, mark{r.At, "crash", "process container emptied"})
 			}
 		case runtime.OpDone:
@@ -230,18 +230,18 @@ func (t *timeline) effect(r Record) {
 			s.set(r.At, stStopping)
 		}
 	case runtime.Kill:
-		if s := t.services[f.Service]; s != nil {
+		if s := t.services[f.Service.String()]; s != nil {
 			s.marks = append(s.marks, mark{r.At, "kill", "kill of its process container"})
 		}
 	case runtime.Freeze:
-		if s := t.services[f.Service]; s != nil {
+		if s := t.services[f.Service.String()]; s != nil {
 			s.frozen = true
 			if s.cur == stReady {
 				s.set(r.At, stFrozen)
 			}
 		}
 	case runtime.Thaw:
-		if s := t.services[f.Service]; s != nil {
+		if s := t.services[f.Service.String()]; s != nil {
 			s.frozen = false
 			if s.cur == stFrozen {
 				s.set(r.At, stReady)
