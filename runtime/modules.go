@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -121,24 +122,23 @@ func (e *Engine) newProbe(m *module, spec *manifest.Probe) *probe {
 	return p
 }
 
+// sortedByName refills dst, reusing its array, with the values of m in
+// name order.
+func sortedByName[T any](dst []*T, m map[string]*T, name func(*T) string) []*T {
+	dst = dst[:0]
+	for _, x := range m {
+		dst = append(dst, x)
+	}
+	slices.SortFunc(dst, func(a, b *T) int { return strings.Compare(name(a), name(b)) })
+	return dst
+}
+
 // rebuildIndex recomputes the sorted orders and the capability and pool
 // indexes after modules change.
 func (e *Engine) rebuildIndex() {
-	e.modOrder = e.modOrder[:0]
-	e.svcOrder = e.svcOrder[:0]
-	e.prbOrder = e.prbOrder[:0]
-	for _, m := range e.modules {
-		e.modOrder = append(e.modOrder, m)
-	}
-	sort.Slice(e.modOrder, func(i, j int) bool { return e.modOrder[i].name < e.modOrder[j].name })
-	for _, s := range e.services {
-		e.svcOrder = append(e.svcOrder, s)
-	}
-	sort.Slice(e.svcOrder, func(i, j int) bool { return e.svcOrder[i].name < e.svcOrder[j].name })
-	for _, p := range e.probes {
-		e.prbOrder = append(e.prbOrder, p)
-	}
-	sort.Slice(e.prbOrder, func(i, j int) bool { return e.prbOrder[i].name < e.prbOrder[j].name })
+	e.modOrder = sortedByName(e.modOrder, e.modules, func(m *module) string { return m.name })
+	e.svcOrder = sortedByName(e.svcOrder, e.services, func(s *service) string { return s.name })
+	e.prbOrder = sortedByName(e.prbOrder, e.probes, func(p *probe) string { return p.name })
 	// Only enabled providers are indexed: names are unique among enabled
 	// modules only, so a disabled or removed one must not hide the live
 	// one. Why the others offer nothing is kept for rejections.

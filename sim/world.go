@@ -4,8 +4,11 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -206,16 +209,10 @@ func (m *MemStore) Apply(batch []runtime.Effect) error {
 
 // State is what a booting engine gets, in a stable order.
 func (m *MemStore) State() runtime.State {
-	var st runtime.State
-	for _, l := range m.leases {
-		st.Leases = append(st.Leases, l)
+	return runtime.State{
+		Leases:   slices.SortedFunc(maps.Values(m.leases), func(a, b runtime.LeaseRecord) int { return cmp.Compare(a.ID, b.ID) }),
+		Services: slices.SortedFunc(maps.Values(m.services), func(a, b runtime.ServiceRecord) int { return cmp.Compare(a.Name, b.Name) }),
 	}
-	sort.Slice(st.Leases, func(i, j int) bool { return st.Leases[i].ID < st.Leases[j].ID })
-	for _, s := range m.services {
-		st.Services = append(st.Services, s)
-	}
-	sort.Slice(st.Services, func(i, j int) bool { return st.Services[i].Name < st.Services[j].Name })
-	return st
 }
 
 // Leases lists the stored lease ids.
