@@ -260,7 +260,11 @@ func TestLeftoverRecords(t *testing.T) {
 			close(logs)
 			var lines []string
 			for l := range logs {
-				lines = append(lines, l)
+				// Whether the fingerprint had to wait for the resolution
+				// in the background depends on the machine's load.
+				if !strings.Contains(l, "op held until") {
+					lines = append(lines, l)
+				}
 			}
 			if got := strings.Join(lines, ""); tc.log != "" && !strings.Contains(got, tc.log) || tc.log == "" && got != "" {
 				t.Errorf("log:\n%s\nwant a line with %q", got, tc.log)
