@@ -15,6 +15,7 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // served starts an agent on the demo module with its API, as `svcrun
@@ -218,7 +219,7 @@ func TestLeaseCommands(t *testing.T) {
 func TestSocketResolution(t *testing.T) {
 	cfg, sock := served(t)
 	t.Setenv(EnvSocket, "/from/env.sock")
-	fs := newFlagSet(&Main{Stderr: os.Stderr}, "x", "")
+	fs := (&cli.Env{}).FlagSet("x", "")
 	f := addSocketFlags(fs)
 	for _, tc := range []struct {
 		args []string

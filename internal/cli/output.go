@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// The output rules of both binaries, in one place:
+//
+//   - What was asked for goes to stdout: a command's result, its --json,
+//     and the usage asked for with -h, --help or help (exit 0).
+//   - Everything about a problem goes to stderr, as "PROG CMD: MESSAGE"
+//     lines: a failure (exit 1), and a wrong command line (exit 2), which
+//     gets one line naming the mistake and a pointer to -h, never the
+//     whole usage; only a missing or unknown command prints the usage, there.
+//   - A command that printed its own failure (a JSON failure on stdout, a
+//     report of several lines) returns ExitError and Run prints nothing.
+
+// exit reports err, the outcome of command cmd, and returns the exit code.
+func (p *Program) exit(env *Env, cmd string, err error) int {
+	var ue UsageError
+	var ee ExitError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.Stderr, "%s %s: %s\nRun '%s %s -h' for usage.\n", p.Name, cmd, ue.Msg, p.Name, cmd)
+		return 2
+	case errors.As(err, &ee):
+		return ee.Code
+	default:
+		fmt.Fprintf(env.Stderr, "%s %s: %v\n", p.Name, cmd, err)
+		return 1
+	}
+}
+
+// usage prints the command list, on stdout when asked for and on stderr
+// when the command line is wrong.
+func (p *Program) usage(w io.Writer) {
+	fmt.Fprintf(w, "Usage: %s <command> [flags] [arguments]\n\nCommands:\n", p.Name)
+	names := make([]string, 0, len(p.Commands))
+	width := 0
+	for n := range p.Commands {
+		names = append(names, n)
+		width = max(width, len(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, p.Commands[n].Summary)
+	}
+	if p.Footer != "" {
+		fmt.Fprintf(w, "\n%s\n", p.Footer)
+	}
+}
+
+// commandUsage prints a command's usage line and flags on stdout: it is
+// printed only when asked for with -h.
+func commandUsage(env *Env, fs *flag.FlagSet, synopsis string) {
+	fmt.Fprintf(env.Stdout, "Usage: %s %s\n", fs.Name(), synopsis)
+	fs.SetOutput(env.Stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
