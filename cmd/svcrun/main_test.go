@@ -91,7 +91,8 @@ func TestCommandLines(t *testing.T) {
 	}
 }
 
-// TestUsage: svcrun -h states the exit codes, as README.md does.
+// TestUsage: svcrun -h states the exit codes, as README.md does, and usage
+// has one stream.
 func TestUsage(t *testing.T) {
 	code, out, _ := run(t, "-h")
 	if code != 0 || !strings.Contains(out, exitCodes) || !strings.Contains(out, "Flags may come before or\nafter a command's arguments") {
@@ -106,6 +107,11 @@ func TestUsage(t *testing.T) {
 	para, _, _ = strings.Cut(para, "\n\n")
 	if want := words("Exit codes of every svcrun command:" + para); !ok || want != words(exitCodes) {
 		t.Errorf("README.md says:\n%s\nsvcrun -h says:\n%s", want, words(exitCodes))
+	}
+	// Usage asked for goes to stdout, a missing command's to stderr, as
+	// in svcsim.
+	if code, out, errs := run(t); code != 2 || out != "" || !strings.HasPrefix(errs, "Usage: svcrun <command>") {
+		t.Errorf("svcrun without a command: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	code, out, errs := run(t, "reset", "-h")
 	if code != 0 || !strings.Contains(out, "Usage: svcrun reset [--json] [--socket PATH | --config FILE] MODULE/SERVICE") || !strings.Contains(out, "-json") || errs != "" {
