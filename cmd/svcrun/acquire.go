@@ -49,7 +49,7 @@ func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 			return admission(err)
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, g)
+			return cli.PrintJSON(m.Stdout, g)
 		}
 		fmt.Fprintln(m.Stdout, g.Lease)
 		return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -112,12 +111,6 @@ func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what, hint st
 	return c, arg, err
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 // failureJSON is what a command given --json prints on stdout when it
 // fails after its command line was read (exit 1); a wrong command line
 // (exit 2) is still reported as text on stderr.
@@ -185,7 +178,7 @@ func failed(m *cli.Env, cmd string, asJSON bool, err error) error {
 		}
 	}
 	if asJSON {
-		if err := printJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
+		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
 			return err
 		}
 		return cli.ExitError{Code: 1}
@@ -214,7 +207,7 @@ func runDone(ctx context.Context, m *cli.Env, args []string, name string, call f
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, d)
+			return cli.PrintJSON(m.Stdout, d)
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

@@ -37,7 +37,7 @@ func setModule(ctx context.Context, m *cli.Env, cmd string, enable bool, args []
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
+			return cli.PrintJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

@@ -118,3 +118,13 @@ func TestUsage(t *testing.T) {
 		t.Errorf("reset -h: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }
+
+// TestJSONAsWritten: --json answers keep <, > and & as they are, as op's
+// report always did.
+func TestJSONAsWritten(t *testing.T) {
+	const sock = "/nonexistent/<a&b>.sock"
+	code, out, errs := run(t, "doctor", "--json", "--socket", sock)
+	if code != 1 || !strings.Contains(out, `"error": "cannot reach svcrun at `+sock) || errs != "" {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+}

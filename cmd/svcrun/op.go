@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -217,7 +215,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	r.StderrTail = string(res.StderrTail)
 	if *asJSON {
-		if err := writeJSON(m.Stdout, r); err != nil {
+		if err := cli.PrintJSON(m.Stdout, r); err != nil {
 			return err
 		}
 	} else {
@@ -350,7 +348,7 @@ const (
 
 func (r *opReport) print(m *cli.Env, t opTarget) {
 	if r.OK {
-		writeJSON(m.Stdout, r.Result)
+		cli.PrintJSON(m.Stdout, r.Result)
 		for _, w := range r.Warnings {
 			fmt.Fprintf(m.Stderr, "svcrun op: warning: %s\n", w)
 		}
@@ -411,18 +409,6 @@ func visible(r rune) rune {
 		return '\uFFFD'
 	}
 	return r
-}
-
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // The normalised results: the wire format of protocol 1 as the agent

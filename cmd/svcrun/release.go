@@ -21,7 +21,7 @@ func runRelease(ctx context.Context, m *cli.Env, args []string) error {
 			return leaseError(err)
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, released{OK: true, Lease: lease})
+			return cli.PrintJSON(m.Stdout, released{OK: true, Lease: lease})
 		}
 		return nil
 	}()

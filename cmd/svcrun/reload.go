@@ -28,7 +28,7 @@ func runReload(ctx context.Context, m *cli.Env, args []string) error {
 			if r.RestartNeeded == nil {
 				r.RestartNeeded = []string{}
 			}
-			return printJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
+			return cli.PrintJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
 		}
 		fmt.Fprintln(m.Stdout, "configuration reloaded")
 		if len(r.RestartNeeded) > 0 {

@@ -26,7 +26,7 @@ func runRenew(ctx context.Context, m *cli.Env, args []string) error {
 		}
 		switch {
 		case *asJSON:
-			return printJSON(m.Stdout, r)
+			return cli.PrintJSON(m.Stdout, r)
 		case r.Expires.IsZero():
 			fmt.Fprintf(m.Stdout, "%s has no TTL: it is held until released\n", r.Lease)
 		default:

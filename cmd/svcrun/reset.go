@@ -35,7 +35,7 @@ func runReset(ctx context.Context, m *cli.Env, args []string) error {
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
+			return cli.PrintJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

@@ -28,7 +28,7 @@ func runStatus(ctx context.Context, m *cli.Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(m.Stdout, st)
+		return cli.PrintJSON(m.Stdout, st)
 	}
 	printStatus(m.Stdout, st)
 	return nil

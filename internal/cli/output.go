@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -63,4 +64,14 @@ func commandUsage(env *Env, fs *flag.FlagSet, synopsis string) {
 	fs.SetOutput(env.Stdout)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// PrintJSON writes v as indented JSON, a command's --json answer or
+// report. <, > and & stay as they are: the answer is read by people as
+// well as programs, and messages name paths such as <data_dir>.
+func PrintJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
