@@ -207,7 +207,7 @@ func (p poolFlag) Set(v string) error {
 	}
 	k, err := strconv.ParseInt(n, 10, 64)
 	if err != nil || k < 1 {
-		return errors.New("N is a number of tokens, 1 or more (to need a pool without reserving, use --needs-pool)")
+		return errors.New("give a number of tokens N, 1 or more (to need a pool without reserving, use --needs-pool)")
 	}
 	if _, dup := p[name]; dup {
 		return fmt.Errorf("pool %s given twice: give each pool once", name)
