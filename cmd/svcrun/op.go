@@ -350,12 +350,12 @@ func (r *opReport) print(m *cli.Env, t opTarget) {
 	if r.OK {
 		cli.PrintJSON(m.Stdout, r.Result)
 		for _, w := range r.Warnings {
-			fmt.Fprintf(m.Stderr, "svcrun op: warning: %s\n", w)
+			m.Warnf("%s", w)
 		}
 		return
 	}
 	w := m.Stderr
-	fmt.Fprintf(w, "svcrun op: %s %s\n", t.fullName(), r.Message)
+	m.Printf("%s %s", t.fullName(), r.Message)
 	if len(r.Reasons) > 0 {
 		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
 		for _, reason := range r.Reasons {
@@ -377,7 +377,7 @@ func (r *opReport) print(m *cli.Env, t opTarget) {
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "svcrun op: warning: %s\n", warn)
+		m.Warnf("%s", warn)
 	}
 	fmt.Fprintf(w, "  module data dir: %s\n", r.DataDir)
 }

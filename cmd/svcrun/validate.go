@@ -77,7 +77,7 @@ func validateConfig(m *cli.Env, file string) error {
 	fmt.Fprintf(m.Stdout, "node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
 		c.NodeID, c.File, c.Platform, c.DataDir, c.Socket, c.MemoryBudgetGB, c.Sandbox, c.MaxConcurrentOps, limits)
 	for _, w := range c.Warnings {
-		fmt.Fprintf(m.Stderr, "warning: %s\n", w)
+		m.Warnf("%s", w)
 	}
 	for i, mod := range mods {
 		printModule(m.Stdout, mod, c.Modules[i].Enabled, c.Platform)

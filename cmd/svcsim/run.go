@@ -28,7 +28,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 	for i, file := range files {
 		sc, err := sim.ParseScenarioFile(file)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "svcsim run: %v\n", err)
+			env.Printf("%v", err)
 			failed = true
 			continue
 		}
@@ -43,7 +43,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 			fmt.Fprint(env.Stdout, res.Trace())
 		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "svcsim run: %v\n", err)
+			env.Printf("%v", err)
 			failed = true
 			continue
 		}

@@ -20,7 +20,7 @@ import (
 // Env is a command's standard streams, so that tests run it in process.
 type Env struct {
 	Stdout, Stderr io.Writer
-	prog           string // set by Program.Run, for usage lines
+	prog, cmd      string // set by Program.Run, to name the command in what it prints
 }
 
 // Command is one subcommand.
@@ -67,7 +67,8 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 		p.usage(e.Stderr)
 		return 2
 	}
-	return p.exit(&e, args[0], cmd.Run(ctx, &e, args[1:]))
+	e.cmd = args[0]
+	return p.exit(&e, cmd.Run(ctx, &e, args[1:]))
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }

@@ -11,31 +11,45 @@ import (
 
 // The output rules of both binaries, in one place:
 //
-//   - What was asked for goes to stdout: a command's result, its --json,
-//     and the usage asked for with -h, --help or help (exit 0).
-//   - Everything about a problem goes to stderr, as "PROG CMD: MESSAGE"
-//     lines: a failure (exit 1), and a wrong command line (exit 2), which
-//     gets one line naming the mistake and a pointer to -h, never the
-//     whole usage; only a missing or unknown command prints the usage, there.
+//   - What was asked for goes to stdout: a command's result, its --json
+//     (PrintJSON), and the usage asked for with -h, --help or help (exit 0).
+//   - Everything else goes to stderr, as "PROG CMD: MESSAGE" lines
+//     (Env.Printf, Env.Warnf): notes and warnings, a failure (exit 1), and
+//     a wrong command line (exit 2), which gets one line naming the mistake
+//     and a pointer to -h, never the whole usage; only a missing or unknown
+//     command prints the usage, there.
 //   - A command that printed its own failure (a JSON failure on stdout, a
 //     report of several lines) returns ExitError and Run prints nothing.
 
-// exit reports err, the outcome of command cmd, and returns the exit code.
-func (p *Program) exit(env *Env, cmd string, err error) int {
+// exit reports err, the outcome of env's command, and returns the exit
+// code.
+func (p *Program) exit(env *Env, err error) int {
 	var ue UsageError
 	var ee ExitError
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "%s %s: %s\nRun '%s %s -h' for usage.\n", p.Name, cmd, ue.Msg, p.Name, cmd)
+		env.Printf("%s\nRun '%s %s -h' for usage.", ue.Msg, env.prog, env.cmd)
 		return 2
 	case errors.As(err, &ee):
 		return ee.Code
 	default:
-		fmt.Fprintf(env.Stderr, "%s %s: %v\n", p.Name, cmd, err)
+		env.Printf("%v", err)
 		return 1
 	}
+}
+
+// Printf prints a line "PROG CMD: MESSAGE" on stderr: why the command
+// failed, or a note on what it is doing, which stdout must not carry.
+func (e *Env) Printf(format string, args ...any) {
+	fmt.Fprintf(e.Stderr, "%s %s: %s\n", e.prog, e.cmd, fmt.Sprintf(format, args...))
+}
+
+// Warnf prints a line "PROG CMD: warning: MESSAGE" on stderr: something
+// the command did anyway but the user should know.
+func (e *Env) Warnf(format string, args ...any) {
+	e.Printf("warning: "+format, args...)
 }
 
 // usage prints the command list, on stdout when asked for and on stderr
