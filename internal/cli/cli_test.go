@@ -91,6 +91,9 @@ func TestProgram(t *testing.T) {
 				if name == "nobody" {
 					return errors.New("nobody is there")
 				}
+				if name == "ghost" {
+					env.Warnf("%s may not answer", name)
+				}
 				if *loud {
 					name = strings.ToUpper(name)
 				}
@@ -116,6 +119,7 @@ func TestProgram(t *testing.T) {
 		{args: []string{"hello", "a", "b"}, code: 2, stderr: "prog hello: unexpected argument \"b\": prog hello takes one NAME\nRun 'prog hello -h' for usage.\n"},
 		{args: []string{"hello", "--", "a", "--loud"}, code: 2, stderr: "prog hello: unexpected argument \"--loud\": prog hello takes one NAME; it came after --, where flags are taken for arguments: put it before the --\nRun 'prog hello -h' for usage.\n"},
 		{args: []string{"hello", "nobody"}, code: 1, stderr: "prog hello: nobody is there\n"},
+		{args: []string{"hello", "ghost"}, stdout: "hello ghost\n", stderr: "prog hello: warning: ghost may not answer\n"},
 	} {
 		var out, errb bytes.Buffer
 		code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, tc.args)
