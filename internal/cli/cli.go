@@ -17,7 +17,8 @@ import (
 	"io"
 )
 
-// Env is a command's standard streams, so that tests run it in process.
+// Env is what a command prints with: its standard streams (so that tests
+// run it in process) and its name.
 type Env struct {
 	Stdout, Stderr io.Writer
 	prog, cmd      string // set by Program.Run, to name the command in what it prints
@@ -68,7 +69,7 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	e.cmd = args[0]
-	return p.exit(&e, cmd.Run(ctx, &e, args[1:]))
+	return exit(&e, cmd.Run(ctx, &e, args[1:]))
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }

@@ -23,7 +23,7 @@ import (
 
 // exit reports err, the outcome of env's command, and returns the exit
 // code.
-func (p *Program) exit(env *Env, err error) int {
+func exit(env *Env, err error) int {
 	var ue UsageError
 	var ee ExitError
 	switch {
