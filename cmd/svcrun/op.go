@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -47,25 +46,25 @@ containers.
 Flags:`
 
 // runOp runs one op of a bundle's service or probe without a daemon.
-func runOp(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "op", opSynopsis)
+func runOp(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("op", opSynopsis)
 	bundle := fs.String("bundle", "", "the module bundle `DIR`")
 	config := fs.String("config", "", "a node configuration `FILE`: run the op as that node does, sandbox included")
 	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
-	timeout := durationFlag(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
+	timeout := cli.Duration(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
 	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case (*bundle == "") == (*config == ""):
-		return usageError{"give --bundle DIR or --config FILE"}
+		return cli.UsageError{Msg: "give --bundle DIR or --config FILE"}
 	case fs.NArg() < 2:
-		return usageError{"give the SERVICE (or probe) and the OP"}
+		return cli.UsageError{Msg: "give the SERVICE (or probe) and the OP"}
 	case *timeout < 0:
-		return usageError{fmt.Sprintf("--timeout %v is negative", *timeout)}
+		return cli.Usagef("--timeout %v is negative", *timeout)
 	}
 	var node *opNode
 	var mod *manifest.Module
@@ -85,7 +84,7 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	}
 	op, err := protocol.ParseOp(fs.Arg(1))
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	opArgs := fs.Args()[2:]
 	if err := checkOpArgs(t, op, opArgs); err != nil {
@@ -216,14 +215,14 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	}
 	r.StderrTail = string(res.StderrTail)
 	if *asJSON {
-		if err := writeJSON(m.Stdout, r); err != nil {
+		if err := cli.PrintJSON(m.Stdout, r); err != nil {
 			return err
 		}
 	} else {
 		r.print(m, t)
 	}
 	if !r.OK {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
@@ -275,7 +274,7 @@ func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 		}
 		probes = append(probes, p.Name)
 	}
-	return opTarget{}, usageError{fmt.Sprintf("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))}
+	return opTarget{}, cli.Usagef("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))
 }
 
 // checkOpArgs applies the protocol's rules to the op's arguments: only
@@ -283,22 +282,22 @@ func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 // --force.
 func checkOpArgs(t opTarget, op protocol.Op, args []string) error {
 	if t.probe && op != protocol.OpFingerprint {
-		return usageError{fmt.Sprintf("%s is a probe: it implements only fingerprint", t.fullName())}
+		return cli.Usagef("%s is a probe: it implements only fingerprint", t.fullName())
 	}
 	if op != protocol.OpDestroy {
 		if len(args) > 0 {
-			return usageError{fmt.Sprintf("%s takes no arguments, got %q", op, args)}
+			return cli.Usagef("%s takes no arguments, got %q", op, args)
 		}
 		return nil
 	}
 	switch {
 	case len(args) == 0:
-		return usageError{"destroy needs the object ID: destroy ID [--force]"}
+		return cli.UsageError{Msg: "destroy needs the object ID: destroy ID [--force]"}
 	case len(args) > 2 || len(args) == 2 && args[1] != "--force":
-		return usageError{fmt.Sprintf("destroy takes ID [--force], got %q", args)}
+		return cli.Usagef("destroy takes ID [--force], got %q", args)
 	}
 	if err := protocol.ValidObjectID(args[0]); err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	return nil
 }
@@ -347,16 +346,16 @@ const (
 	stdoutBytesShown = 512
 )
 
-func (r *opReport) print(m *Main, t opTarget) {
+func (r *opReport) print(m *cli.Env, t opTarget) {
 	if r.OK {
-		writeJSON(m.Stdout, r.Result)
+		cli.PrintJSON(m.Stdout, r.Result)
 		for _, w := range r.Warnings {
-			fmt.Fprintf(m.Stderr, "svcrun op: warning: %s\n", w)
+			m.Warnf("%s", w)
 		}
 		return
 	}
 	w := m.Stderr
-	fmt.Fprintf(w, "svcrun op: %s %s\n", t.fullName(), r.Message)
+	m.Printf("%s %s", t.fullName(), r.Message)
 	if len(r.Reasons) > 0 {
 		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
 		for _, reason := range r.Reasons {
@@ -378,7 +377,7 @@ func (r *opReport) print(m *Main, t opTarget) {
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "svcrun op: warning: %s\n", warn)
+		m.Warnf("%s", warn)
 	}
 	fmt.Fprintf(w, "  module data dir: %s\n", r.DataDir)
 }
@@ -410,18 +409,6 @@ func visible(r rune) rune {
 		return '\uFFFD'
 	}
 	return r
-}
-
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // The normalised results: the wire format of protocol 1 as the agent
@@ -552,7 +539,7 @@ func loadOpNode(file, service string) (*opNode, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, usageError{fmt.Sprintf("no service or probe %q in the modules of %s: %s", service, file, strings.Join(names, ", "))}
+		return nil, cli.Usagef("no service or probe %q in the modules of %s: %s", service, file, strings.Join(names, ", "))
 	}
-	return nil, usageError{fmt.Sprintf("%q is in several modules of %s: write MODULE/%s", service, file, service)}
+	return nil, cli.Usagef("%q is in several modules of %s: write MODULE/%s", service, file, service)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
 )
@@ -13,13 +14,13 @@ import (
 // of its modules would be sandboxed here. It exits 1 when a module would
 // be refused (sandbox = "require" with a layer missing, or a grant that
 // makes the sandbox unsound).
-func runSandbox(_ context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "sandbox", "[--config FILE]")
+func runSandbox(_ context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("sandbox", "[--config FILE]")
 	config := fs.String("config", "", "also show how each module of the node configuration `FILE` is sandboxed on this host")
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	fmt.Fprint(m.Stdout, sandbox.Probe())
