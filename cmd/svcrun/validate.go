@@ -78,8 +78,8 @@ func validateConfig(m *Main, file string) error {
 	for _, w := range c.Warnings {
 		fmt.Fprintf(m.Stderr, "warning: %s\n", w)
 	}
-	for i, mod := range mods {
-		printModule(m.Stdout, mod, c.Modules[i].Enabled, c.Platform)
+	for _, mod := range mods {
+		printModule(m.Stdout, mod.Manifest, mod.Config.Enabled, c.Platform)
 	}
 	return nil
 }
