@@ -16,7 +16,9 @@
 // files: each bundle a directory holding a readable module.toml (else an
 // error at the position of its bundle key in the config file), module
 // names, pool and capability names unique among enabled modules, and each
-// grant approved only where the manifest asked for it.
+// grant approved only where the manifest asked for it. Each module comes
+// back as a LoadedModule, its [[modules]] entry with its manifest, and
+// travels so: nobody pairs the two again by position.
 //
 // A caller runs Load, then LoadModules. So that one run still shows every
 // mistake when the config file has some, Load then also does what

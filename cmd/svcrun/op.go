@@ -167,6 +167,7 @@ type opTarget struct {
 	name      string
 	probe     bool
 	platforms []string
+	runsOn    func(platform string) bool // the manifest's rule
 }
 
 func (t opTarget) kind() string {
@@ -178,30 +179,18 @@ func (t opTarget) kind() string {
 
 func (t opTarget) fullName() string { return t.module + "/" + t.name }
 
-func (t opTarget) runsOn(p string) bool {
-	if t.platforms == nil {
-		return true
-	}
-	for _, x := range t.platforms {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
-
 // findTarget looks name up among the services, then the probes, of mod.
 func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 	var services, probes []string
 	for _, s := range mod.Services {
 		if s.Name == name {
-			return opTarget{module: mod.Name, name: s.Name, platforms: s.Platforms}, nil
+			return opTarget{module: mod.Name, name: s.Name, platforms: s.Platforms, runsOn: s.RunsOn}, nil
 		}
 		services = append(services, s.Name)
 	}
 	for _, p := range mod.Probes {
 		if p.Name == name {
-			return opTarget{module: mod.Name, name: p.Name, probe: true, platforms: p.Platforms}, nil
+			return opTarget{module: mod.Name, name: p.Name, probe: true, platforms: p.Platforms, runsOn: p.RunsOn}, nil
 		}
 		probes = append(probes, p.Name)
 	}

@@ -72,18 +72,10 @@ func TestOpConfigRunAsEntersDataDir(t *testing.T) {
 if (echo x > "$OARBANK_MODULE_DATA/f") 2>/dev/null; then w=yes; else w=no; fi
 printf '{"healthy":true,"running":false,"attrs":{"data":"%s"}}\n' "$w"
 `
-	for name, content := range map[string]string{
+	writeBundle(t, bundle, map[string]string{
 		"module.toml": "[module]\nname = \"box\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\n",
 		"bin/svc":     script,
-	} {
-		p := filepath.Join(bundle, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	cfg := filepath.Join(root, "svcrun.toml")
 	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"nobody\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
