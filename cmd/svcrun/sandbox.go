@@ -37,13 +37,10 @@ func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "\nnode %s (%s): sandbox = %q\n", c.NodeID, c.File, c.Sandbox)
 	refused := 0
-	for i, mod := range mods {
-		if mod == nil {
-			continue
-		}
-		p, err := sandbox.PlanFor(c, mod, c.Modules[i])
+	for _, mod := range mods {
+		p, err := sandbox.PlanFor(c, mod)
 		if err != nil {
-			fmt.Fprintf(m.Stdout, "module %s: REFUSED: %v\n", mod.Name, err)
+			fmt.Fprintf(m.Stdout, "module %s: REFUSED: %v\n", mod.Manifest.Name, err)
 			refused++
 			continue
 		}

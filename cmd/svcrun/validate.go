@@ -79,8 +79,8 @@ func validateConfig(m *cli.Env, file string) error {
 	for _, w := range c.Warnings {
 		m.Warnf("%s", w)
 	}
-	for i, mod := range mods {
-		printModule(m.Stdout, mod, c.Modules[i].Enabled, c.Platform)
+	for _, mod := range mods {
+		printModule(m.Stdout, mod.Manifest, mod.Config.Enabled, c.Platform)
 	}
 	return nil
 }
