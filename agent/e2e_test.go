@@ -958,7 +958,7 @@ func e2eCrash(t *testing.T, mode e2eMode) {
 	rec := e.waitRecord("e2e/crashy: failure 1/3: crashed")
 	within(t, "crash detection ("+rec.Text[strings.Index(rec.Text, "crashed"):strings.Index(rec.Text, ";")]+")", rec.At.Sub(killed), 0, time.Second)
 	if e.contained("crashy") && !strings.Contains(rec.Text, "process container emptied") {
-		// filled-in §5: where the platform can tell, the emptying of the
+		// docs/decisions.md, Agent rules: where the platform can tell, the emptying of the
 		// process container is an event, seen at once.
 		t.Errorf("crash in a cgroup container not seen as its emptying: %q", rec.Text)
 	}
@@ -1226,7 +1226,7 @@ func e2eStopEscalation(t *testing.T, mode e2eMode) {
 }
 
 // Restart after a kill: a service whose container was killed by an
-// escalated stop starts again for the next lease (filled-in §5: the
+// escalated stop starts again for the next lease (docs/decisions.md, Agent rules: the
 // escalation ends a stop; nothing withdraws the service for it).
 //
 // With cgroup containers this fails on kernels (seen on 6.18) where a
@@ -1256,7 +1256,7 @@ func e2eRestartAfterKill(t *testing.T, mode e2eMode) {
 
 // Stop timeout: the idle stop of hangstop never ends and outlives SIGTERM
 // (testdata/e2e-stop-hang, ctl/hang_stop), with a helper in its process
-// group that ignores it. filled-in §5: an op that overruns its timeout
+// group that ignores it. docs/decisions.md, Agent rules: an op that overruns its timeout
 // gets SIGTERM on its process group, a short grace (executor.DefaultGrace),
 // then SIGKILL, and counts as failed; a stop that times out escalates to a
 // kill of the process container, recorded; the escalation ends the stop,

@@ -1,5 +1,5 @@
 // Package nodeconfig loads svcrun's node configuration, svcrun.toml
-// (filled-in §6): who the node is, where its state lives, how much memory
+// (docs/decisions.md, Node configuration): who the node is, where its state lives, how much memory
 // its services may reserve, how strictly they are sandboxed, how often they
 // are watched, the owner's limits, and the modules with what the owner
 // approved for each.
@@ -58,7 +58,7 @@ const (
 	SandboxBestEffort SandboxMode = "best_effort"
 )
 
-// Defaults of filled-in §6.
+// Defaults (docs/decisions.md, Node configuration).
 const (
 	DefaultDataDir           = "/var/lib/svcrun"
 	DefaultSocketName        = "svcrun.sock"

@@ -46,7 +46,7 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if err := executor.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned daemons will be reaped by init", "error", err)
 	}
-	// Ops are born unable to dump core (filled-in §4): svcrun's own hard
+	// Ops are born unable to dump core (docs/decisions.md, Sandbox): svcrun's own hard
 	// limit goes to 0 first, since children inherit it.
 	if err := sandbox.DisableCores(); err != nil {
 		log.Warn("core dumps of ops not disabled", "error", err)
