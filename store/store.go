@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/flock"
 
 	bolt "go.etcd.io/bbolt"
@@ -42,7 +43,8 @@ var (
 	// ErrFull: the data dir has no space left for a checkpoint of the log
 	// into the state file (ENOSPC or EDQUOT). Nothing stored is lost; what
 	// can wait (new and renewed leases) is refused until space returns.
-	ErrFull = errors.New("the data dir is full")
+	// It is errdefs.ErrFull, which the API answers with 507 store_full.
+	ErrFull = errdefs.ErrFull
 )
 
 // fullError is a write that found no space: the data dir, and the error of

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
 )
 
@@ -99,7 +98,7 @@ func (f *leaseFlags) request() (api.AcquireRequest, error) {
 	attempt := *f.attempt
 	if attempt == "" {
 		// Made here, before the first try, so that every try names it.
-		attempt = agent.NewAttemptID()
+		attempt = api.NewAttemptID()
 	}
 	return api.AcquireRequest{
 		Job: *f.job, Attempt: attempt, Pools: map[string]int64(f.pools), NeedsPools: f.needs, Capabilities: f.caps,

@@ -14,13 +14,15 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/api/server"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
 
 // startAPI serves the local API on the agent's socket until ctx is done or
 // the returned Closer is closed, whichever comes first.
 func startAPI(ctx context.Context, a *agent.Agent, log *slog.Logger) (io.Closer, error) {
-	srv, err := api.NewServer(a, a.Config().Socket, log)
+	srv, err := server.New(a, a.Config().Socket, log)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +173,7 @@ func (h *hinted) Unwrap() error { return h.err }
 // admission explains an acquire that failed: a rejection with its reason,
 // an interrupted wait; anything else stays.
 func admission(err error) error {
-	var rej *agent.RejectedError
+	var rej *errdefs.RejectedError
 	switch {
 	case errors.As(err, &rej):
 		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason,
@@ -184,7 +186,7 @@ func admission(err error) error {
 
 // leaseError adds a hint to an unknown lease.
 func leaseError(err error) error {
-	if errors.Is(err, agent.ErrUnknownLease) {
+	if errors.Is(err, errdefs.ErrUnknownLease) {
 		return &hinted{err: err, msg: err.Error(), code: api.CodeUnknownLease,
 			hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
 	}
