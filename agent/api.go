@@ -21,19 +21,19 @@ import (
 // with the same attempt and requirements, Acquire answers with the lease
 // already admitted (see runtime.AlreadyHeld).
 type AcquireRequest struct {
-	Job     string `json:"job,omitempty"`
-	Attempt string `json:"attempt,omitempty"` // NewAttemptID when empty
+	Job     string
+	Attempt string // NewAttemptID when empty
 	runtime.Requirements
-	Wait time.Duration `json:"wait"` // how long to wait for admission
-	TTL  time.Duration `json:"ttl"`  // 0: held until released
+	Wait time.Duration // how long to wait for admission
+	TTL  time.Duration // 0: held until released
 }
 
 // Grant is an admitted lease.
 type Grant struct {
-	Lease    runtime.LeaseID `json:"lease"`
-	Attempt  string          `json:"attempt"`
-	Services []string        `json:"services"`
-	Expires  time.Time       `json:"expires,omitzero"`
+	Lease    runtime.LeaseID
+	Attempt  string
+	Services []string
+	Expires  time.Time
 }
 
 // ErrRemovesEveryModule refuses a reload of a configuration without
@@ -135,27 +135,27 @@ func (a *Agent) Release(ctx context.Context, id runtime.LeaseID) error {
 // Status is the engine's view and what the agent adds to it.
 type Status struct {
 	runtime.Status
-	NodeID    string    `json:"node_id"`
-	Platform  string    `json:"platform"`
-	Config    string    `json:"config"`
-	DataDir   string    `json:"data_dir"`
-	Socket    string    `json:"socket"`
-	Sandbox   string    `json:"sandbox"`
-	StartedAt time.Time `json:"started_at"`
-	Steps     uint64    `json:"steps"`
+	NodeID    string
+	Platform  string
+	Config    string
+	DataDir   string
+	Socket    string
+	Sandbox   string
+	StartedAt time.Time
+	Steps     uint64
 	// Containers says how services are contained on this host (cgroup v2
 	// and what of it works, or process groups and why).
-	Containers string `json:"containers"`
+	Containers string
 	// SandboxHost is what this host's kernel can enforce; SandboxMissing
 	// lists, per module, the layers that are not applied.
-	SandboxHost    string   `json:"sandbox_host"`
-	SandboxMissing []string `json:"sandbox_missing,omitempty"`
+	SandboxHost    string
+	SandboxMissing []string
 	// ContainerModes is, per service, "cgroup" or "process-group: reason".
-	ContainerModes map[string]string `json:"container_modes,omitempty"`
+	ContainerModes map[string]string
 	// StoreFull says why new and renewed leases are refused while the
 	// data dir is full ("the data dir is full: DIR: reason"); empty
 	// otherwise.
-	StoreFull string `json:"store_full,omitempty"`
+	StoreFull string
 }
 
 // Status returns the view after the last stored step, without waiting for
