@@ -29,9 +29,9 @@ var kinds = []kind{
 	{errdefs.ErrNotFound, http.StatusNotFound, CodeNotFound},
 }
 
-// Classify returns the status and code that answer err: those of the
+// Answer returns the status and code that answer err: those of the
 // first kind it matches with errors.Is, else 500 internal.
-func Classify(err error) (status int, code string) {
+func Answer(err error) (status int, code string) {
 	for _, k := range kinds {
 		if errors.Is(err, k.err) {
 			return k.status, k.code

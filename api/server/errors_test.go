@@ -18,7 +18,7 @@ import (
 
 // TestErrorAnswers sends each error the agent returns through the server's
 // answer and the client's reading of it: the status and code come from
-// api.Classify, and the caller tells the error apart with errors.Is/As.
+// api.Answer, and the caller tells the error apart with errors.Is/As.
 func TestErrorAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -40,7 +40,7 @@ func TestErrorAnswers(t *testing.T) {
 		{"anything else", errors.New("boom"), http.StatusInternalServerError, api.CodeInternal, "lease l1: boom", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if status, code := api.Classify(tc.err); status != tc.status || code != tc.code {
+			if status, code := api.Answer(tc.err); status != tc.status || code != tc.code {
 				t.Errorf("Classify: %d %s, want %d %s", status, code, tc.status, tc.code)
 			}
 			err := answer(t, tc.err)

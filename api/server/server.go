@@ -1,7 +1,7 @@
 // Package server serves svcrun's local API (package api describes it)
 // for one agent: the socket, the peer check, the validation of request
 // bodies, and the answer of every error, with the status and code
-// api.Classify gives it.
+// api.Answer gives it.
 package server
 
 import (
@@ -261,14 +261,14 @@ func writeError(w http.ResponseWriter, status int, code, msg, reason string) {
 	writeJSON(w, status, api.ErrorBody{Error: msg, Code: code, Reason: reason})
 }
 
-// fail answers err with the status and code api.Classify gives it. what
+// fail answers err with the status and code api.Answer gives it. what
 // names the subject for messages ("lease lease-1f..."), or is empty.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	prefix := ""
 	if what != "" {
 		prefix = what + ": "
 	}
-	status, code := api.Classify(err)
+	status, code := api.Answer(err)
 	var br *BadRequestError
 	var rej *errdefs.RejectedError
 	switch {
