@@ -36,8 +36,9 @@
 // lease not admitted (with the reason), 422 a reload refused, 503 svcrun
 // stopping, 504 a timeout, 507 a full data dir, 500 anything else. The
 // errors of package errdefs are mapped to their status and code in one
-// table (Answer gives an error its status and code): the server answers with it, and the client's *Error
-// matches the errdefs error of its code, so callers use errors.Is.
+// table: the server answers an error with what Answer gives it, and the
+// client's *Error matches the errdefs error of its code, so callers use
+// errors.Is and errors.As.
 //
 // # Acquire
 //
