@@ -44,7 +44,7 @@ func runAcquire(ctx context.Context, m *Main, args []string) error {
 		defer c.Close()
 		g, err := acquireRetrying(ctx, newAwayNotice(m.Stderr, "acquire"), c, req)
 		if err != nil {
-			return admission(err)
+			return admission(ctx, c, req, err)
 		}
 		if *asJSON {
 			return printJSON(m.Stdout, g)
@@ -214,8 +214,8 @@ func (p poolFlag) Set(v string) error {
 	return nil
 }
 
-// notAdmitted reports an acquire that failed: a rejection with its reason
-// and a hint, anything else as is.
-func notAdmitted(m *Main, cmd string, err error) error {
-	return failed(m, cmd, false, admission(err))
+// notAdmitted reports an acquire of req that failed: a rejection with its
+// reason and a hint, anything else as is.
+func notAdmitted(ctx context.Context, m *Main, cmd string, c *api.Client, req api.AcquireRequest, err error) error {
+	return failed(m, cmd, false, admission(ctx, c, req, err))
 }

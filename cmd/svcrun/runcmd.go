@@ -60,7 +60,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	away := newAwayNotice(m.Stderr, "run")
 	g, err := acquireShowing(ctx, m, away, c, req)
 	if err != nil {
-		return notAdmitted(m, "run", err)
+		return notAdmitted(ctx, m, "run", c, req, err)
 	}
 	// From here on the lease is held: renew and release it whatever ctx
 	// (canceled by SIGINT or SIGTERM) says.
