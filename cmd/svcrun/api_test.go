@@ -162,6 +162,9 @@ func TestLeaseCommands(t *testing.T) {
 		t.Errorf("renew --json without ttl: %d %s", code, out)
 	}
 	code, out, _ = run(t, "status")
+	if code != 0 {
+		t.Errorf("status: exit %d", code)
+	}
 	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB", "SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
 		"demo/posix-sh", lease, "j1", "admitted"} {
 		if !strings.Contains(out, want) {
