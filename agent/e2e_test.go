@@ -922,7 +922,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	// and no start is tried.
 	t1 := time.Now()
 	_, err = e.acquire(AcquireRequest{Requirements: caps("cap-flaky"), Wait: 5 * time.Second})
-	rejected(t, err, "unhealthy", "svcrun reset e2e/flaky")
+	rejected(t, err, "service e2e/flaky is unhealthy after 3 consecutive failures")
 	within(t, "rejection of an unhealthy service", time.Since(t1), 0, time.Second)
 	if n := e.count("flaky", "start"); n != 3 {
 		t.Fatalf("unhealthy service started again: %d starts", n)

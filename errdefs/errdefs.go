@@ -1,8 +1,8 @@
 // Package errdefs holds the errors that cross svcrun's API: the daemon
-// returns them, package api answers each with its HTTP status and code
-// (api.Kinds, the one table of both), and the API's client gives them back
-// to its callers, who tell them apart with errors.Is and errors.As. It
-// links nothing of the daemon, so a client does not either.
+// returns them, one table in package api gives each its HTTP status and
+// code (api.Answer), and the API's client gives them back to its callers,
+// who tell them apart with errors.Is and errors.As. It links nothing of
+// the daemon, so a client does not either.
 package errdefs
 
 import (
