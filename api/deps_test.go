@@ -7,8 +7,8 @@ import (
 )
 
 // TestClientLinksNoDaemon keeps the daemon out of the client: a program
-// that talks to svcrun links neither the agent, the engine, the store nor
-// the executor.
+// that talks to svcrun links neither the agent, the engine, the store, the
+// executor nor the module loader.
 func TestClientLinksNoDaemon(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
@@ -21,7 +21,7 @@ func TestClientLinksNoDaemon(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		switch dep {
 		case "github.com/oarbank/svcrun/agent", "github.com/oarbank/svcrun/runtime", "github.com/oarbank/svcrun/store",
-			"github.com/oarbank/svcrun/executor", "github.com/oarbank/svcrun/api/server", "go.etcd.io/bbolt":
+			"github.com/oarbank/svcrun/executor", "github.com/oarbank/svcrun/api/server", "github.com/oarbank/svcrun/manifest", "go.etcd.io/bbolt":
 			t.Errorf("package api links %s", dep)
 		}
 	}

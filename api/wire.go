@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-
-	"github.com/oarbank/svcrun/manifest"
 )
 
 // Bounds of an acquire request: far above what a job runner sends, and
@@ -148,26 +146,26 @@ type Memory struct {
 
 // ServiceStatus is one service.
 type ServiceStatus struct {
-	Name         string             `json:"name"` // module/service
-	Module       string             `json:"module"`
-	Enabled      bool               `json:"enabled"`
-	Lifecycle    manifest.Lifecycle `json:"lifecycle"`
-	State        string             `json:"state"` // unknown, stopped, starting, waiting-ready, ready, stopping
-	Ready        bool               `json:"ready"` // usable by leases now
-	Refs         int                `json:"refs"`
-	Waiting      int                `json:"waiting"` // requests waiting for it
-	Failures     int                `json:"failures"`
-	Unhealthy    bool               `json:"unhealthy"`
-	Reason       string             `json:"reason,omitempty"`
-	BackoffUntil time.Time          `json:"backoff_until,omitzero"`
-	Frozen       bool               `json:"frozen"`
-	StopReason   string             `json:"stop_reason,omitempty"`
-	MemGB        float64            `json:"mem_gb"`
-	Charged      bool               `json:"charged"` // counted against the memory budget
-	Pools        map[string]int64   `json:"pools,omitempty"`
-	Capabilities []string           `json:"capabilities,omitempty"`
-	OpInFlight   string             `json:"op_in_flight,omitempty"`
-	Container    string             `json:"container,omitempty"` // cgroup, or process-group: reason
+	Name         string           `json:"name"` // module/service
+	Module       string           `json:"module"`
+	Enabled      bool             `json:"enabled"`
+	Lifecycle    string           `json:"lifecycle"` // on_demand, always, manual (manifest.Lifecycle)
+	State        string           `json:"state"`     // unknown, stopped, starting, waiting-ready, ready, stopping
+	Ready        bool             `json:"ready"`     // usable by leases now
+	Refs         int              `json:"refs"`
+	Waiting      int              `json:"waiting"` // requests waiting for it
+	Failures     int              `json:"failures"`
+	Unhealthy    bool             `json:"unhealthy"`
+	Reason       string           `json:"reason,omitempty"`
+	BackoffUntil time.Time        `json:"backoff_until,omitzero"`
+	Frozen       bool             `json:"frozen"`
+	StopReason   string           `json:"stop_reason,omitempty"`
+	MemGB        float64          `json:"mem_gb"`
+	Charged      bool             `json:"charged"` // counted against the memory budget
+	Pools        map[string]int64 `json:"pools,omitempty"`
+	Capabilities []string         `json:"capabilities,omitempty"`
+	OpInFlight   string           `json:"op_in_flight,omitempty"`
+	Container    string           `json:"container,omitempty"` // cgroup, or process-group: reason
 }
 
 // ProbeStatus is one probe and its last result.
