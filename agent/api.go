@@ -11,7 +11,6 @@ import (
 
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/ids"
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
@@ -225,11 +224,9 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 		i := -1
 		var names []string
 		for j, m := range a.mods {
-			if m != nil {
-				names = append(names, m.Name)
-				if m.Name == module {
-					i = j
-				}
+			names = append(names, m.Manifest.Name)
+			if m.Manifest.Name == module {
+				i = j
 			}
 		}
 		if i < 0 {
@@ -237,12 +234,12 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 			err = &errdefs.NotFoundError{Kind: "module", Name: module, Known: names}
 			return
 		}
-		a.cfg.Modules[i].Enabled = enabled
+		a.mods[i].Config.Enabled = enabled
 		why := "disabled through svcrun's API (svcrun disable)"
 		if enabled {
 			why = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods), Why: why})
+		err = a.step(runtime.Reload{Modules: moduleSpecs(a.mods), Why: why})
 	})
 	return errors.Join(done, err)
 }
@@ -272,13 +269,13 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	}
 	var stepErr error
 	done := a.onLoop(ctx, func() {
-		if err := refuseRemovingAll(a.cfg, a.mods, cfg, mods); err != nil {
+		if err := refuseRemovingAll(a.mods, cfg, mods); err != nil {
 			stepErr = err
 			return
 		}
 		notes = restartOnly(a.cfg, cfg)
 		retired := a.stillStopping(mods)
-		if err := a.exec.Update(a.execConfig(withRetired(cfg, mods, retired))); err != nil {
+		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
 			stepErr = fmt.Errorf("reload: %w", err)
 			return
 		}
@@ -288,7 +285,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.mods)})
 	})
 	for _, n := range notes {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)
@@ -296,69 +293,44 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	return notes, errors.Join(done, stepErr)
 }
 
-// retiredModule is a module gone from the configuration whose services
-// may still be stopping.
-type retiredModule struct {
-	cfg nodeconfig.Module
-	mod *manifest.Module
-}
-
 // stillStopping lists the modules that the new set mods drops, or dropped
 // at an earlier reload, and that the engine still has services of: their
 // stop ops need their targets. On the loop.
-func (a *Agent) stillStopping(mods []*manifest.Module) []retiredModule {
+func (a *Agent) stillStopping(mods []nodeconfig.LoadedModule) []nodeconfig.LoadedModule {
 	kept := map[string]bool{}
 	for _, m := range mods {
-		if m != nil {
-			kept[m.Name] = true
-		}
+		kept[m.Manifest.Name] = true
 	}
 	inEngine := map[string]bool{}
 	for _, s := range a.engine.Status().Services {
 		inEngine[s.Module] = true
 	}
-	var out []retiredModule
+	var out []nodeconfig.LoadedModule
 	for _, r := range a.retired {
-		if !kept[r.mod.Name] && inEngine[r.mod.Name] {
+		if name := r.Manifest.Name; !kept[name] && inEngine[name] {
 			out = append(out, r)
-			kept[r.mod.Name] = true
+			kept[name] = true
 		}
 	}
-	for i, m := range a.mods {
-		if m != nil && !kept[m.Name] && inEngine[m.Name] {
-			out = append(out, retiredModule{cfg: a.cfg.Modules[i], mod: m})
+	for _, m := range a.mods {
+		if name := m.Manifest.Name; !kept[name] && inEngine[name] {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// withRetired is the configuration and modules the executor runs: cfg's,
-// then the retired ones.
-func withRetired(cfg *nodeconfig.Config, mods []*manifest.Module, retired []retiredModule) (*nodeconfig.Config, []*manifest.Module) {
-	if len(retired) == 0 {
-		return cfg, mods
-	}
-	c := *cfg
-	c.Modules = slices.Clone(cfg.Modules)
-	mods = slices.Clone(mods)
-	for _, r := range retired {
-		c.Modules = append(c.Modules, r.cfg)
-		mods = append(mods, r.mod)
-	}
-	return &c, mods
-}
-
 // refuseRemovingAll refuses a new configuration without modules while the
 // running one has modules enabled. Disabling them first (enabled = false)
 // stops them on purpose; a later reload may then drop them.
-func refuseRemovingAll(old *nodeconfig.Config, oldMods []*manifest.Module, cur *nodeconfig.Config, mods []*manifest.Module) error {
-	if slices.ContainsFunc(mods, func(m *manifest.Module) bool { return m != nil }) {
+func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config, mods []nodeconfig.LoadedModule) error {
+	if len(mods) > 0 {
 		return nil
 	}
 	var enabled []string
-	for i, m := range oldMods {
-		if m != nil && old.Modules[i].Enabled {
-			enabled = append(enabled, m.Name)
+	for _, m := range oldMods {
+		if m.Config.Enabled {
+			enabled = append(enabled, m.Manifest.Name)
 		}
 	}
 	if len(enabled) == 0 {

@@ -81,9 +81,9 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	spec.Env = env
 	hooksFor := func(module string) executor.Hooks {
 		b.Helper()
-		for i, m := range n.mods {
-			if m.Name == module {
-				p, err := PlanFor(n.cfg, m, n.cfg.Modules[i])
+		for _, m := range n.mods {
+			if m.Manifest.Name == module {
+				p, err := PlanFor(n.cfg, m)
 				if err != nil {
 					b.Fatal(err)
 				}

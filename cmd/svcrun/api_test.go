@@ -15,6 +15,7 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // served starts an agent on the demo module with its API, as `svcrun
@@ -170,7 +171,7 @@ func TestLeaseCommands(t *testing.T) {
 	}
 	code, out, _ = run(t, "status")
 	if code != 0 {
-		t.Errorf("status: exit %d", code)
+		t.Errorf("status: exit %d\n%s", code, out)
 	}
 	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB", "SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
 		"demo/posix-sh", lease, "j1", "admitted"} {
@@ -245,7 +246,7 @@ func TestRejectedUnhealthyHint(t *testing.T) {
 func TestSocketResolution(t *testing.T) {
 	cfg, sock := served(t)
 	t.Setenv(EnvSocket, "/from/env.sock")
-	fs := newFlagSet(&Main{Stderr: os.Stderr}, "x", "")
+	fs := (&cli.Env{}).FlagSet("x", "")
 	f := addSocketFlags(fs)
 	for _, tc := range []struct {
 		args []string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
@@ -36,16 +37,16 @@ import (
 // the same attempt (made before the first try) until svcrun is back,
 // within --wait, and renewals and the release wait for it likewise; run
 // says once that svcrun went away and once that it is back.
-func runRun(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
+func runRun(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
 	sock := addSocketFlags(fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		return usageError{"give the command to run after --, e.g. svcrun run --capability kv -- ./job.sh"}
+		return cli.UsageError{Msg: "give the command to run after --, e.g. svcrun run --capability kv -- ./job.sh"}
 	}
 	req, err := lf.request()
 	if err != nil {
@@ -85,7 +86,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	if ctx.Err() != nil { // interrupted as it was admitted
 		release()
 		fmt.Fprintln(m.Stderr, "svcrun run: interrupted before CMD started: the lease was released")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -95,9 +96,9 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		release()
 		fmt.Fprintf(m.Stderr, "svcrun run: cannot run %s: %v\n", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{127}
+			return cli.ExitError{Code: 127}
 		}
-		return exitError{126}
+		return cli.ExitError{Code: 126}
 	}
 
 	renewCtx, stopRenew := context.WithCancel(bg)
@@ -133,7 +134,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("waiting for %s: %w", argv[0], werr)
 	}
 	if code := exitCode(cmd.ProcessState); code != 0 {
-		return exitError{code}
+		return cli.ExitError{Code: code}
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 // acquireShowing acquires, asking again while svcrun is away; while it
 // waits, with stderr on a terminal, it prints every second what the lease
 // waits for.
-func acquireShowing(ctx context.Context, m *Main, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
 	if !isTerminal(m.Stderr) {
 		return acquireRetrying(ctx, away, c, req)
 	}
