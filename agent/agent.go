@@ -45,6 +45,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
@@ -95,6 +96,9 @@ type Options struct {
 type Executor interface {
 	runtime.Executor
 	Update(executor.Config) error
+	// ContainerMode says, for svcrun status, how a service's processes
+	// are contained.
+	ContainerMode(service string) string
 	Close()
 }
 
@@ -506,8 +510,9 @@ func (a *Agent) writable() error {
 	return nil
 }
 
-// ErrStopping is returned to requests that arrive while svcrun stops.
-var ErrStopping = errors.New("svcrun is stopping")
+// ErrStopping, errdefs.ErrStopping, is returned to requests that arrive
+// while svcrun stops.
+var ErrStopping = errdefs.ErrStopping
 
 // onLoop runs fn on the loop and waits for it. Once posted, fn runs (or
 // the agent stops): the caller waits for that rather than for ctx, so that

@@ -48,6 +48,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/runtime"
@@ -393,7 +394,7 @@ func (e *e2e) mustAcquire(req AcquireRequest) Grant {
 // rejected asserts that err is a rejection whose reason has every part.
 func rejected(t testing.TB, err error, parts ...string) string {
 	t.Helper()
-	var rej *RejectedError
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) {
 		t.Fatalf("want a rejection containing %q, got %v", parts, err)
 	}
@@ -921,7 +922,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	// and no start is tried.
 	t1 := time.Now()
 	_, err = e.acquire(AcquireRequest{Requirements: caps("cap-flaky"), Wait: 5 * time.Second})
-	rejected(t, err, "unhealthy", "svcrun reset e2e/flaky")
+	rejected(t, err, "service e2e/flaky is unhealthy after 3 consecutive failures")
 	within(t, "rejection of an unhealthy service", time.Since(t1), 0, time.Second)
 	if n := e.count("flaky", "start"); n != 3 {
 		t.Fatalf("unhealthy service started again: %d starts", n)
@@ -1522,8 +1523,8 @@ func e2eModuleRemoved(t *testing.T, mode e2eMode) {
 	}
 	eventually(t, "the daemon gone", func() bool { return !alive(pid) })
 	_, err = e.r.a.Renew(ctx, g.Lease)
-	var ended *LeaseEndedError
-	if !errors.As(err, &ended) || !errors.Is(err, ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
+	var ended *errdefs.LeaseEndedError
+	if !errors.As(err, &ended) || !errors.Is(err, errdefs.ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
 		t.Errorf("renew of the lease: got %v, want it ended because module e2e was removed", err)
 	}
 }

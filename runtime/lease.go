@@ -101,7 +101,7 @@ func (e *Engine) neverUsable(s *service) string {
 	case s.removed:
 		return fmt.Sprintf("service %s was removed from its module", s.name)
 	case s.unhealthy:
-		return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, s.reason, s.name)
+		return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, s.reason)
 	case s.spec.ReservesHostMemory && s.memGB > e.cfg.MemoryBudgetGB:
 		return fmt.Sprintf("service %s reserves %v GB, more than the node's memory budget of %v GB", s.name, s.memGB, e.cfg.MemoryBudgetGB)
 	}

@@ -713,7 +713,7 @@ func (e *Engine) fail(s *service, why string) {
 		s.unhealthy = true
 		s.backoffUntil = time.Time{}
 		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, why)
-		e.failWaitingFor(s, fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, why, s.name))
+		e.failWaitingFor(s, fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, why))
 	} else {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/internal/cli"
 )
@@ -46,7 +45,7 @@ func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 		defer c.Close()
 		g, err := acquireRetrying(ctx, newAwayNotice(m.Stderr, "acquire"), c, req)
 		if err != nil {
-			return admission(err)
+			return admission(ctx, c, req, err)
 		}
 		if *asJSON {
 			return cli.PrintJSON(m.Stdout, g)
@@ -100,7 +99,7 @@ func (f *leaseFlags) request() (api.AcquireRequest, error) {
 	attempt := *f.attempt
 	if attempt == "" {
 		// Made here, before the first try, so that every try names it.
-		attempt = agent.NewAttemptID()
+		attempt = api.NewAttemptID()
 	}
 	return api.AcquireRequest{
 		Job: *f.job, Attempt: attempt, Pools: map[string]int64(f.pools), NeedsPools: f.needs, Capabilities: f.caps,
@@ -216,8 +215,8 @@ func (p poolFlag) Set(v string) error {
 	return nil
 }
 
-// notAdmitted reports an acquire that failed: a rejection with its reason
-// and a hint, anything else as is.
-func notAdmitted(m *cli.Env, cmd string, err error) error {
-	return failed(m, cmd, false, admission(err))
+// notAdmitted reports an acquire of req that failed: a rejection with its
+// reason and a hint, anything else as is.
+func notAdmitted(ctx context.Context, m *cli.Env, cmd string, c *api.Client, req api.AcquireRequest, err error) error {
+	return failed(m, cmd, false, admission(ctx, c, req, err))
 }

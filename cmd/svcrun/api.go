@@ -9,9 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/api/server"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
@@ -19,7 +24,7 @@ import (
 // startAPI serves the local API on the agent's socket until ctx is done or
 // the returned Closer is closed, whichever comes first.
 func startAPI(ctx context.Context, a *agent.Agent, log *slog.Logger) (io.Closer, error) {
-	srv, err := api.NewServer(a, a.Config().Socket, log)
+	srv, err := server.New(a, a.Config().Socket, log)
 	if err != nil {
 		return nil, err
 	}
@@ -132,23 +137,65 @@ type hinted struct {
 func (h *hinted) Error() string { return h.msg }
 func (h *hinted) Unwrap() error { return h.err }
 
-// admission explains an acquire that failed: a rejection with its reason,
-// an interrupted wait; anything else stays.
-func admission(err error) error {
-	var rej *agent.RejectedError
+// admission explains an acquire that failed: a rejection with its reason
+// and a hint (resetHint), an interrupted wait; anything else stays.
+func admission(ctx context.Context, c *api.Client, req api.AcquireRequest, err error) error {
+	var rej *errdefs.RejectedError
 	switch {
 	case errors.As(err, &rej):
-		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason,
-			hint: "svcrun status shows the services, pools and probes; svcrun reset SERVICE clears an unhealthy service"}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the hint must not hold up the failure
+		defer cancel()
+		st, serr := c.Status(sctx)
+		if serr != nil {
+			st = api.Status{}
+		}
+		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason, hint: resetHint(st, req)}
 	case errors.Is(err, context.Canceled):
 		return &hinted{err: err, msg: "interrupted while waiting for admission: the request was withdrawn", code: "interrupted"}
 	}
 	return err
 }
 
+// resetHint is the hint of a rejected request: the command that clears
+// each unhealthy service offering a capability or pool it asks for (the
+// engine's reason says a service is unhealthy; what to type is the
+// CLI's), else where to look.
+func resetHint(st api.Status, req api.AcquireRequest) string {
+	const look = "svcrun status shows the services, pools and probes"
+	wanted := map[string]bool{}
+	for _, c := range req.Capabilities {
+		wanted["capability "+c] = true
+	}
+	for p := range req.Pools {
+		wanted["pool "+p] = true
+	}
+	for _, p := range req.NeedsPools {
+		wanted["pool "+p] = true
+	}
+	offers := map[string][]string{} // service: what it offers
+	for _, s := range st.Services {
+		for _, c := range s.Capabilities {
+			offers[s.Name] = append(offers[s.Name], "capability "+c)
+		}
+	}
+	for _, p := range st.Pools {
+		offers[p.Service] = append(offers[p.Service], "pool "+p.Name)
+	}
+	var resets []string
+	for _, s := range st.Services {
+		if s.Unhealthy && slices.ContainsFunc(offers[s.Name], func(o string) bool { return wanted[o] }) {
+			resets = append(resets, fmt.Sprintf("%s is unhealthy: svcrun reset %s clears its failures", s.Name, s.Name))
+		}
+	}
+	if len(resets) == 0 {
+		return look + "; svcrun reset SERVICE clears an unhealthy service"
+	}
+	return strings.Join(resets, "; ") + "; " + look
+}
+
 // leaseError adds a hint to an unknown lease.
 func leaseError(err error) error {
-	if errors.Is(err, agent.ErrUnknownLease) {
+	if errors.Is(err, errdefs.ErrUnknownLease) {
 		return &hinted{err: err, msg: err.Error(), code: api.CodeUnknownLease,
 			hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
 	}

@@ -22,7 +22,14 @@ import (
 // serve` does, and returns the node configuration file and the socket.
 func served(t *testing.T) (cfg, sock string) {
 	t.Helper()
-	demo, err := filepath.Abs("../../examples/modules/demo")
+	return servedModule(t, "../../examples/modules/demo", "settings = { slots = 2 }")
+}
+
+// servedModule is served on the module in dir, with the lines of its
+// [[modules]] entry after its bundle.
+func servedModule(t *testing.T, dir, entry string) (cfg, sock string) {
+	t.Helper()
+	bundle, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +48,8 @@ sandbox = "best_effort"
 
 [[modules]]
 bundle = %q
-settings = { slots = 2 }
-`, sock, demo)
+%s
+`, sock, bundle, entry)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +222,23 @@ func TestLeaseCommands(t *testing.T) {
 		code, out, errs := run(t, tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errs, tc.err) {
 			t.Errorf("%v: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
+		}
+	}
+}
+
+// A rejection for an unhealthy service comes with the svcrun reset that
+// clears it: the engine's reason only says it is unhealthy.
+func TestRejectedUnhealthyHint(t *testing.T) {
+	_, sock := servedModule(t, "testdata/broken", "")
+	// The first acquire waits through the failed start; the second finds
+	// the service unhealthy.
+	for i := range 2 {
+		code, _, errs := run(t, "acquire", "--socket", sock, "--capability", "cap-broken", "--wait", "60s")
+		if code != 1 || !strings.Contains(errs, "service broken/svc is unhealthy after 1 consecutive failures") {
+			t.Fatalf("acquire %d: exit %d, stderr:\n%s", i+1, code, errs)
+		}
+		if i == 1 && !strings.Contains(errs, "\nhint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
+			t.Errorf("acquire %d: no reset hint, stderr:\n%s", i+1, errs)
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
 )
 
@@ -61,7 +61,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	away := newAwayNotice(m.Stderr, "run")
 	g, err := acquireShowing(ctx, m, away, c, req)
 	if err != nil {
-		return notAdmitted(m, "run", err)
+		return notAdmitted(ctx, m, "run", c, req, err)
 	}
 	// From here on the lease is held: renew and release it whatever ctx
 	// (canceled by SIGINT or SIGTERM) says.
@@ -73,7 +73,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 			return c.Release(rctx, g.Lease)
 		})
 		if err != nil {
-			if errors.Is(err, agent.ErrUnknownLease) {
+			if errors.Is(err, errdefs.ErrUnknownLease) {
 				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended when CMD exited (%v)\n", g.Lease, err)
 				return
 			}
@@ -255,7 +255,7 @@ func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Cli
 			next = every
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, agent.ErrUnknownLease):
+		case errors.Is(err, errdefs.ErrUnknownLease):
 			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
 			return
 		case api.Away(err):
