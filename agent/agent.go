@@ -45,6 +45,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
@@ -95,6 +96,9 @@ type Options struct {
 type Executor interface {
 	runtime.Executor
 	Update(executor.Config) error
+	// ContainerMode says, for svcrun status, how a service's processes
+	// are contained.
+	ContainerMode(service string) string
 	Close()
 }
 
@@ -103,7 +107,7 @@ type Agent struct {
 	opts   Options
 	log    *slog.Logger
 	cfg    *nodeconfig.Config
-	mods   []*manifest.Module
+	mods   []nodeconfig.LoadedModule
 	db     *store.DB
 	sched  *clockwork.Real[runtime.Event]
 	exec   Executor
@@ -153,7 +157,7 @@ type Agent struct {
 
 	// retired are the modules gone from the configuration whose services
 	// may still be stopping (Reload); owned by the loop.
-	retired []retiredModule
+	retired []nodeconfig.LoadedModule
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -185,8 +189,8 @@ func Open(opts Options) (*Agent, error) {
 		opts.Logger.Warn(w)
 	}
 	for _, m := range mods {
-		for _, w := range m.Warnings {
-			opts.Logger.Warn(w, "module", m.Name)
+		for _, w := range m.Manifest.Warnings {
+			opts.Logger.Warn(w, "module", m.Manifest.Name)
 		}
 	}
 	if err := store.MkdirAll(cfg.DataDir, 0o755); err != nil {
@@ -268,8 +272,8 @@ func Open(opts Options) (*Agent, error) {
 // Config is the configuration the agent runs with.
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
-func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []*manifest.Module) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg, mods), Logger: a.log}
+func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) executor.Config {
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg), Logger: a.log}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -287,12 +291,10 @@ func engineConfig(cfg *nodeconfig.Config) runtime.Config {
 	}
 }
 
-func moduleSpecs(cfg *nodeconfig.Config, mods []*manifest.Module) []runtime.ModuleSpec {
-	var specs []runtime.ModuleSpec
-	for i, m := range mods {
-		if m != nil {
-			specs = append(specs, runtime.ModuleSpec{Module: m, Enabled: cfg.Modules[i].Enabled})
-		}
+func moduleSpecs(mods []nodeconfig.LoadedModule) []runtime.ModuleSpec {
+	specs := make([]runtime.ModuleSpec, 0, len(mods))
+	for _, m := range mods {
+		specs = append(specs, runtime.ModuleSpec{Module: m.Manifest, Enabled: m.Config.Enabled})
 	}
 	return specs
 }
@@ -316,7 +318,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
-	if err := a.driver.Step(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.cfg, a.mods), State: state}); err != nil {
+	if err := a.driver.Step(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
 	// The driver's loop steps events until ctx is done or the store fails.
@@ -421,7 +423,7 @@ func (a *Agent) thawAll() {
 // its process container, so that none is left running.
 func (a *Agent) stopAll() {
 	var specs []runtime.ModuleSpec
-	for _, s := range moduleSpecs(a.cfg, a.mods) {
+	for _, s := range moduleSpecs(a.mods) {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
@@ -500,8 +502,9 @@ func (a *Agent) writable() error {
 	return nil
 }
 
-// ErrStopping is returned to requests that arrive while svcrun stops.
-var ErrStopping = errors.New("svcrun is stopping")
+// ErrStopping, errdefs.ErrStopping, is returned to requests that arrive
+// while svcrun stops.
+var ErrStopping = errdefs.ErrStopping
 
 // onLoop runs fn on the loop and waits for it. Once posted, fn runs (or
 // the agent stops): the caller waits for that rather than for ctx, so that

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sim"
 )
@@ -103,7 +104,7 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	// A request beyond the pool's capacity (2 slots from the settings) waits
 	// and is rejected with the reason.
 	_, err = r.a.Acquire(ctx, AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"kv-slots": 2}}, Wait: 500 * time.Millisecond})
-	var rej *RejectedError
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
 		t.Fatalf("oversized request: %v", err)
 	}
@@ -125,7 +126,7 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	if err := r.a.Release(ctx, g.Lease); err != nil {
 		t.Fatalf("release after restart: %v", err)
 	}
-	if err := r.a.Release(ctx, g.Lease); !errors.Is(err, ErrUnknownLease) {
+	if err := r.a.Release(ctx, g.Lease); !errors.Is(err, errdefs.ErrUnknownLease) {
 		t.Fatalf("second release: %v", err)
 	}
 	r.stop(t) // --stop-services-on-exit
@@ -169,7 +170,7 @@ func TestRequireSandbox(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	_, err := r.a.Acquire(ctx, AcquireRequest{Requirements: runtime.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
-	var rej *RejectedError
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) {
 		t.Fatalf("an op ran without its whole sandbox: %v", err)
 	}

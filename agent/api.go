@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/ids"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
@@ -21,67 +20,36 @@ import (
 // with the same attempt and requirements, Acquire answers with the lease
 // already admitted (see runtime.AlreadyHeld).
 type AcquireRequest struct {
-	Job     string `json:"job,omitempty"`
-	Attempt string `json:"attempt,omitempty"` // NewAttemptID when empty
+	Job     string
+	Attempt string // NewAttemptID when empty
 	runtime.Requirements
-	Wait time.Duration `json:"wait"` // how long to wait for admission
-	TTL  time.Duration `json:"ttl"`  // 0: held until released
+	Wait time.Duration // how long to wait for admission
+	TTL  time.Duration // 0: held until released
 }
 
 // Grant is an admitted lease.
 type Grant struct {
-	Lease    runtime.LeaseID `json:"lease"`
-	Attempt  string          `json:"attempt"`
-	Services []string        `json:"services"`
-	Expires  time.Time       `json:"expires,omitzero"`
+	Lease    runtime.LeaseID
+	Attempt  string
+	Services []string
+	Expires  time.Time
 }
-
-// RejectedError is a lease that was not admitted, with the engine's reason.
-type RejectedError struct{ Reason string }
-
-func (e *RejectedError) Error() string { return "not admitted: " + e.Reason }
-
-// ErrUnknownLease is a renew or release of a lease svcrun does not hold.
-var ErrUnknownLease = errors.New("no such lease (never admitted, released, or expired)")
-
-// NewAttemptID makes a new attempt id. A caller that may have to ask again
-// (its answer lost to a restart of svcrun) makes it before the first
-// acquire, so that every try names the same attempt.
-func NewAttemptID() string { return newID("attempt-") }
-
-// LeaseEndedError is a renew or release of a lease that svcrun ended
-// itself, the first time its holder asks: Reason says why (its module was
-// removed from the configuration). It matches ErrUnknownLease.
-type LeaseEndedError struct{ Reason string }
-
-func (e *LeaseEndedError) Error() string { return "the lease has ended: " + e.Reason }
-
-// Is makes a LeaseEndedError an unknown lease for errors.Is.
-func (e *LeaseEndedError) Is(target error) bool { return target == ErrUnknownLease }
 
 // ErrRemovesEveryModule refuses a reload of a configuration without
 // modules while modules run: an emptied or truncated file must not stop
 // every service.
 var ErrRemovesEveryModule = errors.New("it would remove every module and stop their services")
 
-func newID(prefix string) string {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic(err) // crypto/rand does not fail on Linux, macOS or Windows
-	}
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // Acquire asks for a lease and waits for the answer: admitted, rejected
-// (a *RejectedError with the reason), or ctx done, in which case the
+// (an *errdefs.RejectedError with the reason), or ctx done, in which case the
 // request is withdrawn.
 func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	if err := a.writable(); err != nil {
 		return Grant{}, err
 	}
-	id := runtime.LeaseID(newID("lease-"))
+	id := runtime.LeaseID(ids.New("lease-"))
 	if req.Attempt == "" {
-		req.Attempt = NewAttemptID()
+		req.Attempt = ids.Attempt()
 	}
 	ch := a.wait(id, acquireAnswer, true)
 	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
@@ -104,7 +72,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 		case runtime.AlreadyHeld:
 			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, nil
 		case runtime.Rejected:
-			return Grant{}, &RejectedError{Reason: f.Reason}
+			return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
 		}
 		return Grant{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
 	case <-ctx.Done():
@@ -128,9 +96,9 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 		}
 		if u, unknown := f.(runtime.LeaseUnknown); unknown {
 			if u.Reason != "" {
-				return nil, &LeaseEndedError{Reason: u.Reason}
+				return nil, &errdefs.LeaseEndedError{Reason: u.Reason}
 			}
-			return nil, ErrUnknownLease
+			return nil, errdefs.ErrUnknownLease
 		}
 		return f, nil
 	case <-ctx.Done():
@@ -163,27 +131,27 @@ func (a *Agent) Release(ctx context.Context, id runtime.LeaseID) error {
 // Status is the engine's view and what the agent adds to it.
 type Status struct {
 	runtime.Status
-	NodeID    string    `json:"node_id"`
-	Platform  string    `json:"platform"`
-	Config    string    `json:"config"`
-	DataDir   string    `json:"data_dir"`
-	Socket    string    `json:"socket"`
-	Sandbox   string    `json:"sandbox"`
-	StartedAt time.Time `json:"started_at"`
-	Steps     uint64    `json:"steps"`
+	NodeID    string
+	Platform  string
+	Config    string
+	DataDir   string
+	Socket    string
+	Sandbox   string
+	StartedAt time.Time
+	Steps     uint64
 	// Containers says how services are contained on this host (cgroup v2
 	// and what of it works, or process groups and why).
-	Containers string `json:"containers"`
+	Containers string
 	// SandboxHost is what this host's kernel can enforce; SandboxMissing
 	// lists, per module, the layers that are not applied.
-	SandboxHost    string   `json:"sandbox_host"`
-	SandboxMissing []string `json:"sandbox_missing,omitempty"`
+	SandboxHost    string
+	SandboxMissing []string
 	// ContainerModes is, per service, "cgroup" or "process-group: reason".
-	ContainerModes map[string]string `json:"container_modes,omitempty"`
+	ContainerModes map[string]string
 	// StoreFull says why new and renewed leases are refused while the
 	// data dir is full ("the data dir is full: DIR: reason"); empty
 	// otherwise.
-	StoreFull string `json:"store_full,omitempty"`
+	StoreFull string
 }
 
 // Status returns the view after the last stored step, without waiting for
@@ -201,11 +169,9 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 	st := *snap
 	// Callers may sort or change what they get; the snapshot is shared.
 	st.Services, st.Probes, st.Leases, st.Pools = slices.Clone(st.Services), slices.Clone(st.Probes), slices.Clone(st.Leases), slices.Clone(st.Pools)
-	if cm, ok := a.exec.(interface{ ContainerMode(string) string }); ok {
-		st.ContainerModes = map[string]string{}
-		for _, s := range st.Services {
-			st.ContainerModes[s.Name] = cm.ContainerMode(s.Name)
-		}
+	st.ContainerModes = map[string]string{}
+	for _, s := range st.Services {
+		st.ContainerModes[s.Name] = a.exec.ContainerMode(s.Name)
 	}
 	if err := a.db.Full(); err != nil {
 		st.StoreFull = err.Error()
@@ -248,7 +214,7 @@ func (a *Agent) knownService(ctx context.Context, name string) error {
 		}
 		names = append(names, s.Name)
 	}
-	return fmt.Errorf("no such service %q; services: %s", name, strings.Join(names, ", "))
+	return &errdefs.NotFoundError{Kind: "service", Name: name, Known: names}
 }
 
 // SetModuleEnabled enables or disables a module until the next reload or
@@ -259,24 +225,22 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 		i := -1
 		var names []string
 		for j, m := range a.mods {
-			if m != nil {
-				names = append(names, m.Name)
-				if m.Name == module {
-					i = j
-				}
+			names = append(names, m.Manifest.Name)
+			if m.Manifest.Name == module {
+				i = j
 			}
 		}
 		if i < 0 {
 			sort.Strings(names)
-			err = fmt.Errorf("no such module %q; modules: %s", module, strings.Join(names, ", "))
+			err = &errdefs.NotFoundError{Kind: "module", Name: module, Known: names}
 			return
 		}
-		a.cfg.Modules[i].Enabled = enabled
+		a.mods[i].Config.Enabled = enabled
 		why := "disabled through svcrun's API (svcrun disable)"
 		if enabled {
 			why = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods), Why: why})
+		err = a.step(runtime.Reload{Modules: moduleSpecs(a.mods), Why: why})
 	})
 	return errors.Join(done, err)
 }
@@ -306,13 +270,13 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	}
 	var stepErr error
 	done := a.onLoop(ctx, func() {
-		if err := refuseRemovingAll(a.cfg, a.mods, cfg, mods); err != nil {
+		if err := refuseRemovingAll(a.mods, cfg, mods); err != nil {
 			stepErr = err
 			return
 		}
 		notes = restartOnly(a.cfg, cfg)
 		retired := a.stillStopping(mods)
-		if err := a.exec.Update(a.execConfig(withRetired(cfg, mods, retired))); err != nil {
+		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
 			stepErr = fmt.Errorf("reload: %w", err)
 			return
 		}
@@ -322,7 +286,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.cfg, a.mods)})
+		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.mods)})
 	})
 	for _, n := range notes {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)
@@ -330,69 +294,44 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	return notes, errors.Join(done, stepErr)
 }
 
-// retiredModule is a module gone from the configuration whose services
-// may still be stopping.
-type retiredModule struct {
-	cfg nodeconfig.Module
-	mod *manifest.Module
-}
-
 // stillStopping lists the modules that the new set mods drops, or dropped
 // at an earlier reload, and that the engine still has services of: their
 // stop ops need their targets. On the loop.
-func (a *Agent) stillStopping(mods []*manifest.Module) []retiredModule {
+func (a *Agent) stillStopping(mods []nodeconfig.LoadedModule) []nodeconfig.LoadedModule {
 	kept := map[string]bool{}
 	for _, m := range mods {
-		if m != nil {
-			kept[m.Name] = true
-		}
+		kept[m.Manifest.Name] = true
 	}
 	inEngine := map[string]bool{}
 	for _, s := range a.engine.Status().Services {
 		inEngine[s.Module] = true
 	}
-	var out []retiredModule
+	var out []nodeconfig.LoadedModule
 	for _, r := range a.retired {
-		if !kept[r.mod.Name] && inEngine[r.mod.Name] {
+		if name := r.Manifest.Name; !kept[name] && inEngine[name] {
 			out = append(out, r)
-			kept[r.mod.Name] = true
+			kept[name] = true
 		}
 	}
-	for i, m := range a.mods {
-		if m != nil && !kept[m.Name] && inEngine[m.Name] {
-			out = append(out, retiredModule{cfg: a.cfg.Modules[i], mod: m})
+	for _, m := range a.mods {
+		if name := m.Manifest.Name; !kept[name] && inEngine[name] {
+			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// withRetired is the configuration and modules the executor runs: cfg's,
-// then the retired ones.
-func withRetired(cfg *nodeconfig.Config, mods []*manifest.Module, retired []retiredModule) (*nodeconfig.Config, []*manifest.Module) {
-	if len(retired) == 0 {
-		return cfg, mods
-	}
-	c := *cfg
-	c.Modules = slices.Clone(cfg.Modules)
-	mods = slices.Clone(mods)
-	for _, r := range retired {
-		c.Modules = append(c.Modules, r.cfg)
-		mods = append(mods, r.mod)
-	}
-	return &c, mods
-}
-
 // refuseRemovingAll refuses a new configuration without modules while the
 // running one has modules enabled. Disabling them first (enabled = false)
 // stops them on purpose; a later reload may then drop them.
-func refuseRemovingAll(old *nodeconfig.Config, oldMods []*manifest.Module, cur *nodeconfig.Config, mods []*manifest.Module) error {
-	if slices.ContainsFunc(mods, func(m *manifest.Module) bool { return m != nil }) {
+func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config, mods []nodeconfig.LoadedModule) error {
+	if len(mods) > 0 {
 		return nil
 	}
 	var enabled []string
-	for i, m := range oldMods {
-		if m != nil && old.Modules[i].Enabled {
-			enabled = append(enabled, m.Name)
+	for _, m := range oldMods {
+		if m.Config.Enabled {
+			enabled = append(enabled, m.Manifest.Name)
 		}
 	}
 	if len(enabled) == 0 {
@@ -426,9 +365,9 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 
 // Record is one line of the event stream.
 type Record struct {
-	At   time.Time `json:"at"`
-	Kind string    `json:"kind"` // the effect's name: note, admitted, rejected, ...
-	Text string    `json:"text"`
+	At   time.Time
+	Kind string // the effect's name: note, admitted, rejected, ...
+	Text string
 }
 
 // Subscribe streams records until ctx is done. A slow reader misses records

@@ -15,6 +15,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -113,8 +114,8 @@ func TestReviewRenewGetsExpired(t *testing.T) {
 	close(release)
 	err = <-res
 	t.Logf("Renew: %v", err)
-	if err != nil && err != ErrUnknownLease {
-		t.Errorf("Renew of an expiring lease: %v, want ErrUnknownLease", err)
+	if err != nil && err != errdefs.ErrUnknownLease {
+		t.Errorf("Renew of an expiring lease: %v, want errdefs.ErrUnknownLease", err)
 	}
 }
 

@@ -48,6 +48,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/runtime"
@@ -393,7 +394,7 @@ func (e *e2e) mustAcquire(req AcquireRequest) Grant {
 // rejected asserts that err is a rejection whose reason has every part.
 func rejected(t testing.TB, err error, parts ...string) string {
 	t.Helper()
-	var rej *RejectedError
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) {
 		t.Fatalf("want a rejection containing %q, got %v", parts, err)
 	}
@@ -921,7 +922,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	// and no start is tried.
 	t1 := time.Now()
 	_, err = e.acquire(AcquireRequest{Requirements: caps("cap-flaky"), Wait: 5 * time.Second})
-	rejected(t, err, "unhealthy", "svcrun reset e2e/flaky")
+	rejected(t, err, "service e2e/flaky is unhealthy after 3 consecutive failures")
 	within(t, "rejection of an unhealthy service", time.Since(t1), 0, time.Second)
 	if n := e.count("flaky", "start"); n != 3 {
 		t.Fatalf("unhealthy service started again: %d starts", n)
@@ -958,7 +959,7 @@ func e2eCrash(t *testing.T, mode e2eMode) {
 	rec := e.waitRecord("e2e/crashy: failure 1/3: crashed")
 	within(t, "crash detection ("+rec.Text[strings.Index(rec.Text, "crashed"):strings.Index(rec.Text, ";")]+")", rec.At.Sub(killed), 0, time.Second)
 	if e.contained("crashy") && !strings.Contains(rec.Text, "process container emptied") {
-		// filled-in §5: where the platform can tell, the emptying of the
+		// docs/decisions.md, Agent rules: where the platform can tell, the emptying of the
 		// process container is an event, seen at once.
 		t.Errorf("crash in a cgroup container not seen as its emptying: %q", rec.Text)
 	}
@@ -1226,7 +1227,7 @@ func e2eStopEscalation(t *testing.T, mode e2eMode) {
 }
 
 // Restart after a kill: a service whose container was killed by an
-// escalated stop starts again for the next lease (filled-in §5: the
+// escalated stop starts again for the next lease (docs/decisions.md, Agent rules: the
 // escalation ends a stop; nothing withdraws the service for it).
 //
 // With cgroup containers this fails on kernels (seen on 6.18) where a
@@ -1256,7 +1257,7 @@ func e2eRestartAfterKill(t *testing.T, mode e2eMode) {
 
 // Stop timeout: the idle stop of hangstop never ends and outlives SIGTERM
 // (testdata/e2e-stop-hang, ctl/hang_stop), with a helper in its process
-// group that ignores it. filled-in §5: an op that overruns its timeout
+// group that ignores it. docs/decisions.md, Agent rules: an op that overruns its timeout
 // gets SIGTERM on its process group, a short grace (executor.DefaultGrace),
 // then SIGKILL, and counts as failed; a stop that times out escalates to a
 // kill of the process container, recorded; the escalation ends the stop,
@@ -1522,8 +1523,8 @@ func e2eModuleRemoved(t *testing.T, mode e2eMode) {
 	}
 	eventually(t, "the daemon gone", func() bool { return !alive(pid) })
 	_, err = e.r.a.Renew(ctx, g.Lease)
-	var ended *LeaseEndedError
-	if !errors.As(err, &ended) || !errors.Is(err, ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
+	var ended *errdefs.LeaseEndedError
+	if !errors.As(err, &ended) || !errors.Is(err, errdefs.ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
 		t.Errorf("renew of the lease: got %v, want it ended because module e2e was removed", err)
 	}
 }

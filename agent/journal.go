@@ -3,11 +3,11 @@ package agent
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/runtime"
@@ -173,7 +173,7 @@ func (j *Journal) Close() error {
 		err = cerr
 	}
 	j.f = nil
-	if err != nil && !strings.Contains(err.Error(), "file already closed") {
+	if err != nil && !errors.Is(err, os.ErrClosed) {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil

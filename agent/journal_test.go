@@ -35,3 +35,23 @@ func TestJournalRotates(t *testing.T) {
 		t.Errorf("live journal: %v %q", err, live)
 	}
 }
+
+// A journal whose file is already closed (its buffered lines cannot be
+// written any more) closes without an error; the write error is only for
+// the log.
+func TestJournalCloseAfterFileClosed(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := j.Write(at, runtime.Doctor{Reason: "r"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Errorf("Close of a journal whose file is closed: %v, want nil", err)
+	}
+}

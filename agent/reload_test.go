@@ -14,29 +14,23 @@ import (
 // it goes through, as does any file that keeps a module.
 func TestRefuseRemovingAll(t *testing.T) {
 	demo, other := &manifest.Module{Name: "demo"}, &manifest.Module{Name: "other"}
-	cfg := func(enabled ...bool) *nodeconfig.Config {
-		c := &nodeconfig.Config{File: "/etc/svcrun/svcrun.toml"}
-		for _, e := range enabled {
-			c.Modules = append(c.Modules, nodeconfig.Module{Enabled: e})
-		}
-		return c
+	mod := func(m *manifest.Module, enabled bool) nodeconfig.LoadedModule {
+		return nodeconfig.LoadedModule{Config: nodeconfig.Module{Enabled: enabled}, Manifest: m}
 	}
+	cur := &nodeconfig.Config{File: "/etc/svcrun/svcrun.toml"}
 	for _, tc := range []struct {
-		name    string
-		old     *nodeconfig.Config
-		oldMods []*manifest.Module
-		cur     *nodeconfig.Config
-		mods    []*manifest.Module
-		refused string // the module list the refusal names; "" when allowed
+		name          string
+		oldMods, mods []nodeconfig.LoadedModule
+		refused       string // the module list the refusal names; "" when allowed
 	}{
-		{name: "every enabled module dropped", old: cfg(true, false), oldMods: []*manifest.Module{demo, other}, cur: cfg(), refused: "(demo)"},
-		{name: "all disabled already", old: cfg(false, false), oldMods: []*manifest.Module{demo, other}, cur: cfg()},
-		{name: "one module kept", old: cfg(true, true), oldMods: []*manifest.Module{demo, other}, cur: cfg(true), mods: []*manifest.Module{other}},
-		{name: "a kept module disabled", old: cfg(true), oldMods: []*manifest.Module{demo}, cur: cfg(false), mods: []*manifest.Module{demo}},
-		{name: "nothing before", old: cfg(), cur: cfg()},
+		{name: "every enabled module dropped", oldMods: []nodeconfig.LoadedModule{mod(demo, true), mod(other, false)}, refused: "(demo)"},
+		{name: "all disabled already", oldMods: []nodeconfig.LoadedModule{mod(demo, false), mod(other, false)}},
+		{name: "one module kept", oldMods: []nodeconfig.LoadedModule{mod(demo, true), mod(other, true)}, mods: []nodeconfig.LoadedModule{mod(other, true)}},
+		{name: "a kept module disabled", oldMods: []nodeconfig.LoadedModule{mod(demo, true)}, mods: []nodeconfig.LoadedModule{mod(demo, false)}},
+		{name: "nothing before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := refuseRemovingAll(tc.old, tc.oldMods, tc.cur, tc.mods)
+			err := refuseRemovingAll(tc.oldMods, cur, tc.mods)
 			if tc.refused == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -179,7 +179,7 @@ func runScale(tb testing.TB, idle time.Duration) scaleResult {
 		}
 		before := heapAlloc()
 		eng := runtime.New()
-		eng.Step(time.Now(), runtime.Boot{Config: engineConfig(c), Modules: moduleSpecs(c, mods)})
+		eng.Step(time.Now(), runtime.Boot{Config: engineConfig(c), Modules: moduleSpecs(mods)})
 		after := heapAlloc()
 		if st := eng.Status(); len(st.Services) != scaleN || len(st.Probes) != scaleN {
 			tb.Fatalf("engine: %d services, %d probes", len(st.Services), len(st.Probes))

@@ -14,18 +14,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/ids"
 )
 
 // Client talks to a svcrun over its socket. It is safe for concurrent use
 // and keeps connections open between calls.
 //
 // Its errors keep what the server said: a rejected acquire is an
-// *agent.RejectedError with the reason; an unknown lease matches
-// errors.Is(err, agent.ErrUnknownLease); a stopping svcrun matches
-// agent.ErrStopping; other answers are an *Error; a socket nobody answers
-// on is an *UnreachableError with a hint, a connection lost before the
-// answer a *LostError. Away says which errors a restart of svcrun causes.
+// *errdefs.RejectedError with the reason; other answers are an *Error that
+// matches, with errors.Is, the errdefs error of its code
+// (errdefs.ErrUnknownLease, ErrStopping, ErrNotFound, ...); a socket
+// nobody answers on is an *UnreachableError with a hint, a connection lost
+// before the answer a *LostError. Away says which errors a restart of
+// svcrun causes.
 type Client struct {
 	socket string
 	http   *http.Client
@@ -80,7 +82,7 @@ func Away(err error) bool {
 	case errors.As(err, &ue), errors.As(err, &le):
 		return true
 	}
-	return errors.Is(err, agent.ErrStopping)
+	return errors.Is(err, errdefs.ErrStopping)
 }
 
 // Error is an error answer of the API.
@@ -94,15 +96,10 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
-// Is matches the agent's sentinel errors by code.
+// Is matches the errdefs error of the answer's code.
 func (e *Error) Is(target error) bool {
-	switch target {
-	case agent.ErrUnknownLease:
-		return e.Code == CodeUnknownLease
-	case agent.ErrStopping:
-		return e.Code == CodeStopping
-	}
-	return false
+	k := kindOf(e.Code)
+	return k != nil && k == target
 }
 
 // Dial returns a client of the svcrun listening on socket, after checking
@@ -143,9 +140,6 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	}
 	return conn, nil
 }
-
-// Socket is the socket the client talks to.
-func (c *Client) Socket() string { return c.socket }
 
 // Close closes the idle connections.
 func (c *Client) Close() error {
@@ -197,7 +191,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 			Message: fmt.Sprintf("svcrun at %s answered %s to %s %s: %s", c.socket, resp.Status, method, path, strings.TrimSpace(string(raw)))}
 	}
 	if eb.Code == CodeRejected {
-		return nil, &agent.RejectedError{Reason: eb.Reason}
+		return nil, &errdefs.RejectedError{Reason: eb.Reason}
 	}
 	return nil, &Error{Status: resp.StatusCode, Code: eb.Code, Message: eb.Error, Reason: eb.Reason, Field: eb.Field}
 }
@@ -222,14 +216,19 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return st, err
 }
 
+// NewAttemptID makes a new attempt id. A caller that may have to ask again
+// (its answer lost to a restart of svcrun) makes it before the first
+// acquire, so that every try names the same attempt.
+func NewAttemptID() string { return ids.Attempt() }
+
 // Acquire asks for a lease and waits for the answer (at most req.Wait, plus
 // the time to answer). Canceling ctx withdraws the request. An empty
 // req.Attempt gets a new attempt id (the grant names it); a caller that
 // may ask again after a lost answer (a *LostError) makes its attempt id
-// first, with agent.NewAttemptID, and passes it every time.
+// first, with NewAttemptID, and passes it every time.
 func (c *Client) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
 	if req.Attempt == "" {
-		req.Attempt = agent.NewAttemptID()
+		req.Attempt = NewAttemptID()
 	}
 	var g Grant
 	err := c.call(ctx, http.MethodPost, "/v1/leases", req, &g)
@@ -323,8 +322,8 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 
 // Next blocks for the next record. It fails when the stream ends (svcrun
 // stopped, ctx done, or Close).
-func (s *EventStream) Next() (agent.Record, error) {
-	var r agent.Record
+func (s *EventStream) Next() (Record, error) {
+	var r Record
 	err := s.dec.Decode(&r)
 	return r, err
 }

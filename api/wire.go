@@ -4,9 +4,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+)
 
-	"github.com/oarbank/svcrun/agent"
-	"github.com/oarbank/svcrun/manifest"
+// Bounds of an acquire request: far above what a job runner sends, and
+// small enough that no request can bloat svcrun's state, its journal or
+// every status answer.
+const (
+	MaxBody  = 64 << 10    // bytes of a request body
+	MaxName  = 256         // bytes of a job, attempt, capability or pool name
+	MaxItems = 256         // capabilities, pools, needs_pools: entries of each
+	MinTTL   = time.Second // a shorter TTL expires before it can be renewed
+	MaxTTL   = 7 * 24 * time.Hour
+	MaxWait  = 24 * time.Hour // a long poll longer than this is a lost caller
 )
 
 // Duration is a time.Duration that travels as a Go duration string ("30s",
@@ -137,26 +146,26 @@ type Memory struct {
 
 // ServiceStatus is one service.
 type ServiceStatus struct {
-	Name         string             `json:"name"` // module/service
-	Module       string             `json:"module"`
-	Enabled      bool               `json:"enabled"`
-	Lifecycle    manifest.Lifecycle `json:"lifecycle"`
-	State        string             `json:"state"` // unknown, stopped, starting, waiting-ready, ready, stopping
-	Ready        bool               `json:"ready"` // usable by leases now
-	Refs         int                `json:"refs"`
-	Waiting      int                `json:"waiting"` // requests waiting for it
-	Failures     int                `json:"failures"`
-	Unhealthy    bool               `json:"unhealthy"`
-	Reason       string             `json:"reason,omitempty"`
-	BackoffUntil time.Time          `json:"backoff_until,omitzero"`
-	Frozen       bool               `json:"frozen"`
-	StopReason   string             `json:"stop_reason,omitempty"`
-	MemGB        float64            `json:"mem_gb"`
-	Charged      bool               `json:"charged"` // counted against the memory budget
-	Pools        map[string]int64   `json:"pools,omitempty"`
-	Capabilities []string           `json:"capabilities,omitempty"`
-	OpInFlight   string             `json:"op_in_flight,omitempty"`
-	Container    string             `json:"container,omitempty"` // cgroup, or process-group: reason
+	Name         string           `json:"name"` // module/service
+	Module       string           `json:"module"`
+	Enabled      bool             `json:"enabled"`
+	Lifecycle    string           `json:"lifecycle"` // on_demand, always, manual (manifest.Lifecycle)
+	State        string           `json:"state"`     // unknown, stopped, starting, waiting-ready, ready, stopping
+	Ready        bool             `json:"ready"`     // usable by leases now
+	Refs         int              `json:"refs"`
+	Waiting      int              `json:"waiting"` // requests waiting for it
+	Failures     int              `json:"failures"`
+	Unhealthy    bool             `json:"unhealthy"`
+	Reason       string           `json:"reason,omitempty"`
+	BackoffUntil time.Time        `json:"backoff_until,omitzero"`
+	Frozen       bool             `json:"frozen"`
+	StopReason   string           `json:"stop_reason,omitempty"`
+	MemGB        float64          `json:"mem_gb"`
+	Charged      bool             `json:"charged"` // counted against the memory budget
+	Pools        map[string]int64 `json:"pools,omitempty"`
+	Capabilities []string         `json:"capabilities,omitempty"`
+	OpInFlight   string           `json:"op_in_flight,omitempty"`
+	Container    string           `json:"container,omitempty"` // cgroup, or process-group: reason
 }
 
 // ProbeStatus is one probe and its last result.
@@ -194,33 +203,9 @@ type PoolStatus struct {
 	Reserved int64 `json:"reserved"`
 }
 
-// statusOf converts the agent's view to the wire's.
-func statusOf(st agent.Status) Status {
-	out := Status{
-		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
-		Sandbox: st.Sandbox, Containers: st.Containers, SandboxHost: st.SandboxHost, SandboxGaps: st.SandboxMissing, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
-		Memory:   Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
-		Services: []ServiceStatus{}, Probes: []ProbeStatus{}, Leases: []LeaseStatus{}, Pools: []PoolStatus{},
-		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),
-	}
-	for _, s := range st.Services {
-		out.Services = append(out.Services, ServiceStatus{
-			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: s.Lifecycle, State: s.State, Ready: s.Ready,
-			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
-			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
-			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name],
-		})
-	}
-	for _, p := range st.Probes {
-		out.Probes = append(out.Probes, ProbeStatus{Name: p.Name, Capability: p.Capability, Enabled: p.Enabled,
-			Reported: p.Reported, Healthy: p.Healthy, Message: p.Message, CheckedAt: p.CheckedAt})
-	}
-	for _, l := range st.Leases {
-		out.Leases = append(out.Leases, LeaseStatus{ID: string(l.ID), Job: l.Job, Attempt: l.Attempt, Admitted: l.Admitted,
-			Services: l.Services, Pools: l.Pools, NeedsPools: l.NeedsPools, Capabilities: l.Capabilities, Expires: l.Expires})
-	}
-	for _, p := range st.Pools {
-		out.Pools = append(out.Pools, PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Offered: p.Offered, Reserved: p.Reserved})
-	}
-	return out
+// Record is one line of GET /v1/events.
+type Record struct {
+	At   time.Time `json:"at"`
+	Kind string    `json:"kind"` // note, run, admitted, rejected, ...
+	Text string    `json:"text"`
 }

@@ -101,8 +101,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Feature is one layer of the process container: whether it works here,
-// and why not.
+// Feature is one capability of the host, a layer of the process container
+// or of the sandbox: whether it works here, and why not.
 type Feature struct {
 	OK     bool
 	Reason string // why it is missing; "" when OK

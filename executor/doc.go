@@ -7,7 +7,7 @@
 // Run(ctx, Spec) runs one op process synchronously and returns a Result:
 //
 //   - Exec: Spec.Path, an absolute path (the manifest's exec[0] resolved
-//     inside the bundle by ResolveCommand; no PATH lookup, no shell), with
+//     inside the bundle by resolveCommand; no PATH lookup, no shell), with
 //     argv exec[1:], the op, the op's arguments; working directory the
 //     bundle root.
 //   - Environment: exactly Spec.Env (svcenv.Environ). Nothing of svcrun's
@@ -74,8 +74,9 @@
 // # The runtime.Executor
 //
 // New(Config, post) builds the executor of a node from its configuration
-// and loaded modules. Every service and probe that runs on the host
-// platform gets, once, its command (ResolveCommand), its environment
+// and loaded modules (nodeconfig.LoadModules: each manifest with its
+// [[modules]] entry). Every service and probe that runs on the host
+// platform gets, once, its command (resolveCommand), its environment
 // (svcenv.Environ with the module data dir <data_dir>/modules/<module>) and
 // its sandbox hooks. Before a module's first op, and again after Update,
 // its data dir is prepared and its settings, tools and limits files
@@ -89,6 +90,13 @@
 // exactly once, failures included (unknown target, a probe asked for more
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
 // for their OpDone.
+//
+// RunOne(ctx, Config, RunOp) is one op of the same assembly, synchronous,
+// without a daemon around it: `svcrun op` runs it, so that the module data
+// dir (<data_dir>/modules traversable, 0711, for run_as), its files, the
+// environment, the command, the timeout, the sandbox hooks and the outcome
+// are those of the daemon's ops. It has no process container, no cap on
+// concurrent ops and no record for a later svcrun.
 //
 // # Process containers
 //

@@ -27,10 +27,10 @@ import (
 type Config struct {
 	// Node is the node configuration.
 	Node *nodeconfig.Config
-	// Modules are the loaded manifests, nodeconfig.LoadModules(Node):
-	// Modules[i] belongs to Node.Modules[i]. Disabled modules are included
-	// (the engine decides what runs); nil entries are skipped.
-	Modules []*manifest.Module
+	// Modules are the loaded modules, nodeconfig.LoadModules(Node), each
+	// with its [[modules]] entry. Disabled modules are included (the
+	// engine decides what runs).
+	Modules []nodeconfig.LoadedModule
 	// User is USER and LOGNAME of the ops. Default: the name of the
 	// account svcrun runs as, which is the account ops run as until a
 	// Hooks sets a Credential (run_as).
@@ -47,7 +47,7 @@ type Config struct {
 	// it). It is called when the targets are built (New, Update); an
 	// error fails every op of the target with FailSpawn and that message;
 	// nil runs every op unconfined.
-	Hooks func(t runtime.Target, mod *manifest.Module) (Hooks, error)
+	Hooks func(t runtime.Target, mod nodeconfig.LoadedModule) (Hooks, error)
 	// Containers, when set and working (Err() nil), is the process
 	// container of every service (filled-in §4): each op of a service is
 	// cloned into the service's cgroup v2, Kill, Freeze and Thaw go to
@@ -94,7 +94,7 @@ var _ runtime.Executor = (*Executor)(nil)
 
 // target is one service or probe, computed once.
 type target struct {
-	cmd          Command
+	cmd          command
 	env          []string
 	role         protocol.Role
 	startTimeout time.Duration
@@ -216,9 +216,6 @@ func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
 	if cfg.Node.Platform != string(host) {
 		return nil, fmt.Errorf("executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
 	}
-	if len(cfg.Modules) != len(cfg.Node.Modules) {
-		return nil, fmt.Errorf("executor: %d loaded modules for %d [[modules]] entries", len(cfg.Modules), len(cfg.Node.Modules))
-	}
 	userName := cfg.User
 	if userName == "" {
 		u, err := user.Current()
@@ -228,12 +225,9 @@ func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
 		userName = u.Username
 	}
 	targets := map[runtime.Target]*target{}
-	for i, m := range cfg.Modules {
-		if m == nil {
-			continue
-		}
-		mc := cfg.Node.Modules[i]
-		md, toolDirs, merr := moduleDataOf(cfg, host, m, mc)
+	for _, lm := range cfg.Modules {
+		m := lm.Manifest
+		md, toolDirs, merr := moduleDataOf(cfg, host, m, lm.Config)
 		add := func(name string, probe bool, exec []string, startTimeout time.Duration) {
 			t := runtime.Target{Module: m.Name, Name: name, Probe: probe}
 			tg := &target{mod: md, startTimeout: startTimeout, err: merr}
@@ -244,7 +238,7 @@ func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
 			if tg.err != nil {
 				return
 			}
-			if tg.cmd, tg.err = ResolveCommand(m, exec); tg.err != nil {
+			if tg.cmd, tg.err = resolveCommand(m, exec); tg.err != nil {
 				return
 			}
 			tg.env, tg.err = svcenv.Environ(svcenv.Input{
@@ -257,7 +251,7 @@ func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
 				ToolDirs:   toolDirs,
 			})
 			if tg.err == nil && cfg.Hooks != nil {
-				tg.hooks, tg.err = cfg.Hooks(t, m)
+				tg.hooks, tg.err = cfg.Hooks(t, lm)
 			}
 		}
 		for _, s := range m.Services {
@@ -305,12 +299,63 @@ func (x *Executor) Run(op runtime.RunOp) {
 }
 
 func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
-	failSpawn := func(format string, args ...any) runtime.Outcome {
-		return runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
-	}
 	x.mu.RLock()
 	t := x.targets[op.Target]
 	x.mu.RUnlock()
+	spec, fail := t.prepare(op)
+	if fail != nil {
+		return *fail
+	}
+	canceled := func() runtime.Outcome {
+		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+	}
+	// An op an earlier svcrun started on this service may still run:
+	// no op begins beside it.
+	if !x.awaitLeftovers(op.Target, op.Op) {
+		return canceled()
+	}
+	select {
+	case x.sem <- struct{}{}:
+	case <-x.ctx.Done():
+		return canceled()
+	}
+	spec.Grace, spec.WaitDelay = x.grace, x.waitDelay
+	j := x.recordIntent(op.ID, op.Target, op.Op, spec)
+	spec.OnStart = j.started
+	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
+	j.done()
+	<-x.sem
+	return Outcome(op.Op, t.role, res)
+}
+
+// RunOne runs one op of cfg's modules synchronously and returns how it
+// ended: assembled exactly as the ops of New's executor (the module data
+// dir and its files, the environment, the command, the timeout, the
+// sandbox hooks, the outcome), without a daemon around it: no container
+// (cfg.Containers is ignored), no limit on concurrent ops, no record of
+// the op for a later svcrun to adopt. svcrun op runs it.
+func RunOne(ctx context.Context, cfg Config, op runtime.RunOp) (Result, runtime.Outcome, error) {
+	targets, err := buildTargets(cfg)
+	if err != nil {
+		return Result{}, runtime.Outcome{}, err
+	}
+	t := targets[op.Target]
+	spec, fail := t.prepare(op)
+	if fail != nil {
+		return Result{}, *fail, nil
+	}
+	spec.Grace, spec.WaitDelay = cfg.Grace, cfg.WaitDelay
+	res := Run(ctx, spec)
+	return res, Outcome(op.Op, t.role, res), nil
+}
+
+// prepare prepares op of t (nil when the loaded modules lack it): the module
+// data dir and its files, then the Spec with t's command, environment,
+// hooks and the op's timeout. A failure is the op's FailSpawn outcome.
+func (t *target) prepare(op runtime.RunOp) (Spec, *runtime.Outcome) {
+	failSpawn := func(format string, args ...any) (Spec, *runtime.Outcome) {
+		return Spec{}, &runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
+	}
 	kind := "service"
 	if op.Target.Probe {
 		kind = "probe"
@@ -330,29 +375,11 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	}
 	timeout := op.Timeout
 	if timeout <= 0 {
-		timeout = OpTimeout(op.Op, t.startTimeout)
+		timeout = opTimeout(op.Op, t.startTimeout)
 	}
-	canceled := func() runtime.Outcome {
-		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
-	}
-	// An op an earlier svcrun started on this service may still run:
-	// no op begins beside it.
-	if !x.awaitLeftovers(op.Target, op.Op) {
-		return canceled()
-	}
-	select {
-	case x.sem <- struct{}{}:
-	case <-x.ctx.Done():
-		return canceled()
-	}
-	spec := t.cmd.Spec(op.Op, op.Args, t.env, timeout)
-	spec.Grace, spec.WaitDelay, spec.Hooks = x.grace, x.waitDelay, t.hooks
-	j := x.recordIntent(op.ID, op.Target, op.Op, spec)
-	spec.OnStart = j.started
-	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
-	j.done()
-	<-x.sem
-	return Outcome(op.Op, t.role, res)
+	spec := t.cmd.spec(op.Op, op.Args, t.env, timeout)
+	spec.Hooks = t.hooks
+	return spec, nil
 }
 
 // runGrouped runs spec with its process group tracked for Kill, Freeze and

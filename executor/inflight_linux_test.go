@@ -30,22 +30,6 @@ func newLogLines() (logLines, *slog.Logger) {
 	return l, slog.New(slog.NewTextHandler(l, nil))
 }
 
-// waitLine waits for a line holding want; a generous bound guards a hang.
-func (l logLines) waitLine(t *testing.T, want string) string {
-	t.Helper()
-	guard := time.After(60 * time.Second)
-	for {
-		select {
-		case line := <-l:
-			if strings.Contains(line, want) {
-				return line
-			}
-		case <-guard:
-			t.Fatalf("no log line with %q within 60 s", want)
-		}
-	}
-}
-
 // waitFile waits for a file to appear (an op writes it as it begins).
 func waitFile(t *testing.T, path string) {
 	t.Helper()
@@ -260,7 +244,11 @@ func TestLeftoverRecords(t *testing.T) {
 			close(logs)
 			var lines []string
 			for l := range logs {
-				lines = append(lines, l)
+				// Whether the fingerprint had to wait for the resolution
+				// in the background depends on the machine's load.
+				if !strings.Contains(l, "op held until") {
+					lines = append(lines, l)
+				}
 			}
 			if got := strings.Join(lines, ""); tc.log != "" && !strings.Contains(got, tc.log) || tc.log == "" && got != "" {
 				t.Errorf("log:\n%s\nwant a line with %q", got, tc.log)

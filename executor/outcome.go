@@ -19,7 +19,8 @@ import (
 //   - StdoutTruncated: FailProtocol (the op was killed at the limit, so its
 //     exit status says nothing);
 //   - otherwise Decode decides: a result, FailOp for a *protocol.OpError,
-//     FailProtocol for a *protocol.ProtocolError (or a bad call).
+//     FailProtocol for a *protocol.ProtocolError (or a bad call), whose
+//     violations are kept in Reasons.
 //
 // Message is one line for people: the op, what went wrong and, where it
 // helps, the last line of stderr. The result's warnings (an owned object
@@ -54,6 +55,11 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
 		return runtime.Outcome{Result: r}
 	}
 	var oe *protocol.OpError
+	var pe *protocol.ProtocolError
+	var reasons []string
+	if errors.As(err, &pe) {
+		reasons = pe.Reasons
+	}
 	switch {
 	case errors.As(err, &oe):
 		msg := err.Error()
@@ -65,9 +71,9 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
 		}
 		return runtime.Outcome{Failure: runtime.FailOp, Message: msg}
 	case res.StdoutTruncated:
-		return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error() + " (the op was killed)"}
+		return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error() + " (the op was killed)", Reasons: reasons}
 	}
-	return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error()}
+	return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error(), Reasons: reasons}
 }
 
 func stderrLine(b *strings.Builder, tail []byte) {

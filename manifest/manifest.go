@@ -1,5 +1,5 @@
 // Package manifest loads and checks a module's module.toml: the module, its
-// sandbox requests, its services and its probes (filled-in §2).
+// sandbox requests, its services and its probes (docs/decisions.md, Manifest).
 //
 // # Contract
 //
@@ -56,7 +56,7 @@ const (
 // Platforms are the platform names a manifest may use.
 var platformNames = []string{"linux", "macos", "windows"}
 
-// Defaults of filled-in §2.
+// Defaults (docs/decisions.md, Manifest).
 const (
 	DefaultIdleTimeout    = 300 * time.Second
 	DefaultStartTimeout   = 120 * time.Second

@@ -1,5 +1,5 @@
 // Package nodeconfig loads svcrun's node configuration, svcrun.toml
-// (filled-in §6): who the node is, where its state lives, how much memory
+// (docs/decisions.md, Node configuration): who the node is, where its state lives, how much memory
 // its services may reserve, how strictly they are sandboxed, how often they
 // are watched, the owner's limits, and the modules with what the owner
 // approved for each.
@@ -16,7 +16,9 @@
 // files: each bundle a directory holding a readable module.toml (else an
 // error at the position of its bundle key in the config file), module
 // names, pool and capability names unique among enabled modules, and each
-// grant approved only where the manifest asked for it.
+// grant approved only where the manifest asked for it. Each module comes
+// back as a LoadedModule, its [[modules]] entry with its manifest, and
+// travels so: nobody pairs the two again by position.
 //
 // A caller runs Load, then LoadModules. So that one run still shows every
 // mistake when the config file has some, Load then also does what
@@ -56,7 +58,7 @@ const (
 	SandboxBestEffort SandboxMode = "best_effort"
 )
 
-// Defaults of filled-in §6.
+// Defaults (docs/decisions.md, Node configuration).
 const (
 	DefaultDataDir           = "/var/lib/svcrun"
 	DefaultSocketName        = "svcrun.sock"
@@ -460,17 +462,31 @@ func jsonValue(v any) any {
 	return fmt.Sprint(v)
 }
 
+// LoadedModule is one module of the node: its [[modules]] entry and the
+// manifest of its bundle, which travel together from LoadModules on.
+type LoadedModule struct {
+	Config   Module
+	Manifest *manifest.Module
+}
+
 // LoadModules reads every module's manifest and checks the rules that span
 // files: each bundle a directory holding a readable module.toml, each
 // manifest valid, module names unique, pool and capability names unique
 // among enabled modules, and every grant approved only within what the
-// manifest asked. The modules come back in config order.
-func LoadModules(c *Config) ([]*manifest.Module, error) {
+// manifest asked. The modules come back in config order, one per entry
+// with a bundle (Parse refuses an entry without one).
+func LoadModules(c *Config) ([]LoadedModule, error) {
 	mods, errs := loadModules(c)
 	if len(errs) > 0 {
 		return nil, sortErrors(errs, c.fileName())
 	}
-	return mods, nil
+	var out []LoadedModule
+	for i, m := range mods {
+		if m != nil {
+			out = append(out, LoadedModule{Config: c.Modules[i], Manifest: m})
+		}
+	}
+	return out, nil
 }
 
 // loadModules is LoadModules returning every mistake, unsorted, and the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -192,13 +193,27 @@ func TestLoadModules(t *testing.T) {
 			t.Fatalf("parse: %v", err)
 		}
 		_, err = LoadModules(c)
-		if err != nil {
-			return err
-		}
-		return nil
+		return err
 	}
-	if err := load("[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/opt/tools\", \"/srv/a\"], write = [\"/srv/a/cache\"] }\n[[modules]]\nbundle = \"b\"\nenabled = false\n"); err != nil {
+	valid := "[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/opt/tools\", \"/srv/a\"], write = [\"/srv/a/cache\"] }\n[[modules]]\nbundle = \"b\"\nenabled = false\n"
+	if err := load(valid); err != nil {
 		t.Errorf("valid set: %v", err)
+	}
+	// Each module comes back with its own [[modules]] entry.
+	c, err := Parse("svcrun.toml", filepath.Join(dir, "svcrun.toml"), []byte(valid), testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := LoadModules(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range mods {
+		got = append(got, fmt.Sprintf("%s enabled=%v bundle=%s", m.Manifest.Name, m.Config.Enabled, m.Config.Bundle))
+	}
+	if want := []string{"a enabled=true bundle=" + dir + "/a", "b enabled=false bundle=" + dir + "/b"}; !slices.Equal(got, want) {
+		t.Errorf("modules %q, want %q", got, want)
 	}
 	for _, tc := range []struct{ name, toml, want string }{
 		{"capability clash", "[[modules]]\nbundle = \"a\"\n[[modules]]\nbundle = \"b\"\n",

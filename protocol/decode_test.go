@@ -19,11 +19,12 @@ type decodeCase struct {
 	op   Op
 	role Role
 	out  Output
-	// want is the result when class is ClassNone.
+	// want is the result when fails is nil.
 	want Result
-	// class is the error's class; err is its exact Error(), or, when it
-	// starts with "~", a substring of it.
-	class ErrorClass
+	// fails says what the error must be (protocolErr, opFailed,
+	// usageErr); err is its exact Error(), or, when it starts with "~", a
+	// substring of it.
+	fails func(error) bool
 	err   string
 	// reasons, when set, are the exact ProtocolError.Reasons.
 	reasons []string
@@ -61,7 +62,7 @@ func decodeCases() []decodeCase {
 			name:  "integral pools in any JSON spelling",
 			op:    fp,
 			out:   ok0(`{"healthy":true,"running":true,"pools":{"a":2.0,"b":1e3,"c":25E-1e0,"d":9223372036854775807,"e":-0}}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   `fingerprint: protocol error: invalid JSON at byte 65: expected ',' or '}' in object, found character 'e'`,
 		},
 		{
@@ -81,149 +82,149 @@ func decodeCases() []decodeCase {
 		{
 			name: "service fingerprint without running",
 			op:   fp, out: ok0(`{"healthy":true}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   "fingerprint: protocol error: /running: missing required property (a service must report it)",
 		},
 		{
 			name: "unknown property runing",
 			op:   fp, out: ok0(`{"healthy":true,"runing":true}`),
-			class:   ClassProtocol,
+			fails:   protocolErr,
 			reasons: []string{"/runing: unknown property", "/running: missing required property (a service must report it)"},
 		},
 		{
 			name: "wrong types",
 			op:   fp, out: ok0(`{"healthy":"yes","running":1,"message":false}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   "fingerprint: protocol error: /healthy: must be a boolean, not a string; /message: must be a string, not a boolean; /running: must be a boolean, not a number",
 		},
 		{
 			name: "negative pool",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"pools":{"gpu":-1}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /pools/gpu: must be >= 0",
+			fails: protocolErr, err: "fingerprint: protocol error: /pools/gpu: must be >= 0",
 		},
 		{
 			name: "fractional pool",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"pools":{"gpu":1.5}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /pools/gpu: must be an integer, not a fraction",
+			fails: protocolErr, err: "fingerprint: protocol error: /pools/gpu: must be an integer, not a fraction",
 		},
 		{
 			name: "pool above int64",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"pools":{"gpu":9223372036854775808}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /pools/gpu: must be <= 9223372036854775807",
+			fails: protocolErr, err: "fingerprint: protocol error: /pools/gpu: must be <= 9223372036854775807",
 		},
 		{
 			name: "pool far above int64, in exponent form",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"pools":{"gpu":1e300}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /pools/gpu: must be <= 9223372036854775807",
+			fails: protocolErr, err: "fingerprint: protocol error: /pools/gpu: must be <= 9223372036854775807",
 		},
 		{
 			name: "negative mem_gb",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"reserve":{"mem_gb":-0.5}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /reserve/mem_gb: must be >= 0",
+			fails: protocolErr, err: "fingerprint: protocol error: /reserve/mem_gb: must be >= 0",
 		},
 		{
 			name: "reserve without mem_gb",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"reserve":{}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /reserve/mem_gb: missing required property",
+			fails: protocolErr, err: "fingerprint: protocol error: /reserve/mem_gb: missing required property",
 		},
 		{
 			name: "attrs with a nested object, an array and null",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"attrs":{"o":{"a":1},"a":[],"n":null}}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   "fingerprint: protocol error: /attrs/a: must be a boolean, number or string, not an array; /attrs/n: must be a boolean, number or string, not null; /attrs/o: must be a boolean, number or string, not an object",
 		},
 		{
 			name: "number beyond float64",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"attrs":{"x":1e400}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /attrs/x: number 1e400 is out of range",
+			fails: protocolErr, err: "fingerprint: protocol error: /attrs/x: number 1e400 is out of range",
 		},
 		{
 			name: "number with an absurd exponent never reaches the validator",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"reserve":{"mem_gb":1e-99999999}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /reserve/mem_gb: number 1e-99999999 is out of range",
+			fails: protocolErr, err: "fingerprint: protocol error: /reserve/mem_gb: number 1e-99999999 is out of range",
 		},
 		{
 			name: "number literal too long",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"attrs":{"x":1` + strings.Repeat("0", 100) + `}}`),
-			class: ClassProtocol, err: "fingerprint: protocol error: /attrs/x: number is 101 characters long; the limit is 100",
+			fails: protocolErr, err: "fingerprint: protocol error: /attrs/x: number is 101 characters long; the limit is 100",
 		},
 		{
 			name: "every violation, sorted, pointers escaped",
 			op:   fp, out: ok0(`{"zz":1,"pools":{"a/b":-1,"c~d":-2},"healthy":null,"aa":2}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   "fingerprint: protocol error: /aa: unknown property; /healthy: must be a boolean, not null; /pools/a~1b: must be >= 0; /pools/c~0d: must be >= 0; /running: missing required property (a service must report it); /zz: unknown property",
 		},
 		{
 			name: "many violations are cut short in Error but all kept",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1}`),
-			class: ClassProtocol,
+			fails: protocolErr,
 			err:   "fingerprint: protocol error: /a: unknown property; /b: unknown property; /c: unknown property; /d: unknown property; /e: unknown property; /f: unknown property; /g: unknown property; /h: unknown property; and 2 more",
 		},
 		{
 			name: "duplicate top-level key",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"healthy":false}`),
-			class: ClassProtocol, err: `fingerprint: protocol error: document: duplicate key "healthy"`,
+			fails: protocolErr, err: `fingerprint: protocol error: document: duplicate key "healthy"`,
 		},
 		// documents
 		{
 			name: "empty stdout", op: OpStatus, out: ok0(""),
-			class: ClassProtocol, err: "status: protocol error: stdout is empty; expected one JSON document",
+			fails: protocolErr, err: "status: protocol error: stdout is empty; expected one JSON document",
 		},
 		{
 			name: "whitespace only", op: OpStatus, out: ok0(" \n\t\r\n"),
-			class: ClassProtocol, err: "status: protocol error: stdout holds only whitespace; expected one JSON document",
+			fails: protocolErr, err: "status: protocol error: stdout holds only whitespace; expected one JSON document",
 		},
 		{
 			name: "two documents", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + "\n" + `{"running":true,"ready":true}` + "\n"),
-			class: ClassProtocol, err: "status: protocol error: stdout holds more than one JSON document (the second starts at byte 30)",
+			fails: protocolErr, err: "status: protocol error: stdout holds more than one JSON document (the second starts at byte 30)",
 		},
 		{
 			name: "trailing garbage", op: OpStatus, out: ok0(`{"running":true,"ready":true} done`),
-			class: ClassProtocol, err: "status: protocol error: trailing garbage after the JSON document at byte 30: unexpected character 'd'",
+			fails: protocolErr, err: "status: protocol error: trailing garbage after the JSON document at byte 30: unexpected character 'd'",
 		},
 		{
 			name: "a log line before the document", op: OpStatus, out: ok0("starting...\n" + `{"running":true,"ready":true}`),
-			class: ClassProtocol, err: "status: protocol error: invalid JSON at byte 0: unexpected character 's'",
+			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 0: unexpected character 's'",
 		},
 		{
 			name: "truncated document", op: OpStatus, out: ok0(`{"running":true,"ready":`),
-			class: ClassProtocol, err: "status: protocol error: invalid JSON at byte 24: unexpected end of input",
+			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 24: unexpected end of input",
 		},
 		{
 			name: "missing colon", op: OpStatus, out: ok0(`{"running" true}`),
-			class: ClassProtocol, err: `status: protocol error: invalid JSON at byte 11: expected ':' after key "running", found character 't'`,
+			fails: protocolErr, err: `status: protocol error: invalid JSON at byte 11: expected ':' after key "running", found character 't'`,
 		},
 		{
 			name: "invalid UTF-8", op: OpStatus, out: ok0("{\"running\":true,\"ready\":true,\"message\":\"caf\xe9\"}"),
-			class: ClassProtocol, err: "status: protocol error: stdout is not valid UTF-8: byte 0xe9 at offset 43",
+			fails: protocolErr, err: "status: protocol error: stdout is not valid UTF-8: byte 0xe9 at offset 43",
 		},
 		{
 			name: "byte order mark", op: OpStatus, out: ok0("\xef\xbb\xbf" + `{"running":true,"ready":true}`),
-			class: ClassProtocol, err: "status: protocol error: stdout starts with a UTF-8 byte order mark (BOM); print JSON without one",
+			fails: protocolErr, err: "status: protocol error: stdout starts with a UTF-8 byte order mark (BOM); print JSON without one",
 		},
 		{
 			name: "raw control character in a string", op: OpStatus, out: ok0("{\"running\":true,\"ready\":true,\"message\":\"a\tb\"}"),
-			class: ClassProtocol, err: "status: protocol error: invalid JSON at byte 41: control character U+0009 in a string; escape it",
+			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 41: control character U+0009 in a string; escape it",
 		},
 		{
 			name: "lone surrogate escape", op: OpStatus, out: ok0(`{"running":true,"ready":true,"message":"\ud800x"}`),
-			class: ClassProtocol, err: `status: protocol error: invalid JSON at byte 40: lone UTF-16 surrogate \uD800 in a string`,
+			fails: protocolErr, err: `status: protocol error: invalid JSON at byte 40: lone UTF-16 surrogate \uD800 in a string`,
 		},
 		{
 			name: "nesting deeper than 64", op: OpStatus, out: ok0(strings.Repeat("[", 65) + strings.Repeat("]", 65)),
-			class: ClassProtocol, err: "status: protocol error: invalid JSON at byte 64: nested deeper than 64 levels",
+			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 64: nested deeper than 64 levels",
 		},
 		{
 			name: "JSON null", op: OpStatus, out: ok0("null"),
-			class: ClassProtocol, err: "status: protocol error: document: must be an object, not null",
+			fails: protocolErr, err: "status: protocol error: document: must be an object, not null",
 		},
 		{
 			name: "top-level array", op: OpStatus, out: ok0(`[{"running":true,"ready":true}]`),
-			class: ClassProtocol, err: "status: protocol error: document: must be an object, not an array",
+			fails: protocolErr, err: "status: protocol error: document: must be an object, not an array",
 		},
 		{
 			name: "stdout of 1 MiB + 1", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout+1-29)),
-			class: ClassProtocol, err: "status: protocol error: stdout is 1048577 bytes; the limit is 1 MiB",
+			fails: protocolErr, err: "status: protocol error: stdout is 1048577 bytes; the limit is 1 MiB",
 		},
 		{
 			name: "stdout of exactly 1 MiB is fine", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout-29)),
@@ -232,7 +233,7 @@ func decodeCases() []decodeCase {
 		{
 			name: "stdout truncated by the executor", op: OpStatus,
 			out:   Output{Stdout: []byte(`{"running":true,"ready":true}`), StdoutTruncated: true},
-			class: ClassProtocol, err: "status: protocol error: stdout was cut off at the 1 MiB limit",
+			fails: protocolErr, err: "status: protocol error: stdout was cut off at the 1 MiB limit",
 		},
 		// status and ready
 		{
@@ -245,7 +246,7 @@ func decodeCases() []decodeCase {
 		},
 		{
 			name: "ready without ready", op: OpReady, out: ok0(`{"running":true}`),
-			class: ClassProtocol, err: "ready: protocol error: /ready: missing required property",
+			fails: protocolErr, err: "ready: protocol error: /ready: missing required property",
 		},
 		// start, stop, destroy
 		{
@@ -266,50 +267,50 @@ func decodeCases() []decodeCase {
 		},
 		{
 			name: "ok:false with exit 0", op: OpStart, out: ok0(`{"ok":false,"message":"no space"}`),
-			class: ClassProtocol, err: "start: protocol error: /ok: false, but the exit status is 0 (exit status and ok disagree)",
+			fails: protocolErr, err: "start: protocol error: /ok: false, but the exit status is 0 (exit status and ok disagree)",
 		},
 		{
 			name: "ok:true with exit 3", op: OpStop, out: exitN(3, `{"ok":true}`),
-			class: ClassProtocol, err: "stop: protocol error: /ok: true, but the exit status is 3 (exit status and ok disagree)",
+			fails: protocolErr, err: "stop: protocol error: /ok: true, but the exit status is 3 (exit status and ok disagree)",
 		},
 		{
 			name: "ok missing", op: OpDestroy, out: ok0(`{"changed":true}`),
-			class: ClassProtocol, err: "destroy: protocol error: /ok: missing required property",
+			fails: protocolErr, err: "destroy: protocol error: /ok: missing required property",
 		},
 		// failed ops
 		{
 			name: "exit 1 with garbage stdout", op: OpStart, out: exitN(1, "Traceback (most recent call last):\n  ..."),
-			class: ClassOpFailed, err: "start: failed with exit status 1",
+			fails: opFailed, err: "start: failed with exit status 1",
 		},
 		{
 			name: "exit 1 with a JSON message", op: OpStart, out: exitN(1, `{"ok":false,"message":"colima: disk full"}`),
-			class: ClassOpFailed, err: "start: failed with exit status 1: colima: disk full",
+			fails: opFailed, err: "start: failed with exit status 1: colima: disk full",
 		},
 		{
 			name: "exit 1 with a schema-breaking document is still just a failure", op: OpStatus, out: exitN(1, `{"bogus":1,"message":"daemon down"}`),
-			class: ClassOpFailed, err: "status: failed with exit status 1: daemon down",
+			fails: opFailed, err: "status: failed with exit status 1: daemon down",
 		},
 		{
 			name: "exit 2 with empty stdout and stderr",
 			op:   OpDestroy, out: Output{ExitCode: 2, StderrTail: []byte("destroying vm-1\r\nprogress 10%\rprogress 90%\rError: vm busy\n\n")},
-			class: ClassOpFailed, err: "destroy: failed with exit status 2 (stderr: Error: vm busy)",
+			fails: opFailed, err: "destroy: failed with exit status 2 (stderr: Error: vm busy)",
 		},
 		{
 			name: "exit 1 with oversized stdout", op: OpStart, out: exitN(1, `{"message":"x"}`+strings.Repeat(" ", MaxStdout)),
-			class: ClassOpFailed, err: "start: failed with exit status 1",
+			fails: opFailed, err: "start: failed with exit status 1",
 		},
 		{
 			name: "failed op message is made one line", op: OpStart, out: exitN(1, `{"message":"line 1\nline 2\u0007"}`),
-			class: ClassOpFailed, err: "start: failed with exit status 1: line 1 line 2\uFFFD",
+			fails: opFailed, err: "start: failed with exit status 1: line 1 line 2\uFFFD",
 		},
 		{
 			name: "probe fingerprint exit 1", op: fp, role: RoleProbe, out: Output{ExitCode: 1, StderrTail: []byte("java: not found\n")},
-			class: ClassOpFailed, err: "fingerprint: failed with exit status 1 (stderr: java: not found)",
+			fails: opFailed, err: "fingerprint: failed with exit status 1 (stderr: java: not found)",
 		},
 		{
 			name: "protocol error mentions the last stderr line",
 			op:   OpStatus, out: Output{Stdout: []byte("{}"), StderrTail: []byte("warn: a\nwarn: b\n")},
-			class: ClassProtocol, err: "status: protocol error: /ready: missing required property; /running: missing required property (stderr: warn: b)",
+			fails: protocolErr, err: "status: protocol error: /ready: missing required property; /running: missing required property (stderr: warn: b)",
 		},
 		// list_owned
 		{
@@ -347,41 +348,41 @@ func decodeCases() []decodeCase {
 		},
 		{
 			name: "created_at not RFC 3339", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01 10:00"}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not "2024-05-01 10:00"`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not "2024-05-01 10:00"`,
 		},
 		{
 			name: "created_at on a leap second", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2016-12-31T23:59:60Z"}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/0/created_at: cannot be read as a time (second out of range)`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: cannot be read as a time (second out of range)`,
 		},
 		{
 			name: "bad kind", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"pod","labels":{}}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/0/kind: must be one of container, vm, volume, process, other, not "pod"`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/kind: must be one of container, vm, volume, process, other, not "pod"`,
 		},
 		{
 			name: "missing labels and a non-string label, indexes sorted numerically", op: OpListOwned,
 			out:   ok0(`{"objects":[` + strings.Repeat(`{"id":"a","kind":"vm","labels":{}},`, 10) + `{"id":"a","kind":"vm","labels":{"n":1}},{"id":"b","kind":"vm"}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/10/labels/n: must be a string, not a number; /objects/11/labels: missing required property`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/10/labels/n: must be a string, not a number; /objects/11/labels: missing required property`,
 		},
 		{
 			name: "duplicate label key", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{"k":"1","k":"2"}}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/0/labels: duplicate key "k"`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/labels: duplicate key "k"`,
 		},
 		{
 			name: "objects missing", op: OpListOwned, out: ok0(`{}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects: missing required property`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects: missing required property`,
 		},
 		{
 			name: "id of the wrong type is a schema violation, not a skip", op: OpListOwned, out: ok0(`{"objects":[{"id":7,"kind":"vm","labels":{}}]}`),
-			class: ClassProtocol, err: `list_owned: protocol error: /objects/0/id: must be a string, not a number`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/id: must be a string, not a number`,
 		},
 		// usage errors
 		{
 			name: "unknown op", op: "restart", out: ok0(`{}`),
-			class: ClassUsage, err: `protocol: decode: unknown op "restart"`,
+			fails: usageErr, err: `protocol: decode: unknown op "restart"`,
 		},
 		{
 			name: "probe asked for start", op: OpStart, role: RoleProbe, out: ok0(`{"ok":true}`),
-			class: ClassUsage, err: `protocol: decode start: a probe implements only fingerprint`,
+			fails: usageErr, err: `protocol: decode start: a probe implements only fingerprint`,
 		},
 	}
 }
@@ -399,10 +400,10 @@ func TestDecode(t *testing.T) {
 		seen[c.name] = true
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Decode(c.op, c.role, c.out)
-			if cls := Classify(err); cls != c.class {
-				t.Fatalf("class %v, want %v; err: %v", cls, c.class, err)
+			if c.fails == nil && err != nil || c.fails != nil && !c.fails(err) {
+				t.Fatalf("err %T: %v, not what the case wants (fails %v)", err, err, c.fails != nil)
 			}
-			if c.class == ClassNone {
+			if c.fails == nil {
 				if diff := cmp.Diff(c.want, got); diff != "" {
 					t.Fatalf("result mismatch (-want +got):\n%s", diff)
 				}
@@ -464,16 +465,30 @@ func TestDecodeErrorFields(t *testing.T) {
 	}
 }
 
-func TestClassifyWrapped(t *testing.T) {
+// The error types are found through wrapping, as the executor wraps them.
+func TestDecodeErrorWrapped(t *testing.T) {
 	_, err := Decode(OpStatus, RoleService, ok0(""))
 	wrapped := errors.Join(errors.New("service colima/colima"), err)
-	if Classify(wrapped) != ClassProtocol {
-		t.Errorf("Classify(%v) = %v", wrapped, Classify(wrapped))
+	if !protocolErr(wrapped) || opFailed(wrapped) || usageErr(wrapped) {
+		t.Errorf("%v: want a *ProtocolError", wrapped)
 	}
-	if Classify(errors.New("x")) != ClassUsage || Classify(nil) != ClassNone {
-		t.Error("Classify of plain errors")
+	if !usageErr(errors.New("x")) || usageErr(nil) {
+		t.Error("a plain error is neither an *OpError nor a *ProtocolError")
 	}
 }
+
+func protocolErr(err error) bool {
+	var pe *ProtocolError
+	return errors.As(err, &pe)
+}
+
+func opFailed(err error) bool {
+	var oe *OpError
+	return errors.As(err, &oe)
+}
+
+// usageErr is an error of a bad call of Decode: neither error type.
+func usageErr(err error) bool { return err != nil && !protocolErr(err) && !opFailed(err) }
 
 func TestLastLine(t *testing.T) {
 	for in, want := range map[string]string{

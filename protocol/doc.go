@@ -23,7 +23,7 @@
 //     destroy: ok:false with exit 0, or ok:true with a non-zero exit, is a
 //     *ProtocolError.
 //
-// Both error types count as a failed op; Classify tells them apart for
+// Both error types count as a failed op; errors.As tells them apart for
 // messages and metrics. Both carry the stderr tail, and their Error() is one
 // line naming the op, the problems and the last line of stderr.
 //

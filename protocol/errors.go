@@ -120,50 +120,6 @@ func oneLine(s string, max int) string {
 	return clip(b.String(), max)
 }
 
-// ErrorClass sorts the errors of Decode for the engine.
-type ErrorClass int
-
-const (
-	// ClassNone is a nil error.
-	ClassNone ErrorClass = iota
-	// ClassOpFailed is an *OpError: the op reported failure.
-	ClassOpFailed
-	// ClassProtocol is a *ProtocolError: the output broke the protocol.
-	ClassProtocol
-	// ClassUsage is any other error: a bad call of Decode, a bug here.
-	ClassUsage
-)
-
-func (c ErrorClass) String() string {
-	switch c {
-	case ClassNone:
-		return "none"
-	case ClassOpFailed:
-		return "op failed"
-	case ClassProtocol:
-		return "protocol error"
-	case ClassUsage:
-		return "usage error"
-	}
-	return fmt.Sprintf("ErrorClass(%d)", int(c))
-}
-
-// Classify returns err's class. Both ClassOpFailed and ClassProtocol count as
-// a failed op; they differ in whom to blame.
-func Classify(err error) ErrorClass {
-	var pe *ProtocolError
-	var oe *OpError
-	switch {
-	case err == nil:
-		return ClassNone
-	case errors.As(err, &pe):
-		return ClassProtocol
-	case errors.As(err, &oe):
-		return ClassOpFailed
-	}
-	return ClassUsage
-}
-
 // StderrTailOf returns the stderr tail carried by an *OpError or
 // *ProtocolError in err's chain, or nil.
 func StderrTailOf(err error) []byte {

@@ -60,7 +60,7 @@ func TestRoleString(t *testing.T) {
 	if RoleService.String() != "service" || RoleProbe.String() != "probe" || Role(7).String() != "Role(7)" {
 		t.Error("Role.String")
 	}
-	if _, err := Decode(OpFingerprint, Role(7), ok0(`{"healthy":true}`)); Classify(err) != ClassUsage {
+	if _, err := Decode(OpFingerprint, Role(7), ok0(`{"healthy":true}`)); !usageErr(err) {
 		t.Errorf("unknown role: %v", err)
 	}
 }

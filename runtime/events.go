@@ -58,6 +58,9 @@ type Outcome struct {
 	Result  protocol.Result
 	Failure FailureKind
 	Message string // why it failed, for people
+	// Reasons are the protocol violations of a FailProtocol, one each,
+	// as protocol.ProtocolError lists them (Message joins them).
+	Reasons []string
 }
 
 // FailureKind classifies a failed op.

@@ -104,7 +104,7 @@ func (s *service) wantUp() bool {
 
 // unhealthyReason says why an unhealthy service serves no lease.
 func (s *service) unhealthyReason() string {
-	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s); reset it with 'svcrun reset %s'", s.name, s.failures, s.reason, s.name)
+	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, s.reason)
 }
 
 // usable says a lease may be admitted on this service now.

@@ -26,7 +26,7 @@ import (
 //	go test -run '^$' -bench SandboxedFingerprintOp -benchtime 2000x ./sandbox
 //
 // x-c is each variant's time over the C loop's for as many runs (the C
-// loop runs in blocks between its blocks). Target (design.md): a full
+// loop runs in blocks between its blocks). Target (docs/decisions.md, Targets): a full
 // sandboxed op <= 1.3x the C floor. Variants:
 //
 //   - unsandboxed: executor.Run without hooks (BenchmarkFingerprintOp's
@@ -81,9 +81,9 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	spec.Env = env
 	hooksFor := func(module string) executor.Hooks {
 		b.Helper()
-		for i, m := range n.mods {
-			if m.Name == module {
-				p, err := PlanFor(n.cfg, m, n.cfg.Modules[i])
+		for _, m := range n.mods {
+			if m.Manifest.Name == module {
+				p, err := PlanFor(n.cfg, m)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,5 +1,5 @@
 // Package sandbox confines the ops of a module's services and probes
-// (filled-in §4): what they may read, write and execute, their network,
+// (docs/decisions.md, Sandbox): what they may read, write and execute, their network,
 // their user, and what they can reach of svcrun. It builds the executor's
 // Hooks; it never confines svcrun itself. docs/sandbox.md is the guide for
 // people; this is the contract.

@@ -455,7 +455,7 @@ func TestDemoDaemonAcrossReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := IdentityOf(cfg)
-	if err := x.Update(executor.Config{Node: cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(cfg, mods)}); err != nil {
+	if err := x.Update(executor.Config{Node: cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	if !running() {
@@ -488,13 +488,13 @@ func TestScopeSignals(t *testing.T) {
 	d := demoNode(t, "best_effort")
 	x, done = d.executor(t, newContainers(t))
 	demoOp(t, x, done, protocol.OpStart)
-	d.cfg.Modules[0].Grants.Read = []string{"/opt"} // a new policy: a new domain
+	d.mods[0].Config.Grants.Read = []string{"/opt"} // a new policy: a new domain
 	if _, err := os.Stat("/opt"); err != nil {
 		t.Skip("/opt is needed as a grant")
 	}
-	d.mods[0].Sandbox.Read = []string{"/opt"}
+	d.mods[0].Manifest.Sandbox.Read = []string{"/opt"}
 	id, _ := IdentityOf(d.cfg)
-	if err := x.Update(executor.Config{Node: d.cfg, Modules: d.mods, User: id.User, Owner: id.Owner, Hooks: For(d.cfg, d.mods)}); err != nil {
+	if err := x.Update(executor.Config{Node: d.cfg, Modules: d.mods, User: id.User, Owner: id.Owner, Hooks: For(d.cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	if *demoOp(t, x, done, protocol.OpFingerprint).Result.Fingerprint.Running {

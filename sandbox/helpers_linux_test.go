@@ -15,7 +15,6 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/executor"
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	svcruntime "github.com/oarbank/svcrun/runtime"
 )
@@ -99,7 +98,7 @@ func gcc(out, src string, flags ...string) error {
 type node struct {
 	root    string // every directory on the way is 0755: run_as must traverse it
 	cfg     *nodeconfig.Config
-	mods    []*manifest.Module
+	mods    []nodeconfig.LoadedModule
 	secret  string // a readable file (0644) no module is granted
 	rgrant  string // read grant (with a file "f")
 	wgrant  string // write grant
@@ -195,11 +194,11 @@ exec = ["bin/svc.sh"]
 // wires it, with cgroup containers when cg is not nil.
 func (n *node) executor(t testing.TB, cg *cgroup.Manager) (*executor.Executor, <-chan svcruntime.OpDone) {
 	t.Helper()
-	return n.executorWith(t, cg, For(n.cfg, n.mods))
+	return n.executorWith(t, cg, For(n.cfg))
 }
 
 // executorWith is executor with the given hooks (nil: unsandboxed).
-func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(svcruntime.Target, *manifest.Module) (executor.Hooks, error)) (*executor.Executor, <-chan svcruntime.OpDone) {
+func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(svcruntime.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) (*executor.Executor, <-chan svcruntime.OpDone) {
 	t.Helper()
 	id, err := IdentityOf(n.cfg)
 	if err != nil {

@@ -113,7 +113,7 @@ func landlockABI() (int, error) {
 	case e == unix.ENOSYS:
 		return 0, errors.New("the kernel has no Landlock (Linux 5.13 or later, built with CONFIG_SECURITY_LANDLOCK)")
 	case e == unix.EOPNOTSUPP:
-		return 0, errors.New("Landlock is built into the kernel but not enabled (add landlock to the lsm= boot parameter)")
+		return 0, errors.New("the kernel has Landlock built in but not enabled (add landlock to the lsm= boot parameter)")
 	case e != 0:
 		return 0, fmt.Errorf("landlock_create_ruleset(VERSION): %v", e)
 	}

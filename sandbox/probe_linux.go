@@ -84,7 +84,7 @@ func Probe() Support {
 	return s
 }
 
-func feature(why string) Feature { return Feature{OK: why == "", Reason: why} }
+func feature(why string) cgroup.Feature { return cgroup.Feature{OK: why == "", Reason: why} }
 
 // probeUserNS says why a child cannot be cloned into a new user namespace,
 // or "". The child execs a path that does not exist: ENOENT means the

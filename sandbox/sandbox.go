@@ -177,23 +177,22 @@ func (p *Plan) String() string {
 	return b.String()
 }
 
-// PlanFor returns how the ops of module mod (configured by mc in cfg) are
-// sandboxed on this host. An error means the configuration makes the
-// sandbox unsound (see the package doc); the module is then refused in
-// both modes.
-func PlanFor(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module) (*Plan, error) {
-	if cfg == nil || mod == nil {
+// PlanFor returns how the ops of module m of cfg are sandboxed on this
+// host. An error means the configuration makes the sandbox unsound (see
+// the package doc); the module is then refused in both modes.
+func PlanFor(cfg *nodeconfig.Config, m nodeconfig.LoadedModule) (*Plan, error) {
+	if cfg == nil || m.Manifest == nil {
 		return nil, errors.New("sandbox: no node configuration or module")
 	}
-	return plan(cfg, mod, mc, hostFacts())
+	return plan(cfg, m.Manifest, m.Config, hostFacts())
 }
 
-// Hooks returns the executor hooks of target t of module mod, configured
-// by mc in cfg: the same for every target of a module. In require mode
-// it fails when a layer is missing (Plan.Err); the executor then fails
-// every op of the target with FailSpawn and that message.
-func Hooks(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, t runtime.Target) (executor.Hooks, error) {
-	p, err := PlanFor(cfg, mod, mc)
+// Hooks returns the executor hooks of target t of module m of cfg: the
+// same for every target of a module. In require mode it fails when a
+// layer is missing (Plan.Err); the executor then fails every op of the
+// target with FailSpawn and that message.
+func Hooks(cfg *nodeconfig.Config, m nodeconfig.LoadedModule, t runtime.Target) (executor.Hooks, error) {
+	p, err := PlanFor(cfg, m)
 	if err != nil {
 		return executor.Hooks{}, err
 	}
@@ -203,58 +202,34 @@ func Hooks(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, t
 	return hooksOf(p), nil
 }
 
-// For returns the executor.Config.Hooks of cfg and its loaded modules
-// (nodeconfig.LoadModules: mods[i] belongs to cfg.Modules[i]). Build it
+// For returns the executor.Config.Hooks of the modules of cfg. Build it
 // again with each new configuration (executor Update).
-func For(cfg *nodeconfig.Config, mods []*manifest.Module) func(runtime.Target, *manifest.Module) (executor.Hooks, error) {
-	return func(t runtime.Target, mod *manifest.Module) (executor.Hooks, error) {
-		mc, ok := moduleConfig(cfg, mods, mod)
-		if !ok {
-			return executor.Hooks{}, fmt.Errorf("sandbox: module %q is not in the node configuration %s", mod.Name, cfg.File)
-		}
-		return Hooks(cfg, mod, mc, t)
+func For(cfg *nodeconfig.Config) func(runtime.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
+	return func(t runtime.Target, m nodeconfig.LoadedModule) (executor.Hooks, error) {
+		return Hooks(cfg, m, t)
 	}
-}
-
-func moduleConfig(cfg *nodeconfig.Config, mods []*manifest.Module, mod *manifest.Module) (nodeconfig.Module, bool) {
-	if cfg == nil || mod == nil || len(mods) != len(cfg.Modules) {
-		return nodeconfig.Module{}, false
-	}
-	for i, m := range mods {
-		if m == mod {
-			return cfg.Modules[i], true
-		}
-	}
-	for i, m := range mods {
-		if m != nil && m.Name == mod.Name {
-			return cfg.Modules[i], true
-		}
-	}
-	return nodeconfig.Module{}, false
 }
 
 // Report lists, one line each, what the sandbox lacks or refuses for the
 // modules of cfg on this host: for logs at start and reload, and status.
-func Report(cfg *nodeconfig.Config, mods []*manifest.Module) []string {
+func Report(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) []string {
 	var out []string
-	for i, mod := range mods {
-		if mod == nil || i >= len(cfg.Modules) {
-			continue
-		}
-		p, err := PlanFor(cfg, mod, cfg.Modules[i])
+	for _, m := range mods {
+		name := m.Manifest.Name
+		p, err := PlanFor(cfg, m)
 		if err != nil {
-			out = append(out, fmt.Sprintf("module %s: refused: %v", mod.Name, err))
+			out = append(out, fmt.Sprintf("module %s: refused: %v", name, err))
 			continue
 		}
 		verdict := "runs without"
 		if p.Err() != nil {
 			verdict = "refused (sandbox = \"require\"), missing"
 		}
-		for _, m := range p.Missing {
-			out = append(out, fmt.Sprintf("module %s: %s %s", mod.Name, verdict, m))
+		for _, miss := range p.Missing {
+			out = append(out, fmt.Sprintf("module %s: %s %s", name, verdict, miss))
 		}
 		for _, n := range p.Notes {
-			out = append(out, fmt.Sprintf("module %s: note: %s", mod.Name, n))
+			out = append(out, fmt.Sprintf("module %s: note: %s", name, n))
 		}
 	}
 	return out

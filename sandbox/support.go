@@ -7,20 +7,6 @@ import (
 	"github.com/oarbank/svcrun/cgroup"
 )
 
-// Feature is one capability of the host: whether the sandbox can use it,
-// and why not.
-type Feature struct {
-	OK     bool
-	Reason string // why it is missing; "" when OK
-}
-
-func (f Feature) String() string {
-	if f.OK {
-		return "yes"
-	}
-	return "no: " + f.Reason
-}
-
 // Support is what Probe found on this host. String is the report of
 // `svcrun sandbox` and `svcrun status`.
 type Support struct {
@@ -42,11 +28,11 @@ type Support struct {
 	// no_new_privs, enter a new network namespace, and whether a child can
 	// be cloned into a new user namespace (informational: the sandbox
 	// does not use user namespaces).
-	NoNewPrivs, NetNS, UserNS Feature
+	NoNewPrivs, NetNS, UserNS cgroup.Feature
 	// CoreHard says whether the hard RLIMIT_CORE of run_as ops can be
 	// lowered to 0 too (prlimit on another user's process needs
 	// CAP_SYS_RESOURCE); their soft limit is 0 in any case.
-	CoreHard Feature
+	CoreHard cgroup.Feature
 	// Cgroup is the process container's support (cgroup.Probe).
 	Cgroup cgroup.Support
 }
@@ -118,16 +104,24 @@ func (s Support) Layers() string {
 	default:
 		fmt.Fprintf(&b, "pathname unix sockets: not confined: ops run as svcrun's own user\n")
 	}
-	fmt.Fprintf(&b, "no_new_privs: %s\n", s.NoNewPrivs)
-	fmt.Fprintf(&b, "network namespaces (network = \"none\"): %s\n", s.NetNS)
-	fmt.Fprintf(&b, "user namespaces: %s (not used)\n", s.UserNS)
+	fmt.Fprintf(&b, "no_new_privs: %s\n", yesNo(s.NoNewPrivs))
+	fmt.Fprintf(&b, "network namespaces (network = \"none\"): %s\n", yesNo(s.NetNS))
+	fmt.Fprintf(&b, "user namespaces: %s (not used)\n", yesNo(s.UserNS))
 	if s.EUID == 0 {
 		fmt.Fprintf(&b, "run_as: yes: ops run as run_as when it is set\n")
 	} else {
 		fmt.Fprintf(&b, "run_as: no: svcrun is not root; ops run as its own user\n")
 	}
-	fmt.Fprintf(&b, "rlimit_core: yes: soft 0 from the fork; hard 0 for run_as ops: %s\n", s.CoreHard)
+	fmt.Fprintf(&b, "rlimit_core: yes: soft 0 from the fork; hard 0 for run_as ops: %s\n", yesNo(s.CoreHard))
 	return b.String()
+}
+
+// yesNo is a feature as the report of the sandbox's layers words it.
+func yesNo(f cgroup.Feature) string {
+	if f.OK {
+		return "yes"
+	}
+	return "no: " + f.Reason
 }
 
 // indentRest indents every line of a multi-line report but the first.
@@ -137,9 +131,4 @@ func indentRest(s string) string {
 		return s
 	}
 	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-// notEnforced is why nothing is enforced on goos.
-func notEnforced(goos string) string {
-	return fmt.Sprintf("the sandbox is not enforced on %s: ops run unconfined, as svcrun's own user with all its rights (no Landlock, namespaces or no_new_privs there)", goos)
 }

@@ -382,9 +382,9 @@ const faultBatches = 40
 // runFaults runs the model workload on a store whose writes fail as p
 // says, stopping at the first failed Apply as svcrun does, and checks
 // that after a crash every acknowledged batch is there, and the one in
-// flight whole or not at all. It returns the Apply error and the
-// notifications of OnFull.
-func runFaults(t *testing.T, p *faultPlan) (error, []error) {
+// flight whole or not at all. It returns the notifications of OnFull and
+// the Apply error.
+func runFaults(t *testing.T, p *faultPlan) ([]error, error) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "state.db")
 	db, err := Open(path, Options{LogBytes: faultLogBytes})
@@ -437,7 +437,7 @@ func runFaults(t *testing.T, p *faultPlan) (error, []error) {
 	if d := cmp.Diff(modelLeases(acked), got); d != "" && !inFlight {
 		t.Errorf("after reopen, %d batches acknowledged, Apply: %v (-want +got):\n%s", acked+1, applyErr, d)
 	}
-	return applyErr, notes
+	return notes, applyErr
 }
 
 // TestFaultAtEveryWrite fails each write of the log and each transaction
@@ -447,7 +447,7 @@ func runFaults(t *testing.T, p *faultPlan) (error, []error) {
 // them.
 func TestFaultAtEveryWrite(t *testing.T) {
 	clean := &faultPlan{}
-	if err, _ := runFaults(t, clean); err != nil {
+	if _, err := runFaults(t, clean); err != nil {
 		t.Fatalf("without faults: %v", err)
 	}
 	counts := clean.counts
@@ -470,7 +470,7 @@ func TestFaultAtEveryWrite(t *testing.T) {
 						if variant == "once" {
 							p.times = 1
 						}
-						err, notes := runFaults(t, p)
+						notes, err := runFaults(t, p)
 						if p.hits == 0 {
 							return // this run made fewer such writes
 						}

@@ -19,9 +19,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/flock"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -42,7 +44,8 @@ var (
 	// ErrFull: the data dir has no space left for a checkpoint of the log
 	// into the state file (ENOSPC or EDQUOT). Nothing stored is lost; what
 	// can wait (new and renewed leases) is refused until space returns.
-	ErrFull = errors.New("the data dir is full")
+	// It is errdefs.ErrFull, which the API answers with 507 store_full.
+	ErrFull = errdefs.ErrFull
 )
 
 // fullError is a write that found no space: the data dir, and the error of
@@ -319,14 +322,14 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, 
 	switch {
 	case err == nil:
 		return bdb, nil
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		holder := "another svcrun"
 		if pid, ok := flock.Holder(path); ok {
 			holder = fmt.Sprintf("another svcrun (pid %d)", pid)
 		}
 		return nil, &kindError{ErrLocked, fmt.Sprintf("state file %s is locked by %s: "+
 			"only one svcrun may use a data dir at a time; stop the other one, or give this one another data_dir", path, holder)}
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrVersionMismatch):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, corruptError(path, err)
 	}
 	var pe *fs.PathError

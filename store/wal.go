@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/oarbank/svcrun/runtime"
 )
@@ -287,7 +288,7 @@ func checkBatch(p []byte) error {
 		case len(key) == 0:
 			bad = errors.New("an effect with an empty key")
 		case len(key) > bolt.MaxKeySize:
-			bad = fmt.Errorf("key %.40q...: %w", key, bolt.ErrKeyTooLarge)
+			bad = fmt.Errorf("key %.40q...: %w", key, berrors.ErrKeyTooLarge)
 		case op == opPutLease:
 			var r runtime.LeaseRecord
 			if err := json.Unmarshal(val, &r); err != nil || string(r.ID) != string(key) {
@@ -363,7 +364,7 @@ func encodeBatch(dst []byte, batch []runtime.Effect) ([]byte, error) {
 		case key == "":
 			return nil, fmt.Errorf("effect %d (%s) has an empty lease id", i, map[byte]string{opPutLease: "put-lease", opDeleteLease: "delete-lease"}[op])
 		case len(key) > bolt.MaxKeySize:
-			return nil, fmt.Errorf("effect %d: %w", i, bolt.ErrKeyTooLarge)
+			return nil, fmt.Errorf("effect %d: %w", i, berrors.ErrKeyTooLarge)
 		}
 		var val []byte
 		if rec != nil {

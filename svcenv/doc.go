@@ -1,5 +1,5 @@
 // Package svcenv owns the environment a service or probe op runs in
-// (filled-in §3 of service protocol 1): exactly which variables it gets on
+// (docs/decisions.md, Environment): exactly which variables it gets on
 // each platform, where its home, temporary and runtime directories are, and
 // the settings, tools and limits files it reads.
 //

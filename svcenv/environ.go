@@ -56,7 +56,7 @@ type Input struct {
 // Environ returns the complete environment of an op described by in, as
 // "KEY=value" strings sorted by key (case-insensitively, the order windows
 // keeps its environment block in; ties bytewise), ready for exec.Cmd.Env.
-// It holds exactly the variables of filled-in §3 for in.Platform and nothing
+// It holds exactly the variables of docs/decisions.md, Environment, for in.Platform and nothing
 // else: there is no way to pass a variable through from the agent.
 //
 // It fails, naming the field, when the platform is unknown, NodeID, Module,

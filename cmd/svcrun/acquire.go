@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runAcquire is `svcrun acquire`: ask for a lease, print its id (or the
@@ -22,15 +22,15 @@ import (
 // its TTL passes without `svcrun renew`. If svcrun goes away meanwhile (a
 // restart), it asks again with the same attempt until svcrun is back,
 // within --wait: a lease admitted before the restart is the answer.
-func runAcquire(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
+func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
 	sock := addSocketFlags(fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, 0)
 	asJSON := fs.Bool("json", false, "print the grant as JSON: lease, attempt, services, expires (a failure: ok, error, code, reason, hint)")
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	req, err := lf.request()
@@ -45,10 +45,10 @@ func runAcquire(ctx context.Context, m *Main, args []string) error {
 		defer c.Close()
 		g, err := acquireRetrying(ctx, newAwayNotice(m.Stderr, "acquire"), c, req)
 		if err != nil {
-			return admission(err)
+			return admission(ctx, c, req, err)
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, g)
+			return cli.PrintJSON(m.Stdout, g)
 		}
 		fmt.Fprintln(m.Stdout, g.Lease)
 		return nil
@@ -59,7 +59,7 @@ func runAcquire(ctx context.Context, m *Main, args []string) error {
 // leaseFlags are what a lease requires, for acquire and run.
 type leaseFlags struct {
 	pools        poolFlag
-	needs, caps  stringList
+	needs, caps  cli.StringList
 	job, attempt *string
 	wait, ttl    *time.Duration
 	needTTL      bool // run: the TTL frees the lease if run is killed
@@ -72,34 +72,34 @@ func addLeaseFlags(fs *flag.FlagSet, wait, ttl time.Duration) *leaseFlags {
 	fs.Var(&f.caps, "capability", "need capability `NAME` (repeatable)")
 	f.job = fs.String("job", "", "the job `ID` the lease is for (shown in svcrun status)")
 	f.attempt = fs.String("attempt", "", "the attempt `ID` (default: a new one)")
-	f.wait = durationFlag(fs, "wait", wait, "how long to wait for admission, a `DUR` such as 30s or 10m (0: now or never)")
+	f.wait = cli.Duration(fs, "wait", wait, "how long to wait for admission, a `DUR` such as 30s or 10m (0: now or never)")
 	ttlHelp := "the lease's time to live, a `DUR` of 1s or more, renewed with svcrun renew (0: held until released)"
 	if ttl > 0 {
 		f.needTTL = true
 		ttlHelp = "the lease's time to live, a `DUR` of 1s or more; renewed every TTL/3 while CMD runs"
 	}
-	f.ttl = durationFlag(fs, "ttl", ttl, ttlHelp)
+	f.ttl = cli.Duration(fs, "ttl", ttl, ttlHelp)
 	return f
 }
 
 func (f *leaseFlags) request() (api.AcquireRequest, error) {
 	if *f.wait < 0 {
-		return api.AcquireRequest{}, usageError{"--wait must not be negative"}
+		return api.AcquireRequest{}, cli.UsageError{Msg: "--wait must not be negative"}
 	}
 	switch ttl := *f.ttl; {
 	case ttl < 0:
-		return api.AcquireRequest{}, usageError{"--ttl must not be negative"}
+		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must not be negative"}
 	case f.needTTL && ttl < api.MinTTL:
 		// run renews its lease while CMD runs; the TTL is what gives the
 		// lease back if run itself is killed (kill -9 leaves no release).
-		return api.AcquireRequest{}, usageError{"--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
+		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
 	case ttl > 0 && ttl < api.MinTTL:
-		return api.AcquireRequest{}, usageError{"--ttl must be 1s or more, or 0 for a lease held until released: a shorter TTL would expire before svcrun renew could renew it"}
+		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must be 1s or more, or 0 for a lease held until released: a shorter TTL would expire before svcrun renew could renew it"}
 	}
 	attempt := *f.attempt
 	if attempt == "" {
 		// Made here, before the first try, so that every try names it.
-		attempt = agent.NewAttemptID()
+		attempt = api.NewAttemptID()
 	}
 	return api.AcquireRequest{
 		Job: *f.job, Attempt: attempt, Pools: map[string]int64(f.pools), NeedsPools: f.needs, Capabilities: f.caps,
@@ -206,7 +206,7 @@ func (p poolFlag) Set(v string) error {
 	}
 	k, err := strconv.ParseInt(n, 10, 64)
 	if err != nil || k < 1 {
-		return errors.New("N is a number of tokens, 1 or more (to need a pool without reserving, use --needs-pool)")
+		return errors.New("give a number of tokens N, 1 or more (to need a pool without reserving, use --needs-pool)")
 	}
 	if _, dup := p[name]; dup {
 		return fmt.Errorf("pool %s given twice: give each pool once", name)
@@ -215,8 +215,8 @@ func (p poolFlag) Set(v string) error {
 	return nil
 }
 
-// notAdmitted reports an acquire that failed: a rejection with its reason
-// and a hint, anything else as is.
-func notAdmitted(m *Main, cmd string, err error) error {
-	return failed(m, cmd, false, admission(err))
+// notAdmitted reports an acquire of req that failed: a rejection with its
+// reason and a hint, anything else as is.
+func notAdmitted(ctx context.Context, m *cli.Env, cmd string, c *api.Client, req api.AcquireRequest, err error) error {
+	return failed(m, cmd, false, admission(ctx, c, req, err))
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,17 +9,22 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/api/server"
+	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
 
 // startAPI serves the local API on the agent's socket until ctx is done or
 // the returned Closer is closed, whichever comes first.
 func startAPI(ctx context.Context, a *agent.Agent, log *slog.Logger) (io.Closer, error) {
-	srv, err := api.NewServer(a, a.Config().Socket, log)
+	srv, err := server.New(a, a.Config().Socket, log)
 	if err != nil {
 		return nil, err
 	}
@@ -89,10 +93,10 @@ func (f socketFlags) dial() (*api.Client, error) {
 
 // connect parses a command that takes no arguments and dials svcrun.
 func connect(fs *flag.FlagSet, sock socketFlags, args []string) (*api.Client, error) {
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return nil, err
 	}
 	return sock.dial()
@@ -101,50 +105,15 @@ func connect(fs *flag.FlagSet, sock socketFlags, args []string) (*api.Client, er
 // connectOne parses a command that takes one argument, named what (its
 // meaning and an example in hint), and dials svcrun.
 func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what, hint string) (*api.Client, string, error) {
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return nil, "", err
 	}
-	arg, err := oneArg(fs, what, hint)
+	arg, err := cli.OneArg(fs, what, hint)
 	if err != nil {
 		return nil, "", err
 	}
 	c, err := sock.dial()
 	return c, arg, err
-}
-
-// noArgs checks that no positional arguments are left.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("unexpected argument %q: svcrun %s takes flags only%s", fs.Arg(0), fs.Name(), afterTerminator(fs.Arg(0)))}
-	}
-	return nil
-}
-
-// afterTerminator explains an argument that looks like a flag: it came
-// after "--".
-func afterTerminator(arg string) string {
-	if len(arg) > 1 && strings.HasPrefix(arg, "-") {
-		return "; it came after --, where flags are taken for arguments: put it before the --"
-	}
-	return ""
-}
-
-// oneArg returns the single positional argument, named what; hint says
-// what it is, e.g. " (the id svcrun acquire printed)".
-func oneArg(fs *flag.FlagSet, what, hint string) (string, error) {
-	switch fs.NArg() {
-	case 0:
-		return "", usageError{"give " + what + hint}
-	case 1:
-		return fs.Arg(0), nil
-	}
-	return "", usageError{fmt.Sprintf("unexpected argument %q: svcrun %s takes one %s%s%s", fs.Arg(1), fs.Name(), what, hint, afterTerminator(fs.Arg(1)))}
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // failureJSON is what a command given --json prints on stdout when it
@@ -168,23 +137,65 @@ type hinted struct {
 func (h *hinted) Error() string { return h.msg }
 func (h *hinted) Unwrap() error { return h.err }
 
-// admission explains an acquire that failed: a rejection with its reason,
-// an interrupted wait; anything else stays.
-func admission(err error) error {
-	var rej *agent.RejectedError
+// admission explains an acquire that failed: a rejection with its reason
+// and a hint (resetHint), an interrupted wait; anything else stays.
+func admission(ctx context.Context, c *api.Client, req api.AcquireRequest, err error) error {
+	var rej *errdefs.RejectedError
 	switch {
 	case errors.As(err, &rej):
-		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason,
-			hint: "svcrun status shows the services, pools and probes; svcrun reset SERVICE clears an unhealthy service"}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the hint must not hold up the failure
+		defer cancel()
+		st, serr := c.Status(sctx)
+		if serr != nil {
+			st = api.Status{}
+		}
+		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason, hint: resetHint(st, req)}
 	case errors.Is(err, context.Canceled):
 		return &hinted{err: err, msg: "interrupted while waiting for admission: the request was withdrawn", code: "interrupted"}
 	}
 	return err
 }
 
+// resetHint is the hint of a rejected request: the command that clears
+// each unhealthy service offering a capability or pool it asks for (the
+// engine's reason says a service is unhealthy; what to type is the
+// CLI's), else where to look.
+func resetHint(st api.Status, req api.AcquireRequest) string {
+	const look = "svcrun status shows the services, pools and probes"
+	wanted := map[string]bool{}
+	for _, c := range req.Capabilities {
+		wanted["capability "+c] = true
+	}
+	for p := range req.Pools {
+		wanted["pool "+p] = true
+	}
+	for _, p := range req.NeedsPools {
+		wanted["pool "+p] = true
+	}
+	offers := map[string][]string{} // service: what it offers
+	for _, s := range st.Services {
+		for _, c := range s.Capabilities {
+			offers[s.Name] = append(offers[s.Name], "capability "+c)
+		}
+	}
+	for _, p := range st.Pools {
+		offers[p.Service] = append(offers[p.Service], "pool "+p.Name)
+	}
+	var resets []string
+	for _, s := range st.Services {
+		if s.Unhealthy && slices.ContainsFunc(offers[s.Name], func(o string) bool { return wanted[o] }) {
+			resets = append(resets, fmt.Sprintf("%s is unhealthy: svcrun reset %s clears its failures", s.Name, s.Name))
+		}
+	}
+	if len(resets) == 0 {
+		return look + "; svcrun reset SERVICE clears an unhealthy service"
+	}
+	return strings.Join(resets, "; ") + "; " + look
+}
+
 // leaseError adds a hint to an unknown lease.
 func leaseError(err error) error {
-	if errors.Is(err, agent.ErrUnknownLease) {
+	if errors.Is(err, errdefs.ErrUnknownLease) {
 		return &hinted{err: err, msg: err.Error(), code: api.CodeUnknownLease,
 			hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
 	}
@@ -195,9 +206,9 @@ func leaseError(err error) error {
 // failureJSON on stdout, else as text on stderr (with its hint); exit 1
 // either way. A wrong command line, -h and an exit code already reported
 // pass through.
-func failed(m *Main, cmd string, asJSON bool, err error) error {
-	var ue usageError
-	var ee exitError
+func failed(m *cli.Env, cmd string, asJSON bool, err error) error {
+	var ue cli.UsageError
+	var ee cli.ExitError
 	if err == nil || errors.As(err, &ue) || errors.As(err, &ee) || errors.Is(err, flag.ErrHelp) {
 		return err
 	}
@@ -214,22 +225,22 @@ func failed(m *Main, cmd string, asJSON bool, err error) error {
 		}
 	}
 	if asJSON {
-		if err := printJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
+		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
 			return err
 		}
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	fmt.Fprintf(m.Stderr, "svcrun %s: %s\n", cmd, h.msg)
 	if h.hint != "" {
 		fmt.Fprintf(m.Stderr, "hint: %s\n", h.hint)
 	}
-	return exitError{1}
+	return cli.ExitError{Code: 1}
 }
 
 // runDone runs a command without arguments whose API call answers with a
 // message (doctor, reap).
-func runDone(ctx context.Context, m *Main, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
-	fs := newFlagSet(m, name, "[--json] [--socket PATH | --config FILE]")
+func runDone(ctx context.Context, m *cli.Env, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
+	fs := m.FlagSet(name, "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message")
 	err := func() error {
@@ -243,7 +254,7 @@ func runDone(ctx context.Context, m *Main, args []string, name string, call func
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, d)
+			return cli.PrintJSON(m.Stdout, d)
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

@@ -15,13 +15,21 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // served starts an agent on the demo module with its API, as `svcrun
 // serve` does, and returns the node configuration file and the socket.
 func served(t *testing.T) (cfg, sock string) {
 	t.Helper()
-	demo, err := filepath.Abs("../../examples/modules/demo")
+	return servedModule(t, "../../examples/modules/demo", "settings = { slots = 2 }")
+}
+
+// servedModule is served on the module in dir, with the lines of its
+// [[modules]] entry after its bundle.
+func servedModule(t *testing.T, dir, entry string) (cfg, sock string) {
+	t.Helper()
+	bundle, err := filepath.Abs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +48,8 @@ sandbox = "best_effort"
 
 [[modules]]
 bundle = %q
-settings = { slots = 2 }
-`, sock, demo)
+%s
+`, sock, bundle, entry)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +170,9 @@ func TestLeaseCommands(t *testing.T) {
 		t.Errorf("renew --json without ttl: %d %s", code, out)
 	}
 	code, out, _ = run(t, "status")
+	if code != 0 {
+		t.Errorf("status: exit %d\n%s", code, out)
+	}
 	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB", "SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
 		"demo/posix-sh", lease, "j1", "admitted"} {
 		if !strings.Contains(out, want) {
@@ -215,10 +226,27 @@ func TestLeaseCommands(t *testing.T) {
 	}
 }
 
+// A rejection for an unhealthy service comes with the svcrun reset that
+// clears it: the engine's reason only says it is unhealthy.
+func TestRejectedUnhealthyHint(t *testing.T) {
+	_, sock := servedModule(t, "testdata/broken", "")
+	// The first acquire waits through the failed start; the second finds
+	// the service unhealthy.
+	for i := range 2 {
+		code, _, errs := run(t, "acquire", "--socket", sock, "--capability", "cap-broken", "--wait", "60s")
+		if code != 1 || !strings.Contains(errs, "service broken/svc is unhealthy after 1 consecutive failures") {
+			t.Fatalf("acquire %d: exit %d, stderr:\n%s", i+1, code, errs)
+		}
+		if i == 1 && !strings.Contains(errs, "\nhint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
+			t.Errorf("acquire %d: no reset hint, stderr:\n%s", i+1, errs)
+		}
+	}
+}
+
 func TestSocketResolution(t *testing.T) {
 	cfg, sock := served(t)
 	t.Setenv(EnvSocket, "/from/env.sock")
-	fs := newFlagSet(&Main{Stderr: os.Stderr}, "x", "")
+	fs := (&cli.Env{}).FlagSet("x", "")
 	f := addSocketFlags(fs)
 	for _, tc := range []struct {
 		args []string

@@ -3,25 +3,27 @@ package main
 import (
 	"context"
 	"fmt"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runEnable is `svcrun enable MODULE`: start its always services, run its
 // probes, offer its pools and capabilities.
-func runEnable(ctx context.Context, m *Main, args []string) error {
+func runEnable(ctx context.Context, m *cli.Env, args []string) error {
 	return setModule(ctx, m, "enable", true, args)
 }
 
 // runDisable is `svcrun disable MODULE`: stop its services gracefully and
 // withdraw what it offers.
-func runDisable(ctx context.Context, m *Main, args []string) error {
+func runDisable(ctx context.Context, m *cli.Env, args []string) error {
 	return setModule(ctx, m, "disable", false, args)
 }
 
 // setModule changes a module until the next reload or restart; the node
 // configuration file is not changed (edit it and svcrun reload to keep the
 // change).
-func setModule(ctx context.Context, m *Main, cmd string, enable bool, args []string) error {
-	fs := newFlagSet(m, cmd, "[--json] [--socket PATH | --config FILE] MODULE")
+func setModule(ctx context.Context, m *cli.Env, cmd string, enable bool, args []string) error {
+	fs := m.FlagSet(cmd, "[--json] [--socket PATH | --config FILE] MODULE")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, module, enabled (a failure: ok, error, code)")
 	err := func() error {
@@ -35,7 +37,7 @@ func setModule(ctx context.Context, m *Main, cmd string, enable bool, args []str
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
+			return cli.PrintJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

@@ -2,75 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
-	"io"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
-
-func TestParseMixed(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		pos  []string
-		json bool
-		cfg  string
-		wait time.Duration
-		err  string
-	}{
-		{args: nil, pos: []string{}},
-		{args: []string{"demo/kv"}, pos: []string{"demo/kv"}},
-		{args: []string{"demo/kv", "--config", "n.toml"}, pos: []string{"demo/kv"}, cfg: "n.toml"},
-		{args: []string{"--json", "a", "--config=n.toml", "b", "-wait", "3s"}, pos: []string{"a", "b"}, json: true, cfg: "n.toml", wait: 3 * time.Second},
-		{args: []string{"a", "--", "--json", "b"}, pos: []string{"a", "--json", "b"}},
-		{args: []string{"--", "-x"}, pos: []string{"-x"}},
-		{args: []string{"--json", "--", "a"}, pos: []string{"a"}, json: true},
-		// "--" as a flag's value is no terminator: the flags after it count.
-		{args: []string{"--config", "--", "a", "--json"}, pos: []string{"a"}, cfg: "--", json: true},
-		{args: []string{"--config=x", "--", "a", "--json"}, pos: []string{"a", "--json"}, cfg: "x"},
-		{args: []string{"-", "--json"}, pos: []string{"-"}, json: true},
-		{args: []string{"a", "--wait", "5x"}, err: `--wait "5x": not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m`},
-		{args: []string{"a", "--nope"}, err: "flag provided but not defined: -nope"},
-		{args: []string{"a", "--config"}, err: "flag needs an argument: -config"},
-	} {
-		fs := flag.NewFlagSet("x", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		asJSON := fs.Bool("json", false, "")
-		cfg := fs.String("config", "", "")
-		wait := durationFlag(fs, "wait", 0, "")
-		err := parseMixed(fs, tc.args)
-		if tc.err != "" {
-			var ue usageError
-			if !errors.As(err, &ue) || ue.msg != tc.err {
-				t.Errorf("%q: error %v, want %q", tc.args, err, tc.err)
-			}
-			continue
-		}
-		if err != nil {
-			t.Errorf("%q: %v", tc.args, err)
-			continue
-		}
-		if got := append([]string{}, fs.Args()...); !reflect.DeepEqual(got, tc.pos) || *asJSON != tc.json || *cfg != tc.cfg || *wait != tc.wait {
-			t.Errorf("%q: args %q json %v config %q wait %v; want %q %v %q %v", tc.args, got, *asJSON, *cfg, *wait, tc.pos, tc.json, tc.cfg, tc.wait)
-		}
-	}
-}
-
-func TestFlagError(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`invalid value "5x" for flag -wait: not a duration`, `--wait "5x": not a duration`},
-		{`invalid value "a: \"b\" for flag -c" for flag -pool: use NAME=N`, `--pool "a: \"b\" for flag -c": use NAME=N`},
-		{`invalid boolean value "maybe" for -json: parse error`, `invalid boolean value "maybe" for -json: parse error`},
-		{"flag provided but not defined: -x", "flag provided but not defined: -x"},
-	} {
-		if got := flagError(tc.in); got != tc.want {
-			t.Errorf("flagError(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
 
 // TestBadDuration: every duration flag of every command names the flag,
 // the value and what a duration is, on one line and a pointer to -h, exit 2.
@@ -129,6 +64,7 @@ func TestCommandLines(t *testing.T) {
 		{args: []string{"renew"}, code: 2, err: "svcrun renew: give LEASE (the id svcrun acquire printed)"},
 		{args: []string{"reap", "now"}, code: 2, err: `svcrun reap: unexpected argument "now": svcrun reap takes flags only`},
 		{args: []string{"doctor", "--json=maybe"}, code: 2, err: `invalid boolean value "maybe" for -json`},
+		{args: []string{"acquire", "--pool", "kv-slots=0"}, code: 2, err: `svcrun acquire: --pool "kv-slots=0": give a number of tokens N, 1 or more`},
 		{args: []string{"reload", "--nope"}, code: 2, err: "svcrun reload: flag provided but not defined: -nope\nRun 'svcrun reload -h' for usage.\n"},
 		// TTLs: 0 or 1s and more for acquire, 1s and more for run.
 		{args: []string{"acquire", "--socket", sock, "--ttl", "0"}, code: 1, err: unreachable},
@@ -156,7 +92,8 @@ func TestCommandLines(t *testing.T) {
 	}
 }
 
-// TestUsage: svcrun -h states the exit codes, as README.md does.
+// TestUsage: svcrun -h states the exit codes, as README.md does, and usage
+// has one stream.
 func TestUsage(t *testing.T) {
 	code, out, _ := run(t, "-h")
 	if code != 0 || !strings.Contains(out, exitCodes) || !strings.Contains(out, "Flags may come before or\nafter a command's arguments") {
@@ -172,8 +109,23 @@ func TestUsage(t *testing.T) {
 	if want := words("Exit codes of every svcrun command:" + para); !ok || want != words(exitCodes) {
 		t.Errorf("README.md says:\n%s\nsvcrun -h says:\n%s", want, words(exitCodes))
 	}
-	code, _, errs := run(t, "reset", "-h")
-	if code != 0 || !strings.Contains(errs, "Usage: svcrun reset [--json] [--socket PATH | --config FILE] MODULE/SERVICE") || !strings.Contains(errs, "-json") {
-		t.Errorf("reset -h: exit %d\n%s", code, errs)
+	// Usage asked for goes to stdout, a missing command's to stderr, as
+	// in svcsim.
+	if code, out, errs := run(t); code != 2 || out != "" || !strings.HasPrefix(errs, "Usage: svcrun <command>") {
+		t.Errorf("svcrun without a command: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
+	}
+	code, out, errs := run(t, "reset", "-h")
+	if code != 0 || !strings.Contains(out, "Usage: svcrun reset [--json] [--socket PATH | --config FILE] MODULE/SERVICE") || !strings.Contains(out, "-json") || errs != "" {
+		t.Errorf("reset -h: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+}
+
+// TestJSONAsWritten: --json answers keep <, > and & as they are, as op's
+// report always did.
+func TestJSONAsWritten(t *testing.T) {
+	const sock = "/nonexistent/<a&b>.sock"
+	code, out, errs := run(t, "doctor", "--json", "--socket", sock)
+	if code != 1 || !strings.Contains(out, `"error": "cannot reach svcrun at `+sock) || errs != "" {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }

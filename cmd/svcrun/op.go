@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -47,25 +44,25 @@ containers.
 Flags:`
 
 // runOp runs one op of a bundle's service or probe without a daemon.
-func runOp(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "op", opSynopsis)
+func runOp(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("op", opSynopsis)
 	bundle := fs.String("bundle", "", "the module bundle `DIR`")
 	config := fs.String("config", "", "a node configuration `FILE`: run the op as that node does, sandbox included")
 	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
-	timeout := durationFlag(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
+	timeout := cli.Duration(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
 	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case (*bundle == "") == (*config == ""):
-		return usageError{"give --bundle DIR or --config FILE"}
+		return cli.UsageError{Msg: "give --bundle DIR or --config FILE"}
 	case fs.NArg() < 2:
-		return usageError{"give the SERVICE (or probe) and the OP"}
+		return cli.UsageError{Msg: "give the SERVICE (or probe) and the OP"}
 	case *timeout < 0:
-		return usageError{fmt.Sprintf("--timeout %v is negative", *timeout)}
+		return cli.Usagef("--timeout %v is negative", *timeout)
 	}
 	var node *opNode
 	var mod *manifest.Module
@@ -75,7 +72,7 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 		if err != nil {
 			return err
 		}
-		mod = node.mod
+		mod = node.mod.Manifest
 	} else if mod, err = manifest.Load(*bundle); err != nil {
 		return invalid(m, []string{err.Error()})
 	}
@@ -85,7 +82,7 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	}
 	op, err := protocol.ParseOp(fs.Arg(1))
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	opArgs := fs.Args()[2:]
 	if err := checkOpArgs(t, op, opArgs); err != nil {
@@ -95,91 +92,33 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 	if !t.runsOn(string(host)) {
 		return fmt.Errorf("%s %s runs only on %s, not on %s", t.kind(), t.fullName(), strings.Join(t.platforms, ", "), host)
 	}
-	settings := map[string]any{}
-	if *settingsFile != "" {
-		raw, err := os.ReadFile(*settingsFile)
-		if err != nil {
-			return fmt.Errorf("--settings: %w", err)
-		}
-		if err := json.Unmarshal(raw, &settings); err != nil {
-			return fmt.Errorf("--settings %s: want a JSON object: %w", *settingsFile, err)
+	if node == nil {
+		if node, err = bundleNode(mod, *settingsFile, *data, *nodeID); err != nil {
+			return err
 		}
 	}
-
-	dataDir, err := opDataDir(*data, mod.Name)
+	plan, err := sandbox.PlanFor(node.cfg, node.mod)
+	if err == nil {
+		err = plan.Err()
+	}
 	if err != nil {
-		return err
-	}
-	var tools map[string]string
-	var limits any = map[string]any{}
-	if node != nil {
-		dataDir, *nodeID = node.cfg.ModuleDataDir(mod.Name), node.cfg.NodeID
-		settings, tools, limits = node.mc.Settings, node.mc.Tools, node.cfg.Limits
-	}
-	if *nodeID == "" {
-		if *nodeID, err = os.Hostname(); err != nil {
-			return fmt.Errorf("the host name (give --node-id): %w", err)
-		}
-	}
-	u, err := user.Current()
-	if err != nil {
-		return fmt.Errorf("the current user: %w", err)
-	}
-	userName := u.Username
-	var owner *svcenv.Owner
-	if node != nil && node.id.Owner != nil {
-		userName, owner = node.id.User, node.id.Owner
-	}
-	layout, err := svcenv.Paths(host, dataDir)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(layout.ModuleData), 0o700); err != nil {
-		return err
-	}
-	if err := svcenv.Prepare(layout, owner); err != nil {
-		return err
-	}
-	if tools == nil {
-		tools = map[string]string{}
-	}
-	if err := svcenv.WriteFiles(layout, owner, svcenv.Files{Settings: settings, Tools: tools, Limits: limits}); err != nil {
-		return err
-	}
-	toolDirs, err := svcenv.ToolDirs(host, tools)
-	if err != nil {
-		return err
-	}
-	env, err := svcenv.Environ(svcenv.Input{Platform: host, NodeID: *nodeID, Module: mod.Name, Service: t.name, ModuleData: layout.ModuleData, User: userName, ToolDirs: toolDirs})
-	if err != nil {
-		return err
-	}
-	cmd, err := executor.ResolveCommand(mod, t.exec)
-	if err != nil {
-		return err
-	}
-	if *timeout == 0 {
-		*timeout = executor.OpTimeout(op, t.startTimeout)
+		return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
 	}
 
 	// Unlike the agent, svcrun op is no child subreaper: it exits after
 	// the op, and in tests it runs inside a test binary whose other
 	// children the reaper must not take.
-	spec := cmd.Spec(op, opArgs, env, *timeout)
-	if node == nil {
-		node = bundleNode(mod, *nodeID, layout.ModuleData, settings)
+	xcfg := executor.Config{
+		Node: node.cfg, Modules: []nodeconfig.LoadedModule{node.mod},
+		User: node.id.User, Owner: node.id.Owner, Hooks: sandbox.For(node.cfg),
 	}
-	plan, err := sandbox.PlanFor(node.cfg, mod, node.mc)
+	target := runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
+	res, out, err := executor.RunOne(ctx, xcfg, runtime.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
+		return err
 	}
-	if spec.Hooks, err = sandbox.Hooks(node.cfg, mod, node.mc, runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe}); err != nil {
-		return fmt.Errorf("%s %s: %w", t.kind(), t.fullName(), err)
-	}
-	res := executor.Run(ctx, spec)
-	out := executor.Outcome(op, t.role, res)
 	r := opReport{
-		Module: mod.Name, Op: string(op), Args: opArgs, DataDir: layout.ModuleData,
+		Module: mod.Name, Op: string(op), Args: opArgs, DataDir: node.cfg.ModuleDataDir(mod.Name),
 		OK:         out.Failure == runtime.FailNone,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Failure:    string(out.Failure), Message: out.Message,
@@ -204,39 +143,30 @@ func runOp(ctx context.Context, m *Main, args []string) error {
 		r.Warnings = append(r.Warnings, out.Result.Warnings...)
 	} else if out.Failure == runtime.FailProtocol {
 		// The agent's message joins the reasons in one line; list them.
-		trunc := res.Output
-		if trunc.StdoutTruncated {
-			trunc.ExitCode = 0
-		}
-		var pe *protocol.ProtocolError
-		if _, err := protocol.Decode(op, t.role, trunc); errors.As(err, &pe) {
-			r.Reasons = pe.Reasons
-		}
+		r.Reasons = out.Reasons
 		r.stdout = res.Stdout
 	}
 	r.StderrTail = string(res.StderrTail)
 	if *asJSON {
-		if err := writeJSON(m.Stdout, r); err != nil {
+		if err := cli.PrintJSON(m.Stdout, r); err != nil {
 			return err
 		}
 	} else {
 		r.print(m, t)
 	}
 	if !r.OK {
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 	return nil
 }
 
 // opTarget is the service or probe an op runs.
 type opTarget struct {
-	module       string
-	name         string
-	probe        bool
-	role         protocol.Role
-	exec         []string
-	platforms    []string
-	startTimeout time.Duration
+	module    string
+	name      string
+	probe     bool
+	platforms []string
+	runsOn    func(platform string) bool // the manifest's rule
 }
 
 func (t opTarget) kind() string {
@@ -248,34 +178,22 @@ func (t opTarget) kind() string {
 
 func (t opTarget) fullName() string { return t.module + "/" + t.name }
 
-func (t opTarget) runsOn(p string) bool {
-	if t.platforms == nil {
-		return true
-	}
-	for _, x := range t.platforms {
-		if x == p {
-			return true
-		}
-	}
-	return false
-}
-
 // findTarget looks name up among the services, then the probes, of mod.
 func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 	var services, probes []string
 	for _, s := range mod.Services {
 		if s.Name == name {
-			return opTarget{module: mod.Name, name: s.Name, exec: s.Exec, platforms: s.Platforms, startTimeout: s.StartTimeout}, nil
+			return opTarget{module: mod.Name, name: s.Name, platforms: s.Platforms, runsOn: s.RunsOn}, nil
 		}
 		services = append(services, s.Name)
 	}
 	for _, p := range mod.Probes {
 		if p.Name == name {
-			return opTarget{module: mod.Name, name: p.Name, probe: true, role: protocol.RoleProbe, exec: p.Exec, platforms: p.Platforms}, nil
+			return opTarget{module: mod.Name, name: p.Name, probe: true, platforms: p.Platforms, runsOn: p.RunsOn}, nil
 		}
 		probes = append(probes, p.Name)
 	}
-	return opTarget{}, usageError{fmt.Sprintf("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))}
+	return opTarget{}, cli.Usagef("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))
 }
 
 // checkOpArgs applies the protocol's rules to the op's arguments: only
@@ -283,22 +201,22 @@ func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 // --force.
 func checkOpArgs(t opTarget, op protocol.Op, args []string) error {
 	if t.probe && op != protocol.OpFingerprint {
-		return usageError{fmt.Sprintf("%s is a probe: it implements only fingerprint", t.fullName())}
+		return cli.Usagef("%s is a probe: it implements only fingerprint", t.fullName())
 	}
 	if op != protocol.OpDestroy {
 		if len(args) > 0 {
-			return usageError{fmt.Sprintf("%s takes no arguments, got %q", op, args)}
+			return cli.Usagef("%s takes no arguments, got %q", op, args)
 		}
 		return nil
 	}
 	switch {
 	case len(args) == 0:
-		return usageError{"destroy needs the object ID: destroy ID [--force]"}
+		return cli.UsageError{Msg: "destroy needs the object ID: destroy ID [--force]"}
 	case len(args) > 2 || len(args) == 2 && args[1] != "--force":
-		return usageError{fmt.Sprintf("destroy takes ID [--force], got %q", args)}
+		return cli.Usagef("destroy takes ID [--force], got %q", args)
 	}
 	if err := protocol.ValidObjectID(args[0]); err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	return nil
 }
@@ -347,16 +265,16 @@ const (
 	stdoutBytesShown = 512
 )
 
-func (r *opReport) print(m *Main, t opTarget) {
+func (r *opReport) print(m *cli.Env, t opTarget) {
 	if r.OK {
-		writeJSON(m.Stdout, r.Result)
+		cli.PrintJSON(m.Stdout, r.Result)
 		for _, w := range r.Warnings {
-			fmt.Fprintf(m.Stderr, "svcrun op: warning: %s\n", w)
+			m.Warnf("%s", w)
 		}
 		return
 	}
 	w := m.Stderr
-	fmt.Fprintf(w, "svcrun op: %s %s\n", t.fullName(), r.Message)
+	m.Printf("%s %s", t.fullName(), r.Message)
 	if len(r.Reasons) > 0 {
 		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
 		for _, reason := range r.Reasons {
@@ -378,7 +296,7 @@ func (r *opReport) print(m *Main, t opTarget) {
 		}
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "svcrun op: warning: %s\n", warn)
+		m.Warnf("%s", warn)
 	}
 	fmt.Fprintf(w, "  module data dir: %s\n", r.DataDir)
 }
@@ -410,18 +328,6 @@ func visible(r rune) rune {
 		return '\uFFFD'
 	}
 	return r
-}
-
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return err
-	}
-	_, err := w.Write(buf.Bytes())
-	return err
 }
 
 // The normalised results: the wire format of protocol 1 as the agent
@@ -493,26 +399,48 @@ func normalise(r protocol.Result) any {
 	return nil
 }
 
-// opNode is what svcrun op --config takes from a node configuration.
+// opNode is the node an op runs in: the configuration, the op's module
+// and who its ops run as.
 type opNode struct {
 	cfg *nodeconfig.Config
-	mod *manifest.Module
-	mc  nodeconfig.Module
+	mod nodeconfig.LoadedModule
 	id  sandbox.Identity
 }
 
-// bundleNode is the node svcrun op --bundle makes up for the bundle's
-// sandbox: one enabled module with its data dir and settings, no grant or
-// tool, no run_as, best_effort; svcrun's default socket stays out of reach.
-func bundleNode(mod *manifest.Module, nodeID, moduleData string, settings map[string]any) *opNode {
+// bundleNode is the node svcrun op --bundle makes up for the bundle: one
+// enabled module with the data dir (dataDir or opDataDir's default), the
+// settings of settingsFile ({} without one), the node id (the host name
+// by default), no grant or tool, no run_as, best_effort; svcrun's
+// default socket stays out of the sandbox's reach.
+func bundleNode(mod *manifest.Module, settingsFile, dataDir, nodeID string) (*opNode, error) {
+	settings := map[string]any{}
+	if settingsFile != "" {
+		raw, err := os.ReadFile(settingsFile)
+		if err != nil {
+			return nil, fmt.Errorf("--settings: %w", err)
+		}
+		if err := json.Unmarshal(raw, &settings); err != nil {
+			return nil, fmt.Errorf("--settings %s: want a JSON object: %w", settingsFile, err)
+		}
+	}
+	moduleData, err := opDataDir(dataDir, mod.Name)
+	if err != nil {
+		return nil, err
+	}
+	if nodeID == "" {
+		if nodeID, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("the host name (give --node-id): %w", err)
+		}
+	}
+	mc := nodeconfig.Module{Bundle: mod.Dir, Enabled: true, Settings: settings}
 	cfg := &nodeconfig.Config{
 		File: "(svcrun op --bundle " + mod.Dir + ")", NodeID: nodeID, Platform: string(svcenv.HostPlatform()),
 		DataDir: moduleData, Socket: filepath.Join(nodeconfig.DefaultDataDir, nodeconfig.DefaultSocketName),
 		Sandbox:        nodeconfig.SandboxBestEffort,
 		ModuleDataDirs: map[string]string{mod.Name: moduleData},
-		Modules:        []nodeconfig.Module{{Bundle: mod.Dir, Enabled: true, Settings: settings}},
+		Modules:        []nodeconfig.Module{mc},
 	}
-	return &opNode{cfg: cfg, mod: mod, mc: cfg.Modules[0]}
+	return &opNode{cfg: cfg, mod: nodeconfig.LoadedModule{Config: mc, Manifest: mod}}, nil
 }
 
 // loadOpNode reads the node configuration and finds the module of service:
@@ -533,26 +461,23 @@ func loadOpNode(file, service string) (*opNode, error) {
 	modName, name, qualified := strings.Cut(service, "/")
 	var found []*opNode
 	var names []string
-	for i, m := range mods {
-		if m == nil {
-			continue
-		}
-		names = append(names, m.Name)
-		if qualified && m.Name != modName {
+	for _, m := range mods {
+		names = append(names, m.Manifest.Name)
+		if qualified && m.Manifest.Name != modName {
 			continue
 		}
 		if !qualified {
 			name = service
 		}
-		if _, err := findTarget(m, name); err == nil {
-			found = append(found, &opNode{cfg: cfg, mod: m, mc: cfg.Modules[i], id: id})
+		if _, err := findTarget(m.Manifest, name); err == nil {
+			found = append(found, &opNode{cfg: cfg, mod: m, id: id})
 		}
 	}
 	switch len(found) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return nil, usageError{fmt.Sprintf("no service or probe %q in the modules of %s: %s", service, file, strings.Join(names, ", "))}
+		return nil, cli.Usagef("no service or probe %q in the modules of %s: %s", service, file, strings.Join(names, ", "))
 	}
-	return nil, usageError{fmt.Sprintf("%q is in several modules of %s: write MODULE/%s", service, file, service)}
+	return nil, cli.Usagef("%q is in several modules of %s: write MODULE/%s", service, file, service)
 }

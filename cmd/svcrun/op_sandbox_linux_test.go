@@ -51,3 +51,56 @@ printf '{"healthy":true,"running":false,"attrs":{"data":"%s","outside":"%s"}}\n'
 		t.Error("the op wrote outside its sandbox")
 	}
 }
+
+// TestOpConfigRunAsEntersDataDir: `svcrun op --config` as root creates
+// <data_dir> and <data_dir>/modules as the daemon does, traversable, so
+// that a run_as op (this one, and the daemon's later) enters its module
+// data dir.
+func TestOpConfigRunAsEntersDataDir(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("run_as needs root")
+	}
+	// Every directory on the way must let nobody through.
+	root := t.TempDir()
+	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bundle := filepath.Join(root, "bundle")
+	script := `#!/bin/sh
+if (echo x > "$OARBANK_MODULE_DATA/f") 2>/dev/null; then w=yes; else w=no; fi
+printf '{"healthy":true,"running":false,"attrs":{"data":"%s"}}\n' "$w"
+`
+	writeBundle(t, bundle, map[string]string{
+		"module.toml": "[module]\nname = \"box\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\n",
+		"bin/svc":     script,
+	})
+	cfg := filepath.Join(root, "svcrun.toml")
+	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"nobody\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		code, out, errs := run(t, "op", "--json", "--config", cfg, "box/svc", "fingerprint")
+		var r struct {
+			OK     bool
+			Result struct{ Attrs map[string]string }
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil || code != 0 || !r.OK {
+			t.Fatalf("op %d: exit %d, %v:\n%s%s", i+1, code, err, out, errs)
+		}
+		if r.Result.Attrs["data"] != "yes" {
+			t.Errorf("op %d: the run_as op could not write into its module data dir", i+1)
+		}
+	}
+	for _, d := range []string{"data", "data/modules"} {
+		fi, err := os.Stat(filepath.Join(root, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			t.Errorf("%s is %v: other users cannot traverse it", d, fi.Mode().Perm())
+		}
+	}
+}

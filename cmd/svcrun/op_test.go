@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 )
@@ -216,5 +217,37 @@ func TestOpWithConfig(t *testing.T) {
 	}
 	if code, _, errs := run(t, "op", "--config", cfg, "--bundle", demo, "kv", "fingerprint"); code != 2 || !strings.Contains(errs, "give --bundle DIR or --config FILE") {
 		t.Errorf("both modes: exit %d: %s", code, errs)
+	}
+}
+
+// TestOpOtherPlatform: a service the manifest keeps to another platform
+// is refused by the manifest's own rule, naming the platforms.
+func TestOpOtherPlatform(t *testing.T) {
+	if goruntime.GOOS == "windows" {
+		t.Skip("the fixture's other platform is windows")
+	}
+	bundle := t.TempDir()
+	writeBundle(t, bundle, map[string]string{
+		"module.toml": "[module]\nname = \"win\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\nplatforms = [\"windows\"]\n",
+		"bin/svc":     "#!/bin/sh\nexit 0\n",
+	})
+	code, _, errs := run(t, "op", "--bundle", bundle, "--data", t.TempDir(), "svc", "fingerprint")
+	if want := "service win/svc runs only on windows, not on " + goruntime.GOOS; code != 1 || !strings.Contains(errs, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, errs, want)
+	}
+}
+
+// writeBundle writes files (path in dir -> content) into dir, readable
+// and executable by every user.
+func writeBundle(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

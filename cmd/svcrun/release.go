@@ -1,10 +1,14 @@
 package main
 
-import "context"
+import (
+	"context"
+
+	"github.com/oarbank/svcrun/internal/cli"
+)
 
 // runRelease is `svcrun release LEASE`: end a lease.
-func runRelease(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "release", "[--json] [--socket PATH | --config FILE] LEASE")
+func runRelease(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("release", "[--json] [--socket PATH | --config FILE] LEASE")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, lease (a failure: ok, error, code, hint)")
 	err := func() error {
@@ -17,7 +21,7 @@ func runRelease(ctx context.Context, m *Main, args []string) error {
 			return leaseError(err)
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, released{OK: true, Lease: lease})
+			return cli.PrintJSON(m.Stdout, released{OK: true, Lease: lease})
 		}
 		return nil
 	}()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runReload is `svcrun reload`: svcrun reads its configuration and modules
 // again (as on SIGHUP). A configuration with errors changes nothing.
-func runReload(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "reload", "[--json] [--socket PATH | --config FILE]")
+func runReload(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("reload", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, restart_needed (a failure: ok, error, code)")
 	err := func() error {
@@ -26,7 +28,7 @@ func runReload(ctx context.Context, m *Main, args []string) error {
 			if r.RestartNeeded == nil {
 				r.RestartNeeded = []string{}
 			}
-			return printJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
+			return cli.PrintJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
 		}
 		fmt.Fprintln(m.Stdout, "configuration reloaded")
 		if len(r.RestartNeeded) > 0 {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runRenew is `svcrun renew LEASE`: extend a lease's TTL; prints the new
 // expiry.
-func runRenew(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "renew", "[--json] [--socket PATH | --config FILE] LEASE")
+func runRenew(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("renew", "[--json] [--socket PATH | --config FILE] LEASE")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: lease, expires (a failure: ok, error, code, hint)")
 	err := func() error {
@@ -24,7 +26,7 @@ func runRenew(ctx context.Context, m *Main, args []string) error {
 		}
 		switch {
 		case *asJSON:
-			return printJSON(m.Stdout, r)
+			return cli.PrintJSON(m.Stdout, r)
 		case r.Expires.IsZero():
 			fmt.Fprintf(m.Stdout, "%s has no TTL: it is held until released\n", r.Lease)
 		default:

@@ -4,23 +4,25 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runReset is `svcrun reset MODULE/SERVICE`: clear a service's failures and
 // its unhealthy mark.
-func runReset(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "reset", "[--json] [--socket PATH | --config FILE] MODULE/SERVICE")
+func runReset(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("reset", "[--json] [--socket PATH | --config FILE] MODULE/SERVICE")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, service (a failure: ok, error, code)")
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	name, err := oneArg(fs, "MODULE/SERVICE", ", e.g. demo/kv (svcrun status lists the services)")
+	name, err := cli.OneArg(fs, "MODULE/SERVICE", ", e.g. demo/kv (svcrun status lists the services)")
 	if err != nil {
 		return err
 	}
 	if mod, svc, ok := strings.Cut(name, "/"); !ok || mod == "" || svc == "" || strings.Contains(svc, "/") {
-		return usageError{fmt.Sprintf("%q: name the service MODULE/SERVICE, e.g. demo/kv (svcrun status lists them)", name)}
+		return cli.Usagef("%q: name the service MODULE/SERVICE, e.g. demo/kv (svcrun status lists them)", name)
 	}
 	err = func() error {
 		c, err := sock.dial()
@@ -33,7 +35,7 @@ func runReset(ctx context.Context, m *Main, args []string) error {
 			return err
 		}
 		if *asJSON {
-			return printJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
+			return cli.PrintJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
 		}
 		fmt.Fprintln(m.Stdout, d.Message)
 		return nil

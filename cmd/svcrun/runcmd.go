@@ -15,8 +15,9 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
@@ -36,16 +37,16 @@ import (
 // the same attempt (made before the first try) until svcrun is back,
 // within --wait, and renewals and the release wait for it likewise; run
 // says once that svcrun went away and once that it is back.
-func runRun(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
+func runRun(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
 	sock := addSocketFlags(fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
-		return usageError{"give the command to run after --, e.g. svcrun run --capability kv -- ./job.sh"}
+		return cli.UsageError{Msg: "give the command to run after --, e.g. svcrun run --capability kv -- ./job.sh"}
 	}
 	req, err := lf.request()
 	if err != nil {
@@ -60,7 +61,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	away := newAwayNotice(m.Stderr, "run")
 	g, err := acquireShowing(ctx, m, away, c, req)
 	if err != nil {
-		return notAdmitted(m, "run", err)
+		return notAdmitted(ctx, m, "run", c, req, err)
 	}
 	// From here on the lease is held: renew and release it whatever ctx
 	// (canceled by SIGINT or SIGTERM) says.
@@ -72,7 +73,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 			return c.Release(rctx, g.Lease)
 		})
 		if err != nil {
-			if errors.Is(err, agent.ErrUnknownLease) {
+			if errors.Is(err, errdefs.ErrUnknownLease) {
 				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended when CMD exited (%v)\n", g.Lease, err)
 				return
 			}
@@ -85,7 +86,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 	if ctx.Err() != nil { // interrupted as it was admitted
 		release()
 		fmt.Fprintln(m.Stderr, "svcrun run: interrupted before CMD started: the lease was released")
-		return exitError{1}
+		return cli.ExitError{Code: 1}
 	}
 
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -95,9 +96,9 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		release()
 		fmt.Fprintf(m.Stderr, "svcrun run: cannot run %s: %v\n", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{127}
+			return cli.ExitError{Code: 127}
 		}
-		return exitError{126}
+		return cli.ExitError{Code: 126}
 	}
 
 	renewCtx, stopRenew := context.WithCancel(bg)
@@ -133,7 +134,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 		return fmt.Errorf("waiting for %s: %w", argv[0], werr)
 	}
 	if code := exitCode(cmd.ProcessState); code != 0 {
-		return exitError{code}
+		return cli.ExitError{Code: code}
 	}
 	return nil
 }
@@ -141,7 +142,7 @@ func runRun(ctx context.Context, m *Main, args []string) error {
 // acquireShowing acquires, asking again while svcrun is away; while it
 // waits, with stderr on a terminal, it prints every second what the lease
 // waits for.
-func acquireShowing(ctx context.Context, m *Main, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
 	if !isTerminal(m.Stderr) {
 		return acquireRetrying(ctx, away, c, req)
 	}
@@ -254,7 +255,7 @@ func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Cli
 			next = every
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, agent.ErrUnknownLease):
+		case errors.Is(err, errdefs.ErrUnknownLease):
 			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
 			return
 		case api.Away(err):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
 )
@@ -13,13 +14,13 @@ import (
 // of its modules would be sandboxed here. It exits 1 when a module would
 // be refused (sandbox = "require" with a layer missing, or a grant that
 // makes the sandbox unsound).
-func runSandbox(_ context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "sandbox", "[--config FILE]")
+func runSandbox(_ context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("sandbox", "[--config FILE]")
 	config := fs.String("config", "", "also show how each module of the node configuration `FILE` is sandboxed on this host")
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	fmt.Fprint(m.Stdout, sandbox.Probe())
@@ -36,13 +37,10 @@ func runSandbox(_ context.Context, m *Main, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "\nnode %s (%s): sandbox = %q\n", c.NodeID, c.File, c.Sandbox)
 	refused := 0
-	for i, mod := range mods {
-		if mod == nil {
-			continue
-		}
-		p, err := sandbox.PlanFor(c, mod, c.Modules[i])
+	for _, mod := range mods {
+		p, err := sandbox.PlanFor(c, mod)
 		if err != nil {
-			fmt.Fprintf(m.Stdout, "module %s: REFUSED: %v\n", mod.Name, err)
+			fmt.Fprintf(m.Stdout, "module %s: REFUSED: %v\n", mod.Manifest.Name, err)
 			refused++
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/sandbox"
 )
 
@@ -21,31 +22,31 @@ import (
 // stop it, leaving services running for the next start to adopt (unless
 // --stop-services-on-exit); a second one exits at once (stopOnSignals).
 // SIGHUP reloads the configuration.
-func runServe(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
+func runServe(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
 	config := fs.String("config", "", "the node configuration `FILE` (svcrun.toml)")
 	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
-	if err := parseMixed(fs, args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := noArgs(fs); err != nil {
+	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
 	if *config == "" {
-		return usageError{"give --config FILE (see examples/node.toml)"}
+		return cli.UsageError{Msg: "give --config FILE (see examples/node.toml)"}
 	}
 	log, err := newLogger(m, *level, *format)
 	if err != nil {
-		return usageError{err.Error()}
+		return cli.UsageError{Msg: err.Error()}
 	}
 	// Daemons that ops leave behind are re-parented to svcrun, which reaps
 	// them; nothing else of svcrun may start children outside executor.
 	if err := executor.BecomeSubreaper(); err != nil {
 		log.Warn("cannot become a child subreaper: orphaned daemons will be reaped by init", "error", err)
 	}
-	// Ops are born unable to dump core (filled-in §4): svcrun's own hard
+	// Ops are born unable to dump core (docs/decisions.md, Sandbox): svcrun's own hard
 	// limit goes to 0 first, since children inherit it.
 	if err := sandbox.DisableCores(); err != nil {
 		log.Warn("core dumps of ops not disabled", "error", err)
@@ -123,7 +124,7 @@ func stopOnSignals(sigs <-chan os.Signal, served <-chan struct{}, stop func(), l
 	os.Exit(1)
 }
 
-func newLogger(m *Main, level, format string) (*slog.Logger, error) {
+func newLogger(m *cli.Env, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)

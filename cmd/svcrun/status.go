@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // runStatus is `svcrun status [--json]`: services, probes, memory, leases.
-func runStatus(ctx context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "status", "[--json] [--socket PATH | --config FILE]")
+func runStatus(ctx context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("status", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status)")
 	c, err := connect(fs, sock, args)
@@ -27,7 +28,7 @@ func runStatus(ctx context.Context, m *Main, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return printJSON(m.Stdout, st)
+		return cli.PrintJSON(m.Stdout, st)
 	}
 	printStatus(m.Stdout, st)
 	return nil

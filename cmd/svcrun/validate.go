@@ -7,27 +7,28 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
 
 // runValidate checks bundles or a node configuration, prints one line per
 // module, service and probe when valid, and every error when not.
-func runValidate(_ context.Context, m *Main, args []string) error {
-	fs := newFlagSet(m, "validate", "--bundle DIR... | --config FILE")
-	var bundles stringList
+func runValidate(_ context.Context, m *cli.Env, args []string) error {
+	fs := m.FlagSet("validate", "--bundle DIR... | --config FILE")
+	var bundles cli.StringList
 	fs.Var(&bundles, "bundle", "a module bundle `DIR` to check (repeatable: the set is checked for clashes too)")
 	config := fs.String("config", "", "a node configuration `FILE` to check, with every module it lists")
-	if err := parseFlags(fs, args); err != nil {
+	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError{fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
+		return cli.Usagef("unexpected argument %q", fs.Arg(0))
 	case len(bundles) == 0 && *config == "":
-		return usageError{"give --bundle DIR or --config FILE"}
+		return cli.UsageError{Msg: "give --bundle DIR or --config FILE"}
 	case len(bundles) > 0 && *config != "":
-		return usageError{"give either --bundle or --config, not both"}
+		return cli.UsageError{Msg: "give either --bundle or --config, not both"}
 	}
 	if *config != "" {
 		return validateConfig(m, *config)
@@ -35,7 +36,7 @@ func runValidate(_ context.Context, m *Main, args []string) error {
 	return validateBundles(m, bundles)
 }
 
-func validateBundles(m *Main, dirs []string) error {
+func validateBundles(m *cli.Env, dirs []string) error {
 	var mods []*manifest.Module
 	var errs []string
 	for _, d := range dirs {
@@ -60,7 +61,7 @@ func validateBundles(m *Main, dirs []string) error {
 	return nil
 }
 
-func validateConfig(m *Main, file string) error {
+func validateConfig(m *cli.Env, file string) error {
 	c, err := nodeconfig.Load(file)
 	if err != nil {
 		return invalid(m, []string{err.Error()})
@@ -76,15 +77,15 @@ func validateConfig(m *Main, file string) error {
 	fmt.Fprintf(m.Stdout, "node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
 		c.NodeID, c.File, c.Platform, c.DataDir, c.Socket, c.MemoryBudgetGB, c.Sandbox, c.MaxConcurrentOps, limits)
 	for _, w := range c.Warnings {
-		fmt.Fprintf(m.Stderr, "warning: %s\n", w)
+		m.Warnf("%s", w)
 	}
-	for i, mod := range mods {
-		printModule(m.Stdout, mod, c.Modules[i].Enabled, c.Platform)
+	for _, mod := range mods {
+		printModule(m.Stdout, mod.Manifest, mod.Config.Enabled, c.Platform)
 	}
 	return nil
 }
 
-func invalid(m *Main, errs []string) error {
+func invalid(m *cli.Env, errs []string) error {
 	for _, e := range errs {
 		fmt.Fprintln(m.Stderr, e)
 	}
@@ -93,7 +94,7 @@ func invalid(m *Main, errs []string) error {
 		n += strings.Count(e, "\n") + 1
 	}
 	fmt.Fprintf(m.Stderr, "invalid: %d error%s\n", n, plural(n))
-	return exitError{1}
+	return cli.ExitError{Code: 1}
 }
 
 // printModule writes the one-line summaries. platform, when set, marks the

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = (&Main{Stdout: &out, Stderr: &errb}).Run(context.Background(), args)
+	code = program.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb}, args)
 	return code, out.String(), errb.String()
 }
 
@@ -55,7 +56,7 @@ func TestValidate(t *testing.T) {
 			"invalid: 2 errors",
 		}},
 		{name: "config without modules", args: []string{"validate", "--config", "testdata/no-modules.toml"}, code: 0, errs: []string{
-			"warning: testdata/no-modules.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)",
+			"svcrun validate: warning: testdata/no-modules.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)",
 		}},
 		{name: "missing config", args: []string{"validate", "--config", "testdata/nope.toml"}, code: 1, errs: []string{
 			"testdata/nope.toml: cannot read the node configuration: no such file or directory",

@@ -14,16 +14,15 @@ import (
 // is `events/s N`.
 func runBench(_ context.Context, env *cli.Env, args []string) error {
 	wl := sim.DefaultWorkload
-	fs := cli.FlagSet(env, "svcsim", "bench", "[--services N] [--days D] [--seed S]")
+	fs := env.FlagSet("bench", "[--services N] [--days D] [--seed S]")
 	fs.IntVar(&wl.Services, "services", wl.Services, "services on the node")
 	days := fs.Float64("days", wl.Duration.Hours()/24, "simulated days")
 	fs.Uint64Var(&wl.Seed, "seed", wl.Seed, "the workload's seed")
-	rest, err := cli.Parse(fs, args)
-	if err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return cli.Usagef("unexpected argument %q", rest[0])
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	if wl.Services < 1 || *days <= 0 {
 		return cli.Usagef("--services and --days must be positive")

@@ -15,17 +15,16 @@ import (
 // explorations from S; on the first failure it prints the seed, the broken
 // rule, the end of the trace, and writes the inputs as a scenario file.
 func runExplore(_ context.Context, env *cli.Env, args []string) error {
-	fs := cli.FlagSet(env, "svcsim", "explore", "--seeds N [--seed S] [--steps K] [--out FILE]")
+	fs := env.FlagSet("explore", "--seeds N [--seed S] [--steps K] [--out FILE]")
 	seeds := fs.Int("seeds", 100, "how many seeds to explore")
 	first := fs.Uint64("seed", 0, "the first seed (default: from the clock, printed)")
 	steps := fs.Int("steps", 400, "inputs in the safety phase of each exploration")
 	out := fs.String("out", "explore-failure.txt", "where to write the reproducing scenario on failure")
-	rest, err := cli.Parse(fs, args)
-	if err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	if len(rest) > 0 {
-		return cli.Usagef("unexpected argument %q", rest[0])
+	if err := cli.NoArgs(fs); err != nil {
+		return err
 	}
 	if *seeds < 1 || *steps < 1 {
 		return cli.Usagef("--seeds and --steps must be at least 1")

@@ -94,8 +94,8 @@ func TestErrors(t *testing.T) {
 	if code, _, errs := run(t, "run", file); code != 1 || !strings.Contains(errs, file+":13: unknown input \"relase\"") {
 		t.Errorf("bad scenario: exit %d, stderr:\n%s", code, errs)
 	}
-	if code, _, _ := run(t); code != 2 {
-		t.Errorf("no command: exit %d", code)
+	if code, out, errs := run(t); code != 2 || out != "" || !strings.HasPrefix(errs, "Usage: svcsim <command>") {
+		t.Errorf("no command: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	if code, _, _ := run(t, "frob"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
@@ -103,8 +103,12 @@ func TestErrors(t *testing.T) {
 	if code, _, _ := run(t, "run"); code != 2 {
 		t.Errorf("run without files: exit %d", code)
 	}
-	if code, _, _ := run(t, "test", "-nope"); code != 2 {
-		t.Errorf("unknown flag: exit %d", code)
+	// A bad flag is one line and a pointer to -h, as in svcrun.
+	if code, out, errs := run(t, "test", "-nope"); code != 2 || out != "" || errs != "svcsim test: flag provided but not defined: -nope\nRun 'svcsim test -h' for usage.\n" {
+		t.Errorf("unknown flag: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
+	}
+	if code, out, errs := run(t, "bench", "--days", "x"); code != 2 || out != "" || !strings.HasPrefix(errs, "svcsim bench: --days \"x\": ") || strings.Contains(errs, "Usage:") {
+		t.Errorf("bad flag value: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	if code, _, _ := run(t, "test", "a", "b"); code != 2 {
 		t.Errorf("two dirs: exit %d", code)
@@ -112,8 +116,11 @@ func TestErrors(t *testing.T) {
 	if code, _, errs := run(t, "test", dir); code != 1 || !strings.Contains(errs, "FAIL "+file) {
 		t.Errorf("test dir with a bad scenario: exit %d\n%s", code, errs)
 	}
-	if code, _, _ := run(t, "help"); code != 0 {
-		t.Errorf("help: exit %d", code)
+	if code, out, errs := run(t, "help"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim <command>") || errs != "" {
+		t.Errorf("help: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
+	}
+	if code, out, errs := run(t, "run", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim run [--svg OUT] FILE...") || errs != "" {
+		t.Errorf("run -h: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 }
 

@@ -15,12 +15,12 @@ import (
 // trace. With one FILE, --svg OUT is the SVG file to write; with several, a
 // directory that gets NAME.svg for each.
 func runRun(_ context.Context, env *cli.Env, args []string) error {
-	fs := cli.FlagSet(env, "svcsim", "run", "[--svg OUT] FILE...")
+	fs := env.FlagSet("run", "[--svg OUT] FILE...")
 	svg := fs.String("svg", "", "also draw each scenario's timeline as SVG: a file for one scenario, a directory for several")
-	files, err := cli.Parse(fs, args)
-	if err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
+	files := fs.Args()
 	if len(files) == 0 {
 		return cli.UsageError{Msg: "no scenario file given"}
 	}
@@ -28,7 +28,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 	for i, file := range files {
 		sc, err := sim.ParseScenarioFile(file)
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "svcsim run: %v\n", err)
+			env.Printf("%v", err)
 			failed = true
 			continue
 		}
@@ -43,7 +43,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 			fmt.Fprint(env.Stdout, res.Trace())
 		}
 		if err != nil {
-			fmt.Fprintf(env.Stderr, "svcsim run: %v\n", err)
+			env.Printf("%v", err)
 			failed = true
 			continue
 		}

@@ -14,17 +14,16 @@ import (
 // runTest is `svcsim test [-rewrite] [DIR]`: every DIR/*.txt is replayed
 // and its trace compared with the expected one after its `----` line.
 func runTest(_ context.Context, env *cli.Env, args []string) error {
-	fs := cli.FlagSet(env, "svcsim", "test", "[-rewrite] [DIR]")
+	fs := env.FlagSet("test", "[-rewrite] [DIR]")
 	rewrite := fs.Bool("rewrite", false, "write the actual traces into the files instead of comparing")
-	rest, err := cli.Parse(fs, args)
-	if err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	dir := "scenarios"
-	switch len(rest) {
+	switch fs.NArg() {
 	case 0:
 	case 1:
-		dir = rest[0]
+		dir = fs.Arg(0)
 	default:
 		return cli.UsageError{Msg: "at most one directory"}
 	}

@@ -1,34 +1,141 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
-		args    []string
-		rest    []string
-		rewrite bool
-		job     string
+		args []string
+		pos  []string
+		json bool
+		cfg  string
+		wait time.Duration
+		err  string
 	}{
-		{[]string{"DIR", "-rewrite"}, []string{"DIR"}, true, ""},
-		{[]string{"-rewrite", "DIR"}, []string{"DIR"}, true, ""},
-		{[]string{"a", "--", "-rewrite", "b"}, []string{"a", "-rewrite", "b"}, false, ""},
-		{[]string{"--", "-job", "x"}, []string{"-job", "x"}, false, ""},
-		{[]string{"-job", "--", "a", "-rewrite"}, []string{"a"}, true, "--"}, // "--" as a value is no terminator
-		{[]string{"-job=x", "a"}, []string{"a"}, false, "x"},
+		{args: nil, pos: []string{}},
+		{args: []string{"demo/kv"}, pos: []string{"demo/kv"}},
+		{args: []string{"demo/kv", "--config", "n.toml"}, pos: []string{"demo/kv"}, cfg: "n.toml"},
+		{args: []string{"--json", "a", "--config=n.toml", "b", "-wait", "3s"}, pos: []string{"a", "b"}, json: true, cfg: "n.toml", wait: 3 * time.Second},
+		{args: []string{"a", "--", "--json", "b"}, pos: []string{"a", "--json", "b"}},
+		{args: []string{"--", "-x"}, pos: []string{"-x"}},
+		{args: []string{"--json", "--", "a"}, pos: []string{"a"}, json: true},
+		// "--" as a flag's value is no terminator: the flags after it count.
+		{args: []string{"--config", "--", "a", "--json"}, pos: []string{"a"}, cfg: "--", json: true},
+		{args: []string{"--config=x", "--", "a", "--json"}, pos: []string{"a", "--json"}, cfg: "x"},
+		{args: []string{"-", "--json"}, pos: []string{"-"}, json: true},
+		{args: []string{"a", "--wait", "5x"}, err: `--wait "5x": not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m`},
+		{args: []string{"a", "--nope"}, err: "flag provided but not defined: -nope"},
+		{args: []string{"a", "--config"}, err: "flag needs an argument: -config"},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		rewrite := fs.Bool("rewrite", false, "")
-		job := fs.String("job", "", "")
-		rest, err := Parse(fs, tc.args)
-		if err != nil || !slices.Equal(rest, tc.rest) || *rewrite != tc.rewrite || *job != tc.job {
-			t.Errorf("Parse(%q) = %q, %v; rewrite %v, job %q; want %q, rewrite %v, job %q",
-				tc.args, rest, err, *rewrite, *job, tc.rest, tc.rewrite, tc.job)
+		fs := (&Env{}).FlagSet("x", "")
+		asJSON := fs.Bool("json", false, "")
+		cfg := fs.String("config", "", "")
+		wait := Duration(fs, "wait", 0, "")
+		err := Parse(fs, tc.args)
+		if tc.err != "" {
+			var ue UsageError
+			if !errors.As(err, &ue) || ue.Msg != tc.err {
+				t.Errorf("%q: error %v, want %q", tc.args, err, tc.err)
+			}
+			continue
 		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		if got := append([]string{}, fs.Args()...); !slices.Equal(got, tc.pos) || *asJSON != tc.json || *cfg != tc.cfg || *wait != tc.wait {
+			t.Errorf("%q: args %q json %v config %q wait %v; want %q %v %q %v", tc.args, got, *asJSON, *cfg, *wait, tc.pos, tc.json, tc.cfg, tc.wait)
+		}
+	}
+}
+
+func TestFlagError(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`invalid value "5x" for flag -wait: not a duration`, `--wait "5x": not a duration`},
+		{`invalid value "a: \"b\" for flag -c" for flag -pool: use NAME=N`, `--pool "a: \"b\" for flag -c": use NAME=N`},
+		{`invalid boolean value "maybe" for -json: parse error`, `invalid boolean value "maybe" for -json: parse error`},
+		{"flag provided but not defined: -x", "flag provided but not defined: -x"},
+	} {
+		if got := flagError(tc.in); got != tc.want {
+			t.Errorf("flagError(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestProgram: the output rules of output.go, for any binary built on
+// Program: what was asked for on stdout, problems on stderr, one line for
+// a wrong command line.
+func TestProgram(t *testing.T) {
+	p := &Program{
+		Name: "prog",
+		Commands: map[string]Command{
+			"hello": {Summary: "say hello", Run: func(_ context.Context, env *Env, args []string) error {
+				fs := env.FlagSet("hello", "[--loud] NAME")
+				loud := fs.Bool("loud", false, "shout")
+				if err := Parse(fs, args); err != nil {
+					return err
+				}
+				name, err := OneArg(fs, "NAME", "")
+				if err != nil {
+					return err
+				}
+				if name == "nobody" {
+					return errors.New("nobody is there")
+				}
+				if name == "ghost" {
+					env.Warnf("%s may not answer", name)
+				}
+				if *loud {
+					name = strings.ToUpper(name)
+				}
+				env.Stdout.Write([]byte("hello " + name + "\n"))
+				return nil
+			}},
+		},
+		Footer: "the footer",
+	}
+	const usage = "Usage: prog <command> [flags] [arguments]\n\nCommands:\n  hello  say hello\n\nthe footer\n"
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{args: []string{"hello", "you", "--loud"}, stdout: "hello YOU\n"},
+		{args: []string{"-h"}, stdout: usage},
+		{args: []string{"help"}, stdout: usage},
+		{args: nil, code: 2, stderr: usage},
+		{args: []string{"frob"}, code: 2, stderr: "prog: unknown command \"frob\"\n\n" + usage},
+		{args: []string{"hello", "-h"}, stdout: "Usage: prog hello [--loud] NAME\n  -loud\n    \tshout\n"},
+		{args: []string{"hello", "--nope"}, code: 2, stderr: "prog hello: flag provided but not defined: -nope\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "a", "b"}, code: 2, stderr: "prog hello: unexpected argument \"b\": prog hello takes one NAME\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--", "a", "--loud"}, code: 2, stderr: "prog hello: unexpected argument \"--loud\": prog hello takes one NAME; it came after --, where flags are taken for arguments: put it before the --\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "nobody"}, code: 1, stderr: "prog hello: nobody is there\n"},
+		{args: []string{"hello", "ghost"}, stdout: "hello ghost\n", stderr: "prog hello: warning: ghost may not answer\n"},
+	} {
+		var out, errb bytes.Buffer
+		code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, tc.args)
+		if code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
+			t.Errorf("%q: exit %d (want %d)\nstdout: %q\n  want: %q\nstderr: %q\n  want: %q", tc.args, code, tc.code, out.String(), tc.stdout, errb.String(), tc.stderr)
+		}
+	}
+}
+
+func TestParseLeading(t *testing.T) {
+	fs := (&Env{Stdout: io.Discard}).FlagSet("run", "")
+	job := fs.String("job", "", "")
+	if err := ParseLeading(fs, []string{"-job", "j", "cmd", "-job", "x"}); err != nil || *job != "j" || !slices.Equal(fs.Args(), []string{"cmd", "-job", "x"}) {
+		t.Errorf("ParseLeading: %v, job %q, args %q", err, *job, fs.Args())
+	}
+	if err := ParseLeading(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
 }

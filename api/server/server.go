@@ -1,67 +1,8 @@
-// Package api is svcrun's local API: HTTP/JSON over a Unix socket, and the
-// client the svcrun commands use.
-//
-// # The socket
-//
-// The socket file is created mode 0600 (under a umask, then chmod'ed
-// again) in a directory created 0755 if missing. A socket file already
-// there is removed only when nothing answers on it; if something does, the
-// server refuses to start ("another svcrun listens on SOCKET"). At close
-// the file is removed if it is still the one this server created.
-//
-// Every connection's peer is checked (SO_PEERCRED on Linux,
-// LOCAL_PEERCRED on macOS): root and svcrun's own effective uid may use the
-// API, anyone else gets 403. Where the platform has no peer credentials
-// (Windows) the socket file's ACL is the guard.
-//
-// # Routes
-//
-//	GET    /v1/status                            Status
-//	POST   /v1/leases                            AcquireRequest -> Grant; blocks until admitted or rejected
-//	POST   /v1/leases/{id}/renew                 -> Renewal
-//	DELETE /v1/leases/{id}                       -> Released
-//	POST   /v1/doctor                            -> Done (the probes run again)
-//	POST   /v1/reap                              -> Done (a reap round starts)
-//	POST   /v1/services/{module}/{service}/reset -> Done
-//	POST   /v1/modules/{name}/enable             -> Done
-//	POST   /v1/modules/{name}/disable            -> Done
-//	POST   /v1/reload                            -> ReloadResult
-//	GET    /v1/events                            newline-delimited agent.Record, until the client goes away
-//	GET    /metrics                              Prometheus text format
-//
-// Durations in requests are strings ("30s"). Every error is an ErrorBody
-// with its status: 400 a bad request (with the field), 403 a refused peer,
-// 404 an unknown route, lease, service or module, 405 a wrong method, 409 a
-// lease not admitted (with the reason), 422 a reload refused, 503 svcrun
-// stopping, 500 anything else.
-//
-// # Acquire
-//
-// An acquire names its attempt (required; Client.Acquire makes one when
-// it is empty). An attempt holds one lease: asked again with the same
-// attempt, job, TTL and requirements, the answer is the lease already
-// admitted (its TTL restarted), also from a svcrun restarted since, so a
-// caller whose answer was lost asks again without leaving a lease that
-// nobody holds. A request of the attempt still waiting is taken over by
-// the new one, in its place in line (the older caller gets a 409
-// "superseded"); other requirements under the attempt are a 409 naming the
-// lease it has. Waiting requests are not stored: after a restart the
-// caller's retry is a new request.
-//
-// The body is validated here, once, before the agent sees it: one JSON
-// object with known fields, each at most once, nothing after it, at most
-// MaxBody bytes, arriving within the body timeout (10 s) of the headers;
-// names (job, attempt, capabilities, pools, needs_pools) of 1 to MaxName
-// printable bytes, at most MaxItems of each list and none twice; tokens
-// 1 or more; wait 0 to MaxWait; ttl 0 (held until released) or MinTTL to
-// MaxTTL. A bad name is quoted in the error cut to a short prefix. The
-// deadline covers only the body: an acquire then waits for admission as
-// long as it asked, which a server-wide read or write timeout would cut.
-//
-// A lease admitted while its client has gone away (the connection closed
-// before the answer) is released at once, so that no lease is left without
-// a holder.
-package api
+// Package server serves svcrun's local API (package api describes it)
+// for one agent: the socket, the peer check, the validation of request
+// bodies, and the answer of every error, with the status and code
+// api.Answer gives it.
+package server
 
 import (
 	"context"
@@ -78,9 +19,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oarbank/svcrun/store"
-
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/runtime"
 )
 
@@ -122,9 +63,9 @@ type Option func(*Server)
 // its headers (DefaultBodyTimeout).
 func WithBodyTimeout(d time.Duration) Option { return func(s *Server) { s.bodyTimeout = d } }
 
-// NewServer creates the socket and serves the API on it until Shutdown or
+// New creates the socket and serves the API on it until Shutdown or
 // Close. The agent may start running after: requests wait for its loop.
-func NewServer(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*Server, error) {
+func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -154,9 +95,6 @@ func NewServer(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Opti
 	log.Info("API listening", "socket", socketPath)
 	return s, nil
 }
-
-// Socket is the path the server listens on.
-func (s *Server) Socket() string { return s.socket }
 
 // Shutdown stops the server: it stops accepting, ends the event streams
 // and the acquires still waiting (their requests are withdrawn), waits for
@@ -272,10 +210,10 @@ func (s *Server) routes() http.Handler {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, CodeNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), "")
+			writeError(w, http.StatusMethodNotAllowed, api.CodeNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), "")
 			return
 		}
-		writeError(w, http.StatusNotFound, CodeNotFound, fmt.Sprintf("no route %s %s: the API's routes are under /v1 (see package api)", r.Method, r.URL.Path), "")
+		writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s: the API's routes are under /v1 (see package api)", r.Method, r.URL.Path), "")
 	})
 	return s.guard(mux)
 }
@@ -300,7 +238,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if err := authorize(p, s.self); err != nil {
 			s.log.Warn("API request refused", "uid", p.uid, "pid", p.pid, "method", r.Method, "path", r.URL.Path, "error", err)
-			writeError(w, http.StatusForbidden, CodeForbidden, err.Error(), "")
+			writeError(w, http.StatusForbidden, api.CodeForbidden, err.Error(), "")
 			return
 		}
 		if s.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -320,40 +258,39 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg, reason string) {
-	writeJSON(w, status, ErrorBody{Error: msg, Code: code, Reason: reason})
+	writeJSON(w, status, api.ErrorBody{Error: msg, Code: code, Reason: reason})
 }
 
-// fail answers err with its status. what names the subject for messages
-// ("lease lease-1f..."), or is empty.
+// fail answers err with the status and code api.Answer gives it. what
+// names the subject for messages ("lease lease-1f..."), or is empty.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	prefix := ""
 	if what != "" {
 		prefix = what + ": "
 	}
-	var rej *agent.RejectedError
+	status, code := api.Answer(err)
 	var br *BadRequestError
+	var rej *errdefs.RejectedError
 	switch {
 	case errors.As(err, &br):
-		writeJSON(w, http.StatusBadRequest, ErrorBody{Error: "bad request: " + br.Error(), Code: CodeBadRequest, Field: br.Field})
+		writeJSON(w, status, api.ErrorBody{Error: "bad request: " + br.Error(), Code: code, Field: br.Field})
 	case errors.As(err, &rej):
-		writeError(w, http.StatusConflict, CodeRejected, err.Error(), rej.Reason)
-	case errors.Is(err, agent.ErrUnknownLease):
-		writeError(w, http.StatusNotFound, CodeUnknownLease, prefix+err.Error(), "")
-	case errors.Is(err, store.ErrFull):
-		writeError(w, http.StatusInsufficientStorage, CodeStoreFull, prefix+err.Error(), "")
-	case errors.Is(err, agent.ErrStopping), s.base.Err() != nil:
-		writeError(w, http.StatusServiceUnavailable, CodeStopping, "svcrun is stopping: try again when it is back", "")
+		writeError(w, status, code, err.Error(), rej.Reason)
+	case code == api.CodeUnknownLease, code == api.CodeStoreFull:
+		writeError(w, status, code, prefix+err.Error(), "")
+	case code == api.CodeStopping, s.base.Err() != nil:
+		writeError(w, http.StatusServiceUnavailable, api.CodeStopping, "svcrun is stopping: try again when it is back", "")
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads this.
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "request canceled", "")
-	case errors.Is(err, context.DeadlineExceeded):
-		writeError(w, http.StatusGatewayTimeout, CodeTimeout, prefix+err.Error(), "")
-	case strings.HasPrefix(err.Error(), "no such "):
-		// The agent's "no such service ...; services: ..." and "no such module".
-		writeError(w, http.StatusNotFound, CodeNotFound, err.Error(), "")
-	default:
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "request canceled", "")
+	case code == api.CodeNotFound, code == api.CodeRefused:
+		// The agent's message names the service, module or file already.
+		writeError(w, status, code, err.Error(), "")
+	case code == api.CodeInternal:
 		s.log.Warn("API request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, prefix+err.Error(), "")
+		fallthrough
+	default:
+		writeError(w, status, code, prefix+err.Error(), "")
 	}
 }
 
@@ -399,7 +336,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	err = json.NewEncoder(w).Encode(Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+	err = json.NewEncoder(w).Encode(api.Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
 	if err != nil {
 		// Only a failed write says the client did not get it: once the
 		// answer is out, the client may well close the connection.
@@ -421,7 +358,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "lease "+id, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Renewal{Lease: id, Expires: exp})
+	writeJSON(w, http.StatusOK, api.Renewal{Lease: id, Expires: exp})
 }
 
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
@@ -430,7 +367,7 @@ func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "lease "+id, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Released{Lease: id})
+	writeJSON(w, http.StatusOK, api.Released{Lease: id})
 }
 
 func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
@@ -438,7 +375,7 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "doctor", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Done{OK: true, Message: "the probes run again; their results show in svcrun status"})
+	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: "the probes run again; their results show in svcrun status"})
 }
 
 func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
@@ -446,7 +383,7 @@ func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "reap", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Done{OK: true, Message: "a reap round started; what it destroys is in the event stream and the log"})
+	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: "a reap round started; what it destroys is in the event stream and the log"})
 }
 
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
@@ -455,7 +392,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "reset "+name, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Done{OK: true, Message: name + ": failures cleared; svcrun starts it again when it is needed"})
+	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: name + ": failures cleared; svcrun starts it again when it is needed"})
 }
 
 func (s *Server) handleModule(enable bool) http.HandlerFunc {
@@ -466,22 +403,28 @@ func (s *Server) handleModule(enable bool) http.HandlerFunc {
 			s.fail(w, r, "module "+name, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, Done{OK: true, Message: fmt.Sprintf("module %s %s until the next reload or restart (the configuration file is unchanged)", name, verb)})
+		writeJSON(w, http.StatusOK, api.Done{OK: true, Message: fmt.Sprintf("module %s %s until the next reload or restart (the configuration file is unchanged)", name, verb)})
 	}
 }
 
 func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 	notes, err := s.a.Reload(r.Context())
 	if err != nil {
-		if errors.Is(err, agent.ErrStopping) || r.Context().Err() != nil || s.base.Err() != nil {
-			s.fail(w, r, "reload", err)
-			return
+		if !errors.Is(err, errdefs.ErrStopping) {
+			err = refusedError{err}
 		}
-		writeError(w, http.StatusUnprocessableEntity, CodeRefused, err.Error()+" (the running configuration stays)", "")
+		s.fail(w, r, "reload", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ReloadResult{RestartNeeded: nonNil(notes)})
+	writeJSON(w, http.StatusOK, api.ReloadResult{RestartNeeded: nonNil(notes)})
 }
+
+// refusedError is a reload the agent refused for err.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string        { return e.err.Error() + " (the running configuration stays)" }
+func (e refusedError) Unwrap() error        { return e.err }
+func (e refusedError) Is(target error) bool { return target == errdefs.ErrRefused }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
@@ -494,7 +437,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	enc := json.NewEncoder(w)
 	for rec := range ch {
-		if err := enc.Encode(rec); err != nil {
+		if err := enc.Encode(api.Record{At: rec.At, Kind: rec.Kind, Text: rec.Text}); err != nil {
 			return
 		}
 		if len(ch) == 0 {

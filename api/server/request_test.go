@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bufio"
@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
 )
 
 // TestAcquireBadRequests: every malformed or oversized acquire is a 400
@@ -18,7 +19,7 @@ import (
 // admitted.
 func TestAcquireBadRequests(t *testing.T) {
 	n := startNode(t, demoModules(t))
-	long := strings.Repeat("x", MaxName+1)
+	long := strings.Repeat("x", api.MaxName+1)
 	huge := strings.Repeat("y", 1<<20)
 	list := func(n int, name func(i int) string) string {
 		l := make([]string, n)
@@ -57,14 +58,14 @@ func TestAcquireBadRequests(t *testing.T) {
 		{"duplicate capability", `{"attempt":"a1","capabilities":["kv","kv"]}`, "capabilities[1]"},
 		{"empty capability", `{"attempt":"a1","capabilities":[""]}`, "capabilities[0]"},
 		{"capability too long", `{"attempt":"a1","capabilities":["` + long + `"]}`, "capabilities[0]"},
-		{"too many capabilities", `{"attempt":"a1","capabilities":` + list(MaxItems+1, func(i int) string { return fmt.Sprint("c", i) }) + `}`, "capabilities"},
+		{"too many capabilities", `{"attempt":"a1","capabilities":` + list(api.MaxItems+1, func(i int) string { return fmt.Sprint("c", i) }) + `}`, "capabilities"},
 		{"duplicate needs_pools", `{"attempt":"a1","needs_pools":["kv-slots","kv-slots"]}`, "needs_pools[1]"},
 		{"no tokens", `{"attempt":"a1","pools":{"kv-slots":0}}`, "pools.kv-slots"},
 		{"tokens not a number", `{"attempt":"a1","pools":{"kv-slots":"1"}}`, "pools.kv-slots"},
 		{"pool twice", `{"attempt":"a1","pools":{"kv-slots":1,"kv-slots":2}}`, "pools.kv-slots"},
 		{"pools null", `{"attempt":"a1","pools":null}`, "pools"},
 		{"pool name too long", `{"attempt":"a1","pools":{"` + long + `":1}}`, "pools"},
-		{"too many pools", `{"attempt":"a1","pools":` + manyPools(MaxItems+1) + `}`, "pools"},
+		{"too many pools", `{"attempt":"a1","pools":` + manyPools(api.MaxItems+1) + `}`, "pools"},
 		{"ttl of 1ns", `{"attempt":"a1","capabilities":["kv"],"ttl":"1ns"}`, "ttl"},
 		{"negative ttl", `{"attempt":"a1","ttl":"-1s"}`, "ttl"},
 		{"ttl too long", `{"attempt":"a1","ttl":"10000h"}`, "ttl"},
@@ -74,8 +75,8 @@ func TestAcquireBadRequests(t *testing.T) {
 		{"wait not a duration", `{"attempt":"a1","wait":"soon"}`, "wait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, eb, raw := rawCall(t, n.c, "POST", "/v1/leases", tc.body)
-			if code != http.StatusBadRequest || eb.Code != CodeBadRequest || eb.Field != tc.field || !strings.Contains(eb.Error, tc.field) {
+			code, eb, raw := rawCall(t, n.socket, "POST", "/v1/leases", tc.body)
+			if code != http.StatusBadRequest || eb.Code != api.CodeBadRequest || eb.Field != tc.field || !strings.Contains(eb.Error, tc.field) {
 				t.Errorf("%d %s, want 400 bad_request naming field %s", code, cutForLog(raw), tc.field)
 			}
 			if len(raw) > 600 {
@@ -105,7 +106,7 @@ func cutForLog(s string) string {
 func TestAcquireSameAttempt(t *testing.T) {
 	n := startNode(t, demoModules(t))
 	ctx := ctxT(t, 60*time.Second)
-	req := AcquireRequest{Attempt: "attempt-same", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(20 * time.Second), TTL: Duration(time.Minute)}
+	req := api.AcquireRequest{Attempt: "attempt-same", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(time.Minute)}
 	g1, err := n.c.Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestAcquireSameAttempt(t *testing.T) {
 	other := req
 	other.Pools = map[string]int64{"kv-slots": 2}
 	_, err = n.c.Acquire(ctx, other)
-	var rej *agent.RejectedError
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, g1.Lease) || !strings.Contains(rej.Reason, "kv-slots:2") {
 		t.Fatalf("another requirement under the same attempt: %v, want a rejection naming %s", err, g1.Lease)
 	}
@@ -166,13 +167,13 @@ func TestSlowBody(t *testing.T) {
 		}
 	}
 
-	hold, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(20 * time.Second)})
+	hold, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(20 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		g, err := n.c.Acquire(ctx, AcquireRequest{Attempt: "attempt-long-poll", Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(50 * time.Second)})
+		g, err := n.c.Acquire(ctx, api.AcquireRequest{Attempt: "attempt-long-poll", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(50 * time.Second)})
 		if err == nil {
 			err = n.c.Release(ctx, g.Lease)
 		}

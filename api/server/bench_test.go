@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"runtime/debug"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
 )
 
 // BenchmarkAPIAcquireRelease measures one acquire plus one release over the
@@ -19,12 +20,12 @@ func BenchmarkAPIAcquireRelease(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(agent.GCPercent)) // as svcrun serve runs
 	n := startNode(b, demoModules(b))
 	ctx := ctxT(b, 10*time.Minute)
-	hold, err := n.c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}, Wait: Duration(30 * time.Second)})
+	hold, err := n.c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"kv"}, Wait: api.Duration(30 * time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer n.c.Release(ctx, hold.Lease)
-	req := AcquireRequest{Job: "bench", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(10 * time.Second)}
+	req := api.AcquireRequest{Job: "bench", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(10 * time.Second)}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for b.Loop() {

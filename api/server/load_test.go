@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/runtime"
 )
 
@@ -109,9 +110,9 @@ func TestLoadConcurrentLeases(t *testing.T) {
 			defer wg.Done()
 			name := fmt.Sprintf("s%02d", i%services)
 			t0 := time.Now()
-			g, err := n.c.Acquire(ctx, AcquireRequest{
+			g, err := n.c.Acquire(ctx, api.AcquireRequest{
 				Job: fmt.Sprintf("job-%d", i), Capabilities: []string{"cap-" + name},
-				Pools: map[string]int64{"pool-" + name: 1}, Wait: Duration(2 * time.Minute),
+				Pools: map[string]int64{"pool-" + name: 1}, Wait: api.Duration(2 * time.Minute),
 			})
 			answers.Add(1)
 			if err != nil {
@@ -190,7 +191,7 @@ func TestLoadConcurrentLeases(t *testing.T) {
 
 // consistent checks a snapshot: per pool, reserved = the admitted leases'
 // tokens <= capacity; per service, refs = the admitted leases that name it.
-func consistent(st Status) error {
+func consistent(st api.Status) error {
 	reserved := map[string]int64{}
 	refs := map[string]int{}
 	for _, l := range st.Leases {

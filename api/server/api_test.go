@@ -1,6 +1,7 @@
-package api
+package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,12 +13,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
 )
 
-// rawCall makes a request without the client's error mapping.
-func rawCall(t *testing.T, c *Client, method, path, body string) (int, ErrorBody, string) {
+// rawCall makes a request on socket without the client's error mapping.
+func rawCall(t *testing.T, socket, method, path, body string) (int, api.ErrorBody, string) {
 	t.Helper()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}}
+	defer c.CloseIdleConnections()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -26,13 +33,13 @@ func rawCall(t *testing.T, c *Client, method, path, body string) (int, ErrorBody
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	var eb ErrorBody
+	var eb api.ErrorBody
 	if resp.StatusCode/100 != 2 {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%s %s: error answer is %q, not JSON: %s", method, path, ct, raw)
@@ -73,7 +80,7 @@ func TestAPIRoutes(t *testing.T) {
 	}
 	defer ev.Close()
 
-	g, err := c.Acquire(ctx, AcquireRequest{Job: "j1", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(20 * time.Second), TTL: Duration(30 * time.Second)})
+	g, err := c.Acquire(ctx, api.AcquireRequest{Job: "j1", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(30 * time.Second)})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -82,16 +89,16 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	// Beyond the pool's capacity: 409 with the reason.
-	_, err = c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(300 * time.Millisecond)})
-	var rej *agent.RejectedError
+	_, err = c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(300 * time.Millisecond)})
+	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
 		t.Fatalf("oversized acquire: %v", err)
 	}
-	code, eb, _ := rawCall(t, c, "POST", "/v1/leases", `{"attempt":"a-raw","pools":{"kv-slots":2},"wait":"100ms"}`)
-	if code != http.StatusConflict || eb.Code != CodeRejected || !strings.Contains(eb.Reason, "pool kv-slots") || !strings.Contains(eb.Error, eb.Reason) {
+	code, eb, _ := rawCall(t, n.socket, "POST", "/v1/leases", `{"attempt":"a-raw","pools":{"kv-slots":2},"wait":"100ms"}`)
+	if code != http.StatusConflict || eb.Code != api.CodeRejected || !strings.Contains(eb.Reason, "pool kv-slots") || !strings.Contains(eb.Error, eb.Reason) {
 		t.Errorf("raw rejected acquire: %d %+v", code, eb)
 	}
-	code, eb, _ = rawCall(t, c, "POST", "/v1/leases", `{"attempt":"a-raw","capabilities":["nope"]}`)
+	code, eb, _ = rawCall(t, n.socket, "POST", "/v1/leases", `{"attempt":"a-raw","capabilities":["nope"]}`)
 	if code != http.StatusConflict || !strings.Contains(eb.Reason, "nope") {
 		t.Errorf("unknown capability: %d %+v", code, eb)
 	}
@@ -111,13 +118,13 @@ func TestAPIRoutes(t *testing.T) {
 	if err := c.Release(ctx, g.Lease); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := c.Release(ctx, g.Lease); !errors.Is(err, agent.ErrUnknownLease) || !strings.Contains(err.Error(), g.Lease) {
+	if err := c.Release(ctx, g.Lease); !errors.Is(err, errdefs.ErrUnknownLease) || !strings.Contains(err.Error(), g.Lease) {
 		t.Errorf("second release: %v", err)
 	}
-	if _, err := c.Renew(ctx, "lease-nope"); !errors.Is(err, agent.ErrUnknownLease) {
+	if _, err := c.Renew(ctx, "lease-nope"); !errors.Is(err, errdefs.ErrUnknownLease) {
 		t.Errorf("renew unknown: %v", err)
 	}
-	if code, eb, _ := rawCall(t, c, "DELETE", "/v1/leases/lease-nope", ""); code != http.StatusNotFound || eb.Code != CodeUnknownLease {
+	if code, eb, _ := rawCall(t, n.socket, "DELETE", "/v1/leases/lease-nope", ""); code != http.StatusNotFound || eb.Code != api.CodeUnknownLease {
 		t.Errorf("raw release unknown: %d %+v", code, eb)
 	}
 
@@ -145,7 +152,7 @@ func TestAPIRoutes(t *testing.T) {
 		t.Errorf("reap: %+v %v", d, err)
 	}
 	_, err = c.Reset(ctx, "demo/nope")
-	var ae *Error
+	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "demo/kv") {
 		t.Errorf("reset unknown service: %v", err)
 	}
@@ -164,7 +171,7 @@ func TestAPIRoutes(t *testing.T) {
 	if st.Services[0].Enabled {
 		t.Errorf("disabled module's service still enabled: %+v", st.Services[0])
 	}
-	if _, err := c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}}); !errors.As(err, &rej) {
+	if _, err := c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"kv"}}); !errors.As(err, &rej) {
 		t.Errorf("acquire from a disabled module: %v", err)
 	}
 	if _, err := c.SetModuleEnabled(ctx, "nope", true); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "modules: demo") {
@@ -173,7 +180,7 @@ func TestAPIRoutes(t *testing.T) {
 	if _, err := c.SetModuleEnabled(ctx, "demo", true); err != nil {
 		t.Fatalf("enable: %v", err)
 	}
-	g, err = c.Acquire(ctx, AcquireRequest{Capabilities: []string{"kv"}, Wait: Duration(20 * time.Second)})
+	g, err = c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"kv"}, Wait: api.Duration(20 * time.Second)})
 	if err != nil {
 		t.Fatalf("acquire after enable: %v", err)
 	}
@@ -192,13 +199,13 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	// Routes that do not exist, and wrong methods: JSON too.
-	if code, eb, _ := rawCall(t, c, "GET", "/v2/status", ""); code != http.StatusNotFound || eb.Code != CodeNotFound {
+	if code, eb, _ := rawCall(t, n.socket, "GET", "/v2/status", ""); code != http.StatusNotFound || eb.Code != api.CodeNotFound {
 		t.Errorf("unknown route: %d %+v", code, eb)
 	}
-	if code, eb, _ := rawCall(t, c, "POST", "/v1/status", ""); code != http.StatusMethodNotAllowed || eb.Code != CodeNotAllowed || !strings.Contains(eb.Error, "GET") {
+	if code, eb, _ := rawCall(t, n.socket, "POST", "/v1/status", ""); code != http.StatusMethodNotAllowed || eb.Code != api.CodeNotAllowed || !strings.Contains(eb.Error, "GET") {
 		t.Errorf("wrong method: %d %+v", code, eb)
 	}
-	if code, _, body := rawCall(t, c, "GET", "/v1/status", ""); code != http.StatusOK || !strings.Contains(body, `"services":[{"name":"demo/kv"`) {
+	if code, _, body := rawCall(t, n.socket, "GET", "/v1/status", ""); code != http.StatusOK || !strings.Contains(body, `"services":[{"name":"demo/kv"`) {
 		t.Errorf("status JSON: %d %s", code, body)
 	}
 }
@@ -214,7 +221,7 @@ func TestAPIReloadRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = n.c.Reload(ctxT(t, 30*time.Second))
-	var ae *Error
+	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "running configuration stays") {
 		t.Errorf("bad reload: %v", err)
 	}
@@ -222,7 +229,7 @@ func TestAPIReloadRefused(t *testing.T) {
 
 func TestSecondServerFails(t *testing.T) {
 	n := startNode(t, demoModules(t))
-	_, err := NewServer(n.a, n.socket, nil)
+	_, err := New(n.a, n.socket, nil)
 	if err == nil || !strings.Contains(err.Error(), "another svcrun listens on "+n.socket) {
 		t.Fatalf("second server: %v", err)
 	}
@@ -246,15 +253,15 @@ func TestStaleSocketReplaced(t *testing.T) {
 	if _, err := os.Lstat(sock); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(nil, sock, nil)
+	srv, err := New(nil, sock, nil)
 	if err != nil {
 		t.Fatalf("over a stale socket: %v", err)
 	}
-	c, err := Dial(sock)
+	c, err := api.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, eb, _ := rawCall(t, c, "GET", "/nope", ""); code != http.StatusNotFound {
+	if code, eb, _ := rawCall(t, sock, "GET", "/nope", ""); code != http.StatusNotFound {
 		t.Errorf("new server: %d %+v", code, eb)
 	}
 	c.Close()
@@ -264,8 +271,8 @@ func TestStaleSocketReplaced(t *testing.T) {
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket left after close: %v", err)
 	}
-	_, err = Dial(sock)
-	var ue *UnreachableError
+	_, err = api.Dial(sock)
+	var ue *api.UnreachableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cannot reach svcrun at "+sock+": is `svcrun serve` running?") || !strings.Contains(err.Error(), "(connect: no such file or directory)") {
 		t.Errorf("dial after close: %v", err)
 	}
@@ -277,16 +284,16 @@ func TestSocketPathChecks(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewServer(nil, file, nil); err == nil || !strings.Contains(err.Error(), "is not a socket") {
+	if _, err := New(nil, file, nil); err == nil || !strings.Contains(err.Error(), "is not a socket") {
 		t.Errorf("over a regular file: %v", err)
 	}
 	long := filepath.Join(dir, strings.Repeat("x", 120))
-	if _, err := NewServer(nil, long, nil); err == nil || !strings.Contains(err.Error(), "more than the 103") {
+	if _, err := New(nil, long, nil); err == nil || !strings.Contains(err.Error(), "more than the 103") {
 		t.Errorf("long path: %v", err)
 	}
 	// A missing parent is created 0755.
 	sock := filepath.Join(dir, "new", "s.sock")
-	srv, err := NewServer(nil, sock, nil)
+	srv, err := New(nil, sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,12 +315,12 @@ func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 	}
 	defer ev.Close()
 	// Both slots held, so the next request waits.
-	if _, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: Duration(20 * time.Second)}); err != nil {
+	if _, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(20 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	res := make(chan error, 1)
 	go func() {
-		_, err := n.c.Acquire(ctx, AcquireRequest{Pools: map[string]int64{"kv-slots": 1}, Wait: Duration(time.Minute)})
+		_, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Minute)})
 		res <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -329,7 +336,7 @@ func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 			break // the stream ended
 		}
 	}
-	if err := <-res; !errors.Is(err, agent.ErrStopping) {
+	if err := <-res; !errors.Is(err, errdefs.ErrStopping) {
 		t.Errorf("the waiting acquire: %v, want svcrun is stopping", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package api
+package server
 
 // withUmask runs fn: there is no umask here (Windows); the socket file
 // inherits its directory's ACL.

@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"bytes"
@@ -11,20 +11,13 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/errdefs"
 )
 
-// Bounds of an acquire request: far above what a job runner sends, and
-// small enough that no request can bloat svcrun's state, its journal or
-// every status answer.
-const (
-	MaxBody    = 64 << 10    // bytes of a request body
-	MaxName    = 256         // bytes of a job, attempt, capability or pool name
-	MaxItems   = 256         // capabilities, pools, needs_pools: entries of each
-	MinTTL     = time.Second // a shorter TTL expires before it can be renewed
-	MaxTTL     = 7 * 24 * time.Hour
-	MaxWait    = 24 * time.Hour // a long poll longer than this is a lost caller
-	quoteBytes = 40             // of a bad name, quoted in an error
-)
+// quoteBytes is how much of a bad name an error quotes.
+const quoteBytes = 40
 
 // BadRequestError is a request refused at the API's boundary, before the
 // agent sees it: the 400 answer. Field names what is wrong, as a path into
@@ -35,6 +28,9 @@ type BadRequestError struct {
 }
 
 func (e *BadRequestError) Error() string { return e.Field + ": " + e.Reason }
+
+// Is makes a BadRequestError match errdefs.ErrInvalid.
+func (e *BadRequestError) Is(target error) bool { return target == errdefs.ErrInvalid }
 
 func bad(field, format string, args ...any) *BadRequestError {
 	return &BadRequestError{Field: field, Reason: fmt.Sprintf(format, args...)}
@@ -65,15 +61,15 @@ func prefix(s string) string {
 	return s[:n]
 }
 
-// checkName refuses a name that is empty, longer than MaxName, not UTF-8,
+// checkName refuses a name that is empty, longer than api.MaxName, not UTF-8,
 // or holds a character that does not print (a control character, a line
 // break).
 func checkName(field, s string) error {
 	switch {
 	case s == "":
-		return bad(field, "empty: give a name of 1 to %d printable characters", MaxName)
-	case len(s) > MaxName:
-		return bad(field, "%s is longer than %d bytes", quote(s), MaxName)
+		return bad(field, "empty: give a name of 1 to %d printable characters", api.MaxName)
+	case len(s) > api.MaxName:
+		return bad(field, "%s is longer than %d bytes", quote(s), api.MaxName)
 	case !utf8.ValidString(s):
 		return bad(field, "%s is not UTF-8", quote(s))
 	}
@@ -87,8 +83,8 @@ func checkName(field, s string) error {
 
 // checkNames checks a list of names: bounded, each a name, none twice.
 func checkNames(field string, names []string) error {
-	if len(names) > MaxItems {
-		return bad(field, "%d entries, more than %d", len(names), MaxItems)
+	if len(names) > api.MaxItems {
+		return bad(field, "%d entries, more than %d", len(names), api.MaxItems)
 	}
 	seen := make(map[string]int, len(names))
 	for i, n := range names {
@@ -106,9 +102,9 @@ func checkNames(field string, names []string) error {
 
 // validate checks an acquire request against the bounds; the first
 // problem is the error.
-func (q *AcquireRequest) validate() error {
+func validate(q *api.AcquireRequest) error {
 	if q.Attempt == "" {
-		return bad("attempt", "missing: name the attempt the lease is for (any name of 1 to %d printable characters, such as attempt-3f9a0c1d5e7b2a64); an acquire repeated with the same attempt and requirements gets the same lease", MaxName)
+		return bad("attempt", "missing: name the attempt the lease is for (any name of 1 to %d printable characters, such as attempt-3f9a0c1d5e7b2a64); an acquire repeated with the same attempt and requirements gets the same lease", api.MaxName)
 	}
 	if err := checkName("attempt", q.Attempt); err != nil {
 		return err
@@ -124,8 +120,8 @@ func (q *AcquireRequest) validate() error {
 	if err := checkNames("needs_pools", q.NeedsPools); err != nil {
 		return err
 	}
-	if len(q.Pools) > MaxItems {
-		return bad("pools", "%d entries, more than %d", len(q.Pools), MaxItems)
+	if len(q.Pools) > api.MaxItems {
+		return bad("pools", "%d entries, more than %d", len(q.Pools), api.MaxItems)
 	}
 	for name, n := range q.Pools {
 		if err := checkName("pools", name); err != nil {
@@ -138,31 +134,31 @@ func (q *AcquireRequest) validate() error {
 	switch w := time.Duration(q.Wait); {
 	case w < 0:
 		return bad("wait", "%v is negative: give 0 (admitted now or rejected) or more", w)
-	case w > MaxWait:
-		return bad("wait", "%v is more than %v", w, MaxWait)
+	case w > api.MaxWait:
+		return bad("wait", "%v is more than %v", w, api.MaxWait)
 	}
 	switch t := time.Duration(q.TTL); {
 	case t < 0:
-		return bad("ttl", "%v is negative: give 0 (held until released) or %v to %v", t, MinTTL, MaxTTL)
-	case t > 0 && t < MinTTL:
-		return bad("ttl", "%v is shorter than %v: the lease would expire before it could be renewed (0: held until released)", t, MinTTL)
-	case t > MaxTTL:
-		return bad("ttl", "%v is more than %v (0: held until released)", t, MaxTTL)
+		return bad("ttl", "%v is negative: give 0 (held until released) or %v to %v", t, api.MinTTL, api.MaxTTL)
+	case t > 0 && t < api.MinTTL:
+		return bad("ttl", "%v is shorter than %v: the lease would expire before it could be renewed (0: held until released)", t, api.MinTTL)
+	case t > api.MaxTTL:
+		return bad("ttl", "%v is more than %v (0: held until released)", t, api.MaxTTL)
 	}
 	return nil
 }
 
-// readBody reads a request body of at most MaxBody bytes, which must
+// readBody reads a request body of at most api.MaxBody bytes, which must
 // arrive within the deadline the guard set (the server's body timeout), so
 // that a client that trickles it cannot hold a connection. The deadline is
 // lifted once the body is in: an acquire then waits for admission as long
 // as it asked.
 func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, api.MaxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, bad("body", "larger than %d KiB", MaxBody>>10)
+		return nil, bad("body", "larger than %d KiB", api.MaxBody>>10)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, bad("body", "not received in full within %v of the request's headers", timeout)
 	case err != nil:
@@ -176,8 +172,8 @@ func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) ([]
 
 // decodeAcquire decodes a body that must be one JSON object with known
 // fields, each at most once, and nothing after it, then validates it.
-func decodeAcquire(b []byte) (AcquireRequest, error) {
-	var q AcquireRequest
+func decodeAcquire(b []byte) (api.AcquireRequest, error) {
+	var q api.AcquireRequest
 	fields := map[string]any{
 		"job": &q.Job, "attempt": &q.Attempt, "pools": &q.Pools, "needs_pools": &q.NeedsPools,
 		"capabilities": &q.Capabilities, "wait": &q.Wait, "ttl": &q.TTL,
@@ -196,9 +192,9 @@ func decodeAcquire(b []byte) (AcquireRequest, error) {
 		return nil
 	})
 	if err != nil {
-		return AcquireRequest{}, err
+		return api.AcquireRequest{}, err
 	}
-	return q, q.validate()
+	return q, validate(&q)
 }
 
 // decodePools decodes the pools object, refusing a pool named twice

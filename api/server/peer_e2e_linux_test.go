@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/api"
 )
 
 // TestPeerDeniedEndToEnd connects as another user (nobody) through a
@@ -25,7 +27,7 @@ func TestPeerDeniedEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "s.sock")
-	srv, err := NewServer(nil, sock, nil)
+	srv, err := New(nil, sock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +35,7 @@ func TestPeerDeniedEndToEnd(t *testing.T) {
 	if err := os.Chmod(sock, 0o666); err != nil { // the file mode no longer guards
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "api.test")
+	bin := filepath.Join(dir, "server.test")
 	if err := copyFile(os.Args[0], bin); err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +60,8 @@ func TestPeerHelper(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := NewClient(sock).Status(ctx)
-	var ae *Error
+	_, err := api.NewClient(sock).Status(ctx)
+	var ae *api.Error
 	if errors.As(err, &ae) {
 		fmt.Printf("RESULT %d %s: %s\n", ae.Status, ae.Code, ae.Message)
 		return

@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
 )
 
 // testNode is a running agent with its API server.
 type testNode struct {
 	a       *agent.Agent
 	srv     *Server
-	c       *Client
+	c       *api.Client
 	socket  string
 	dataDir string
 	cancel  context.CancelFunc
@@ -29,7 +30,7 @@ type testNode struct {
 // posix-sh probe.
 func demoBundle(t testing.TB) string {
 	t.Helper()
-	b, err := filepath.Abs("../examples/modules/demo")
+	b, err := filepath.Abs("../../examples/modules/demo")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +77,14 @@ reap_period_s = 60
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(a, a.Config().Socket, log, opts...)
+	srv, err := New(a, a.Config().Socket, log, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &testNode{a: a, srv: srv, socket: sock, dataDir: filepath.Join(dir, "data"), cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- a.Run(ctx) }()
-	n.c, err = Dial(sock)
+	n.c, err = api.Dial(sock)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,69 @@
+// Package api is svcrun's local API: HTTP/JSON over a Unix socket, its
+// wire types, and the client the svcrun commands use. It links nothing of
+// the daemon (package api/server serves it).
+//
+// # The socket
+//
+// The socket file is created mode 0600 (under a umask, then chmod'ed
+// again) in a directory created 0755 if missing. A socket file already
+// there is removed only when nothing answers on it; if something does, the
+// server refuses to start ("another svcrun listens on SOCKET"). At close
+// the file is removed if it is still the one this server created.
+//
+// Every connection's peer is checked (SO_PEERCRED on Linux,
+// LOCAL_PEERCRED on macOS): root and svcrun's own effective uid may use the
+// API, anyone else gets 403. Where the platform has no peer credentials
+// (Windows) the socket file's ACL is the guard.
+//
+// # Routes
+//
+//	GET    /v1/status                            Status
+//	POST   /v1/leases                            AcquireRequest -> Grant; blocks until admitted or rejected
+//	POST   /v1/leases/{id}/renew                 -> Renewal
+//	DELETE /v1/leases/{id}                       -> Released
+//	POST   /v1/doctor                            -> Done (the probes run again)
+//	POST   /v1/reap                              -> Done (a reap round starts)
+//	POST   /v1/services/{module}/{service}/reset -> Done
+//	POST   /v1/modules/{name}/enable             -> Done
+//	POST   /v1/modules/{name}/disable            -> Done
+//	POST   /v1/reload                            -> ReloadResult
+//	GET    /v1/events                            newline-delimited Record, until the client goes away
+//	GET    /metrics                              Prometheus text format
+//
+// Durations in requests are strings ("30s"). Every error is an ErrorBody
+// with its status: 400 a bad request (with the field), 403 a refused peer,
+// 404 an unknown route, lease, service or module, 405 a wrong method, 409 a
+// lease not admitted (with the reason), 422 a reload refused, 503 svcrun
+// stopping, 504 a timeout, 507 a full data dir, 500 anything else. The
+// errors of package errdefs are mapped to their status and code in one
+// table: the server answers an error with what Answer gives it, and the
+// client's *Error matches the errdefs error of its code, so callers use
+// errors.Is and errors.As.
+//
+// # Acquire
+//
+// An acquire names its attempt (required; Client.Acquire makes one when
+// it is empty). An attempt holds one lease: asked again with the same
+// attempt, job, TTL and requirements, the answer is the lease already
+// admitted (its TTL restarted), also from a svcrun restarted since, so a
+// caller whose answer was lost asks again without leaving a lease that
+// nobody holds. A request of the attempt still waiting is taken over by
+// the new one, in its place in line (the older caller gets a 409
+// "superseded"); other requirements under the attempt are a 409 naming the
+// lease it has. Waiting requests are not stored: after a restart the
+// caller's retry is a new request.
+//
+// The body is validated here, once, before the agent sees it: one JSON
+// object with known fields, each at most once, nothing after it, at most
+// MaxBody bytes, arriving within the body timeout (10 s) of the headers;
+// names (job, attempt, capabilities, pools, needs_pools) of 1 to MaxName
+// printable bytes, at most MaxItems of each list and none twice; tokens
+// 1 or more; wait 0 to MaxWait; ttl 0 (held until released) or MinTTL to
+// MaxTTL. A bad name is quoted in the error cut to a short prefix. The
+// deadline covers only the body: an acquire then waits for admission as
+// long as it asked, which a server-wide read or write timeout would cut.
+//
+// A lease admitted while its client has gone away (the connection closed
+// before the answer) is released at once, so that no lease is left without
+// a holder.
+package api

@@ -1,0 +1,37 @@
+package server
+
+import (
+	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
+)
+
+// statusOf converts the agent's view to the wire's.
+func statusOf(st agent.Status) api.Status {
+	out := api.Status{
+		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
+		Sandbox: st.Sandbox, Containers: st.Containers, SandboxHost: st.SandboxHost, SandboxGaps: st.SandboxMissing, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
+		Memory:   api.Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
+		Services: []api.ServiceStatus{}, Probes: []api.ProbeStatus{}, Leases: []api.LeaseStatus{}, Pools: []api.PoolStatus{},
+		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),
+	}
+	for _, s := range st.Services {
+		out.Services = append(out.Services, api.ServiceStatus{
+			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: string(s.Lifecycle), State: s.State, Ready: s.Ready,
+			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
+			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
+			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name],
+		})
+	}
+	for _, p := range st.Probes {
+		out.Probes = append(out.Probes, api.ProbeStatus{Name: p.Name, Capability: p.Capability, Enabled: p.Enabled,
+			Reported: p.Reported, Healthy: p.Healthy, Message: p.Message, CheckedAt: p.CheckedAt})
+	}
+	for _, l := range st.Leases {
+		out.Leases = append(out.Leases, api.LeaseStatus{ID: string(l.ID), Job: l.Job, Attempt: l.Attempt, Admitted: l.Admitted,
+			Services: l.Services, Pools: l.Pools, NeedsPools: l.NeedsPools, Capabilities: l.Capabilities, Expires: l.Expires})
+	}
+	for _, p := range st.Pools {
+		out.Pools = append(out.Pools, api.PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Offered: p.Offered, Reserved: p.Reserved})
+	}
+	return out
+}
