@@ -40,7 +40,8 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 	if !p.mod.enabled || p.removed {
 		return
 	}
-	healthy, msg := false, o.Message
+	var healthy bool
+	var msg string
 	if o.Failure == FailNone {
 		healthy, msg = o.Result.Fingerprint.Healthy, o.Result.Fingerprint.Message
 	} else {

@@ -68,7 +68,6 @@ type Input struct {
 	object    fakes.Object   // object
 	createdAt *time.Duration // object: created= (nil: the input's time)
 	behaviour []kv           // behaviour
-	apply     func(*fakes.Behaviour) error
 }
 
 type behaviourLine struct {
