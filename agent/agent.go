@@ -1,5 +1,5 @@
 // Package agent is svcrun's daemon: the engine and the shared driver loop
-// (package runtime) on real time, real executables and the bbolt store, and
+// (package engine) on real time, real executables and the bbolt store, and
 // what only production has: the event journal, configuration reloads,
 // logs, and the entry points the local API calls.
 //
@@ -45,11 +45,11 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
 	"github.com/oarbank/svcrun/store"
 )
@@ -86,7 +86,7 @@ type Options struct {
 	// Clock is the real clock; tests may pass a mock.
 	Clock clock.Clock
 	// NewExecutor builds the executor; nil uses package executor.
-	NewExecutor func(executor.Config, func(runtime.Event)) (Executor, error)
+	NewExecutor func(executor.Config, func(engine.Event)) (Executor, error)
 	// NoContainers runs ops in process groups only, without cgroup v2
 	// containers (tests that must not touch the host's cgroups).
 	NoContainers bool
@@ -94,7 +94,7 @@ type Options struct {
 
 // Executor is what the agent needs of its executor.
 type Executor interface {
-	runtime.Executor
+	engine.Executor
 	Update(executor.Config) error
 	// ContainerMode says, for svcrun status, how a service's processes
 	// are contained.
@@ -109,10 +109,10 @@ type Agent struct {
 	cfg    *nodeconfig.Config
 	mods   []nodeconfig.LoadedModule
 	db     *store.DB
-	sched  *clockwork.Real[runtime.Event]
+	sched  *clockwork.Real[engine.Event]
 	exec   Executor
-	engine *runtime.Engine
-	driver *runtime.Driver
+	engine *engine.Engine
+	driver *engine.Driver
 	jour   *Journal
 	// containers are the per-service cgroups; nil when not used.
 	containers *cgroup.Manager
@@ -129,7 +129,7 @@ type Agent struct {
 	published bool
 	// persist is the store the driver's writes go to (a.db; tests put a
 	// slow one in front of it); slowWrite is SlowWrite.
-	persist   runtime.Store
+	persist   engine.Store
 	slowWrite time.Duration
 	// The journal's failures since the last line logged about them, when
 	// that was, and whether it has failed since it last worked (owned by
@@ -141,12 +141,12 @@ type Agent struct {
 	jourSlow atomic.Int64
 
 	mu      sync.Mutex
-	waiters map[runtime.LeaseID][]waiter
+	waiters map[engine.LeaseID][]waiter
 	subs    map[chan Record]bool
 	stopped bool
 	// withdrawn are acquires whose callers gave up, not yet stepped as
 	// releases; settled is set once shutdown has stepped the last of them.
-	withdrawn []runtime.LeaseID
+	withdrawn []engine.LeaseID
 	settled   bool
 	quit      chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
 	fatal     error         // a store failure inside a loop call: Run ends with it
@@ -218,8 +218,8 @@ func Open(opts Options) (*Agent, error) {
 	}
 	a := &Agent{
 		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour, file: cfg.File,
-		sched:     clockwork.NewReal[runtime.Event](opts.Clock),
-		waiters:   map[runtime.LeaseID][]waiter{},
+		sched:     clockwork.NewReal[engine.Event](opts.Clock),
+		waiters:   map[engine.LeaseID][]waiter{},
 		quit:      make(chan struct{}),
 		subs:      map[chan Record]bool{},
 		persist:   db,
@@ -255,7 +255,7 @@ func Open(opts Options) (*Agent, error) {
 	}
 	newExec := opts.NewExecutor
 	if newExec == nil {
-		newExec = func(c executor.Config, post func(runtime.Event)) (Executor, error) { return executor.New(c, post) }
+		newExec = func(c executor.Config, post func(engine.Event)) (Executor, error) { return executor.New(c, post) }
 	}
 	a.exec, err = newExec(a.execConfig(cfg, mods), a.sched.Post)
 	if err != nil {
@@ -283,18 +283,18 @@ func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModul
 	return c
 }
 
-func engineConfig(cfg *nodeconfig.Config) runtime.Config {
-	return runtime.Config{
+func engineConfig(cfg *nodeconfig.Config) engine.Config {
+	return engine.Config{
 		NodeID: cfg.NodeID, Platform: cfg.Platform, MemoryBudgetGB: cfg.MemoryBudgetGB,
 		MaxConcurrentOps: cfg.MaxConcurrentOps, StatusPeriod: cfg.StatusPeriod,
 		FingerprintPeriod: cfg.FingerprintPeriod, ReapPeriod: cfg.ReapPeriod,
 	}
 }
 
-func moduleSpecs(mods []nodeconfig.LoadedModule) []runtime.ModuleSpec {
-	specs := make([]runtime.ModuleSpec, 0, len(mods))
+func moduleSpecs(mods []nodeconfig.LoadedModule) []engine.ModuleSpec {
+	specs := make([]engine.ModuleSpec, 0, len(mods))
 	for _, m := range mods {
-		specs = append(specs, runtime.ModuleSpec{Module: m.Manifest, Enabled: m.Config.Enabled})
+		specs = append(specs, engine.ModuleSpec{Module: m.Manifest, Enabled: m.Config.Enabled})
 	}
 	return specs
 }
@@ -307,8 +307,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.engine = runtime.New()
-	a.driver = &runtime.Driver{
+	a.engine = engine.New()
+	a.driver = &engine.Driver{
 		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: storeGate{a},
 		Answer: a.answer,
 		Trace:  a.trace,
@@ -318,7 +318,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
-	if err := a.driver.Step(runtime.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
+	if err := a.driver.Step(engine.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
 	// The driver's loop steps events until ctx is done or the store fails.
@@ -328,7 +328,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // own runs the agent's calls on the loop; a store failure in one of their
 // steps ends the loop.
-func (a *Agent) own(ev runtime.Event) (bool, error) {
+func (a *Agent) own(ev engine.Event) (bool, error) {
 	c, isCall := ev.(call)
 	if isCall {
 		c.fn()
@@ -389,7 +389,7 @@ func (a *Agent) drain() {
 			return
 		}
 		switch ev.(type) {
-		case runtime.OpDone:
+		case engine.OpDone:
 		default:
 			continue // timers and requests wait for the next start
 		}
@@ -422,12 +422,12 @@ func (a *Agent) thawAll() {
 // the grace ends gets the escalation of a stop that times out, a kill of
 // its process container, so that none is left running.
 func (a *Agent) stopAll() {
-	var specs []runtime.ModuleSpec
+	var specs []engine.ModuleSpec
 	for _, s := range moduleSpecs(a.mods) {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
-	if err := a.driver.Step(runtime.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
+	if err := a.driver.Step(engine.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
 		a.log.Error("stop services at exit", "error", err)
 		return
 	}
@@ -445,7 +445,7 @@ func (a *Agent) stopAll() {
 }
 
 // post hands an event to the loop, unless the agent is stopping.
-func (a *Agent) post(ev runtime.Event) error {
+func (a *Agent) post(ev engine.Event) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopped {
@@ -461,7 +461,7 @@ func (a *Agent) post(ev runtime.Event) error {
 // so a withdrawal that comes then waits for shutdown, which steps it before
 // the store closes: otherwise a lease admitted in the loop's last steps
 // would be stored, and held across restarts, for a caller that is gone.
-func (a *Agent) withdraw(id runtime.LeaseID) {
+func (a *Agent) withdraw(id engine.LeaseID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.settled {
@@ -485,7 +485,7 @@ func (a *Agent) stepWithdrawals() {
 		return
 	}
 	for _, id := range ids {
-		if err := a.step(runtime.Release{Lease: id}); err != nil {
+		if err := a.step(engine.Release{Lease: id}); err != nil {
 			a.log.Error("withdraw an acquire", "lease", id, "error", err)
 			return
 		}
@@ -530,7 +530,7 @@ func (a *Agent) onLoop(_ context.Context, fn func()) error {
 
 // step runs a driver step from inside a loop call; a store failure ends
 // Run, as it does for any other step.
-func (a *Agent) step(ev runtime.Event) error {
+func (a *Agent) step(ev engine.Event) error {
 	err := a.driver.Step(ev)
 	if err != nil {
 		a.fatal = err
@@ -540,7 +540,7 @@ func (a *Agent) step(ev runtime.Event) error {
 
 // after journals and logs a step once the driver has carried it out:
 // after its answers are sent, so that the journal does not delay them.
-func (a *Agent) after(now time.Time, ev runtime.Event, effects []runtime.Effect, err error) error {
+func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, err error) error {
 	if err == nil && !a.published { // a step without answers
 		a.publishStatus()
 	}
@@ -550,12 +550,12 @@ func (a *Agent) after(now time.Time, ev runtime.Event, effects []runtime.Effect,
 
 // answer routes the driver's answers to the callers waiting for them and to
 // the event stream.
-func (a *Agent) answer(now time.Time, f runtime.Effect) {
+func (a *Agent) answer(now time.Time, f engine.Effect) {
 	if !a.published { // the step is stored: before a caller hears of it
 		a.publishStatus()
 	}
 	a.publish(now, f)
-	id := runtime.LeaseOf(f)
+	id := engine.LeaseOf(f)
 	if id == "" {
 		return
 	}
@@ -564,7 +564,7 @@ func (a *Agent) answer(now time.Time, f runtime.Effect) {
 	// Expired, it gets its own "unknown lease".
 	a.mu.Lock()
 	ws := a.waiters[id]
-	var to chan runtime.Effect
+	var to chan engine.Effect
 	for i, w := range ws {
 		if w.accepts(f) {
 			to = w.ch
@@ -583,45 +583,45 @@ func (a *Agent) answer(now time.Time, f runtime.Effect) {
 
 // waiter is a caller waiting for the answer to its request.
 type waiter struct {
-	ch      chan runtime.Effect
-	accepts func(runtime.Effect) bool
+	ch      chan engine.Effect
+	accepts func(engine.Effect) bool
 	acquire bool // an Acquire's: withdrawn when svcrun stops before the answer
 }
 
 // Answer kinds each request waits for.
-func acquireAnswer(f runtime.Effect) bool {
+func acquireAnswer(f engine.Effect) bool {
 	switch f.(type) {
-	case runtime.Admitted, runtime.AlreadyHeld, runtime.Rejected:
+	case engine.Admitted, engine.AlreadyHeld, engine.Rejected:
 		return true
 	}
 	return false
 }
 
-func renewAnswer(f runtime.Effect) bool {
+func renewAnswer(f engine.Effect) bool {
 	switch f.(type) {
-	case runtime.Renewed, runtime.LeaseUnknown:
+	case engine.Renewed, engine.LeaseUnknown:
 		return true
 	}
 	return false
 }
 
-func releaseAnswer(f runtime.Effect) bool {
+func releaseAnswer(f engine.Effect) bool {
 	switch f.(type) {
-	case runtime.Released, runtime.LeaseUnknown:
+	case engine.Released, engine.LeaseUnknown:
 		return true
 	}
 	return false
 }
 
-func (a *Agent) wait(id runtime.LeaseID, accepts func(runtime.Effect) bool, acquire bool) chan runtime.Effect {
-	ch := make(chan runtime.Effect, 1)
+func (a *Agent) wait(id engine.LeaseID, accepts func(engine.Effect) bool, acquire bool) chan engine.Effect {
+	ch := make(chan engine.Effect, 1)
 	a.mu.Lock()
 	a.waiters[id] = append(a.waiters[id], waiter{ch: ch, accepts: accepts, acquire: acquire})
 	a.mu.Unlock()
 	return ch
 }
 
-func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
+func (a *Agent) unwait(id engine.LeaseID, ch chan engine.Effect) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ws := a.waiters[id]
@@ -638,7 +638,7 @@ func (a *Agent) unwait(id runtime.LeaseID, ch chan runtime.Effect) {
 
 // trace counts a step before the driver carries it out: the status its
 // answers publish counts it.
-func (a *Agent) trace(time.Time, runtime.Event, []runtime.Effect) {
+func (a *Agent) trace(time.Time, engine.Event, []engine.Effect) {
 	a.steps++
 	a.published = false
 }
@@ -664,7 +664,7 @@ func (a *Agent) publishStatus() {
 // watchWrite.
 type storeGate struct{ a *Agent }
 
-func (g storeGate) Apply(batch []runtime.Effect) error {
+func (g storeGate) Apply(batch []engine.Effect) error {
 	done := g.a.watchWrite("store write", nil, "state_file", g.a.db.Path(), "effects", len(batch))
 	err := g.a.persist.Apply(batch)
 	done()
@@ -713,14 +713,14 @@ func (a *Agent) journalFailed(now time.Time, err error) {
 }
 
 // record journals a step and logs its decisions.
-func (a *Agent) record(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) {
 	for _, f := range effects {
 		switch f := f.(type) {
-		case runtime.Note:
+		case engine.Note:
 			a.log.Info(f.Text, "subject", f.Subject)
-		case runtime.RunOp:
+		case engine.RunOp:
 			a.log.Debug("op", "target", f.Target.String(), "op", string(f.Op), "id", uint64(f.ID))
-		case runtime.Kill:
+		case engine.Kill:
 			a.log.Warn("kill process container", "service", f.Service.String())
 		}
 	}

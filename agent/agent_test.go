@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sim"
 )
 
@@ -87,7 +87,7 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "j1", Requirements: runtime.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}}, Wait: 20 * time.Second})
+	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "j1", Requirements: engine.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}}, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -103,7 +103,7 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	}
 	// A request beyond the pool's capacity (2 slots from the settings) waits
 	// and is rejected with the reason.
-	_, err = r.a.Acquire(ctx, AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"kv-slots": 2}}, Wait: 500 * time.Millisecond})
+	_, err = r.a.Acquire(ctx, AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"kv-slots": 2}}, Wait: 500 * time.Millisecond})
 	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
 		t.Fatalf("oversized request: %v", err)
@@ -169,7 +169,7 @@ func TestRequireSandbox(t *testing.T) {
 	defer r.stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := r.a.Acquire(ctx, AcquireRequest{Requirements: runtime.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
+	_, err := r.a.Acquire(ctx, AcquireRequest{Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
 	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) {
 		t.Fatalf("an op ran without its whole sandbox: %v", err)

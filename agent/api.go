@@ -9,27 +9,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/ids"
 	"github.com/oarbank/svcrun/nodeconfig"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
 )
 
 // AcquireRequest asks for a lease. An attempt holds one lease: asked again
 // with the same attempt and requirements, Acquire answers with the lease
-// already admitted (see runtime.AlreadyHeld).
+// already admitted (see engine.AlreadyHeld).
 type AcquireRequest struct {
 	Job     string
 	Attempt string // NewAttemptID when empty
-	runtime.Requirements
+	engine.Requirements
 	Wait time.Duration // how long to wait for admission
 	TTL  time.Duration // 0: held until released
 }
 
 // Grant is an admitted lease.
 type Grant struct {
-	Lease    runtime.LeaseID
+	Lease    engine.LeaseID
 	Attempt  string
 	Services []string
 	Expires  time.Time
@@ -47,12 +47,12 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if err := a.writable(); err != nil {
 		return Grant{}, err
 	}
-	id := runtime.LeaseID(ids.New("lease-"))
+	id := engine.LeaseID(ids.New("lease-"))
 	if req.Attempt == "" {
 		req.Attempt = ids.Attempt()
 	}
 	ch := a.wait(id, acquireAnswer, true)
-	err := a.post(runtime.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
+	err := a.post(engine.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
 	if err != nil {
 		a.unwait(id, ch)
 		return Grant{}, err
@@ -63,18 +63,18 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 			return Grant{}, ErrStopping
 		}
 		switch f := f.(type) {
-		case runtime.Admitted:
+		case engine.Admitted:
 			g := Grant{Lease: id, Attempt: req.Attempt, Services: f.Services}
 			if req.TTL > 0 {
 				g.Expires = a.opts.Clock.Now().Add(req.TTL)
 			}
 			return g, nil
-		case runtime.AlreadyHeld:
+		case engine.AlreadyHeld:
 			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, nil
-		case runtime.Rejected:
+		case engine.Rejected:
 			return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
 		}
-		return Grant{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
+		return Grant{}, fmt.Errorf("unexpected answer %s", engine.FormatEffect(f))
 	case <-ctx.Done():
 		a.unwait(id, ch)
 		a.withdraw(id)
@@ -83,7 +83,7 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 }
 
 // leaseCall posts a renew or release and waits for its answer.
-func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Event, accepts func(runtime.Effect) bool) (runtime.Effect, error) {
+func (a *Agent) leaseCall(ctx context.Context, id engine.LeaseID, ev engine.Event, accepts func(engine.Effect) bool) (engine.Effect, error) {
 	ch := a.wait(id, accepts, false)
 	if err := a.post(ev); err != nil {
 		a.unwait(id, ch)
@@ -94,7 +94,7 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 		if !ok {
 			return nil, ErrStopping
 		}
-		if u, unknown := f.(runtime.LeaseUnknown); unknown {
+		if u, unknown := f.(engine.LeaseUnknown); unknown {
 			if u.Reason != "" {
 				return nil, &errdefs.LeaseEndedError{Reason: u.Reason}
 			}
@@ -108,29 +108,29 @@ func (a *Agent) leaseCall(ctx context.Context, id runtime.LeaseID, ev runtime.Ev
 }
 
 // Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
-func (a *Agent) Renew(ctx context.Context, id runtime.LeaseID) (time.Time, error) {
+func (a *Agent) Renew(ctx context.Context, id engine.LeaseID) (time.Time, error) {
 	if err := a.writable(); err != nil {
 		return time.Time{}, err
 	}
-	f, err := a.leaseCall(ctx, id, runtime.Renew{Lease: id}, renewAnswer)
+	f, err := a.leaseCall(ctx, id, engine.Renew{Lease: id}, renewAnswer)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if r, ok := f.(runtime.Renewed); ok {
+	if r, ok := f.(engine.Renewed); ok {
 		return r.Expires, nil
 	}
-	return time.Time{}, fmt.Errorf("unexpected answer %s", runtime.FormatEffect(f))
+	return time.Time{}, fmt.Errorf("unexpected answer %s", engine.FormatEffect(f))
 }
 
 // Release ends a lease.
-func (a *Agent) Release(ctx context.Context, id runtime.LeaseID) error {
-	_, err := a.leaseCall(ctx, id, runtime.Release{Lease: id}, releaseAnswer)
+func (a *Agent) Release(ctx context.Context, id engine.LeaseID) error {
+	_, err := a.leaseCall(ctx, id, engine.Release{Lease: id}, releaseAnswer)
 	return err
 }
 
 // Status is the engine's view and what the agent adds to it.
 type Status struct {
-	runtime.Status
+	engine.Status
 	NodeID    string
 	Platform  string
 	Config    string
@@ -184,22 +184,22 @@ func (a *Agent) Doctor(reason string) error {
 	if reason == "" {
 		reason = "explicit request"
 	}
-	return a.post(runtime.Doctor{Reason: reason})
+	return a.post(engine.Doctor{Reason: reason})
 }
 
 // Reap starts a reap round now.
-func (a *Agent) Reap() error { return a.post(runtime.ReapNow{}) }
+func (a *Agent) Reap() error { return a.post(engine.ReapNow{}) }
 
 // Reset clears a service's failures and unhealthy mark.
 func (a *Agent) Reset(ctx context.Context, service string) error {
 	if err := a.knownService(ctx, service); err != nil {
 		return err
 	}
-	t, err := runtime.ServiceTarget(service)
+	t, err := engine.ServiceTarget(service)
 	if err != nil {
 		return err
 	}
-	return a.post(runtime.Reset{Service: t})
+	return a.post(engine.Reset{Service: t})
 }
 
 func (a *Agent) knownService(ctx context.Context, name string) error {
@@ -240,7 +240,7 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 		if enabled {
 			why = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(runtime.Reload{Modules: moduleSpecs(a.mods), Why: why})
+		err = a.step(engine.Reload{Modules: moduleSpecs(a.mods), Why: why})
 	})
 	return errors.Join(done, err)
 }
@@ -286,7 +286,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.step(runtime.Reload{Modules: moduleSpecs(a.mods)})
+		stepErr = a.step(engine.Reload{Modules: moduleSpecs(a.mods)})
 	})
 	for _, n := range notes {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)
@@ -387,8 +387,8 @@ func (a *Agent) Subscribe(ctx context.Context) <-chan Record {
 	return ch
 }
 
-func (a *Agent) publish(now time.Time, f runtime.Effect) {
-	r := Record{At: now, Kind: f.EffectName(), Text: runtime.FormatEffect(f)}
+func (a *Agent) publish(now time.Time, f engine.Effect) {
+	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for ch := range a.subs {

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // TestSecondSvcrunOfANodeRefused: a second svcrun with the first one's
@@ -29,7 +29,7 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 	first := newE2E(t, e2eMode{}, nil)
 	first.ctl("ondemand", "pools", `{"od-slots":2}`)
 	first.start() // skips without cgroup v2 containers
-	req := AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
 	first.release(first.mustAcquire(req))
 
 	second := newE2E(t, e2eMode{}, map[string]string{"node_id": strconv.Quote(first.node)})
@@ -69,7 +69,7 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	e.logTo = &logged
 	e.ctl("ondemand", "pools", `{"od-slots":2}`)
 	e.start() // skips without cgroup v2 containers
-	req := AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
 	e.release(e.mustAcquire(req))
 	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
 	dir := filepath.Join(e.r.a.containers.Base(), "e2e", "ondemand")

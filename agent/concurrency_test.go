@@ -15,9 +15,9 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // onLoop returns on ctx.Done while the closure is still queued; the closure
@@ -126,10 +126,10 @@ func TestReviewRenewGetsExpired(t *testing.T) {
 func TestWithdrawWhileStopping(t *testing.T) {
 	cfg := testConfig(t)
 	var arm atomic.Bool
-	held := make(chan runtime.Event, 1)
-	var post func(runtime.Event)
-	armed := func(runtime.OpDone) bool { return arm.CompareAndSwap(true, false) } // shutdown waits for the held op
-	newExec := func(c executor.Config, p func(runtime.Event)) (Executor, error) {
+	held := make(chan engine.Event, 1)
+	var post func(engine.Event)
+	armed := func(engine.OpDone) bool { return arm.CompareAndSwap(true, false) } // shutdown waits for the held op
+	newExec := func(c executor.Config, p func(engine.Event)) (Executor, error) {
 		return holdOps(armed, held, &post)(c, p)
 	}
 	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
@@ -146,7 +146,7 @@ func TestWithdrawWhileStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	arm.Store(true) // the next op to end (a status poll, every second) is held
-	var ev runtime.Event
+	var ev engine.Event
 	select {
 	case ev = <-held:
 	case <-bg.Done():

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/store"
 )
 
@@ -66,7 +66,7 @@ func TestFullDataDir(t *testing.T) {
 	began := time.Now()
 	// Leases with long job names, held: the checkpoint of the log must
 	// grow the state file, and finds no space.
-	var held []runtime.LeaseID
+	var held []engine.LeaseID
 	var refusal error
 	for len(held) < 10000 {
 		g, err := a.Acquire(guard, AcquireRequest{Job: strings.Repeat("j", 400)})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // logLines is a slog handler's writer that keeps every line and signals
@@ -84,7 +84,7 @@ func (l *logLines) waitForMore(n int, texts ...string) {
 // stallStore is a store whose writes wait, once armed, until released: a
 // frozen disk.
 type stallStore struct {
-	runtime.Store
+	engine.Store
 	mu      sync.Mutex
 	armed   bool
 	entered chan struct{} // closed when an armed write starts waiting
@@ -97,7 +97,7 @@ func (s *stallStore) arm() {
 	s.armed, s.entered, s.release = true, make(chan struct{}), make(chan struct{})
 }
 
-func (s *stallStore) Apply(batch []runtime.Effect) error {
+func (s *stallStore) Apply(batch []engine.Effect) error {
 	s.mu.Lock()
 	armed, entered, release := s.armed, s.entered, s.release
 	s.armed = false
@@ -211,7 +211,7 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := func(i int) {
-		a.record(at.Add(time.Duration(i)*10*time.Millisecond), runtime.Doctor{Reason: "r"}, nil)
+		a.record(at.Add(time.Duration(i)*10*time.Millisecond), engine.Doctor{Reason: "r"}, nil)
 	}
 	for i := range 9000 { // 90 s of steps, every one failing the journal
 		step(i)

@@ -48,10 +48,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // e2eMode is how the services' processes are contained.
@@ -196,7 +196,7 @@ func (e *e2e) start() {
 	}
 	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
 	if e.stopTimeout > 0 {
-		opts.NewExecutor = func(c executor.Config, post func(runtime.Event)) (Executor, error) {
+		opts.NewExecutor = func(c executor.Config, post func(engine.Event)) (Executor, error) {
 			x, err := executor.New(c, post)
 			if err != nil {
 				return nil, err
@@ -302,22 +302,22 @@ func (e *e2e) status() Status {
 }
 
 // svc is service name (e2e/<name>) in st.
-func svc(st Status, name string) runtime.ServiceStatus {
+func svc(st Status, name string) engine.ServiceStatus {
 	for _, s := range st.Services {
 		if s.Name == "e2e/"+name {
 			return s
 		}
 	}
-	return runtime.ServiceStatus{Name: "e2e/" + name + " (missing)"}
+	return engine.ServiceStatus{Name: "e2e/" + name + " (missing)"}
 }
 
-func probeOf(st Status, name string) runtime.ProbeStatus {
+func probeOf(st Status, name string) engine.ProbeStatus {
 	for _, p := range st.Probes {
 		if p.Name == "e2e/"+name {
 			return p
 		}
 	}
-	return runtime.ProbeStatus{Name: "e2e/" + name + " (missing)"}
+	return engine.ProbeStatus{Name: "e2e/" + name + " (missing)"}
 }
 
 const pollEvery = 20 * time.Millisecond
@@ -368,7 +368,7 @@ func never(t testing.TB, what string, d time.Duration, cond func() bool) {
 	}
 }
 
-func caps(c ...string) runtime.Requirements { return runtime.Requirements{Capabilities: c} }
+func caps(c ...string) engine.Requirements { return engine.Requirements{Capabilities: c} }
 
 func (e *e2e) acquire(req AcquireRequest) (Grant, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), req.Wait+e2eGuard)
@@ -613,7 +613,7 @@ type shortStops struct {
 	asked []time.Duration
 }
 
-func (x *shortStops) Run(op runtime.RunOp) {
+func (x *shortStops) Run(op engine.RunOp) {
 	if op.Op == protocol.OpStop {
 		x.mu.Lock()
 		x.asked = append(x.asked, op.Timeout)
@@ -711,7 +711,7 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.ctl("ondemand", "pools", `{"od-slots":2}`)
 	e.start()
-	req := AcquireRequest{Requirements: runtime.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
 
 	g1 := e.mustAcquire(req)
 	if n := e.count("ondemand", "start"); n != 1 {
@@ -1513,7 +1513,7 @@ func e2eModuleRemoved(t *testing.T, mode e2eMode) {
 		t.Fatalf("reload without module e2e: %v", err)
 	}
 	e.waitFor("e2e/ondemand gone from the status", func(st Status) bool {
-		return !slices.ContainsFunc(st.Services, func(s runtime.ServiceStatus) bool { return s.Module == "e2e" })
+		return !slices.ContainsFunc(st.Services, func(s engine.ServiceStatus) bool { return s.Module == "e2e" })
 	})
 	if n := e.count("ondemand", "stop"); n != 1 {
 		t.Errorf("stop ops run by svcrun: %d, want 1", n)

@@ -10,10 +10,10 @@ import (
 	"sort"
 	"time"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
-// Journal writes every engine step as a JSON line (runtime.JournalEntry)
+// Journal writes every engine step as a JSON line (engine.JournalEntry)
 // into dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
 // past MaxBytes and keeping the newest Keep rotated files. `svcsim replay`
 // re-runs a journal through the engine.
@@ -75,8 +75,8 @@ func (j *Journal) open() error {
 
 // Write appends one step. Errors are returned, not fatal: the journal is
 // for diagnosis, the store is what must not fail.
-func (j *Journal) Write(at time.Time, ev runtime.Event, effects []runtime.Effect) error {
-	e, err := runtime.NewJournalEntry(at, ev, effects)
+func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) error {
+	e, err := engine.NewJournalEntry(at, ev, effects)
 	if err != nil {
 		return err
 	}

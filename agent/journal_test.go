@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 func TestJournalRotates(t *testing.T) {
@@ -19,7 +19,7 @@ func TestJournalRotates(t *testing.T) {
 	j.MaxBytes, j.Keep = 300, 2
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 40; i++ {
-		if err := j.Write(at.Add(time.Duration(i)*time.Second), runtime.Doctor{Reason: "r"}, []runtime.Effect{runtime.Note{Subject: "s", Text: "t"}}); err != nil {
+		if err := j.Write(at.Add(time.Duration(i)*time.Second), engine.Doctor{Reason: "r"}, []engine.Effect{engine.Note{Subject: "s", Text: "t"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestJournalCloseAfterFileClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := j.Write(at, runtime.Doctor{Reason: "r"}, nil); err != nil {
+	if err := j.Write(at, engine.Doctor{Reason: "r"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.f.Close(); err != nil {

@@ -18,7 +18,7 @@ package agent
 //     after boot minus before Open, divided by 2,000 (services + probes):
 //     the whole agent (engine, executor targets with their environments,
 //     manifests, store, journal buffers). The engine alone is measured too:
-//     a runtime.Engine booted with the same modules, its heap growth / 2,000.
+//     a engine.Engine booted with the same modules, its heap growth / 2,000.
 //
 // Design targets: engine <= 10 KiB per service, idle CPU <= 1%.
 //
@@ -31,7 +31,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -39,8 +39,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/nodeconfig"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 const scaleN = 1000
@@ -124,10 +124,10 @@ func writeScaleBundle(tb testing.TB, dir string) {
 }
 
 func heapAlloc() uint64 {
-	goruntime.GC()
-	goruntime.GC()
-	var ms goruntime.MemStats
-	goruntime.ReadMemStats(&ms)
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	return ms.HeapAlloc
 }
 
@@ -178,13 +178,13 @@ func runScale(tb testing.TB, idle time.Duration) scaleResult {
 			tb.Fatal(err)
 		}
 		before := heapAlloc()
-		eng := runtime.New()
-		eng.Step(time.Now(), runtime.Boot{Config: engineConfig(c), Modules: moduleSpecs(mods)})
+		eng := engine.New()
+		eng.Step(time.Now(), engine.Boot{Config: engineConfig(c), Modules: moduleSpecs(mods)})
 		after := heapAlloc()
 		if st := eng.Status(); len(st.Services) != scaleN || len(st.Probes) != scaleN {
 			tb.Fatalf("engine: %d services, %d probes", len(st.Services), len(st.Probes))
 		}
-		goruntime.KeepAlive(eng)
+		runtime.KeepAlive(eng)
 		r.EngineBytesPerSvc = float64(after-before) / (2 * scaleN)
 	}
 

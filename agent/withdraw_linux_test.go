@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/store"
 )
 
@@ -25,11 +25,11 @@ import (
 // whose OpDone events go to held instead of the scheduler when hold says
 // so (the engine keeps those ops in flight); *post is set to the
 // scheduler's Post, to hand them back.
-func holdOps(hold func(runtime.OpDone) bool, held chan<- runtime.Event, post *func(runtime.Event)) func(executor.Config, func(runtime.Event)) (*executor.Executor, error) {
-	return func(c executor.Config, p func(runtime.Event)) (*executor.Executor, error) {
+func holdOps(hold func(engine.OpDone) bool, held chan<- engine.Event, post *func(engine.Event)) func(executor.Config, func(engine.Event)) (*executor.Executor, error) {
+	return func(c executor.Config, p func(engine.Event)) (*executor.Executor, error) {
 		*post = p
-		return executor.New(c, func(ev runtime.Event) {
-			if d, ok := ev.(runtime.OpDone); ok && hold(d) {
+		return executor.New(c, func(ev engine.Event) {
+			if d, ok := ev.(engine.OpDone); ok && hold(d) {
 				held <- ev
 				return
 			}
@@ -39,7 +39,7 @@ func holdOps(hold func(runtime.OpDone) bool, held chan<- runtime.Event, post *fu
 }
 
 // storedLeases reopens the state file of the (stopped) agent of cfg.
-func storedLeases(t *testing.T, cfg string) []runtime.LeaseRecord {
+func storedLeases(t *testing.T, cfg string) []engine.LeaseRecord {
 	t.Helper()
 	db, err := store.Open(filepath.Join(filepath.Dir(cfg), "data", StateFile), store.Options{})
 	if err != nil {
@@ -59,7 +59,7 @@ type startSpy struct {
 	starts *sync.Map
 }
 
-func (x *startSpy) Run(op runtime.RunOp) {
+func (x *startSpy) Run(op engine.RunOp) {
 	if op.Op == protocol.OpStart {
 		x.starts.Store(op.ID, true)
 	}
@@ -74,10 +74,10 @@ func (x *startSpy) Run(op runtime.RunOp) {
 func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 	cfg := testConfig(t)
 	var starts sync.Map
-	held := make(chan runtime.Event, 1)
-	var post func(runtime.Event)
-	isStart := func(d runtime.OpDone) bool { _, ok := starts.LoadAndDelete(d.ID); return ok } // held until svcrun is stopping
-	newExec := func(c executor.Config, p func(runtime.Event)) (Executor, error) {
+	held := make(chan engine.Event, 1)
+	var post func(engine.Event)
+	isStart := func(d engine.OpDone) bool { _, ok := starts.LoadAndDelete(d.ID); return ok } // held until svcrun is stopping
+	newExec := func(c executor.Config, p func(engine.Event)) (Executor, error) {
 		x, err := holdOps(isStart, held, &post)(c, p)
 		if err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 		_, err := a.Acquire(bg, AcquireRequest{Job: "j", Requirements: caps("kv"), Wait: 30 * time.Second})
 		acq <- err
 	}()
-	var ev runtime.Event
+	var ev engine.Event
 	select {
 	case ev = <-held:
 	case <-time.After(30 * time.Second):

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // BenchmarkFingerprintOp measures one fingerprint op of a tiny static C
@@ -79,7 +79,7 @@ func BenchmarkFingerprintOp(b *testing.B) {
 				cBlock(block)
 			}
 			res := op()
-			if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != runtime.FailNone {
+			if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 				b.Fatalf("outcome %+v", o)
 			}
 		}

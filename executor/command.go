@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"time"
 
@@ -51,7 +51,7 @@ func resolveCommand(mod *manifest.Module, exec []string) (command, error) {
 		return command{}, fmt.Errorf("module %q: exec %q: %w", mod.Name, exec[0], err)
 	case !fi.Mode().IsRegular():
 		return command{}, fmt.Errorf("module %q: exec %q is not a regular file", mod.Name, exec[0])
-	case goruntime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
+	case runtime.GOOS != "windows" && fi.Mode().Perm()&0o111 == 0:
 		return command{}, fmt.Errorf("module %q: exec %q is not executable (mode %v)", mod.Name, exec[0], fi.Mode().Perm())
 	}
 	return command{Path: path, Arg0: arg0, Args: exec[1:], Dir: mod.Dir}, nil

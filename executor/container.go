@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/nodeconfig"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // containers is the Executor's side of the cgroup process containers
@@ -22,12 +22,12 @@ type containers struct {
 	fallback map[string]error // service -> why its ops run in process groups
 }
 
-func (x *Executor) initContainers(cfg Config, post func(runtime.Event)) {
+func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
 	x.cg = cfg.Containers
 	x.limits = cfg.Node.Limits
 	x.fallback = map[string]error{}
 	if x.cgUsable() {
-		x.cg.SetOnEmptied(func(service string) { post(runtime.ContainerEmptied{Service: targetOf(service)}) })
+		x.cg.SetOnEmptied(func(service string) { post(engine.ContainerEmptied{Service: targetOf(service)}) })
 	}
 }
 
@@ -36,7 +36,7 @@ func (x *Executor) cgUsable() bool { return x.cg != nil && x.cg.Err() == nil }
 // updateContainers takes the new limits, lets the services that fell back
 // try their container again, and removes the empty containers of services
 // that are gone.
-func (x *Executor) updateContainers(cfg Config, targets map[runtime.Target]*target) {
+func (x *Executor) updateContainers(cfg Config, targets map[engine.Target]*target) {
 	x.cmu.Lock()
 	x.limits = cfg.Node.Limits
 	x.fallback = map[string]error{}
@@ -59,8 +59,8 @@ func (x *Executor) closeContainers() {
 	}
 }
 
-func targetOf(service string) runtime.Target {
-	var t runtime.Target
+func targetOf(service string) engine.Target {
+	var t engine.Target
 	t.Module, t.Name, _ = strings.Cut(service, "/")
 	return t
 }
@@ -99,7 +99,7 @@ func (x *Executor) setFallback(service string, err error) {
 // to process groups (until Update). After a stop (any outcome), what is
 // left in the container is killed while the op still counts, so the next
 // start begins in an empty one and the emptying is not a crash.
-func (x *Executor) runIn(t runtime.Target, spec Spec, stop bool) Result {
+func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 	if t.Probe {
 		return x.runGrouped(t, spec, false)
 	}
@@ -202,7 +202,7 @@ func (x *Executor) opStart(service string) (int, bool) {
 
 // containerKill kills the service's cgroup, without waiting: Kill runs on
 // the driver's loop.
-func (x *Executor) containerKill(service runtime.Target) {
+func (x *Executor) containerKill(service engine.Target) {
 	if x.cgUsable() {
 		// The driver contract: a Kill is done before the next event, or
 		// the kill would also hit the next op cloned into the container
@@ -221,7 +221,7 @@ const (
 
 // containerFreeze freezes or thaws the service's cgroup and waits (bounded)
 // for the freezer to settle, as the driver contract asks.
-func (x *Executor) containerFreeze(service runtime.Target, freeze bool) {
+func (x *Executor) containerFreeze(service engine.Target, freeze bool) {
 	if !x.cgUsable() {
 		return
 	}

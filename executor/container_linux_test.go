@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // newContainers is a cgroup Manager on a base of its own, whose containers
@@ -85,7 +85,7 @@ func TestContainerOpsRunInTheServiceCgroup(t *testing.T) {
 	if mode := a.x.ContainerMode("test/where"); mode != "cgroup" {
 		t.Errorf("mode %q", mode)
 	}
-	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	got, err := os.ReadFile(filepath.Join(a.data, "cgroup"))
@@ -118,7 +118,7 @@ func TestContainerOpsRunInTheServiceCgroup(t *testing.T) {
 func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 	m := newContainers(t)
 	a := newAdapterWith(t, m)
-	if o := a.run(t, 1, "spread", false, protocol.OpStart); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "spread", false, protocol.OpStart); o.Failure != engine.FailNone {
 		t.Fatalf("start: %+v", o)
 	}
 	pids := map[string]int{}
@@ -139,12 +139,12 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 		t.Errorf("after start: %+v", st)
 	}
 
-	a.x.Freeze(runtime.Target{Module: "test", Name: "spread"})
+	a.x.Freeze(engine.Target{Module: "test", Name: "spread"})
 	eventually(t, 10*time.Second, "frozen 1 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return st.Frozen })
-	a.x.Thaw(runtime.Target{Module: "test", Name: "spread"})
+	a.x.Thaw(engine.Target{Module: "test", Name: "spread"})
 	eventually(t, 10*time.Second, "frozen 0 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return !st.Frozen })
 
-	a.x.Kill(runtime.Target{Module: "test", Name: "spread"})
+	a.x.Kill(engine.Target{Module: "test", Name: "spread"})
 	for name, pid := range pids {
 		eventually(t, 10*time.Second, fmt.Sprintf("the %s survived Kill", name), func() bool { return !alive(pid) })
 	}
@@ -180,10 +180,10 @@ func TestContainerEmptiedEvent(t *testing.T) {
 }
 
 func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
-	id := runtime.OpID(0)
+	id := engine.OpID(0)
 	for range 5 {
 		id++
-		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 			t.Fatalf("fingerprint: %+v", o)
 		}
 		if m == nil {
@@ -197,7 +197,7 @@ func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
 	var worst, total time.Duration
 	for i := range runs {
 		id++
-		if o := a.run(t, id, "daemon", false, protocol.OpStart); o.Failure != runtime.FailNone {
+		if o := a.run(t, id, "daemon", false, protocol.OpStart); o.Failure != engine.FailNone {
 			t.Fatalf("start: %+v", o)
 		}
 		daemon := a.pid(t, "daemon.pid")
@@ -243,14 +243,14 @@ func TestContainerFallbacks(t *testing.T) {
 	if mode := a.x.ContainerMode("test/daemon"); !strings.HasPrefix(mode, "process-group: ") {
 		t.Errorf("mode %q", mode)
 	}
-	if o := a.run(t, 1, "daemon", false, protocol.OpStart); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "daemon", false, protocol.OpStart); o.Failure != engine.FailNone {
 		t.Fatalf("start: %+v", o)
 	}
 	daemon := a.pid(t, "daemon.pid")
 	if g := a.x.Groups("test/daemon"); len(g) != 1 {
 		t.Errorf("groups %v", g)
 	}
-	a.x.Kill(runtime.Target{Module: "test", Name: "daemon"})
+	a.x.Kill(engine.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
 	if m := newAdapter(t).x.ContainerMode("test/daemon"); !strings.HasPrefix(m, "process-group: ") {
 		t.Errorf("mode without Containers: %q", m)
@@ -264,16 +264,16 @@ func TestContainerFallbacks(t *testing.T) {
 func TestContainerRemovedUnderAService(t *testing.T) {
 	m := newContainers(t)
 	a := newAdapterWith(t, m)
-	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatal(o)
 	}
 	p, _ := m.Path("test/where")
 	if err := syscall.Rmdir(p); err != nil {
 		t.Fatal(err)
 	}
-	for id := runtime.OpID(2); id <= 3; id++ {
+	for id := engine.OpID(2); id <= 3; id++ {
 		os.Remove(filepath.Join(a.data, "cgroup"))
-		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 			t.Fatalf("op %d after the container was removed: %+v", id, o)
 		}
 		if got, _ := os.ReadFile(filepath.Join(a.data, "cgroup")); strings.TrimSpace(string(got)) != cgroupRel(t, m, "test/where") {
@@ -292,7 +292,7 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { syscall.Mkdir(m.Base(), 0o755) }) // for newContainers' cleanup
-	if o := a.run(t, 4, "where", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 4, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("op after the base was removed: %+v", o)
 	}
 	want := fmt.Sprintf("process-group: clone into %s failed: the process container %s of test/where was removed (by another svcrun with the same node_id?); re-create it: ", p, p)

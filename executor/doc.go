@@ -1,5 +1,5 @@
 // Package executor runs the ops of services and probes as processes: the
-// real world's runtime.Executor (design.md), and the runner behind
+// real world's engine.Executor (design.md), and the runner behind
 // `svcrun op`.
 //
 // # One op: Run
@@ -32,7 +32,7 @@
 //     started at all, and the duration.
 //
 // Outcome(op, role, Result) turns a Result into the engine's
-// runtime.Outcome through protocol.Decode, the one interpreter of op
+// engine.Outcome through protocol.Decode, the one interpreter of op
 // output: FailSpawn, FailTimeout, FailProtocol (also for an overrun stdout),
 // FailOp, or the decoded result; Message is one line for people with the
 // last line of stderr where it helps.
@@ -71,7 +71,7 @@
 // or StartCmd; an exec.Cmd started otherwise may lose its exit status.
 // Linux only; elsewhere orphans go to init (launchd), which reaps them.
 //
-// # The runtime.Executor
+// # The engine.Executor
 //
 // New(Config, post) builds the executor of a node from its configuration
 // and loaded modules (nodeconfig.LoadModules: each manifest with its
@@ -86,7 +86,7 @@
 // svcrun started on the service still runs (see "Ops across restarts"),
 // then for a slot of the global cap (Config.MaxConcurrentOps, default the
 // node's max_concurrent_ops), runs the op, and posts
-// runtime.OpDone{ID, Outcome}. Every RunOp is answered
+// engine.OpDone{ID, Outcome}. Every RunOp is answered
 // exactly once, failures included (unknown target, a probe asked for more
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
 // for their OpDone.
@@ -110,7 +110,7 @@
 // enabled (recorded missing otherwise). The Manager is told when each op
 // starts and ends: a container still populated at the end of an op holds a
 // daemon and is armed, and when an armed container empties with no op of
-// the service running, runtime.ContainerEmptied is posted (within a few
+// the service running, engine.ContainerEmptied is posted (within a few
 // milliseconds of the death; the package cgroup doc has the rule). An op
 // whose clone into its cgroup fails because the container was removed
 // under svcrun (the clone's ENOENT reads as a missing executable) runs in
@@ -143,7 +143,7 @@
 // is), the daemons its ops leave become its children, and the reaper
 // tells the executor the group of each one it reaps: when that empties the
 // last group a service's ops left processes in, with none of its ops
-// running, runtime.ContainerEmptied is posted for the service, as its
+// running, engine.ContainerEmptied is posted for the service, as its
 // cgroup would (0.1-0.2 ms after the death in the tests). A daemon that
 // left its group, or one whose parent outside the group still lives, is
 // not seen: the status polls find it.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
@@ -47,12 +47,12 @@ type Config struct {
 	// it). It is called when the targets are built (New, Update); an
 	// error fails every op of the target with FailSpawn and that message;
 	// nil runs every op unconfined.
-	Hooks func(t runtime.Target, mod nodeconfig.LoadedModule) (Hooks, error)
+	Hooks func(t engine.Target, mod nodeconfig.LoadedModule) (Hooks, error)
 	// Containers, when set and working (Err() nil), is the process
 	// container of every service (filled-in §4): each op of a service is
 	// cloned into the service's cgroup v2, Kill, Freeze and Thaw go to
 	// that cgroup, its limits are Node.Limits, and the emptying of a
-	// container holding a daemon is posted as runtime.ContainerEmptied.
+	// container holding a daemon is posted as engine.ContainerEmptied.
 	// Nil, or a Manager whose Err is set, leaves every service to process
 	// groups and signals (ContainerMode says why). New takes it; Update
 	// ignores it. The caller closes it, after the Executor.
@@ -63,10 +63,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Executor is the runtime.Executor of svcrun: it runs the ops of the
+// Executor is the engine.Executor of svcrun: it runs the ops of the
 // modules' services and probes as processes (see the package doc).
 type Executor struct {
-	post      func(runtime.Event)
+	post      func(engine.Event)
 	sem       chan struct{}
 	grace     time.Duration
 	waitDelay time.Duration
@@ -75,13 +75,13 @@ type Executor struct {
 	wg        sync.WaitGroup
 
 	mu      sync.RWMutex
-	targets map[runtime.Target]*target
+	targets map[engine.Target]*target
 
 	gmu    sync.Mutex
-	groups map[runtime.Target]map[int]bool // process group -> its op is still running
+	groups map[engine.Target]map[int]bool // process group -> its op is still running
 	// armed are the services whose ops left something running (a daemon)
 	// when they ended: the emptying of their last group is an event.
-	armed map[runtime.Target]bool
+	armed map[engine.Target]bool
 	// unsubscribe ends the orphan-exit events of the process-group
 	// fallback.
 	unsubscribe func()
@@ -90,7 +90,7 @@ type Executor struct {
 	opRecords
 }
 
-var _ runtime.Executor = (*Executor)(nil)
+var _ engine.Executor = (*Executor)(nil)
 
 // target is one service or probe, computed once.
 type target struct {
@@ -142,7 +142,7 @@ func (m *moduleData) ensure() error {
 // Targets whose command or environment cannot be built (a bundle changed
 // since it was loaded) are kept, and their ops fail with FailSpawn and the
 // reason; New itself fails only for the node as a whole.
-func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
+func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 	if post == nil {
 		return nil, errors.New("executor: post is nil")
 	}
@@ -155,7 +155,7 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		n = cfg.Node.MaxConcurrentOps
 	}
 	if n <= 0 {
-		n = 4 * goruntime.NumCPU()
+		n = 4 * runtime.NumCPU()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x := &Executor{
@@ -166,8 +166,8 @@ func New(cfg Config, post func(runtime.Event)) (*Executor, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		targets:   targets,
-		groups:    map[runtime.Target]map[int]bool{},
-		armed:     map[runtime.Target]bool{},
+		groups:    map[engine.Target]map[int]bool{},
+		armed:     map[engine.Target]bool{},
 	}
 	x.initContainers(cfg, post)
 	log := cfg.Logger
@@ -208,7 +208,7 @@ func (x *Executor) Close() {
 	x.closeContainers()
 }
 
-func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
+func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	if cfg.Node == nil {
 		return nil, errors.New("executor: no node configuration")
 	}
@@ -224,12 +224,12 @@ func buildTargets(cfg Config) (map[runtime.Target]*target, error) {
 		}
 		userName = u.Username
 	}
-	targets := map[runtime.Target]*target{}
+	targets := map[engine.Target]*target{}
 	for _, lm := range cfg.Modules {
 		m := lm.Manifest
 		md, toolDirs, merr := moduleDataOf(cfg, host, m, lm.Config)
 		add := func(name string, probe bool, exec []string, startTimeout time.Duration) {
-			t := runtime.Target{Module: m.Name, Name: name, Probe: probe}
+			t := engine.Target{Module: m.Name, Name: name, Probe: probe}
 			tg := &target{mod: md, startTimeout: startTimeout, err: merr}
 			if probe {
 				tg.role = protocol.RoleProbe
@@ -290,15 +290,15 @@ func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodec
 
 // Run starts op in a goroutine and returns at once; the goroutine posts
 // its OpDone when the op's process has ended.
-func (x *Executor) Run(op runtime.RunOp) {
+func (x *Executor) Run(op engine.RunOp) {
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
-		x.post(runtime.OpDone{ID: op.ID, Outcome: x.runOp(op)})
+		x.post(engine.OpDone{ID: op.ID, Outcome: x.runOp(op)})
 	}()
 }
 
-func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
+func (x *Executor) runOp(op engine.RunOp) engine.Outcome {
 	x.mu.RLock()
 	t := x.targets[op.Target]
 	x.mu.RUnlock()
@@ -306,8 +306,8 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 	if fail != nil {
 		return *fail
 	}
-	canceled := func() runtime.Outcome {
-		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+	canceled := func() engine.Outcome {
+		return engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
 	}
 	// An op an earlier svcrun started on this service may still run:
 	// no op begins beside it.
@@ -334,10 +334,10 @@ func (x *Executor) runOp(op runtime.RunOp) runtime.Outcome {
 // sandbox hooks, the outcome), without a daemon around it: no container
 // (cfg.Containers is ignored), no limit on concurrent ops, no record of
 // the op for a later svcrun to adopt. svcrun op runs it.
-func RunOne(ctx context.Context, cfg Config, op runtime.RunOp) (Result, runtime.Outcome, error) {
+func RunOne(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Outcome, error) {
 	targets, err := buildTargets(cfg)
 	if err != nil {
-		return Result{}, runtime.Outcome{}, err
+		return Result{}, engine.Outcome{}, err
 	}
 	t := targets[op.Target]
 	spec, fail := t.prepare(op)
@@ -352,9 +352,9 @@ func RunOne(ctx context.Context, cfg Config, op runtime.RunOp) (Result, runtime.
 // prepare prepares op of t (nil when the loaded modules lack it): the module
 // data dir and its files, then the Spec with t's command, environment,
 // hooks and the op's timeout. A failure is the op's FailSpawn outcome.
-func (t *target) prepare(op runtime.RunOp) (Spec, *runtime.Outcome) {
-	failSpawn := func(format string, args ...any) (Spec, *runtime.Outcome) {
-		return Spec{}, &runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
+func (t *target) prepare(op engine.RunOp) (Spec, *engine.Outcome) {
+	failSpawn := func(format string, args ...any) (Spec, *engine.Outcome) {
+		return Spec{}, &engine.Outcome{Failure: engine.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
 	}
 	kind := "service"
 	if op.Target.Probe {
@@ -385,7 +385,7 @@ func (t *target) prepare(op runtime.RunOp) (Spec, *runtime.Outcome) {
 // runGrouped runs spec with its process group tracked for Kill, Freeze and
 // Thaw: the process-group fallback. After a stop, what is left in the
 // service's groups is killed before the op counts as ended.
-func (x *Executor) runGrouped(t runtime.Target, spec Spec, stop bool) Result {
+func (x *Executor) runGrouped(t engine.Target, spec Spec, stop bool) Result {
 	onStart := spec.OnStart
 	spec.OnStart = func(pid int) {
 		x.addGroup(t, pid)
@@ -408,7 +408,7 @@ func (x *Executor) runGrouped(t runtime.Target, spec Spec, stop bool) Result {
 // waits (bounded) for them to be gone, as systemd's KillMode=control-group
 // does: a worker that outlived its master would hold what the next start
 // needs (its port).
-func (x *Executor) killGroupsLeft(t runtime.Target, extra []int) {
+func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 	x.gmu.Lock()
 	x.pruneLocked(t)
 	groups := append(sortedKeys(x.groups[t]), extra...)
@@ -431,7 +431,7 @@ func (x *Executor) killGroupsLeft(t runtime.Target, extra []int) {
 
 // ----- Process groups: the process-container fallback of filled-in §4. -----
 
-func (x *Executor) addGroup(t runtime.Target, pgid int) {
+func (x *Executor) addGroup(t engine.Target, pgid int) {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	g := x.groups[t]
@@ -447,7 +447,7 @@ func (x *Executor) addGroup(t runtime.Target, pgid int) {
 // service whose ops left something running is armed; if its last group
 // emptied while this op ran (its daemon died meanwhile), that is reported
 // now, as a cgroup's emptying would be at the end of the op.
-func (x *Executor) opEnded(t runtime.Target, pgid int) {
+func (x *Executor) opEnded(t engine.Target, pgid int) {
 	x.gmu.Lock()
 	emptied := false
 	if g := x.groups[t]; g != nil {
@@ -457,7 +457,7 @@ func (x *Executor) opEnded(t runtime.Target, pgid int) {
 	}
 	x.gmu.Unlock()
 	if emptied {
-		x.post(runtime.ContainerEmptied{Service: t})
+		x.post(engine.ContainerEmptied{Service: t})
 	}
 }
 
@@ -468,7 +468,7 @@ func (x *Executor) opEnded(t runtime.Target, pgid int) {
 // say it. While an op runs, opEnded says it.
 func (x *Executor) groupExited(pgid int) {
 	x.gmu.Lock()
-	var emptied []runtime.Target
+	var emptied []engine.Target
 	for t, g := range x.groups {
 		if running, ok := g[pgid]; !ok || running || groupHasLive(pgid) {
 			continue
@@ -481,14 +481,14 @@ func (x *Executor) groupExited(pgid int) {
 	}
 	x.gmu.Unlock()
 	for _, t := range emptied {
-		x.post(runtime.ContainerEmptied{Service: t})
+		x.post(engine.ContainerEmptied{Service: t})
 	}
 }
 
 // settleLocked arms a service whose ops left groups and none runs, and
 // says whether an armed one has none left: its daemon is gone. Probes are
 // never armed (nothing of theirs should outlive an op).
-func (x *Executor) settleLocked(t runtime.Target) (emptied bool) {
+func (x *Executor) settleLocked(t engine.Target) (emptied bool) {
 	if t.Probe {
 		return false
 	}
@@ -507,7 +507,7 @@ func (x *Executor) settleLocked(t runtime.Target) (emptied bool) {
 	return emptied
 }
 
-func (x *Executor) pruneLocked(t runtime.Target) {
+func (x *Executor) pruneLocked(t engine.Target) {
 	g := x.groups[t]
 	for pgid, running := range g {
 		if !running && !groupAlive(pgid) {
@@ -521,7 +521,7 @@ func (x *Executor) pruneLocked(t runtime.Target) {
 
 // signal sends sig to every known process group of the service: those of
 // its running ops and those its ops left processes in.
-func (x *Executor) signal(t runtime.Target, sig syscall.Signal) {
+func (x *Executor) signal(t engine.Target, sig syscall.Signal) {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
@@ -534,7 +534,7 @@ func (x *Executor) signal(t runtime.Target, sig syscall.Signal) {
 // status and tests.
 func (x *Executor) Groups(service string) []int {
 	mod, name, _ := strings.Cut(service, "/")
-	t := runtime.Target{Module: mod, Name: name}
+	t := engine.Target{Module: mod, Name: name}
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
@@ -546,21 +546,21 @@ func (x *Executor) Groups(service string) []int {
 // without one (the fallback). In a process group, a process that left its
 // group (setsid, a double fork that changes group) is out of reach; in a
 // cgroup, nothing is.
-func (x *Executor) Kill(service runtime.Target) {
+func (x *Executor) Kill(service engine.Target) {
 	x.containerKill(service)
 	x.signal(service, syscall.SIGKILL)
 }
 
 // Freeze stops the service's processes: cgroup.freeze of its cgroup, and
 // SIGSTOP to the process groups of its ops that ran without one.
-func (x *Executor) Freeze(service runtime.Target) {
+func (x *Executor) Freeze(service engine.Target) {
 	x.containerFreeze(service, true)
 	x.signal(service, sigStop)
 }
 
 // Thaw resumes the service's processes: cgroup.freeze 0 of its cgroup, and
 // SIGCONT to the process groups of its ops that ran without one.
-func (x *Executor) Thaw(service runtime.Target) {
+func (x *Executor) Thaw(service engine.Target) {
 	x.containerFreeze(service, false)
 	x.signal(service, sigCont)
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
@@ -87,7 +87,7 @@ tools = { sh = "/bin/sh" }
 
 type adapterFixture struct {
 	x       *Executor
-	done    chan runtime.OpDone
+	done    chan engine.OpDone
 	emptied chan emptiedAt
 	node    *nodeconfig.Config
 	data    string // the module data dir
@@ -128,12 +128,12 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan runtime.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
-	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev runtime.Event) {
+	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
+	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev engine.Event) {
 		switch ev := ev.(type) {
-		case runtime.OpDone:
+		case engine.OpDone:
 			a.done <- ev
-		case runtime.ContainerEmptied:
+		case engine.ContainerEmptied:
 			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
 		default:
 			t.Errorf("unexpected event %T", ev)
@@ -147,9 +147,9 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 }
 
 // run runs one op and waits for its OpDone.
-func (a *adapterFixture) run(t *testing.T, id runtime.OpID, name string, probe bool, op protocol.Op) runtime.Outcome {
+func (a *adapterFixture) run(t *testing.T, id engine.OpID, name string, probe bool, op protocol.Op) engine.Outcome {
 	t.Helper()
-	a.x.Run(runtime.RunOp{ID: id, Target: runtime.Target{Module: "test", Name: name, Probe: probe}, Op: op, Timeout: 30 * time.Second})
+	a.x.Run(engine.RunOp{ID: id, Target: engine.Target{Module: "test", Name: name, Probe: probe}, Op: op, Timeout: 30 * time.Second})
 	d := <-a.done
 	if d.ID != id {
 		t.Fatalf("OpDone for op %d, want %d", d.ID, id)
@@ -159,7 +159,7 @@ func (a *adapterFixture) run(t *testing.T, id runtime.OpID, name string, probe b
 
 func TestExecutorRunsOpsInTheirEnvironment(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	u, err := user.Current()
@@ -192,7 +192,7 @@ func TestExecutorRunsOpsInTheirEnvironment(t *testing.T) {
 
 func TestExecutorRefusals(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != runtime.FailNone || o.Result.Fingerprint == nil {
+	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone || o.Result.Fingerprint == nil {
 		t.Errorf("probe fingerprint: %+v", o)
 	}
 	for _, tc := range []struct {
@@ -206,7 +206,7 @@ func TestExecutorRefusals(t *testing.T) {
 		{"okprobe", false, protocol.OpStatus, "status: no service test/okprobe in the loaded modules"},
 		{"elsewhere", false, protocol.OpStatus, "status: no service test/elsewhere in the loaded modules"},
 	} {
-		if o := a.run(t, 2, tc.name, tc.probe, tc.op); o.Failure != runtime.FailSpawn || o.Message != tc.msg {
+		if o := a.run(t, 2, tc.name, tc.probe, tc.op); o.Failure != engine.FailSpawn || o.Message != tc.msg {
 			t.Errorf("%s %s: %+v, want %q", tc.name, tc.op, o, tc.msg)
 		}
 	}
@@ -217,10 +217,10 @@ func TestExecutorCapsConcurrentOps(t *testing.T) {
 	const n = 6
 	t0 := time.Now()
 	for i := range n {
-		a.x.Run(runtime.RunOp{ID: runtime.OpID(i + 1), Target: runtime.Target{Module: "test", Name: "count"}, Op: protocol.OpFingerprint, Timeout: 30 * time.Second})
+		a.x.Run(engine.RunOp{ID: engine.OpID(i + 1), Target: engine.Target{Module: "test", Name: "count"}, Op: protocol.OpFingerprint, Timeout: 30 * time.Second})
 	}
 	for range n {
-		if d := <-a.done; d.Outcome.Failure != runtime.FailNone {
+		if d := <-a.done; d.Outcome.Failure != engine.FailNone {
 			t.Errorf("op %d: %+v", d.ID, d.Outcome)
 		}
 	}
@@ -241,7 +241,7 @@ func TestExecutorCapsConcurrentOps(t *testing.T) {
 
 func TestExecutorKillFreezeThaw(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "daemon", false, protocol.OpStart); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "daemon", false, protocol.OpStart); o.Failure != engine.FailNone {
 		t.Fatalf("start: %+v", o)
 	}
 	data, err := os.ReadFile(filepath.Join(a.data, "daemon.pid"))
@@ -259,16 +259,16 @@ func TestExecutorKillFreezeThaw(t *testing.T) {
 	}
 	state := func() byte { _, s, _ := procStat(daemon); return s }
 
-	a.x.Freeze(runtime.Target{Module: "test", Name: "daemon"})
+	a.x.Freeze(engine.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon was not stopped", func() bool { return state() == 'T' })
-	a.x.Thaw(runtime.Target{Module: "test", Name: "daemon"})
+	a.x.Thaw(engine.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon was not continued", func() bool { return state() != 'T' })
-	a.x.Kill(runtime.Target{Module: "test", Name: "daemon"})
+	a.x.Kill(engine.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
 	eventually(t, 10*time.Second, "the emptied group is still tracked", func() bool { return len(a.x.Groups("test/daemon")) == 0 })
 
 	// Ops that left nothing behind leave no group.
-	if o := a.run(t, 2, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 2, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatal(o)
 	}
 	if g := a.x.Groups("test/envsvc"); len(g) != 0 {
@@ -278,17 +278,17 @@ func TestExecutorKillFreezeThaw(t *testing.T) {
 
 func TestExecutorCloseCancelsOps(t *testing.T) {
 	a := newAdapter(t)
-	a.x.Run(runtime.RunOp{ID: 7, Target: runtime.Target{Module: "test", Name: "hang"}, Op: protocol.OpStart, Timeout: time.Hour})
+	a.x.Run(engine.RunOp{ID: 7, Target: engine.Target{Module: "test", Name: "hang"}, Op: protocol.OpStart, Timeout: time.Hour})
 	a.x.Close()
 	d := <-a.done
-	if d.ID != 7 || d.Outcome.Failure != runtime.FailTimeout || !strings.Contains(d.Outcome.Message, "cancel") {
+	if d.ID != 7 || d.Outcome.Failure != engine.FailTimeout || !strings.Contains(d.Outcome.Message, "cancel") {
 		t.Errorf("OpDone %+v", d)
 	}
 }
 
 func TestExecutorUpdateRewritesFiles(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatal(o)
 	}
 	node := *a.node
@@ -301,7 +301,7 @@ func TestExecutorUpdateRewritesFiles(t *testing.T) {
 	if err := a.x.Update(Config{Node: &node, Modules: mods}); err != nil {
 		t.Fatal(err)
 	}
-	if o := a.run(t, 2, "okprobe", true, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 2, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatal(o)
 	}
 	if got, _ := os.ReadFile(filepath.Join(a.data, "settings.json")); string(got) != "{\n  \"slots\": 9\n}\n" {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // In the process-group fallback, a daemon that dies while another op of its
@@ -17,19 +17,19 @@ import (
 // the same death at the op's end (OpEnd).
 func TestDaemonDeathDuringAnOpIsReported(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "slowstatus", false, protocol.OpStart); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "slowstatus", false, protocol.OpStart); o.Failure != engine.FailNone {
 		t.Fatalf("start: %+v", o)
 	}
 	daemon := a.pid(t, "daemon.pid")
 	t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
 
 	// A status poll runs; the daemon crashes meanwhile.
-	a.x.Run(runtime.RunOp{ID: 2, Target: runtime.Target{Module: "test", Name: "slowstatus"}, Op: protocol.OpStatus, Timeout: 10 * time.Second})
+	a.x.Run(engine.RunOp{ID: 2, Target: engine.Target{Module: "test", Name: "slowstatus"}, Op: protocol.OpStatus, Timeout: 10 * time.Second})
 	time.Sleep(300 * time.Millisecond)
 	if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if d := <-a.done; d.Outcome.Failure != runtime.FailNone {
+	if d := <-a.done; d.Outcome.Failure != engine.FailNone {
 		t.Fatalf("status: %+v", d.Outcome)
 	}
 	select {

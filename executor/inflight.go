@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // OpsDir is the directory, under the node's data dir, of the records of the
@@ -77,7 +77,7 @@ type opRecords struct {
 	log    *slog.Logger
 
 	lmu       sync.Mutex
-	leftovers map[runtime.Target]chan struct{} // closed when resolved
+	leftovers map[engine.Target]chan struct{} // closed when resolved
 }
 
 // initInflight prepares <data_dir>/ops and resolves, in the background, the
@@ -85,7 +85,7 @@ type opRecords struct {
 // disables the records, loudly: ops still run.
 func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 	x.log = log
-	x.leftovers = map[runtime.Target]chan struct{}{}
+	x.leftovers = map[engine.Target]chan struct{}{}
 	id, err := bootID()
 	if err != nil {
 		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "reason", err)
@@ -110,7 +110,7 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 		return
 	}
 	x.dir, x.bootID = dir, id
-	byTarget := map[runtime.Target][]leftover{}
+	byTarget := map[engine.Target][]leftover{}
 	for _, l := range x.loadLeftovers() {
 		t := targetOf(l.rec.Service)
 		byTarget[t] = append(byTarget[t], l)
@@ -207,7 +207,7 @@ func readRecord(file string) (rec opRecord, complete bool, err error) {
 // resolveAll waits for (or kills at their deadline) the leftover ops of t
 // and removes their records. It reports false when svcrun is stopping
 // first: the records stay for the next svcrun.
-func (x *Executor) resolveAll(t runtime.Target, ls []leftover) bool {
+func (x *Executor) resolveAll(t engine.Target, ls []leftover) bool {
 	for _, l := range ls {
 		if !x.resolve(t, l.rec) {
 			return false
@@ -222,7 +222,7 @@ func (x *Executor) resolveAll(t runtime.Target, ls []leftover) bool {
 // until its deadline, then its process group gets the timeout treatment;
 // after a stop, what is left in the service's container is killed, as the
 // stop's own end would have done.
-func (x *Executor) resolve(t runtime.Target, rec opRecord) bool {
+func (x *Executor) resolve(t engine.Target, rec opRecord) bool {
 	procs := []proc{{pid: rec.Pid, start: rec.StartTicks}}
 	if rec.Pid == 0 {
 		procs = findSpawned(rec)
@@ -289,7 +289,7 @@ func (x *Executor) awaitLeftover(rec opRecord, p proc, deadline int64) bool {
 
 // awaitLeftovers holds op of t until the ops an earlier svcrun left on t
 // are resolved; false when svcrun stops first.
-func (x *Executor) awaitLeftovers(t runtime.Target, op protocol.Op) bool {
+func (x *Executor) awaitLeftovers(t engine.Target, op protocol.Op) bool {
 	x.lmu.Lock()
 	done := x.leftovers[t]
 	x.lmu.Unlock()
@@ -323,7 +323,7 @@ type opJournal struct {
 // nil when it is not recorded. A record that cannot be written is logged
 // and the op runs: refusing it would stop the service from being managed
 // at all.
-func (x *Executor) recordIntent(id runtime.OpID, t runtime.Target, op protocol.Op, spec Spec) *opJournal {
+func (x *Executor) recordIntent(id engine.OpID, t engine.Target, op protocol.Op, spec Spec) *opJournal {
 	if x.dir == "" || t.Probe || !mutating(op) {
 		return nil
 	}

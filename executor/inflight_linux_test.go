@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // logLines is a Logger whose lines the test can wait for.
@@ -64,8 +64,8 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			if err := syscall.Mkfifo(filepath.Join(a1.data, "release"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			target := runtime.Target{Module: "test", Name: "slowstart"}
-			a1.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpStart, Timeout: time.Minute})
+			target := engine.Target{Module: "test", Name: "slowstart"}
+			a1.x.Run(engine.RunOp{ID: 1, Target: target, Op: protocol.OpStart, Timeout: time.Minute})
 			waitFile(t, filepath.Join(a1.data, "start.pid"))
 
 			var m2 *cgroup.Manager
@@ -91,7 +91,7 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			}
 			logs, log := newLogLines()
 			a2 := newAdapterIn(t, root, m2, log)
-			a2.x.Run(runtime.RunOp{ID: 1, Target: target, Op: protocol.OpFingerprint, Timeout: time.Minute})
+			a2.x.Run(engine.RunOp{ID: 1, Target: target, Op: protocol.OpFingerprint, Timeout: time.Minute})
 			// Either the fingerprint is held (and says so), or it ran.
 		wait:
 			for {
@@ -109,12 +109,12 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(a1.data, "release"), []byte("go\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if d := <-a1.done; d.Outcome.Failure != runtime.FailNone {
+			if d := <-a1.done; d.Outcome.Failure != engine.FailNone {
 				t.Fatalf("the start: %+v", d.Outcome)
 			}
 			a1.pid(t, "daemon.pid")
 			d := <-a2.done
-			if d.Outcome.Failure != runtime.FailNone || d.Outcome.Result.Fingerprint == nil || d.Outcome.Result.Fingerprint.Running == nil || !*d.Outcome.Result.Fingerprint.Running {
+			if d.Outcome.Failure != engine.FailNone || d.Outcome.Result.Fingerprint == nil || d.Outcome.Result.Fingerprint.Running == nil || !*d.Outcome.Result.Fingerprint.Running {
 				t.Errorf("the fingerprint after the leftover start: %+v, want running", d.Outcome)
 			}
 			if ents, _ := os.ReadDir(filepath.Join(root, "state", OpsDir)); len(ents) != 0 {
@@ -235,7 +235,7 @@ func TestLeftoverRecords(t *testing.T) {
 			}
 			logs, log := newLogLines()
 			a := newAdapterIn(t, root, nil, log)
-			if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+			if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 				t.Fatalf("fingerprint: %+v", o)
 			}
 			if p.pid != 0 && alive(p.pid) == tc.killed {
@@ -273,10 +273,10 @@ func BenchmarkOpRecord(b *testing.B) {
 		b.Fatal("ops are not recorded here")
 	}
 	spec := Spec{Path: "/bin/true", Args: []string{"start"}, Timeout: time.Minute}
-	t := runtime.Target{Module: "test", Name: "svc"}
+	t := engine.Target{Module: "test", Name: "svc"}
 	pid := os.Getpid()
 	for i := range b.N {
-		j := x.recordIntent(runtime.OpID(i), t, protocol.OpStart, spec)
+		j := x.recordIntent(engine.OpID(i), t, protocol.OpStart, spec)
 		j.started(pid)
 		j.done()
 	}
@@ -346,7 +346,7 @@ func TestLeftoverStopLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAdapterIn(t, root, nil, nil)
-	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("fingerprint: %+v", o)
 	}
 	if alive(worker) {
@@ -398,7 +398,7 @@ func TestLeftoverIntentInContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := newAdapterIn(t, root, nil, nil)
-	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != runtime.FailNone {
+	if o := a.run(t, 1, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("fingerprint: %+v", o)
 	}
 	if alive(op.Process.Pid) {

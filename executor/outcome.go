@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Outcome turns the result of an op process into what the engine acts on,
@@ -25,12 +25,12 @@ import (
 // Message is one line for people: the op, what went wrong and, where it
 // helps, the last line of stderr. The result's warnings (an owned object
 // skipped for a bad id) stay in Outcome.Result.Warnings.
-func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
+func Outcome(op protocol.Op, role protocol.Role, res Result) engine.Outcome {
 	switch {
 	case res.SpawnErr != nil:
-		return runtime.Outcome{Failure: runtime.FailSpawn, Message: fmt.Sprintf("%s: cannot run: %v", op, res.SpawnErr)}
+		return engine.Outcome{Failure: engine.FailSpawn, Message: fmt.Sprintf("%s: cannot run: %v", op, res.SpawnErr)}
 	case res.Canceled && res.Pid == 0:
-		return runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started", op)}
+		return engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started", op)}
 	case res.TimedOut || res.Canceled:
 		var b strings.Builder
 		if res.TimedOut {
@@ -42,7 +42,7 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
 			b.WriteString(", then SIGKILL")
 		}
 		stderrLine(&b, res.StderrTail)
-		return runtime.Outcome{Failure: runtime.FailTimeout, Message: b.String()}
+		return engine.Outcome{Failure: engine.FailTimeout, Message: b.String()}
 	}
 	out := res.Output
 	if out.StdoutTruncated {
@@ -52,7 +52,7 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
 	}
 	r, err := protocol.Decode(op, role, out)
 	if err == nil {
-		return runtime.Outcome{Result: r}
+		return engine.Outcome{Result: r}
 	}
 	var oe *protocol.OpError
 	var pe *protocol.ProtocolError
@@ -69,11 +69,11 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) runtime.Outcome {
 			stderrLine(&b, res.StderrTail)
 			msg = b.String()
 		}
-		return runtime.Outcome{Failure: runtime.FailOp, Message: msg}
+		return engine.Outcome{Failure: engine.FailOp, Message: msg}
 	case res.StdoutTruncated:
-		return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error() + " (the op was killed)", Reasons: reasons}
+		return engine.Outcome{Failure: engine.FailProtocol, Message: err.Error() + " (the op was killed)", Reasons: reasons}
 	}
-	return runtime.Outcome{Failure: runtime.FailProtocol, Message: err.Error(), Reasons: reasons}
+	return engine.Outcome{Failure: engine.FailProtocol, Message: err.Error(), Reasons: reasons}
 }
 
 func stderrLine(b *strings.Builder, tail []byte) {

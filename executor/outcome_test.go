@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // TestOutcomeKeepsReasons: a protocol error's violations reach the
@@ -15,13 +15,13 @@ func TestOutcomeKeepsReasons(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		out     protocol.Output
-		failure runtime.FailureKind
+		failure engine.FailureKind
 		reasons []string
 	}{
-		{"protocol error", protocol.Output{Stdout: []byte(`{"healthy":true,"runing":false}` + "\n")}, runtime.FailProtocol,
+		{"protocol error", protocol.Output{Stdout: []byte(`{"healthy":true,"runing":false}` + "\n")}, engine.FailProtocol,
 			[]string{"/runing: unknown property", "/running: missing required property (a service must report it)"}},
-		{"op error", protocol.Output{Stdout: []byte(`{"ok":false,"message":"no"}` + "\n"), ExitCode: 1}, runtime.FailOp, nil},
-		{"success", protocol.Output{Stdout: []byte(`{"healthy":true,"running":false}` + "\n")}, runtime.FailNone, nil},
+		{"op error", protocol.Output{Stdout: []byte(`{"ok":false,"message":"no"}` + "\n"), ExitCode: 1}, engine.FailOp, nil},
+		{"success", protocol.Output{Stdout: []byte(`{"healthy":true,"running":false}` + "\n")}, engine.FailNone, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Outcome(protocol.OpFingerprint, protocol.RoleService, Result{Output: tc.out, Pid: 1})

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // TestEngines runs the tests of Run with both engines: the Linux poll engine
@@ -59,7 +59,7 @@ var engineTests = []struct {
 func testEnvironmentCwdStdin(t *testing.T) {
 	f := newFixture(t)
 	res := Run(context.Background(), f.spec("env", protocol.OpFingerprint, 10*time.Second))
-	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != runtime.FailNone {
+	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	// Exactly svcenv.Environ, in its order, and nothing of ours.
@@ -105,7 +105,7 @@ func testStdoutFloodIsCutAndKilled(t *testing.T) {
 		t.Errorf("signal %v escalated %v timed out %v; want killed by us at the limit", res.Signal, res.Escalated, res.TimedOut)
 	}
 	o := Outcome(protocol.OpFingerprint, protocol.RoleService, res)
-	if o.Failure != runtime.FailProtocol || !strings.Contains(o.Message, "stdout was cut off at the 1 MiB limit") {
+	if o.Failure != engine.FailProtocol || !strings.Contains(o.Message, "stdout was cut off at the 1 MiB limit") {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -125,7 +125,7 @@ func testTimeoutKillsTheGroup(t *testing.T) {
 	eventually(t, 10*time.Second, "the op's background child survived the timeout", func() bool { return !alive(child) })
 	o := Outcome(protocol.OpFingerprint, protocol.RoleService, res)
 	want := "fingerprint: timed out after 300ms; its process group got SIGTERM (stderr: hanging)"
-	if o.Failure != runtime.FailTimeout || o.Message != want {
+	if o.Failure != engine.FailTimeout || o.Message != want {
 		t.Errorf("outcome %+v, want message %q", o, want)
 	}
 }
@@ -160,7 +160,7 @@ func testTimeoutStubbornGetsSIGKILL(t *testing.T) {
 	child := f.readPid(t, "child.pid")
 	eventually(t, 10*time.Second, "the stubborn child survived SIGKILL", func() bool { return !alive(child) })
 	o := Outcome(protocol.OpStart, protocol.RoleService, res)
-	if o.Failure != runtime.FailTimeout || !strings.Contains(o.Message, "SIGTERM, then SIGKILL") {
+	if o.Failure != engine.FailTimeout || !strings.Contains(o.Message, "SIGTERM, then SIGKILL") {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -181,7 +181,7 @@ func testDaemonHoldingStdoutDoesNotHangTheOp(t *testing.T) {
 		t.Errorf("pipes held %v, timed out %v", res.PipesHeld, res.TimedOut)
 	}
 	o := Outcome(protocol.OpFingerprint, protocol.RoleService, res)
-	if o.Failure != runtime.FailNone || !*o.Result.Fingerprint.Running {
+	if o.Failure != engine.FailNone || !*o.Result.Fingerprint.Running {
 		t.Errorf("outcome %+v", o)
 	}
 	// Run never kills the group of an op that exited on its own.
@@ -195,17 +195,17 @@ func testOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		mode    string
 		op      protocol.Op
-		failure runtime.FailureKind
+		failure engine.FailureKind
 		msg     string // exact message, or a substring when it starts with "~"
 	}{
-		{"ok", protocol.OpFingerprint, runtime.FailNone, ""},
-		{"twodocs", protocol.OpFingerprint, runtime.FailProtocol, "~stdout holds more than one JSON document"},
-		{"badutf8", protocol.OpFingerprint, runtime.FailProtocol, "~not valid UTF-8"},
-		{"okfalse", protocol.OpStart, runtime.FailProtocol, "~/ok: false, but the exit status is 0"},
-		{"exit3ok", protocol.OpStart, runtime.FailProtocol, "~/ok: true, but the exit status is 3"},
-		{"fail", protocol.OpStart, runtime.FailOp, "start: failed with exit status 1: port taken (stderr: error: port 8080 is taken)"},
-		{"segv", protocol.OpStatus, runtime.FailOp, "status: killed by signal 11 (segmentation fault) (stderr: about to crash)"},
-		{"nosuchmode", protocol.OpStatus, runtime.FailOp, "status: failed with exit status 64 (stderr: svc.sh: unknown mode nosuchmode)"},
+		{"ok", protocol.OpFingerprint, engine.FailNone, ""},
+		{"twodocs", protocol.OpFingerprint, engine.FailProtocol, "~stdout holds more than one JSON document"},
+		{"badutf8", protocol.OpFingerprint, engine.FailProtocol, "~not valid UTF-8"},
+		{"okfalse", protocol.OpStart, engine.FailProtocol, "~/ok: false, but the exit status is 0"},
+		{"exit3ok", protocol.OpStart, engine.FailProtocol, "~/ok: true, but the exit status is 3"},
+		{"fail", protocol.OpStart, engine.FailOp, "start: failed with exit status 1: port taken (stderr: error: port 8080 is taken)"},
+		{"segv", protocol.OpStatus, engine.FailOp, "status: killed by signal 11 (segmentation fault) (stderr: about to crash)"},
+		{"nosuchmode", protocol.OpStatus, engine.FailOp, "status: failed with exit status 64 (stderr: svc.sh: unknown mode nosuchmode)"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			res := Run(context.Background(), f.spec(tc.mode, tc.op, 10*time.Second))
@@ -228,7 +228,7 @@ func testOwnedObjectWithDashIDIsSkipped(t *testing.T) {
 	f := newFixture(t)
 	res := Run(context.Background(), f.spec("dashid", protocol.OpListOwned, 10*time.Second))
 	o := Outcome(protocol.OpListOwned, protocol.RoleService, res)
-	if o.Failure != runtime.FailNone {
+	if o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	if objs := o.Result.OwnedList.Objects; len(objs) != 1 || objs[0].ID != "vol-1" {
@@ -257,7 +257,7 @@ func testSpawnErrors(t *testing.T) {
 				t.Fatalf("spawn error %v, pid %d", res.SpawnErr, res.Pid)
 			}
 			o := Outcome(protocol.OpStart, protocol.RoleService, res)
-			if o.Failure != runtime.FailSpawn || !strings.HasPrefix(o.Message, "start: cannot run: ") {
+			if o.Failure != engine.FailSpawn || !strings.HasPrefix(o.Message, "start: cannot run: ") {
 				t.Errorf("outcome %+v", o)
 			}
 		})
@@ -267,7 +267,7 @@ func testSpawnErrors(t *testing.T) {
 func testStderrKeepsTheTail(t *testing.T) {
 	f := newFixture(t)
 	res := Run(context.Background(), f.spec("stderrflood", protocol.OpFingerprint, 30*time.Second))
-	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != runtime.FailNone {
+	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	tail := res.StderrTail
@@ -310,14 +310,14 @@ func testCancelKillsLikeATimeout(t *testing.T) {
 	if !res.Canceled || res.TimedOut || res.Duration > 30*time.Second {
 		t.Fatalf("canceled %v timed out %v after %v", res.Canceled, res.TimedOut, res.Duration)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != runtime.FailTimeout || !strings.HasPrefix(o.Message, "start: canceled after ") {
+	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || !strings.HasPrefix(o.Message, "start: canceled after ") {
 		t.Errorf("outcome %+v", o)
 	}
 	res = Run(ctx, s)
 	if !res.Canceled || res.Pid != 0 || res.SpawnErr != nil {
 		t.Errorf("an op with a done context: %+v", res)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != runtime.FailTimeout || o.Message != "start: canceled before it started" {
+	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || o.Message != "start: canceled before it started" {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -338,7 +338,7 @@ func testHooks(t *testing.T) {
 	var pid int
 	s.OnStart = func(p int) { pid = p }
 	res := Run(context.Background(), s)
-	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != runtime.FailNone {
+	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	if !launched || !adjusted || pid != res.Pid || pid == 0 {
@@ -383,7 +383,7 @@ func testReaperReapsAbandonedDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := Run(context.Background(), f.spec("doublefork", protocol.OpStart, 10*time.Second))
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != runtime.FailNone {
+	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	daemon := f.readPid(t, "daemon.pid")
@@ -421,7 +421,7 @@ func testConcurrentOpsWhileDaemonsDie(t *testing.T) {
 	}
 	wg.Wait()
 	for i, res := range results {
-		if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != runtime.FailNone {
+		if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailNone {
 			t.Errorf("op %d: %+v (a stolen exit status shows as a wait error)", i, o)
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // containerModes are the two ways a service's processes are contained: its
@@ -27,12 +27,12 @@ func TestStopLeavesAnEmptyContainer(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			m := mode.containers(t)
 			a := newAdapterWith(t, m)
-			if o := a.run(t, 1, "nginx", false, protocol.OpStart); o.Failure != runtime.FailNone {
+			if o := a.run(t, 1, "nginx", false, protocol.OpStart); o.Failure != engine.FailNone {
 				t.Fatalf("start: %+v", o)
 			}
 			worker := a.pid(t, "worker.pid")
 			a.pid(t, "master.pid")
-			if o := a.run(t, 2, "nginx", false, protocol.OpStop); o.Failure != runtime.FailNone {
+			if o := a.run(t, 2, "nginx", false, protocol.OpStop); o.Failure != engine.FailNone {
 				t.Fatalf("stop: %+v", o)
 			}
 			if alive(worker) {
@@ -50,13 +50,13 @@ func TestStopLeavesAnEmptyContainer(t *testing.T) {
 					t.Errorf("groups after the stop: %v", g)
 				}
 				a.x.gmu.Lock()
-				armed := a.x.armed[runtime.Target{Module: "test", Name: "nginx"}]
+				armed := a.x.armed[engine.Target{Module: "test", Name: "nginx"}]
 				a.x.gmu.Unlock()
 				if armed {
 					t.Error("the service is armed after the stop")
 				}
 			}
-			if o := a.run(t, 3, "nginx", false, protocol.OpStart); o.Failure != runtime.FailNone {
+			if o := a.run(t, 3, "nginx", false, protocol.OpStart); o.Failure != engine.FailNone {
 				t.Errorf("the start after the stop: %+v", o)
 			}
 		})

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Outcome names how a scripted op ends.
@@ -74,7 +74,7 @@ type Behaviour struct {
 // proc is the simulated state of one service or probe.
 type proc struct {
 	name    string
-	target  runtime.Target
+	target  engine.Target
 	b       *Behaviour
 	running bool
 	frozen  bool
@@ -87,17 +87,17 @@ type proc struct {
 	kills   int
 }
 
-// Executor is a runtime.Executor on virtual time.
+// Executor is a engine.Executor on virtual time.
 type Executor struct {
-	sched    *clockwork.Virtual[runtime.Event]
+	sched    *clockwork.Virtual[engine.Event]
 	procs    map[string]*proc
-	byTarget map[runtime.Target]*proc // Run's lookup, without building names
+	byTarget map[engine.Target]*proc // Run's lookup, without building names
 }
 
 // NewExecutor returns an executor whose services and probes (by full name,
 // module/name) behave as given; unknown ones behave with defaults.
-func NewExecutor(sched *clockwork.Virtual[runtime.Event], behaviours map[string]*Behaviour) *Executor {
-	x := &Executor{sched: sched, procs: map[string]*proc{}, byTarget: map[runtime.Target]*proc{}}
+func NewExecutor(sched *clockwork.Virtual[engine.Event], behaviours map[string]*Behaviour) *Executor {
+	x := &Executor{sched: sched, procs: map[string]*proc{}, byTarget: map[engine.Target]*proc{}}
 	names := make([]string, 0, len(behaviours))
 	for n := range behaviours {
 		names = append(names, n)
@@ -128,12 +128,12 @@ func (x *Executor) proc(name string) *proc {
 		// A name that is no service's gives the zero target, which the
 		// engine ignores as it does any unknown service.
 		p.name = name
-		p.target, _ = runtime.ServiceTarget(name)
+		p.target, _ = engine.ServiceTarget(name)
 	}
 	return p
 }
 
-func (x *Executor) procOf(t runtime.Target) *proc {
+func (x *Executor) procOf(t engine.Target) *proc {
 	if p := x.byTarget[t]; p != nil {
 		return p
 	}
@@ -178,7 +178,7 @@ func (x *Executor) Crash(name string) {
 	}
 	p.running = false
 	p.gen++
-	x.sched.Post(runtime.ContainerEmptied{Service: p.target})
+	x.sched.Post(engine.ContainerEmptied{Service: p.target})
 }
 
 // outcome picks the n-th outcome of op's script.
@@ -222,7 +222,7 @@ func (s OpScript) outcome(n int) Outcome {
 
 // Run simulates op: its effect on the fake process happens when it starts,
 // its OpDone is due after its scripted duration (or at its timeout).
-func (x *Executor) Run(op runtime.RunOp) {
+func (x *Executor) Run(op engine.RunOp) {
 	p := x.procOf(op.Target)
 	name := p.name
 	sc := p.b.script(op.Op)
@@ -234,27 +234,27 @@ func (x *Executor) Run(op runtime.RunOp) {
 	}
 	now := x.sched.Now()
 	d := sc.Duration
-	var o runtime.Outcome
+	var o engine.Outcome
 	switch out {
 	case Timeout, Hang:
 		d = op.Timeout
-		o = runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
+		o = engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
 	case Fail:
-		o = runtime.Outcome{Failure: runtime.FailOp, Message: "exit status 1"}
+		o = engine.Outcome{Failure: engine.FailOp, Message: "exit status 1"}
 	case Protocol:
-		o = runtime.Outcome{Failure: runtime.FailProtocol, Message: "not exactly one JSON document"}
+		o = engine.Outcome{Failure: engine.FailProtocol, Message: "not exactly one JSON document"}
 	}
-	if d > op.Timeout && op.Timeout > 0 && o.Failure == runtime.FailNone {
+	if d > op.Timeout && op.Timeout > 0 && o.Failure == engine.FailNone {
 		d = op.Timeout
-		o = runtime.Outcome{Failure: runtime.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
+		o = engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("killed after %v", op.Timeout)}
 	}
-	if o.Failure == runtime.FailNone {
+	if o.Failure == engine.FailNone {
 		o.Result = x.result(p, op, out, now)
 	} else if op.Op == protocol.OpStart && out != Fail && out != Protocol {
 		// A start that hangs may still have started its daemon.
 		x.started(p, name, now)
 	}
-	x.sched.At(now.Add(d), runtime.OpDone{ID: op.ID, Outcome: o})
+	x.sched.At(now.Add(d), engine.OpDone{ID: op.ID, Outcome: o})
 }
 
 func (x *Executor) started(p *proc, name string, now time.Time) {
@@ -282,13 +282,13 @@ type CrashDue struct {
 // EventName makes CrashDue travel on the same scheduler as engine events.
 func (CrashDue) EventName() string { return "fake-crash" }
 
-func crashEvent(_ *Executor, name string, gen int) runtime.Event {
+func crashEvent(_ *Executor, name string, gen int) engine.Event {
 	return CrashDue{Service: name, Gen: gen}
 }
 
 // Intercept handles the fake's own events and reports whether ev was one;
 // the simulator's loop calls it before stepping the engine.
-func (x *Executor) Intercept(ev runtime.Event) bool {
+func (x *Executor) Intercept(ev engine.Event) bool {
 	c, ok := ev.(CrashDue)
 	if !ok {
 		return false
@@ -299,7 +299,7 @@ func (x *Executor) Intercept(ev runtime.Event) bool {
 	return true
 }
 
-func (x *Executor) result(p *proc, op runtime.RunOp, out Outcome, now time.Time) protocol.Result {
+func (x *Executor) result(p *proc, op engine.RunOp, out Outcome, now time.Time) protocol.Result {
 	name := p.name
 	r := protocol.Result{Op: op.Op}
 	switch op.Op {
@@ -382,7 +382,7 @@ func kindOr(k string) string {
 }
 
 // Kill ends the daemon, as a kill of its container does.
-func (x *Executor) Kill(service runtime.Target) {
+func (x *Executor) Kill(service engine.Target) {
 	p := x.procOf(service)
 	p.running = false
 	p.frozen = false
@@ -391,10 +391,10 @@ func (x *Executor) Kill(service runtime.Target) {
 }
 
 // Freeze marks the daemon frozen.
-func (x *Executor) Freeze(service runtime.Target) { x.procOf(service).frozen = true }
+func (x *Executor) Freeze(service engine.Target) { x.procOf(service).frozen = true }
 
 // Thaw marks it running again.
-func (x *Executor) Thaw(service runtime.Target) { x.procOf(service).frozen = false }
+func (x *Executor) Thaw(service engine.Target) { x.procOf(service).frozen = false }
 
 // Frozen reports whether the fake service is frozen.
 func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
@@ -402,7 +402,7 @@ func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
 // Rebind moves the executor to a new scheduler, as when the agent restarts:
 // completions of ops in flight are lost with the old agent, while the fake
 // daemons go on, so their pending crashes are scheduled again.
-func (x *Executor) Rebind(sched *clockwork.Virtual[runtime.Event]) {
+func (x *Executor) Rebind(sched *clockwork.Virtual[engine.Event]) {
 	x.sched = sched
 	names := make([]string, 0, len(x.procs))
 	for n := range x.procs {

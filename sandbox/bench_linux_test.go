@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/protocol"
-	svcruntime "github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
@@ -96,7 +96,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	}
 	x, done := n.executor(b, nil) // prepares the data dirs with their owner
 	for _, m := range []string{"bench", "benchnone"} {
-		if o := run(b, x, done, m, "esc"); o.Failure != svcruntime.FailNone {
+		if o := run(b, x, done, m, "esc"); o.Failure != engine.FailNone {
 			b.Fatalf("%s: %+v", m, o)
 		}
 	}
@@ -121,7 +121,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 		}
 		return ns
 	}
-	vsC := func(b *testing.B, op func() svcruntime.Outcome) {
+	vsC := func(b *testing.B, op func() engine.Outcome) {
 		const block = 250
 		var cTotal float64
 		cRuns := 0
@@ -135,7 +135,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 			if i > 0 && i%block == 0 {
 				cBlock(block)
 			}
-			if o := op(); o.Failure != svcruntime.FailNone {
+			if o := op(); o.Failure != engine.FailNone {
 				b.Fatalf("outcome %+v", o)
 			}
 		}
@@ -143,8 +143,8 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 		b.StopTimer()
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/cTotal, "x-c")
 	}
-	runSpec := func(s executor.Spec) func() svcruntime.Outcome {
-		return func() svcruntime.Outcome {
+	runSpec := func(s executor.Spec) func() engine.Outcome {
+		return func() engine.Outcome {
 			return executor.Outcome(protocol.OpFingerprint, protocol.RoleService, executor.Run(ctx, s))
 		}
 	}
@@ -165,10 +165,10 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	})
 	// inCgroup runs s cloned into the service's container, with the
 	// Manager's op accounting, as the executor composes it.
-	inCgroup := func(b *testing.B, s executor.Spec) func() svcruntime.Outcome {
+	inCgroup := func(b *testing.B, s executor.Spec) func() engine.Outcome {
 		cg := newContainers(b)
 		inner := s.Hooks.SysProcAttr
-		return func() svcruntime.Outcome {
+		return func() engine.Outcome {
 			fd, err := cg.OpStart("bench/esc")
 			if err != nil {
 				b.Fatal(err)
@@ -190,12 +190,12 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	b.Run("executor-full-unsandboxed", func(b *testing.B) {
 		cg := newContainers(b)
 		x, done := n.executorWith(b, cg, nil)
-		vsC(b, func() svcruntime.Outcome { return run(b, x, done, "bench", "esc") })
+		vsC(b, func() engine.Outcome { return run(b, x, done, "bench", "esc") })
 	})
 	b.Run("executor-full", func(b *testing.B) {
 		cg := newContainers(b)
 		x, done := n.executor(b, cg)
-		vsC(b, func() svcruntime.Outcome { return run(b, x, done, "bench", "esc") })
+		vsC(b, func() engine.Outcome { return run(b, x, done, "bench", "esc") })
 	})
 	pn := sb
 	inner := sb.Hooks.SysProcAttr

@@ -3,7 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -254,7 +254,7 @@ func readByte(fd int) error {
 // locked one, so they do not inherit the confinement.
 func goLocked(f func()) {
 	go func() {
-		goruntime.LockOSThread()
+		runtime.LockOSThread()
 		if unix.Gettid() != unix.Getpid() {
 			f()
 			return // locked: the thread exits
@@ -263,11 +263,11 @@ func goLocked(f func()) {
 		// cannot be scheduled here.
 		locked := make(chan struct{})
 		go func() {
-			goruntime.LockOSThread()
+			runtime.LockOSThread()
 			close(locked)
 			f()
 		}()
 		<-locked
-		goruntime.UnlockOSThread()
+		runtime.UnlockOSThread()
 	}()
 }

@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
-	svcruntime "github.com/oarbank/svcrun/runtime"
 )
 
 // The escape tests run the real executor with the sandbox's hooks, as the
@@ -320,14 +320,14 @@ func testEscapes(t *testing.T, mode, runAs string) {
 			}
 
 			// The shell service: the ordinary work of a service.
-			if o := run(t, x, done, m, "shell"); o.Failure != svcruntime.FailNone {
+			if o := run(t, x, done, m, "shell"); o.Failure != engine.FailNone {
 				t.Errorf("shell service: %+v", o)
 			}
 		})
 	}
 }
 
-func mustRun(t *testing.T, x *executor.Executor, done <-chan svcruntime.OpDone, m string) {
+func mustRun(t *testing.T, x *executor.Executor, done <-chan engine.OpDone, m string) {
 	t.Helper()
 	if got := checks(t, x, done, m, "value", "nnp"); got["value nnp"] != "1" {
 		t.Fatalf("no_new_privs: %q", got["value nnp"])
@@ -344,7 +344,7 @@ func TestRequireRefuses(t *testing.T) {
 	n := newNode(t, nodeOptions{sandbox: "require", modules: []testModule{{"rootops", "host"}}})
 	x, done := n.executor(t, nil)
 	o := run(t, x, done, "rootops", "esc", "value", "uid")
-	if o.Failure != svcruntime.FailSpawn || !strings.Contains(o.Message, "missing run_as:") || !strings.Contains(o.Message, `sandbox = "require"`) {
+	if o.Failure != engine.FailSpawn || !strings.Contains(o.Message, "missing run_as:") || !strings.Contains(o.Message, `sandbox = "require"`) {
 		t.Errorf("require without run_as: %+v", o)
 	}
 	n = newNode(t, nodeOptions{sandbox: "best_effort", modules: []testModule{{"rootops", "host"}}})
@@ -413,20 +413,20 @@ func demoNode(t *testing.T, mode string) *node {
 	return &node{root: root, cfg: cfg, mods: mods}
 }
 
-func demoOp(t *testing.T, x *executor.Executor, done <-chan svcruntime.OpDone, op protocol.Op) svcruntime.Outcome {
+func demoOp(t *testing.T, x *executor.Executor, done <-chan engine.OpDone, op protocol.Op) engine.Outcome {
 	t.Helper()
 	opID++
-	x.Run(svcruntime.RunOp{ID: opID, Target: svcruntime.Target{Module: "demo", Name: "kv"}, Op: op, Timeout: 20 * time.Second})
+	x.Run(engine.RunOp{ID: opID, Target: engine.Target{Module: "demo", Name: "kv"}, Op: op, Timeout: 20 * time.Second})
 	select {
 	case d := <-done:
-		if d.Outcome.Failure != svcruntime.FailNone {
+		if d.Outcome.Failure != engine.FailNone {
 			t.Fatalf("%s: %+v", op, d.Outcome)
 		}
 		return d.Outcome
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no OpDone for %s", op)
 	}
-	return svcruntime.Outcome{}
+	return engine.Outcome{}
 }
 
 // TestDemoDaemonAcrossReload: the example module, sandboxed whole, starts

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/nodeconfig"
-	svcruntime "github.com/oarbank/svcrun/runtime"
 )
 
 func TestMain(m *testing.M) {
@@ -192,24 +192,24 @@ exec = ["bin/svc.sh"]
 
 // executor returns the real executor of the node, sandboxed as the agent
 // wires it, with cgroup containers when cg is not nil.
-func (n *node) executor(t testing.TB, cg *cgroup.Manager) (*executor.Executor, <-chan svcruntime.OpDone) {
+func (n *node) executor(t testing.TB, cg *cgroup.Manager) (*executor.Executor, <-chan engine.OpDone) {
 	t.Helper()
 	return n.executorWith(t, cg, For(n.cfg))
 }
 
 // executorWith is executor with the given hooks (nil: unsandboxed).
-func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(svcruntime.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) (*executor.Executor, <-chan svcruntime.OpDone) {
+func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) (*executor.Executor, <-chan engine.OpDone) {
 	t.Helper()
 	id, err := IdentityOf(n.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan svcruntime.OpDone, 16)
+	done := make(chan engine.OpDone, 16)
 	x, err := executor.New(executor.Config{
 		Node: n.cfg, Modules: n.mods, User: id.User, Owner: id.Owner,
 		Hooks: hooks, Containers: cg,
-	}, func(e svcruntime.Event) {
-		if d, ok := e.(svcruntime.OpDone); ok {
+	}, func(e engine.Event) {
+		if d, ok := e.(engine.OpDone); ok {
 			done <- d
 		}
 	})
@@ -220,29 +220,29 @@ func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(svcrunt
 	return x, done
 }
 
-var opID svcruntime.OpID
+var opID engine.OpID
 
 // run runs the fingerprint op of module/service with args and returns its
 // outcome.
-func run(t testing.TB, x *executor.Executor, done <-chan svcruntime.OpDone, module, service string, args ...string) svcruntime.Outcome {
+func run(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module, service string, args ...string) engine.Outcome {
 	t.Helper()
 	opID++
-	x.Run(svcruntime.RunOp{ID: opID, Target: svcruntime.Target{Module: module, Name: service}, Op: "fingerprint", Args: args, Timeout: 20 * time.Second})
+	x.Run(engine.RunOp{ID: opID, Target: engine.Target{Module: module, Name: service}, Op: "fingerprint", Args: args, Timeout: 20 * time.Second})
 	select {
 	case d := <-done:
 		return d.Outcome
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no OpDone for %s/%s", module, service)
 	}
-	return svcruntime.Outcome{}
+	return engine.Outcome{}
 }
 
 // checks runs the escape service with checks (pairs of check and argument)
 // and returns each result by "<check> <arg>".
-func checks(t testing.TB, x *executor.Executor, done <-chan svcruntime.OpDone, module string, pairs ...string) map[string]string {
+func checks(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module string, pairs ...string) map[string]string {
 	t.Helper()
 	o := run(t, x, done, module, "esc", pairs...)
-	if o.Failure != svcruntime.FailNone || o.Result.Fingerprint == nil {
+	if o.Failure != engine.FailNone || o.Result.Fingerprint == nil {
 		t.Fatalf("escape op of %s: %+v", module, o)
 	}
 	got := map[string]string{}

@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
@@ -191,7 +191,7 @@ func PlanFor(cfg *nodeconfig.Config, m nodeconfig.LoadedModule) (*Plan, error) {
 // same for every target of a module. In require mode it fails when a
 // layer is missing (Plan.Err); the executor then fails every op of the
 // target with FailSpawn and that message.
-func Hooks(cfg *nodeconfig.Config, m nodeconfig.LoadedModule, t runtime.Target) (executor.Hooks, error) {
+func Hooks(cfg *nodeconfig.Config, m nodeconfig.LoadedModule, t engine.Target) (executor.Hooks, error) {
 	p, err := PlanFor(cfg, m)
 	if err != nil {
 		return executor.Hooks{}, err
@@ -204,8 +204,8 @@ func Hooks(cfg *nodeconfig.Config, m nodeconfig.LoadedModule, t runtime.Target) 
 
 // For returns the executor.Config.Hooks of the modules of cfg. Build it
 // again with each new configuration (executor Update).
-func For(cfg *nodeconfig.Config) func(runtime.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
-	return func(t runtime.Target, m nodeconfig.LoadedModule) (executor.Hooks, error) {
+func For(cfg *nodeconfig.Config) func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
+	return func(t engine.Target, m nodeconfig.LoadedModule) (executor.Hooks, error) {
 		return Hooks(cfg, m, t)
 	}
 }

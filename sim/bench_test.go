@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // readyWorld boots n always-on services, each with one capability and a
@@ -22,7 +22,7 @@ func readyWorld(b *testing.B, n int) *World {
 		m.Services = append(m.Services, s)
 		behaviours[s.FullName()] = &fakes.Behaviour{Pools: map[string]int64{s.Pools[0]: 4}}
 	}
-	w := New(runtime.Config{NodeID: "n", Platform: "linux", MemoryBudgetGB: 8, MaxConcurrentOps: 64}, []runtime.ModuleSpec{{Module: m, Enabled: true}}, behaviours)
+	w := New(engine.Config{NodeID: "n", Platform: "linux", MemoryBudgetGB: 8, MaxConcurrentOps: 64}, []engine.ModuleSpec{{Module: m, Enabled: true}}, behaviours)
 	w.RunFor(time.Second)
 	for _, s := range w.Engine.Status().Services {
 		if !s.Ready {
@@ -38,26 +38,26 @@ func BenchmarkAdmission(b *testing.B) {
 	w := readyWorld(b, 100)
 	e := w.Engine
 	now := w.Now()
-	ids := make([]runtime.LeaseID, 1024)
+	ids := make([]engine.LeaseID, 1024)
 	for i := range ids {
-		ids[i] = runtime.LeaseID(fmt.Sprintf("l%d", i))
+		ids[i] = engine.LeaseID(fmt.Sprintf("l%d", i))
 	}
-	reqs := make([]runtime.Requirements, 100)
+	reqs := make([]engine.Requirements, 100)
 	for i := range reqs {
-		reqs[i] = runtime.Requirements{Capabilities: []string{fmt.Sprintf("c%d", i)}, Pools: map[string]int64{fmt.Sprintf("p%d", i): 1}}
+		reqs[i] = engine.Requirements{Capabilities: []string{fmt.Sprintf("c%d", i)}, Pools: map[string]int64{fmt.Sprintf("p%d", i): 1}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		id := ids[i%len(ids)]
-		out := e.Step(now, runtime.Acquire{Lease: id, Attempt: "a", Requirements: reqs[i%len(reqs)], Wait: time.Minute})
+		out := e.Step(now, engine.Acquire{Lease: id, Attempt: "a", Requirements: reqs[i%len(reqs)], Wait: time.Minute})
 		if len(out) == 0 {
 			b.Fatal("no answer")
 		}
-		if _, ok := out[len(out)-1].(runtime.Admitted); !ok {
+		if _, ok := out[len(out)-1].(engine.Admitted); !ok {
 			b.Fatalf("not admitted: %v", out)
 		}
-		e.Step(now, runtime.Release{Lease: id})
+		e.Step(now, engine.Release{Lease: id})
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/acquire+release")

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Exploration is one seeded run of svcsim explore.
@@ -67,7 +67,7 @@ func Explore(seed uint64, steps int) Exploration {
 	}
 	for _, id := range a.Leases {
 		a.record("release %s", id)
-		w.Do(runtime.Release{Lease: id})
+		w.Do(engine.Release{Lease: id})
 	}
 	a.Leases = nil
 	// Ops begun under faults (a start that hangs to its timeout) end
@@ -75,10 +75,10 @@ func Explore(seed uint64, steps int) Exploration {
 	w.RunFor(10 * time.Minute)
 	for _, s := range a.Services {
 		a.record("reset %s", s)
-		w.Do(runtime.Reset{Service: serviceTarget(s)})
+		w.Do(engine.Reset{Service: serviceTarget(s)})
 	}
 	a.record("doctor liveness phase")
-	w.Do(runtime.Doctor{Reason: "liveness phase"})
+	w.Do(engine.Doctor{Reason: "liveness phase"})
 	w.RunFor(10 * time.Minute)
 	specs := map[string]*manifest.Service{}
 	for _, m := range mods {
@@ -91,13 +91,13 @@ func Explore(seed uint64, steps int) Exploration {
 		if spec.Lifecycle == manifest.Manual && !w.Exec.Running(name) {
 			continue // nobody starts it
 		}
-		id := runtime.LeaseID(fmt.Sprintf("live-%d", i))
+		id := engine.LeaseID(fmt.Sprintf("live-%d", i))
 		a.record("acquire %s attempt=live cap=%s wait=15m", id, spec.Capabilities[0])
-		w.Do(runtime.Acquire{Lease: id, Attempt: "live", Wait: 15 * time.Minute, Requirements: runtime.Requirements{Capabilities: spec.Capabilities}})
+		w.Do(engine.Acquire{Lease: id, Attempt: "live", Wait: 15 * time.Minute, Requirements: engine.Requirements{Capabilities: spec.Capabilities}})
 		w.RunFor(16 * time.Minute)
 		switch ans := w.LastAnswer(id).(type) {
-		case runtime.Admitted:
-		case runtime.Rejected:
+		case engine.Admitted:
+		case engine.Rejected:
 			// Memory held by services in use is a reason to wait; nothing
 			// else is, once faults are gone.
 			if !strings.Contains(ans.Reason, "memory") {
@@ -116,7 +116,7 @@ func Explore(seed uint64, steps int) Exploration {
 			}
 		}
 		a.record("release %s", id)
-		w.Do(runtime.Release{Lease: id})
+		w.Do(engine.Release{Lease: id})
 		w.RunFor(spec.IdleTimeout + 5*time.Minute)
 		if spec.Lifecycle == manifest.OnDemand && w.Exec.Running(name) {
 			return finish(fmt.Errorf("liveness: %s still runs %v after its last lease", name, spec.IdleTimeout+5*time.Minute))

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Draw picks an integer in [lo, hi]; name labels the choice. Property tests
@@ -31,8 +31,8 @@ func seconds(draw Draw, name string, lo, hi int) time.Duration {
 // GenNode draws a node: one to four services in one or two modules, their
 // manifests and their fake behaviours (failing starts, crashes, stops that
 // need a kill, pools, memory), and a probe.
-func GenNode(draw Draw, node string) (runtime.Config, []runtime.ModuleSpec, map[string]*fakes.Behaviour) {
-	cfg := runtime.Config{
+func GenNode(draw Draw, node string) (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
+	cfg := engine.Config{
 		NodeID: node, Platform: "linux",
 		MemoryBudgetGB:    float64(draw("budget_gb", 2, 6)),
 		MaxConcurrentOps:  draw("max_ops", 1, 6),
@@ -85,9 +85,9 @@ func GenNode(draw Draw, node string) (runtime.Config, []runtime.ModuleSpec, map[
 		behaviours[s.FullName()] = b
 	}
 	mods[0].Probes = []manifest.Probe{{Module: "m0", Name: "cap-probe", Exec: []string{"bin/p"}, Period: time.Minute}}
-	var specs []runtime.ModuleSpec
+	var specs []engine.ModuleSpec
 	for _, m := range mods {
-		specs = append(specs, runtime.ModuleSpec{Module: m, Enabled: true})
+		specs = append(specs, engine.ModuleSpec{Module: m, Enabled: true})
 	}
 	return cfg, specs, behaviours
 }
@@ -98,7 +98,7 @@ type Actor struct {
 	W        *World
 	Node     string
 	Services []string
-	Leases   []runtime.LeaseID
+	Leases   []engine.LeaseID
 	Inputs   []string // "at <offset> <input>" lines
 	next     int
 	objects  int
@@ -122,9 +122,9 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 	switch kind {
 	case "acquire":
 		a.next++
-		id := runtime.LeaseID(fmt.Sprintf("l%d", a.next))
+		id := engine.LeaseID(fmt.Sprintf("l%d", a.next))
 		i := draw("service", 0, len(a.Services)-1)
-		req := runtime.Requirements{}
+		req := engine.Requirements{}
 		arg := ""
 		switch draw("kind", 0, 3) {
 		case 0:
@@ -145,7 +145,7 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 		wait := seconds(draw, "wait_s", 0, 120)
 		ttl := time.Duration(pick(draw, "ttl_s", []int{0, 0, 30, 90})) * time.Second
 		a.record("acquire %s attempt=%s %s wait=%s ttl=%s", id, attempt, arg, wait, ttl)
-		w.Do(runtime.Acquire{Lease: id, Attempt: attempt, Requirements: req, Wait: wait, TTL: ttl})
+		w.Do(engine.Acquire{Lease: id, Attempt: attempt, Requirements: req, Wait: wait, TTL: ttl})
 		a.Leases = append(a.Leases, id)
 	case "release", "renew":
 		if len(a.Leases) == 0 {
@@ -155,10 +155,10 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 		id := a.Leases[i]
 		a.record("%s %s", kind, id)
 		if kind == "release" {
-			w.Do(runtime.Release{Lease: id})
+			w.Do(engine.Release{Lease: id})
 			a.Leases = append(a.Leases[:i], a.Leases[i+1:]...)
 		} else {
-			w.Do(runtime.Renew{Lease: id})
+			w.Do(engine.Renew{Lease: id})
 		}
 	case "time passes":
 		w.RunFor(seconds(draw, "seconds", 1, 300))
@@ -197,17 +197,17 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 		w.Exec.AddObject(name, o)
 	case "reap now":
 		a.record("reap")
-		w.Do(runtime.ReapNow{})
+		w.Do(engine.ReapNow{})
 	case "memory pressure":
 		a.record("pressure")
-		w.Do(runtime.MemoryPressure{})
+		w.Do(engine.MemoryPressure{})
 	case "doctor":
 		a.record("doctor")
-		w.Do(runtime.Doctor{Reason: "explore"})
+		w.Do(engine.Doctor{Reason: "explore"})
 	case "reset":
 		name := pick(draw, "service", a.Services)
 		a.record("reset %s", name)
-		w.Do(runtime.Reset{Service: serviceTarget(name)})
+		w.Do(engine.Reset{Service: serviceTarget(name)})
 	default:
 		panic("unknown action " + kind)
 	}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Invariants checks a world after every step and every effect: the safety
@@ -25,7 +25,7 @@ type Invariants struct {
 }
 
 // WatchInvariants installs the checks on w.
-func WatchInvariants(w *World, mods []runtime.ModuleSpec, node string) *Invariants {
+func WatchInvariants(w *World, mods []engine.ModuleSpec, node string) *Invariants {
 	c := &Invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}}
 	for _, m := range mods {
 		for i := range m.Module.Services {
@@ -63,10 +63,10 @@ func (c *Invariants) Recent(n int) []string {
 
 // observe checks each step's effects against the state at that moment
 // (the engine has stepped, the effects are not carried out yet).
-func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+func (c *Invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	c.log = append(c.log, fmt.Sprintf("%v > %s %+v", now.Sub(Epoch), ev.EventName(), ev))
 	for _, f := range effects {
-		if _, isTimer := f.(runtime.SetTimer); !isTimer {
+		if _, isTimer := f.(engine.SetTimer); !isTimer {
 			c.log = append(c.log, "    "+FormatEffect(f))
 		}
 	}
@@ -74,7 +74,7 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 		c.log = c.log[len(c.log)-200:]
 	}
 	st := c.w.Engine.Status()
-	svc := map[string]runtime.ServiceStatus{}
+	svc := map[string]engine.ServiceStatus{}
 	for _, s := range st.Services {
 		svc[s.Name] = s
 	}
@@ -85,9 +85,9 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 	killed := map[string]bool{} // effects run in order: a kill precedes what follows it
 	for _, f := range effects {
 		switch f := f.(type) {
-		case runtime.Kill:
+		case engine.Kill:
 			killed[f.Service.String()] = true
-		case runtime.RunOp:
+		case engine.RunOp:
 			name := f.Target.String()
 			s := svc[name]
 			switch f.Op {
@@ -108,7 +108,7 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 			case protocol.OpDestroy:
 				c.checkDestroy(name, f.Args[0], live)
 			}
-		case runtime.Admitted:
+		case engine.Admitted:
 			for _, name := range f.Services {
 				if s := svc[name]; !s.Ready {
 					c.Failf("lease %s admitted while %s is %s", f.Lease, name, s.State)
@@ -130,7 +130,7 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 					c.Failf("pool %s: %d reserved of %d at the admission of %s", p.Name, p.Reserved, p.Capacity, f.Lease)
 				}
 			}
-		case runtime.PutService:
+		case engine.PutService:
 			r := f.Service
 			spec := c.specs[r.Name]
 			if r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) {
@@ -138,15 +138,15 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 			}
 			// Failures are forgotten by reset_after_s only after that long
 			// of continuous readiness.
-			if fire, ok := ev.(runtime.Fire); ok && fire.Timer.Kind == runtime.TimerResetAfter && r.Failures == 0 {
+			if fire, ok := ev.(engine.Fire); ok && fire.Timer.Kind == engine.TimerResetAfter && r.Failures == 0 {
 				since, ready := c.readySince[r.Name]
 				if !ready || now.Sub(since) < spec.Restart.ResetAfter {
 					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
 				}
 			}
-			if _, isFail := ev.(runtime.OpDone); isFail || isFailureEvent(ev) {
+			if _, isFail := ev.(engine.OpDone); isFail || isFailureEvent(ev) {
 				if r.Failures > 0 && !r.Unhealthy {
-					if want := now.Add(runtime.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
+					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
 						c.Failf("%s: backoff after failure %d ends %v, want %v", r.Name, r.Failures, r.BackoffUntil, want)
 					}
 				}
@@ -155,9 +155,9 @@ func (c *Invariants) observe(now time.Time, ev runtime.Event, effects []runtime.
 	}
 }
 
-func isFailureEvent(ev runtime.Event) bool {
+func isFailureEvent(ev engine.Event) bool {
 	switch ev.(type) {
-	case runtime.ContainerEmptied, runtime.Fire:
+	case engine.ContainerEmptied, engine.Fire:
 		return true
 	}
 	return false

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // Divergence is a step whose replay gave other effects than the journal
@@ -25,20 +25,20 @@ func (d Divergence) String() string {
 		d.Line, d.Event, strings.Join(d.Want, "\n    "), strings.Join(d.Got, "\n    "))
 }
 
-// Replay re-runs a journal (JSON lines of runtime.JournalEntry) through a
+// Replay re-runs a journal (JSON lines of engine.JournalEntry) through a
 // new engine and returns the steps whose effects differ. A journal starts
 // with a boot entry; a later boot (svcrun restarted) starts a new engine.
 func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var e *runtime.Engine
+	var e *engine.Engine
 	line := 0
 	for sc.Scan() {
 		line++
 		if len(strings.TrimSpace(sc.Text())) == 0 {
 			continue
 		}
-		var j runtime.JournalEntry
+		var j engine.JournalEntry
 		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
 			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
 		}
@@ -46,8 +46,8 @@ func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 		if err != nil {
 			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
 		}
-		if _, boot := ev.(runtime.Boot); boot {
-			e = runtime.New()
+		if _, boot := ev.(engine.Boot); boot {
+			e = engine.New()
 		}
 		if e == nil {
 			return steps, divs, fmt.Errorf("journal line %d: %s before the first boot", line, j.Event)
@@ -56,7 +56,7 @@ func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 		if err != nil {
 			return steps, divs, fmt.Errorf("journal line %d (%s): %w", line, j.Event, err)
 		}
-		got, err := runtime.NewJournalEntry(j.At, ev, effects)
+		got, err := engine.NewJournalEntry(j.At, ev, effects)
 		if err != nil {
 			return steps, divs, fmt.Errorf("journal line %d: %w", line, err)
 		}
@@ -71,7 +71,7 @@ func Replay(r io.Reader) (steps int, divs []Divergence, err error) {
 // step runs one step of a replay; a journal edited by hand (or from a
 // driver that broke the contract) may crash the engine, which is then an
 // error naming the line rather than a crash of svcsim.
-func step(e *runtime.Engine, at time.Time, ev runtime.Event) (effects []runtime.Effect, err error) {
+func step(e *engine.Engine, at time.Time, ev engine.Event) (effects []engine.Effect, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("the engine failed on this step: %v", r)

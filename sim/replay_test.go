@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // journalOf runs an exploration-like history and records its journal.
@@ -19,8 +19,8 @@ func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
 	w := Build(cfg, mods, behaviours)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	w.Observe = func(now time.Time, ev runtime.Event, effects []runtime.Effect) {
-		j, err := runtime.NewJournalEntry(now, ev, effects)
+	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
+		j, err := engine.NewJournalEntry(now, ev, effects)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,14 +78,14 @@ func TestReplayFindsDivergence(t *testing.T) {
 func TestReplayOfResultsWithoutPayload(t *testing.T) {
 	var out strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(journalOf(t, 3).String()), "\n") {
-		var j runtime.JournalEntry
+		var j engine.JournalEntry
 		if err := json.Unmarshal([]byte(line), &j); err != nil {
 			t.Fatal(err)
 		}
 		if ev, err := j.DecodeEvent(); err == nil {
-			if d, ok := ev.(runtime.OpDone); ok && d.Outcome.Failure == runtime.FailNone {
+			if d, ok := ev.(engine.OpDone); ok && d.Outcome.Failure == engine.FailNone {
 				d.Outcome.Result = protocol.Result{Op: protocol.OpStatus}
-				e, err := runtime.NewJournalEntry(j.At, d, nil)
+				e, err := engine.NewJournalEntry(j.At, d, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Separator is the line between a scenario's commands and its expected
@@ -29,7 +29,7 @@ const Separator = "----"
 // Scenario is a parsed scenario file.
 type Scenario struct {
 	File    string
-	Config  runtime.Config
+	Config  engine.Config
 	Modules []ScenarioModule
 	// Inputs are the timeline, in order of time (ties in file order).
 	Inputs []Input
@@ -63,7 +63,7 @@ type Input struct {
 	Text string // the command and its arguments, as written (spaces collapsed)
 	Name string // the command
 
-	ev        runtime.Event  // acquire, release, renew, doctor, pressure, reap, reset
+	ev        engine.Event   // acquire, release, renew, doctor, pressure, reap, reset
 	target    string         // crash, object, behaviour: a service or probe; enable, disable, remove: a module
 	object    fakes.Object   // object
 	createdAt *time.Duration // object: created= (nil: the input's time)
@@ -100,7 +100,7 @@ func lineError(file string, line int, format string, args ...any) error {
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc := &Scenario{
 		File:     file,
-		Config:   runtime.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 16},
+		Config:   engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 16},
 		names:    map[string]bool{},
 		services: map[string]bool{},
 		modNames: map[string]int{},
@@ -540,7 +540,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		if len(args) < 1 || strings.Contains(args[0], "=") {
 			return in, lineError(p.file, line, "usage: at T acquire LEASE attempt=A [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [wait=D] [ttl=D]")
 		}
-		a := runtime.Acquire{Lease: runtime.LeaseID(args[0])}
+		a := engine.Acquire{Lease: engine.LeaseID(args[0])}
 		for _, x := range parseKVs(args[1:]) {
 			if x.Flag {
 				return in, lineError(p.file, line, "acquire: %q needs a value (key=value)", x.Key)
@@ -580,12 +580,12 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		if err := nargs(1, "release LEASE"); err != nil {
 			return in, err
 		}
-		in.ev = runtime.Release{Lease: runtime.LeaseID(args[0])}
+		in.ev = engine.Release{Lease: engine.LeaseID(args[0])}
 	case "renew":
 		if err := nargs(1, "renew LEASE"); err != nil {
 			return in, err
 		}
-		in.ev = runtime.Renew{Lease: runtime.LeaseID(args[0])}
+		in.ev = engine.Renew{Lease: engine.LeaseID(args[0])}
 	case "crash":
 		if err := nargs(1, "crash MODULE/SERVICE"); err != nil {
 			return in, err
@@ -603,7 +603,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 			return in, err
 		}
 		in.target = args[0]
-		in.ev = runtime.Reset{Service: serviceTarget(args[0])}
+		in.ev = engine.Reset{Service: serviceTarget(args[0])}
 	case "enable", "disable", "remove":
 		if err := nargs(1, f[0]+" MODULE"); err != nil {
 			return in, err
@@ -618,17 +618,17 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		if len(args) > 0 {
 			reason = strings.Join(args, " ")
 		}
-		in.ev = runtime.Doctor{Reason: reason}
+		in.ev = engine.Doctor{Reason: reason}
 	case "pressure":
 		if err := nargs(0, "pressure"); err != nil {
 			return in, err
 		}
-		in.ev = runtime.MemoryPressure{}
+		in.ev = engine.MemoryPressure{}
 	case "reap":
 		if err := nargs(0, "reap"); err != nil {
 			return in, err
 		}
-		in.ev = runtime.ReapNow{}
+		in.ev = engine.ReapNow{}
 	case "object":
 		return p.objectInput(in, args)
 	case "behaviour", "behavior":
@@ -711,8 +711,8 @@ func (p *parser) objectInput(in Input, args []string) (Input, error) {
 // serviceTarget is the target of a service name the simulator made, or one
 // checkInput checks: a name that is no service's gives the zero target,
 // which checkInput refuses.
-func serviceTarget(name string) runtime.Target {
-	t, _ := runtime.ServiceTarget(name)
+func serviceTarget(name string) engine.Target {
+	t, _ := engine.ServiceTarget(name)
 	return t
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // MaxScenarioSteps bounds the engine steps of one scenario, so that a
@@ -27,28 +27,28 @@ func (r *Result) Trace() string { return Trace(r.Records) }
 // recorder turns the world's steps into records.
 type recorder struct {
 	records []Record
-	ops     map[runtime.OpID]OpInfo
+	ops     map[engine.OpID]OpInfo
 }
 
 func (rec *recorder) add(r Record) { rec.records = append(rec.records, r) }
 
-func (rec *recorder) observe(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	at := now.Sub(Epoch)
 	switch ev := ev.(type) {
-	case runtime.Boot:
+	case engine.Boot:
 		// A new engine numbers its ops from the start again; completions
 		// of the old one's ops are lost with it.
-		rec.ops = map[runtime.OpID]OpInfo{}
-	case runtime.OpDone:
+		rec.ops = map[engine.OpID]OpInfo{}
+	case engine.OpDone:
 		info, known := rec.ops[ev.ID]
 		delete(rec.ops, ev.ID)
 		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
-	case runtime.ContainerEmptied:
+	case engine.ContainerEmptied:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	}
 	for _, f := range effects {
 		var info OpInfo
-		if r, ok := f.(runtime.RunOp); ok {
+		if r, ok := f.(engine.RunOp); ok {
 			info = OpInfo{ID: r.ID, Target: r.Target, Op: r.Op, Args: append([]string(nil), r.Args...)}
 			rec.ops[r.ID] = info
 		}
@@ -60,11 +60,11 @@ func (rec *recorder) observe(now time.Time, ev runtime.Event, effects []runtime.
 
 // specs is the module set with the given enabled flags, without the
 // modules removed from the configuration.
-func (sc *Scenario) specs(enabled, removed []bool) []runtime.ModuleSpec {
-	out := make([]runtime.ModuleSpec, 0, len(sc.Modules))
+func (sc *Scenario) specs(enabled, removed []bool) []engine.ModuleSpec {
+	out := make([]engine.ModuleSpec, 0, len(sc.Modules))
 	for i, m := range sc.Modules {
 		if !removed[i] {
-			out = append(out, runtime.ModuleSpec{Module: m.Module, Enabled: enabled[i]})
+			out = append(out, engine.ModuleSpec{Module: m.Module, Enabled: enabled[i]})
 		}
 	}
 	return out
@@ -87,7 +87,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	}
 	specs := sc.specs(enabled, removed)
 	behaviours := sc.behaviourSet()
-	rec := &recorder{ops: map[runtime.OpID]OpInfo{}}
+	rec := &recorder{ops: map[engine.OpID]OpInfo{}}
 	res := &Result{Scenario: sc, Until: sc.Until}
 
 	w := Build(sc.Config, specs, behaviours)
@@ -119,7 +119,7 @@ func (sc *Scenario) Run() (*Result, error) {
 			return fail(in)
 		}
 		text := in.Text
-		var ev runtime.Event
+		var ev engine.Event
 		switch in.Name {
 		case "crash":
 			if !w.Exec.Running(in.target) {
@@ -158,10 +158,10 @@ func (sc *Scenario) Run() (*Result, error) {
 			// A removed module comes back with either.
 			i := sc.modNames[in.target]
 			enabled[i], removed[i] = in.Name == "enable", false
-			ev = runtime.Reload{Modules: sc.specs(enabled, removed)}
+			ev = engine.Reload{Modules: sc.specs(enabled, removed)}
 		case "remove":
 			removed[sc.modNames[in.target]] = true
-			ev = runtime.Reload{Modules: sc.specs(enabled, removed)}
+			ev = engine.Reload{Modules: sc.specs(enabled, removed)}
 		default:
 			ev = in.ev
 		}
@@ -181,7 +181,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	return res, nil
 }
 
-func storeSummary(st runtime.State) string {
+func storeSummary(st engine.State) string {
 	var leases, svcs []string
 	for _, l := range st.Leases {
 		leases = append(leases, string(l.ID))

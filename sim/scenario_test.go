@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 var rewriteScenarios = flag.Bool("rewrite", false, "rewrite the expected traces of ../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
@@ -199,7 +199,7 @@ func TestFormatOffset(t *testing.T) {
 			t.Errorf("FormatOffset(%v) = %q, want %q", d, got, want)
 		}
 	}
-	if got := formatTraceEffect(runtime.Admitted{Lease: "l1"}); got != "admitted l1 (no service)" {
+	if got := formatTraceEffect(engine.Admitted{Lease: "l1"}); got != "admitted l1 (no service)" {
 		t.Errorf("admitted without services: %q", got)
 	}
 }

@@ -6,16 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // ScenarioText writes a node, its behaviours and a timeline as a scenario
 // file (without an expected trace), so that a generated history can be read
 // and replayed with `svcsim run`.
-func ScenarioText(cfg runtime.Config, mods []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour, inputs []string) string {
+func ScenarioText(cfg engine.Config, mods []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour, inputs []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v\n\n",
 		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Timeline states, as the trace shows them.
@@ -173,7 +173,7 @@ func (t *timeline) record(r Record) {
 				s.frozen = false
 			}
 		case "acquire":
-			a := r.Event.(runtime.Acquire)
+			a := r.Event.(engine.Acquire)
 			id := string(a.Lease)
 			l := &lane{name: id, kind: "lease", detail: strings.TrimPrefix(r.Input.Text, "acquire ")}
 			if _, dup := t.leases[id]; !dup {
@@ -190,16 +190,16 @@ func (t *timeline) record(r Record) {
 		}
 	case RecEvent:
 		switch ev := r.Event.(type) {
-		case runtime.ContainerEmptied:
+		case engine.ContainerEmptied:
 			if s := t.services[ev.Service.String()]; s != nil {
 				s.marks = append(s.marks, mark{r.At, "crash", "process container emptied"})
 			}
-		case runtime.OpDone:
+		case engine.OpDone:
 			s := t.services[r.Op.Target.String()]
 			if s == nil || r.Op.Target.Probe {
 				return
 			}
-			ok := ev.Outcome.Failure == runtime.FailNone
+			ok := ev.Outcome.Failure == engine.FailNone
 			switch r.Op.Op {
 			case protocol.OpStart:
 				if ok && s.cur == stStarting {
@@ -218,7 +218,7 @@ func (t *timeline) record(r Record) {
 
 func (t *timeline) effect(r Record) {
 	switch f := r.Effect.(type) {
-	case runtime.RunOp:
+	case engine.RunOp:
 		s := t.services[f.Target.String()]
 		if s == nil || f.Target.Probe {
 			return
@@ -229,25 +229,25 @@ func (t *timeline) effect(r Record) {
 		case protocol.OpStop:
 			s.set(r.At, stStopping)
 		}
-	case runtime.Kill:
+	case engine.Kill:
 		if s := t.services[f.Service.String()]; s != nil {
 			s.marks = append(s.marks, mark{r.At, "kill", "kill of its process container"})
 		}
-	case runtime.Freeze:
+	case engine.Freeze:
 		if s := t.services[f.Service.String()]; s != nil {
 			s.frozen = true
 			if s.cur == stReady {
 				s.set(r.At, stFrozen)
 			}
 		}
-	case runtime.Thaw:
+	case engine.Thaw:
 		if s := t.services[f.Service.String()]; s != nil {
 			s.frozen = false
 			if s.cur == stFrozen {
 				s.set(r.At, stReady)
 			}
 		}
-	case runtime.Admitted:
+	case engine.Admitted:
 		id := string(f.Lease)
 		t.leaseSvc[id] = f.Services
 		for _, n := range f.Services {
@@ -256,17 +256,17 @@ func (t *timeline) effect(r Record) {
 		if l := t.leases[id]; l != nil {
 			l.set(r.At, stHeld)
 		}
-	case runtime.Rejected:
+	case engine.Rejected:
 		if l := t.leases[string(f.Lease)]; l != nil && l.cur == stWaiting {
 			l.marks = append(l.marks, mark{r.At, "rejected", "rejected: " + f.Reason})
 			l.finish(r.At)
 		}
-	case runtime.Released, runtime.Expired:
+	case engine.Released, engine.Expired:
 		var id string
-		if x, ok := f.(runtime.Released); ok {
+		if x, ok := f.(engine.Released); ok {
 			id = string(x.Lease)
 		} else {
-			x := f.(runtime.Expired)
+			x := f.(engine.Expired)
 			id = string(x.Lease)
 			why := "not renewed in time"
 			if x.Reason != "" {
@@ -283,7 +283,7 @@ func (t *timeline) effect(r Record) {
 		if l := t.leases[id]; l != nil {
 			l.finish(r.At)
 		}
-	case runtime.Note:
+	case engine.Note:
 		t.note(r.At, f)
 	}
 }
@@ -304,7 +304,7 @@ func (t *timeline) ref(svc string, at time.Duration, d int) {
 
 // note follows the engine's notes; their wording is the engine's, so this
 // is the one place that knows it.
-func (t *timeline) note(at time.Duration, n runtime.Note) {
+func (t *timeline) note(at time.Duration, n engine.Note) {
 	if mod, ok := strings.CutPrefix(n.Subject, "module "); ok {
 		if strings.HasPrefix(n.Text, "disabled") || strings.HasPrefix(n.Text, "removed") {
 			for _, p := range t.modProbe[mod] {

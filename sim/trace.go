@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // RecordKind says what a trace line is.
@@ -30,16 +30,16 @@ type Record struct {
 	Kind RecordKind
 	Text string
 
-	Input  *Input         // RecInput (nil for the initial boot)
-	Event  runtime.Event  // RecEvent, and RecInput when the input is an event
-	Effect runtime.Effect // RecEffect
-	Op     OpInfo         // RunOp effects and OpDone events
+	Input  *Input        // RecInput (nil for the initial boot)
+	Event  engine.Event  // RecEvent, and RecInput when the input is an event
+	Effect engine.Effect // RecEffect
+	Op     OpInfo        // RunOp effects and OpDone events
 }
 
 // OpInfo is what an op ran on.
 type OpInfo struct {
-	ID     runtime.OpID
-	Target runtime.Target
+	ID     engine.OpID
+	Target engine.Target
 	Op     protocol.Op
 	Args   []string
 }
@@ -67,9 +67,9 @@ func fmtDur(d time.Duration) string { return d.String() }
 
 // traced says whether an effect appears in traces: timers and persistence
 // are noise there.
-func traced(f runtime.Effect) bool {
+func traced(f engine.Effect) bool {
 	switch f.(type) {
-	case runtime.SetTimer, runtime.CancelTimer, runtime.PutLease, runtime.DeleteLease, runtime.PutService:
+	case engine.SetTimer, engine.CancelTimer, engine.PutLease, engine.DeleteLease, engine.PutService:
 		return false
 	}
 	return true
@@ -77,11 +77,11 @@ func traced(f runtime.Effect) bool {
 
 // formatTraceEffect renders an effect for a trace: FormatEffect, with times
 // shown from Epoch.
-func formatTraceEffect(f runtime.Effect) string {
-	if a, ok := f.(runtime.Admitted); ok && len(a.Services) == 0 {
+func formatTraceEffect(f engine.Effect) string {
+	if a, ok := f.(engine.Admitted); ok && len(a.Services) == 0 {
 		return fmt.Sprintf("admitted %s (no service)", a.Lease)
 	}
-	if r, ok := f.(runtime.Renewed); ok {
+	if r, ok := f.(engine.Renewed); ok {
 		if r.Expires.IsZero() {
 			return fmt.Sprintf("renewed %s (no ttl)", r.Lease)
 		}
@@ -91,7 +91,7 @@ func formatTraceEffect(f runtime.Effect) string {
 }
 
 // formatDone renders an op's completion.
-func formatDone(info OpInfo, known bool, d runtime.OpDone) string {
+func formatDone(info OpInfo, known bool, d engine.OpDone) string {
 	what := "?"
 	if known {
 		what = info.Target.String() + " " + string(info.Op)
@@ -101,7 +101,7 @@ func formatDone(info OpInfo, known bool, d runtime.OpDone) string {
 	}
 	head := fmt.Sprintf("done #%d %s: ", d.ID, what)
 	o := d.Outcome
-	if o.Failure != runtime.FailNone {
+	if o.Failure != engine.FailNone {
 		return head + string(o.Failure) + ": " + o.Message
 	}
 	return head + "ok" + formatResult(o.Result)

@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Workload is a generated node and job stream for benchmarks: Services
@@ -38,7 +38,7 @@ type WorkloadResult struct {
 // jobArrival and jobEnd are the workload's own events; the world's Own
 // turns them into Acquire and Release.
 type jobArrival struct{ service int }
-type jobEnd struct{ lease runtime.LeaseID }
+type jobEnd struct{ lease engine.LeaseID }
 
 func (jobArrival) EventName() string { return "job-arrival" }
 func (jobEnd) EventName() string     { return "job-end" }
@@ -46,7 +46,7 @@ func (jobEnd) EventName() string     { return "job-end" }
 // Run builds the node and runs the job stream to its end.
 func (wl Workload) Run() (WorkloadResult, error) {
 	rng := rand.New(rand.NewPCG(wl.Seed, wl.Seed^0x9e3779b97f4a7c15))
-	var specs []runtime.ModuleSpec
+	var specs []engine.ModuleSpec
 	behaviours := map[string]*fakes.Behaviour{}
 	var names []string
 	for i := 0; i < wl.Services; i += 50 {
@@ -65,23 +65,23 @@ func (wl Workload) Run() (WorkloadResult, error) {
 			}
 			names = append(names, s.FullName())
 		}
-		specs = append(specs, runtime.ModuleSpec{Module: m, Enabled: true})
+		specs = append(specs, engine.ModuleSpec{Module: m, Enabled: true})
 	}
-	cfg := runtime.Config{
+	cfg := engine.Config{
 		NodeID: "bench", Platform: "linux", MemoryBudgetGB: 64, MaxConcurrentOps: 64,
 		StatusPeriod: time.Minute, FingerprintPeriod: 10 * time.Minute, ReapPeriod: time.Hour,
 	}
 	w := New(cfg, specs, behaviours)
 	var res WorkloadResult
-	w.Observe = func(_ time.Time, _ runtime.Event, effects []runtime.Effect) {
+	w.Observe = func(_ time.Time, _ engine.Event, effects []engine.Effect) {
 		res.Events++
 		for _, f := range effects {
 			switch f := f.(type) {
-			case runtime.Admitted:
+			case engine.Admitted:
 				res.Admitted++
-			case runtime.Rejected:
+			case engine.Rejected:
 				res.Rejected++
-			case runtime.RunOp:
+			case engine.RunOp:
 				if f.Op == protocol.OpStart {
 					res.Starts++
 				}
@@ -95,18 +95,18 @@ func (wl Workload) Run() (WorkloadResult, error) {
 		w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: i})
 	}
 	next := 0
-	w.Own = func(ev runtime.Event) bool {
+	w.Own = func(ev engine.Event) bool {
 		switch ev := ev.(type) {
 		case jobArrival:
 			next++
-			id := runtime.LeaseID(fmt.Sprintf("job%d", next))
-			w.step(runtime.Acquire{Lease: id, Attempt: string(id), Wait: 5 * time.Minute,
-				Requirements: runtime.Requirements{Capabilities: []string{fmt.Sprintf("cap%05d", ev.service)}}})
+			id := engine.LeaseID(fmt.Sprintf("job%d", next))
+			w.step(engine.Acquire{Lease: id, Attempt: string(id), Wait: 5 * time.Minute,
+				Requirements: engine.Requirements{Capabilities: []string{fmt.Sprintf("cap%05d", ev.service)}}})
 			w.Sched.At(w.Now().Add(jitter(wl.JobLength)+time.Minute), jobEnd{lease: id})
 			w.Sched.At(w.Now().Add(jitter(wl.JobEvery)), jobArrival{service: ev.service})
 			return true
 		case jobEnd:
-			w.step(runtime.Release{Lease: ev.lease})
+			w.step(engine.Release{Lease: ev.lease})
 			return true
 		}
 		return false

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/clockwork"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // Epoch is the virtual time every world starts at.
@@ -22,36 +22,36 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // World is one simulated node.
 type World struct {
-	Sched  *clockwork.Virtual[runtime.Event]
+	Sched  *clockwork.Virtual[engine.Event]
 	Exec   *fakes.Executor
 	Store  *MemStore
-	Driver *runtime.Driver
-	Engine *runtime.Engine
+	Driver *engine.Driver
+	Engine *engine.Engine
 
-	cfg     runtime.Config
-	modules []runtime.ModuleSpec
+	cfg     engine.Config
+	modules []engine.ModuleSpec
 
 	// Answers holds every answer effect (Admitted, Rejected, ...) in order.
 	Answers []Answer
 	// Observe, when set, sees every step (for traces and invariants).
-	Observe func(now time.Time, ev runtime.Event, effects []runtime.Effect)
+	Observe func(now time.Time, ev engine.Event, effects []engine.Effect)
 	// Check, when set, runs after every step; an error stops the world.
 	Check func(w *World) error
 	// Own, when set, takes the events of whoever drives the world (a
 	// workload's jobs) before the engine sees them, and reports whether
 	// it took ev.
-	Own func(ev runtime.Event) bool
+	Own func(ev engine.Event) bool
 	err error
 }
 
 // Answer is an answer effect with its time.
 type Answer struct {
 	At     time.Time
-	Effect runtime.Effect
+	Effect engine.Effect
 }
 
 // New makes a world and boots its engine with the modules.
-func New(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
+func New(cfg engine.Config, modules []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
 	w := Build(cfg, modules, behaviours)
 	w.Boot()
 	return w
@@ -59,9 +59,9 @@ func New(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string
 
 // Build makes a world without booting it, so that Observe and Check can be
 // set to see the boot step too; Boot starts it.
-func Build(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
+func Build(cfg engine.Config, modules []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour) *World {
 	w := &World{cfg: cfg, modules: modules}
-	w.Sched = clockwork.NewVirtual[runtime.Event](Epoch)
+	w.Sched = clockwork.NewVirtual[engine.Event](Epoch)
 	w.Exec = fakes.NewExecutor(w.Sched, behaviours)
 	w.Store = NewMemStore()
 	return w
@@ -69,15 +69,15 @@ func Build(cfg runtime.Config, modules []runtime.ModuleSpec, behaviours map[stri
 
 // Boot starts a new engine from the store, as svcrun does at its start.
 func (w *World) Boot() {
-	w.Engine = runtime.New()
-	w.Driver = &runtime.Driver{
+	w.Engine = engine.New()
+	w.Driver = &engine.Driver{
 		Engine: w.Engine, Sched: w.Sched, Exec: w.Exec, Store: w.Store,
-		Answer: func(now time.Time, f runtime.Effect) {
-			if _, isNote := f.(runtime.Note); !isNote {
+		Answer: func(now time.Time, f engine.Effect) {
+			if _, isNote := f.(engine.Note); !isNote {
 				w.Answers = append(w.Answers, Answer{At: now, Effect: f})
 			}
 		},
-		Trace: func(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+		Trace: func(now time.Time, ev engine.Event, effects []engine.Effect) {
 			if w.Observe != nil {
 				w.Observe(now, ev, effects)
 			}
@@ -85,14 +85,14 @@ func (w *World) Boot() {
 		After: w.after,
 		Own:   w.own,
 	}
-	w.step(runtime.Boot{Config: w.cfg, Modules: w.modules, State: w.Store.State()})
+	w.step(engine.Boot{Config: w.cfg, Modules: w.modules, State: w.Store.State()})
 }
 
 // Restart simulates a crash of the agent: the engine and its timers are
 // gone, pending op completions are lost, the store and the fake services
 // stay. A new engine boots from the store.
 func (w *World) Restart() {
-	w.Sched = clockwork.NewVirtual[runtime.Event](w.Sched.Now())
+	w.Sched = clockwork.NewVirtual[engine.Event](w.Sched.Now())
 	w.Exec.Rebind(w.Sched)
 	w.Boot()
 }
@@ -103,7 +103,7 @@ func (w *World) Err() error { return w.err }
 // Now is the virtual time.
 func (w *World) Now() time.Time { return w.Sched.Now() }
 
-func (w *World) step(ev runtime.Event) {
+func (w *World) step(ev engine.Event) {
 	if w.err == nil {
 		w.err = w.Driver.Handle(ev)
 	}
@@ -111,12 +111,12 @@ func (w *World) step(ev runtime.Event) {
 
 // own takes the fake executor's events, then those of the world's Own,
 // whose steps may fail the world.
-func (w *World) own(ev runtime.Event) (bool, error) {
+func (w *World) own(ev engine.Event) (bool, error) {
 	return w.Exec.Intercept(ev) || w.Own != nil && w.Own(ev), w.err
 }
 
 // after checks the world after every step.
-func (w *World) after(_ time.Time, ev runtime.Event, _ []runtime.Effect, err error) error {
+func (w *World) after(_ time.Time, ev engine.Event, _ []engine.Effect, err error) error {
 	if err != nil || w.Check == nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (w *World) after(_ time.Time, ev runtime.Event, _ []runtime.Effect, err err
 }
 
 // Do steps an input event now, then everything due at the same instant.
-func (w *World) Do(ev runtime.Event) {
+func (w *World) Do(ev engine.Event) {
 	w.step(ev)
 	w.RunFor(0)
 }
@@ -147,9 +147,9 @@ func (w *World) RunFor(d time.Duration) {
 }
 
 // LastAnswer returns the last answer about lease id, or nil.
-func (w *World) LastAnswer(id runtime.LeaseID) runtime.Effect {
+func (w *World) LastAnswer(id engine.LeaseID) engine.Effect {
 	for i := len(w.Answers) - 1; i >= 0; i-- {
-		if runtime.LeaseOf(w.Answers[i].Effect) == id {
+		if engine.LeaseOf(w.Answers[i].Effect) == id {
 			return w.Answers[i].Effect
 		}
 	}
@@ -158,19 +158,19 @@ func (w *World) LastAnswer(id runtime.LeaseID) runtime.Effect {
 
 // MemStore is the in-memory Store of the simulated world.
 type MemStore struct {
-	leases   map[runtime.LeaseID]runtime.LeaseRecord
-	services map[string]runtime.ServiceRecord
+	leases   map[engine.LeaseID]engine.LeaseRecord
+	services map[string]engine.ServiceRecord
 	// FailNext makes the next Apply fail (fault injection).
 	FailNext bool
 }
 
 // NewMemStore returns an empty store.
 func NewMemStore() *MemStore {
-	return &MemStore{leases: map[runtime.LeaseID]runtime.LeaseRecord{}, services: map[string]runtime.ServiceRecord{}}
+	return &MemStore{leases: map[engine.LeaseID]engine.LeaseRecord{}, services: map[string]engine.ServiceRecord{}}
 }
 
 // Apply writes a batch.
-func (m *MemStore) Apply(batch []runtime.Effect) error {
+func (m *MemStore) Apply(batch []engine.Effect) error {
 	if m.FailNext {
 		m.FailNext = false
 		return fmt.Errorf("injected store failure")
@@ -178,15 +178,15 @@ func (m *MemStore) Apply(batch []runtime.Effect) error {
 	// As strict as the bbolt store: a driver bug must fail here too.
 	for _, f := range batch {
 		switch f := f.(type) {
-		case runtime.PutLease:
+		case engine.PutLease:
 			if f.Lease.ID == "" {
 				return fmt.Errorf("put-lease without an id")
 			}
-		case runtime.DeleteLease:
+		case engine.DeleteLease:
 			if f.Lease == "" {
 				return fmt.Errorf("delete-lease without an id")
 			}
-		case runtime.PutService:
+		case engine.PutService:
 			if f.Service.Name == "" {
 				return fmt.Errorf("put-service without a name")
 			}
@@ -196,11 +196,11 @@ func (m *MemStore) Apply(batch []runtime.Effect) error {
 	}
 	for _, f := range batch {
 		switch f := f.(type) {
-		case runtime.PutLease:
+		case engine.PutLease:
 			m.leases[f.Lease.ID] = f.Lease
-		case runtime.DeleteLease:
+		case engine.DeleteLease:
 			delete(m.leases, f.Lease)
-		case runtime.PutService:
+		case engine.PutService:
 			m.services[f.Service.Name] = f.Service
 		}
 	}
@@ -208,10 +208,10 @@ func (m *MemStore) Apply(batch []runtime.Effect) error {
 }
 
 // State is what a booting engine gets, in a stable order.
-func (m *MemStore) State() runtime.State {
-	return runtime.State{
-		Leases:   slices.SortedFunc(maps.Values(m.leases), func(a, b runtime.LeaseRecord) int { return cmp.Compare(a.ID, b.ID) }),
-		Services: slices.SortedFunc(maps.Values(m.services), func(a, b runtime.ServiceRecord) int { return cmp.Compare(a.Name, b.Name) }),
+func (m *MemStore) State() engine.State {
+	return engine.State{
+		Leases:   slices.SortedFunc(maps.Values(m.leases), func(a, b engine.LeaseRecord) int { return cmp.Compare(a.ID, b.ID) }),
+		Services: slices.SortedFunc(maps.Values(m.services), func(a, b engine.ServiceRecord) int { return cmp.Compare(a.Name, b.Name) }),
 	}
 }
 
@@ -226,4 +226,4 @@ func (m *MemStore) Leases() []string {
 }
 
 // FormatEffect renders an effect on one line, as the journal does.
-func FormatEffect(f runtime.Effect) string { return runtime.FormatEffect(f) }
+func FormatEffect(f engine.Effect) string { return engine.FormatEffect(f) }

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 func mustModule(t *testing.T, text string) *manifest.Module {
@@ -33,25 +33,25 @@ capabilities = ["kv"]
 
 func TestLifecycleOnDemand(t *testing.T) {
 	m := mustModule(t, kvModule)
-	w := New(runtime.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4},
-		[]runtime.ModuleSpec{{Module: m, Enabled: true}},
+	w := New(engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4},
+		[]engine.ModuleSpec{{Module: m, Enabled: true}},
 		map[string]*fakes.Behaviour{"db/kv": {ReadyAfterPolls: 2, Pools: map[string]int64{"slots": 2}}})
 	var trace []string
-	w.Observe = func(now time.Time, ev runtime.Event, effects []runtime.Effect) {
+	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
 		for _, f := range effects {
 			trace = append(trace, now.Sub(Epoch).String()+" "+FormatEffect(f))
 		}
 	}
 	w.RunFor(time.Second)
-	w.Do(runtime.Acquire{Lease: "l1", Attempt: "a1", Requirements: runtime.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
 	w.RunFor(10 * time.Second)
-	if _, ok := w.LastAnswer("l1").(runtime.Admitted); !ok {
+	if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
 		t.Fatalf("l1 not admitted: %v\n%s", w.LastAnswer("l1"), strings.Join(trace, "\n"))
 	}
 	if !w.Exec.Running("db/kv") || w.Exec.Starts("db/kv") != 1 {
 		t.Fatalf("kv running=%v starts=%d", w.Exec.Running("db/kv"), w.Exec.Starts("db/kv"))
 	}
-	w.Do(runtime.Release{Lease: "l1"})
+	w.Do(engine.Release{Lease: "l1"})
 	w.RunFor(29 * time.Second)
 	if !w.Exec.Running("db/kv") {
 		t.Fatal("stopped before idle_timeout_s")

@@ -1,25 +1,25 @@
 // Package store keeps svcrun's durable state, the leases it admitted and
 // the failure records of its services, in one bbolt file (like Nomad's
 // client state.db) and the write-ahead log in front of it. It is the
-// runtime.Store of svcrun; sim.MemStore is its in-memory equivalent.
+// engine.Store of svcrun; sim.MemStore is its in-memory equivalent.
 //
 // # Contract
 //
-// Apply writes one batch of persistence effects (runtime.PutLease,
-// runtime.DeleteLease, runtime.PutService) as ONE record of the
+// Apply writes one batch of persistence effects (engine.PutLease,
+// engine.DeleteLease, engine.PutService) as ONE record of the
 // write-ahead log and returns only once the record is on disk
 // (fdatasync). So when Apply returns nil the whole batch survives a crash
 // of svcrun or of the machine, and when it returns an error, or the
 // process dies before it returns, either the whole batch or nothing of it
 // is there at the next Open. This is what the driver contract of package
-// runtime needs: a step's persistence effects are durable, in one
+// engine needs: a step's persistence effects are durable, in one
 // transaction, before anything else of the step is carried out. Any other
 // effect type in a batch is a driver bug: Apply refuses the batch and
 // writes nothing of it. After a failed log write every later Apply fails
 // too (what reached the disk is unknown): svcrun stops, and the next Open
 // recovers.
 //
-// State returns everything stored, for runtime.Boot: leases sorted by id,
+// State returns everything stored, for engine.Boot: leases sorted by id,
 // services sorted by name (the order of sim.MemStore.State). A record that
 // does not decode is an error naming its bucket and key; it is never
 // skipped, since a silently forgotten lease would be handed out again.
@@ -131,8 +131,8 @@
 //	          "id"       -> 32 hex digits, the id its log's header repeats
 //	          "wal_seq"  -> ASCII decimal number of the last batch it holds
 //	          "wal_open" -> "1" while a svcrun has it open, else "0"
-//	leases    lease id (runtime.LeaseID, UTF-8) -> JSON of runtime.LeaseRecord
-//	services  service name ("module/name")     -> JSON of runtime.ServiceRecord
+//	leases    lease id (engine.LeaseID, UTF-8) -> JSON of engine.LeaseRecord
+//	services  service name ("module/name")     -> JSON of engine.ServiceRecord
 //
 // The JSON is encoding/json of the record types with their json tags, for
 // example

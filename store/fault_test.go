@@ -15,15 +15,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // Batch i of the model workload puts lease i and deletes lease i-3, so the
 // state after batch k names k exactly: leases k-2..k.
-func modelBatch(i int) []runtime.Effect {
-	b := []runtime.Effect{runtime.PutLease{Lease: lease(string(leaseN(i)))}}
+func modelBatch(i int) []engine.Effect {
+	b := []engine.Effect{engine.PutLease{Lease: lease(string(leaseN(i)))}}
 	if i >= 3 {
-		b = append(b, runtime.DeleteLease{Lease: leaseN(i - 3)})
+		b = append(b, engine.DeleteLease{Lease: leaseN(i - 3)})
 	}
 	return b
 }
@@ -212,7 +212,7 @@ func TestRefusedOpenWritesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 4 {
-				apply(t, db, runtime.PutLease{Lease: lease(string(leaseN(i)))})
+				apply(t, db, engine.PutLease{Lease: lease(string(leaseN(i)))})
 			}
 			crash(t, db)
 			flipByte(t, path+".wal", logHeaderSize+logBlock+recHeaderSize)
@@ -223,7 +223,7 @@ func TestRefusedOpenWritesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apply(t, db, runtime.PutLease{Lease: lease("acked")})
+			apply(t, db, engine.PutLease{Lease: lease("acked")})
 			crash(t, db)
 			os.Remove(path + ".wal")
 		}, ErrCorrupt, "it is missing, and svcrun did not stop cleanly"},

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // skipUnless skips the test for a missing kernel feature or privilege, or
@@ -48,10 +48,10 @@ func TestFullFilesystem(t *testing.T) {
 	filler := filepath.Join(dir, "filler")
 	fill(t, filler)
 
-	big := func(i int) runtime.Effect {
+	big := func(i int) engine.Effect {
 		l := lease(string(leaseN(i)))
 		l.Job = strings.Repeat("j", 1500)
-		return runtime.PutLease{Lease: l}
+		return engine.PutLease{Lease: l}
 	}
 	n := 0
 	for ; db.Writable() == nil; n++ {
@@ -69,7 +69,7 @@ func TestFullFilesystem(t *testing.T) {
 		t.Fatalf("OnFull got %v", notes)
 	}
 	// What can't wait (a release, an expiry) still goes into the reserve.
-	apply(t, db, runtime.DeleteLease{Lease: leaseN(0)})
+	apply(t, db, engine.DeleteLease{Lease: leaseN(0)})
 	if st := state(t, db); len(st.Leases) != n-1 {
 		t.Fatalf("while full: %d leases, want %d", len(st.Leases), n-1)
 	}

@@ -11,7 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -25,7 +25,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // SchemaVersion is the layout version this package writes and reads.
@@ -111,7 +111,7 @@ type seam struct {
 	update func(b *bolt.DB, fn func(*bolt.Tx) error) error
 }
 
-// DB is an open state file. It implements runtime.Store.
+// DB is an open state file. It implements engine.Store.
 type DB struct {
 	bolt *bolt.DB
 	path string
@@ -143,7 +143,7 @@ type pendingKey struct {
 	key    string
 }
 
-var _ runtime.Store = (*DB)(nil)
+var _ engine.Store = (*DB)(nil)
 
 // kindError is an error for people that still matches its kind with
 // errors.Is.
@@ -395,14 +395,14 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 // would refuse is refused before Open writes to it.
 func checkRecords(tx *bolt.Tx, path string) error {
 	err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
-		var r runtime.LeaseRecord
+		var r engine.LeaseRecord
 		return checkRecord(path, leasesBucket, k, v, &r, func() string { return string(r.ID) })
 	})
 	if err != nil {
 		return err
 	}
 	return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
-		var r runtime.ServiceRecord
+		var r engine.ServiceRecord
 		return checkRecord(path, servicesBucket, k, v, &r, func() string { return r.Name })
 	})
 }
@@ -589,7 +589,7 @@ func MkdirAll(dir string, perm fs.FileMode) error {
 // syncDir makes the names in dir durable. Windows has no directory fsync;
 // some file systems refuse it, which is not an error.
 func syncDir(dir string) error {
-	if goruntime.GOOS == "windows" {
+	if runtime.GOOS == "windows" {
 		return nil
 	}
 	d, err := os.Open(dir)
@@ -622,7 +622,7 @@ func globEscape(s string) string {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '*', '?', '[', '\\':
-			if goruntime.GOOS != "windows" {
+			if runtime.GOOS != "windows" {
 				b = append(b, '\\')
 			}
 		}
@@ -639,7 +639,7 @@ func (db *DB) Path() string { return db.path }
 // or, for a batch too big for the log, as one transaction of the state
 // file. Any other effect, or a record without id or name, fails the whole
 // batch and writes nothing.
-func (db *DB) Apply(batch []runtime.Effect) error {
+func (db *DB) Apply(batch []engine.Effect) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -651,7 +651,7 @@ func (db *DB) Apply(batch []runtime.Effect) error {
 	return nil
 }
 
-func (db *DB) apply(batch []runtime.Effect) error {
+func (db *DB) apply(batch []engine.Effect) error {
 	if err := db.usable(); err != nil {
 		return err
 	}
@@ -867,24 +867,24 @@ func (db *DB) commit(payload []byte, open bool) error {
 
 // State returns every stored lease, sorted by id, and every service record,
 // sorted by name.
-func (db *DB) State() (st runtime.State, err error) {
+func (db *DB) State() (st engine.State, err error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if err := db.usable(); err != nil {
-		return runtime.State{}, fmt.Errorf("state file %s: %w", db.path, err)
+		return engine.State{}, fmt.Errorf("state file %s: %w", db.path, err)
 	}
 	if err := db.tryCheckpoint(); err != nil {
-		return runtime.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
+		return engine.State{}, fmt.Errorf("state file %s: checkpoint its write-ahead log: %w", db.path, err)
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			st, err = runtime.State{}, corruptError(db.path, fmt.Errorf("%v", r))
+			st, err = engine.State{}, corruptError(db.path, fmt.Errorf("%v", r))
 		}
 	}()
 	err = db.bolt.View(func(tx *bolt.Tx) error {
 		// bbolt iterates keys in byte order, which is Go's string order.
 		err := tx.Bucket(leasesBucket).ForEach(func(k, v []byte) error {
-			var r runtime.LeaseRecord
+			var r engine.LeaseRecord
 			if err := checkRecord(db.path, leasesBucket, k, v, &r, func() string { return string(r.ID) }); err != nil {
 				return err
 			}
@@ -895,7 +895,7 @@ func (db *DB) State() (st runtime.State, err error) {
 			return err
 		}
 		return tx.Bucket(servicesBucket).ForEach(func(k, v []byte) error {
-			var r runtime.ServiceRecord
+			var r engine.ServiceRecord
 			if err := checkRecord(db.path, servicesBucket, k, v, &r, func() string { return r.Name }); err != nil {
 				return err
 			}
@@ -904,7 +904,7 @@ func (db *DB) State() (st runtime.State, err error) {
 		})
 	})
 	if err != nil {
-		return runtime.State{}, err
+		return engine.State{}, err
 	}
 	if len(db.pending) > 0 { // the data dir is full: the log holds the rest
 		return db.overlay(st)
@@ -913,12 +913,12 @@ func (db *DB) State() (st runtime.State, err error) {
 }
 
 // overlay returns st with what the log holds beyond the state file.
-func (db *DB) overlay(st runtime.State) (runtime.State, error) {
-	leases := map[string]runtime.LeaseRecord{}
+func (db *DB) overlay(st engine.State) (engine.State, error) {
+	leases := map[string]engine.LeaseRecord{}
 	for _, l := range st.Leases {
 		leases[string(l.ID)] = l
 	}
-	services := map[string]runtime.ServiceRecord{}
+	services := map[string]engine.ServiceRecord{}
 	for _, s := range st.Services {
 		services[s.Name] = s
 	}
@@ -928,19 +928,19 @@ func (db *DB) overlay(st runtime.State) (runtime.State, error) {
 		case k.bucket == opPutLease && v == nil:
 			delete(leases, k.key)
 		case k.bucket == opPutLease:
-			var r runtime.LeaseRecord
+			var r engine.LeaseRecord
 			err = json.Unmarshal(v, &r)
 			leases[k.key] = r
 		case v != nil:
-			var r runtime.ServiceRecord
+			var r engine.ServiceRecord
 			err = json.Unmarshal(v, &r)
 			services[k.key] = r
 		}
 		if err != nil { // checked when logged or read
-			return runtime.State{}, fmt.Errorf("state file %s: a logged record of %q does not decode: %w", db.path, k.key, err)
+			return engine.State{}, fmt.Errorf("state file %s: a logged record of %q does not decode: %w", db.path, k.key, err)
 		}
 	}
-	st = runtime.State{}
+	st = engine.State{}
 	for _, k := range slices.Sorted(maps.Keys(leases)) {
 		st.Leases = append(st.Leases, leases[k])
 	}

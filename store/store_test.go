@@ -11,7 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,13 +20,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC)
 
-func lease(id string) runtime.LeaseRecord {
-	return runtime.LeaseRecord{ID: runtime.LeaseID(id), Job: "build", Attempt: "a-" + id, Admitted: t0}
+func lease(id string) engine.LeaseRecord {
+	return engine.LeaseRecord{ID: engine.LeaseID(id), Job: "build", Attempt: "a-" + id, Admitted: t0}
 }
 
 func openT(t testing.TB, path string) *DB {
@@ -39,14 +39,14 @@ func openT(t testing.TB, path string) *DB {
 	return db
 }
 
-func apply(t testing.TB, db *DB, batch ...runtime.Effect) {
+func apply(t testing.TB, db *DB, batch ...engine.Effect) {
 	t.Helper()
 	if err := db.Apply(batch); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func state(t testing.TB, db *DB) runtime.State {
+func state(t testing.TB, db *DB) engine.State {
 	t.Helper()
 	st, err := db.State()
 	if err != nil {
@@ -56,16 +56,16 @@ func state(t testing.TB, db *DB) runtime.State {
 }
 
 // fullState exercises every field of both records.
-func fullState() runtime.State {
-	return runtime.State{
-		Leases: []runtime.LeaseRecord{
+func fullState() engine.State {
+	return engine.State{
+		Leases: []engine.LeaseRecord{
 			{ID: "a", Attempt: "at-1", Admitted: t0},
 			{ID: "b/ünïcode lease", Job: "job-b", Attempt: "at-2",
-				Requirements: runtime.Requirements{Pools: map[string]int64{"gpu": 2, "ram-gb": 16}, NeedsPools: []string{"net"}, Capabilities: []string{"docker", "kvm"}},
+				Requirements: engine.Requirements{Pools: map[string]int64{"gpu": 2, "ram-gb": 16}, NeedsPools: []string{"net"}, Capabilities: []string{"docker", "kvm"}},
 				TTL:          30 * time.Second, Expires: t0.Add(30 * time.Second), Admitted: t0},
 			{ID: "c", Attempt: "at-3", Admitted: t0.In(time.FixedZone("X", 3600))},
 		},
-		Services: []runtime.ServiceRecord{
+		Services: []engine.ServiceRecord{
 			{Name: "colima/vm", Failures: 3, Unhealthy: true, Reason: "exit 1: no space", BackoffUntil: t0.Add(time.Minute)},
 			{Name: "db/postgres"},
 		},
@@ -74,16 +74,16 @@ func fullState() runtime.State {
 
 func TestRoundTripEveryEffect(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
-	if got := state(t, db); !cmp.Equal(got, runtime.State{}) {
+	if got := state(t, db); !cmp.Equal(got, engine.State{}) {
 		t.Fatalf("new store not empty: %+v", got)
 	}
 	want := fullState()
-	var batch []runtime.Effect
+	var batch []engine.Effect
 	for _, l := range want.Leases {
-		batch = append(batch, runtime.PutLease{Lease: l})
+		batch = append(batch, engine.PutLease{Lease: l})
 	}
 	for _, s := range want.Services {
-		batch = append(batch, runtime.PutService{Service: s})
+		batch = append(batch, engine.PutService{Service: s})
 	}
 	// Written in reverse: State sorts.
 	for i, j := 0, len(batch)-1; i < j; i, j = i+1, j-1 {
@@ -98,18 +98,18 @@ func TestRoundTripEveryEffect(t *testing.T) {
 	// of a service, in one batch; a later effect of the batch wins.
 	renewed := want.Leases[1]
 	renewed.Expires = t0.Add(time.Hour)
-	healed := runtime.ServiceRecord{Name: "colima/vm"}
+	healed := engine.ServiceRecord{Name: "colima/vm"}
 	apply(t, db,
-		runtime.PutLease{Lease: lease("d")},
-		runtime.DeleteLease{Lease: "a"},
-		runtime.DeleteLease{Lease: "never-there"},
-		runtime.PutLease{Lease: renewed},
-		runtime.PutService{Service: runtime.ServiceRecord{Name: "colima/vm", Failures: 9}},
-		runtime.PutService{Service: healed},
-		runtime.PutLease{Lease: lease("e")},
-		runtime.DeleteLease{Lease: "e"},
+		engine.PutLease{Lease: lease("d")},
+		engine.DeleteLease{Lease: "a"},
+		engine.DeleteLease{Lease: "never-there"},
+		engine.PutLease{Lease: renewed},
+		engine.PutService{Service: engine.ServiceRecord{Name: "colima/vm", Failures: 9}},
+		engine.PutService{Service: healed},
+		engine.PutLease{Lease: lease("e")},
+		engine.DeleteLease{Lease: "e"},
 	)
-	want.Leases = []runtime.LeaseRecord{renewed, want.Leases[2], lease("d")}
+	want.Leases = []engine.LeaseRecord{renewed, want.Leases[2], lease("d")}
 	want.Services[0] = healed
 	if d := cmp.Diff(want, state(t, db)); d != "" {
 		t.Fatalf("State after the second batch (-want +got):\n%s", d)
@@ -120,27 +120,27 @@ func TestRoundTripEveryEffect(t *testing.T) {
 
 func TestBatchIsAtomic(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
-	apply(t, db, runtime.PutLease{Lease: lease("keep")}, runtime.PutService{Service: runtime.ServiceRecord{Name: "m/s", Failures: 1}})
+	apply(t, db, engine.PutLease{Lease: lease("keep")}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
 	before := state(t, db)
 
-	good := []runtime.Effect{
-		runtime.PutLease{Lease: lease("new")},
-		runtime.DeleteLease{Lease: "keep"},
-		runtime.PutService{Service: runtime.ServiceRecord{Name: "m/s", Failures: 2}},
-		runtime.PutService{Service: runtime.ServiceRecord{Name: "m/other"}},
+	good := []engine.Effect{
+		engine.PutLease{Lease: lease("new")},
+		engine.DeleteLease{Lease: "keep"},
+		engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 2}},
+		engine.PutService{Service: engine.ServiceRecord{Name: "m/other"}},
 	}
 	for _, tc := range []struct {
 		name string
-		bad  runtime.Effect
+		bad  engine.Effect
 		msg  string
 	}{
-		{"not a persistence effect", runtime.Note{Subject: "x", Text: "y"}, "effect 4 is a runtime.Note, not a persistence effect (a driver bug)"},
-		{"pointer effect", &runtime.PutLease{Lease: lease("p")}, "effect 4 is a *runtime.PutLease, not a persistence effect"},
+		{"not a persistence effect", engine.Note{Subject: "x", Text: "y"}, "effect 4 is a engine.Note, not a persistence effect (a driver bug)"},
+		{"pointer effect", &engine.PutLease{Lease: lease("p")}, "effect 4 is a *engine.PutLease, not a persistence effect"},
 		{"nil effect", nil, "effect 4 is a <nil>, not a persistence effect"},
-		{"empty lease id", runtime.PutLease{Lease: runtime.LeaseRecord{Attempt: "x"}}, "effect 4 (put-lease) has an empty lease id"},
-		{"empty delete id", runtime.DeleteLease{}, "effect 4 (delete-lease) has an empty lease id"},
-		{"empty service name", runtime.PutService{}, "effect 4 (put-service) has an empty service name"},
-		{"key too large", runtime.PutLease{Lease: lease(strings.Repeat("k", bolt.MaxKeySize+1))}, "effect 4: key too large"},
+		{"empty lease id", engine.PutLease{Lease: engine.LeaseRecord{Attempt: "x"}}, "effect 4 (put-lease) has an empty lease id"},
+		{"empty delete id", engine.DeleteLease{}, "effect 4 (delete-lease) has an empty lease id"},
+		{"empty service name", engine.PutService{}, "effect 4 (put-service) has an empty service name"},
+		{"key too large", engine.PutLease{Lease: lease(strings.Repeat("k", bolt.MaxKeySize+1))}, "effect 4: key too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := db.Apply(append(good[:len(good):len(good)], tc.bad))
@@ -171,10 +171,10 @@ func TestReopenKeepsEverything(t *testing.T) {
 	}
 	want := fullState()
 	for _, l := range want.Leases {
-		apply(t, db, runtime.PutLease{Lease: l})
+		apply(t, db, engine.PutLease{Lease: l})
 	}
 	for _, s := range want.Services {
-		apply(t, db, runtime.PutService{Service: s})
+		apply(t, db, engine.PutService{Service: s})
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -189,13 +189,13 @@ func TestReopenKeepsEverything(t *testing.T) {
 }
 
 func TestFileAndDirMode(t *testing.T) {
-	if goruntime.GOOS == "windows" {
+	if runtime.GOOS == "windows" {
 		t.Skip("no Unix modes")
 	}
 	dir := filepath.Join(t.TempDir(), "data", "svcrun")
 	path := filepath.Join(dir, "state.db")
 	db := openT(t, path)
-	apply(t, db, runtime.PutLease{Lease: lease("a")})
+	apply(t, db, engine.PutLease{Lease: lease("a")})
 	for _, c := range []struct {
 		path string
 		mode os.FileMode
@@ -230,7 +230,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 		t.Errorf("error %v is not ErrLocked", err)
 	}
 	want := "state file " + path + " is locked by another svcrun"
-	if goruntime.GOOS == "linux" {
+	if runtime.GOOS == "linux" {
 		want += fmt.Sprintf(" (pid %d)", os.Getpid())
 	}
 	if !strings.HasPrefix(err.Error(), want) {
@@ -241,7 +241,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 	}
 	t.Log(err)
 	// The first one is unharmed.
-	apply(t, db, runtime.PutLease{Lease: lease("a")})
+	apply(t, db, engine.PutLease{Lease: lease("a")})
 }
 
 // TestLockOfAnotherProcess: the holder is named by its pid, and a holder
@@ -254,7 +254,7 @@ func TestLockOfAnotherProcess(t *testing.T) {
 	}
 	_, err := Open(path, Options{LockTimeout: 200 * time.Millisecond})
 	want := "is locked by another svcrun"
-	if goruntime.GOOS == "linux" {
+	if runtime.GOOS == "linux" {
 		want += fmt.Sprintf(" (pid %d)", cmd.Process.Pid)
 	}
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), want) {
@@ -385,7 +385,7 @@ func validStore(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, db, runtime.PutLease{Lease: lease("a")}, runtime.PutService{Service: runtime.ServiceRecord{Name: "m/s"}})
+	apply(t, db, engine.PutLease{Lease: lease("a")}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s"}})
 	db.Close()
 }
 
@@ -426,7 +426,7 @@ func TestEmptyFileIsInitialised(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	os.WriteFile(path, nil, 0o600)
 	db := openT(t, path)
-	apply(t, db, runtime.PutLease{Lease: lease("a")})
+	apply(t, db, engine.PutLease{Lease: lease("a")})
 	if st := state(t, db); len(st.Leases) != 1 {
 		t.Fatal(st)
 	}
@@ -469,7 +469,7 @@ func helper(t *testing.T, mode, path string, logBytes int64) (*exec.Cmd, *bufio.
 	return cmd, bufio.NewReader(out)
 }
 
-func leaseN(i int) runtime.LeaseID { return runtime.LeaseID(fmt.Sprintf("lease-%07d", i)) }
+func leaseN(i int) engine.LeaseID { return engine.LeaseID(fmt.Sprintf("lease-%07d", i)) }
 
 // TestHelperProcess is the helper of the multi-process tests, not a test.
 func TestHelperProcess(t *testing.T) {
@@ -488,7 +488,7 @@ func TestHelperProcess(t *testing.T) {
 	}
 	switch mode {
 	case "hold":
-		if err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("held")}}); err != nil {
+		if err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("held")}}); err != nil {
 			fail(err)
 		}
 		os.Stdout.WriteString("open\n")
@@ -499,9 +499,9 @@ func TestHelperProcess(t *testing.T) {
 		for i := 0; ; i++ {
 			rec := lease(string(leaseN(i)))
 			rec.Requirements.Pools = map[string]int64{"gpu": int64(i % 4)}
-			batch := []runtime.Effect{runtime.PutLease{Lease: rec}, runtime.PutService{Service: runtime.ServiceRecord{Name: "m/s", Failures: i}}}
+			batch := []engine.Effect{engine.PutLease{Lease: rec}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: i}}}
 			if i >= 3 {
-				batch = append(batch, runtime.DeleteLease{Lease: leaseN(i - 3)})
+				batch = append(batch, engine.DeleteLease{Lease: leaseN(i - 3)})
 			}
 			if err := db.Apply(batch); err != nil {
 				fail(err)
@@ -521,7 +521,7 @@ func TestHelperProcess(t *testing.T) {
 // Every other run has the smallest log, so that it checkpoints every few
 // batches and the kill often lands in a checkpoint.
 func TestKill9(t *testing.T) {
-	if goruntime.GOOS == "windows" {
+	if runtime.GOOS == "windows" {
 		t.Skip("TerminateProcess is not SIGKILL")
 	}
 	runs := 20
@@ -579,8 +579,8 @@ func TestKill9(t *testing.T) {
 // checkKilled checks the state left by the apply helper after n
 // acknowledged batches: batches 0..n-1 are there, batch n whole or not at
 // all, nothing after it.
-func checkKilled(st runtime.State, n int) error {
-	present := map[runtime.LeaseID]bool{}
+func checkKilled(st engine.State, n int) error {
+	present := map[engine.LeaseID]bool{}
 	for _, l := range st.Leases {
 		present[l.ID] = true
 	}
@@ -617,18 +617,18 @@ func BenchmarkApplyLease(b *testing.B) {
 			db := openT(b, filepath.Join(b.TempDir(), "state.db"))
 			rec := fullState().Leases[1]
 			for i := range 100 { // some live leases around
-				rec.ID = runtime.LeaseID(fmt.Sprintf("live-%03d", i))
-				apply(b, db, runtime.PutLease{Lease: rec})
+				rec.ID = engine.LeaseID(fmt.Sprintf("live-%03d", i))
+				apply(b, db, engine.PutLease{Lease: rec})
 			}
 			i := 0
 			for b.Loop() {
 				id := leaseN(i / 2)
-				var f runtime.Effect = runtime.DeleteLease{Lease: id}
+				var f engine.Effect = engine.DeleteLease{Lease: id}
 				if i%2 == 0 {
 					rec.ID = id
-					f = runtime.PutLease{Lease: rec}
+					f = engine.PutLease{Lease: rec}
 				}
-				if err := db.Apply([]runtime.Effect{f}); err != nil {
+				if err := db.Apply([]engine.Effect{f}); err != nil {
 					b.Fatal(err)
 				}
 				if mode == "checkpoint" {

@@ -15,7 +15,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // The log (see "The write-ahead log" in the package doc): one
@@ -290,12 +290,12 @@ func checkBatch(p []byte) error {
 		case len(key) > bolt.MaxKeySize:
 			bad = fmt.Errorf("key %.40q...: %w", key, berrors.ErrKeyTooLarge)
 		case op == opPutLease:
-			var r runtime.LeaseRecord
+			var r engine.LeaseRecord
 			if err := json.Unmarshal(val, &r); err != nil || string(r.ID) != string(key) {
 				bad = fmt.Errorf("lease %q: the record does not decode or names another lease", key)
 			}
 		case op == opPutService:
-			var r runtime.ServiceRecord
+			var r engine.ServiceRecord
 			if err := json.Unmarshal(val, &r); err != nil || r.Name != string(key) {
 				bad = fmt.Errorf("service %q: the record does not decode or names another service", key)
 			}
@@ -343,17 +343,17 @@ func appendRecord(dst []byte, seq uint64, payload []byte) []byte {
 // encodeBatch appends the log payload of batch to dst: per effect, its op,
 // the key and the value (the JSON of the record, as in the state file),
 // each length-prefixed. It refuses what the state file would refuse.
-func encodeBatch(dst []byte, batch []runtime.Effect) ([]byte, error) {
+func encodeBatch(dst []byte, batch []engine.Effect) ([]byte, error) {
 	for i, f := range batch {
 		var op byte
 		var key string
 		var rec any
 		switch f := f.(type) {
-		case runtime.PutLease:
+		case engine.PutLease:
 			op, key, rec = opPutLease, string(f.Lease.ID), f.Lease
-		case runtime.DeleteLease:
+		case engine.DeleteLease:
 			op, key = opDeleteLease, string(f.Lease)
-		case runtime.PutService:
+		case engine.PutService:
 			op, key, rec = opPutService, f.Service.Name, f.Service
 		default:
 			return nil, fmt.Errorf("effect %d is a %T, not a persistence effect (a driver bug)", i, f)

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // crash leaves db as a kill -9 would: files closed, no checkpoint.
@@ -27,7 +27,7 @@ func crash(t *testing.T, db *DB) {
 	db.log = nil
 }
 
-func leaseIDs(st runtime.State) []string {
+func leaseIDs(st engine.State) []string {
 	var ids []string
 	for _, l := range st.Leases {
 		ids = append(ids, string(l.ID))
@@ -44,9 +44,9 @@ func TestLogReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apply(t, db, runtime.PutLease{Lease: lease("a")}, runtime.PutLease{Lease: lease("b")})
-		apply(t, db, runtime.DeleteLease{Lease: "a"}, runtime.PutService{Service: runtime.ServiceRecord{Name: "m/s", Failures: 1}})
-		apply(t, db, runtime.PutLease{Lease: lease("c")})
+		apply(t, db, engine.PutLease{Lease: lease("a")}, engine.PutLease{Lease: lease("b")})
+		apply(t, db, engine.DeleteLease{Lease: "a"}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
+		apply(t, db, engine.PutLease{Lease: lease("c")})
 		off := db.log.off
 		crash(t, db)
 		if torn { // half a record after the last one, as a crash in mid-write leaves it
@@ -64,7 +64,7 @@ func TestLogReplay(t *testing.T) {
 			t.Errorf("torn=%v: services %+v", torn, st.Services)
 		}
 		// Replayed once: the state file has it all, and its log position.
-		apply(t, db, runtime.DeleteLease{Lease: "b"})
+		apply(t, db, engine.DeleteLease{Lease: "b"})
 		crash(t, db)
 		db = openT(t, path)
 		if d := cmp.Diff([]string{"c"}, leaseIDs(state(t, db))); d != "" {
@@ -88,11 +88,11 @@ func TestCheckpoints(t *testing.T) {
 	want := map[string]bool{}
 	for i := range 500 {
 		id := strconv.Itoa(i)
-		batch := []runtime.Effect{runtime.PutLease{Lease: lease(id)}}
+		batch := []engine.Effect{engine.PutLease{Lease: lease(id)}}
 		want[id] = true
 		if i%3 == 0 {
 			old := strconv.Itoa(i / 2)
-			batch = append(batch, runtime.DeleteLease{Lease: runtime.LeaseID(old)})
+			batch = append(batch, engine.DeleteLease{Lease: engine.LeaseID(old)})
 			delete(want, old)
 		}
 		apply(t, db, batch...)
@@ -121,16 +121,16 @@ func TestBatchBiggerThanLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apply(t, db, runtime.PutLease{Lease: lease("x")})
-	var big []runtime.Effect
+	apply(t, db, engine.PutLease{Lease: lease("x")})
+	var big []engine.Effect
 	for i := range 100 {
 		l := lease("big-" + strconv.Itoa(i))
 		l.Job = strings.Repeat("j", 100)
-		big = append(big, runtime.PutLease{Lease: l})
+		big = append(big, engine.PutLease{Lease: l})
 	}
-	big = append(big, runtime.DeleteLease{Lease: "x"})
+	big = append(big, engine.DeleteLease{Lease: "x"})
 	apply(t, db, big...)
-	apply(t, db, runtime.PutLease{Lease: lease("y")})
+	apply(t, db, engine.PutLease{Lease: lease("y")})
 	crash(t, db)
 	db = openT(t, path)
 	st := state(t, db)
@@ -170,7 +170,7 @@ func TestLogRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 60 {
-				apply(t, db, runtime.PutLease{Lease: lease(string(leaseN(i)))})
+				apply(t, db, engine.PutLease{Lease: lease(string(leaseN(i)))})
 			}
 			crash(t, db)
 			os.Truncate(path+".wal", MinLogBytes)
@@ -180,7 +180,7 @@ func TestLogRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apply(t, db, runtime.PutLease{Lease: lease("acked")})
+			apply(t, db, engine.PutLease{Lease: lease("acked")})
 			crash(t, db)
 			os.Remove(path + ".wal")
 		}, "it is missing, and svcrun did not stop cleanly"},
@@ -199,11 +199,11 @@ func TestLogRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			apply(t, db, runtime.PutLease{Lease: lease("b")})
+			apply(t, db, engine.PutLease{Lease: lease("b")})
 			crash(t, db)
 			backup, _ := os.ReadFile(path) // at step 1
 			db = openT(t, path)            // replays step 2 into the state file
-			apply(t, db, runtime.PutLease{Lease: lease("c")})
+			apply(t, db, engine.PutLease{Lease: lease("c")})
 			crash(t, db) // the log holds step 3
 			os.WriteFile(path, backup, 0o600)
 		}, "it continues from step 3 but the state file ends at step 1"},
@@ -280,7 +280,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	writeV1(t, path)
 	db := openT(t, path)
-	apply(t, db, runtime.PutLease{Lease: lease("b")})
+	apply(t, db, engine.PutLease{Lease: lease("b")})
 	db.Close()
 	db = openT(t, path)
 	if d := cmp.Diff([]string{"a", "b"}, leaseIDs(state(t, db))); d != "" {
@@ -299,10 +299,10 @@ func TestUpgradeFromVersion1(t *testing.T) {
 func TestFailedLogWriteStopsWrites(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
 	db.log.f.Close() // every write now fails
-	if err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("a")}}); err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+	if err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("a")}}); err == nil || !strings.Contains(err.Error(), "write-ahead log") {
 		t.Fatalf("Apply = %v", err)
 	}
-	err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("b")}})
+	err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("b")}})
 	if err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
 		t.Fatalf("second Apply = %v", err)
 	}
@@ -318,7 +318,7 @@ func TestMissingLogAfterCleanClose(t *testing.T) {
 	if st := state(t, db); len(st.Leases) != 1 {
 		t.Fatalf("state %+v", st)
 	}
-	apply(t, db, runtime.PutLease{Lease: lease("b")})
+	apply(t, db, engine.PutLease{Lease: lease("b")})
 }
 
 // TestFailedStoreRefusesReads: after a failed write, State fails too (the
@@ -326,9 +326,9 @@ func TestMissingLogAfterCleanClose(t *testing.T) {
 // Close.
 func TestFailedStoreRefusesReads(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
-	apply(t, db, runtime.PutLease{Lease: lease("acked")})
+	apply(t, db, engine.PutLease{Lease: lease("acked")})
 	db.log.f.Close()
-	if err := db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("b")}}); err == nil {
+	if err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("b")}}); err == nil {
 		t.Fatal("Apply succeeded")
 	}
 	if _, err := db.State(); err == nil || !strings.Contains(err.Error(), "an earlier write failed") {
@@ -336,7 +336,7 @@ func TestFailedStoreRefusesReads(t *testing.T) {
 	}
 	db.Close()
 	for name, f := range map[string]func() error{
-		"Apply": func() error { return db.Apply([]runtime.Effect{runtime.PutLease{Lease: lease("a")}}) },
+		"Apply": func() error { return db.Apply([]engine.Effect{engine.PutLease{Lease: lease("a")}}) },
 		"State": func() error { _, err := db.State(); return err },
 	} {
 		if err := f(); err == nil || !strings.Contains(err.Error(), "closed") {
@@ -351,7 +351,7 @@ func TestRecordsStartBlocks(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
 	for i := range 5 {
 		before := db.log.off
-		apply(t, db, runtime.PutLease{Lease: lease(strconv.Itoa(i))})
+		apply(t, db, engine.PutLease{Lease: lease(strconv.Itoa(i))})
 		if before%logBlock != 0 || db.log.off != before+logBlock {
 			t.Fatalf("record %d at %d, next at %d", i, before, db.log.off)
 		}

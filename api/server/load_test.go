@@ -17,7 +17,7 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // loadScript is every service of the load module: "bin/svc NAME OP". Its
@@ -229,7 +229,7 @@ func journalCounts(t testing.TB, file string) (admitted, released map[string]int
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
-		var e runtime.JournalEntry
+		var e engine.JournalEntry
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("journal: %v", err)
 		}

@@ -21,8 +21,8 @@ import (
 
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
-	"github.com/oarbank/svcrun/runtime"
 )
 
 // MaxSocketPath is the longest socket path every supported platform binds
@@ -316,7 +316,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	g, err := s.a.Acquire(r.Context(), agent.AcquireRequest{
 		Job: req.Job, Attempt: req.Attempt,
-		Requirements: runtime.Requirements{Pools: req.Pools, NeedsPools: req.NeedsPools, Capabilities: req.Capabilities},
+		Requirements: engine.Requirements{Pools: req.Pools, NeedsPools: req.NeedsPools, Capabilities: req.Capabilities},
 		Wait:         time.Duration(req.Wait), TTL: time.Duration(req.TTL),
 	})
 	if err != nil {
@@ -353,7 +353,7 @@ func nonNil(l []string) []string {
 
 func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	exp, err := s.a.Renew(r.Context(), runtime.LeaseID(id))
+	exp, err := s.a.Renew(r.Context(), engine.LeaseID(id))
 	if err != nil {
 		s.fail(w, r, "lease "+id, err)
 		return
@@ -363,7 +363,7 @@ func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := s.a.Release(r.Context(), runtime.LeaseID(id)); err != nil {
+	if err := s.a.Release(r.Context(), engine.LeaseID(id)); err != nil {
 		s.fail(w, r, "lease "+id, err)
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 )
 
@@ -25,9 +25,9 @@ func announceFile() string {
 		return filepath.Join(d, "socket")
 	}
 	switch {
-	case goruntime.GOOS == "windows":
+	case runtime.GOOS == "windows":
 		return filepath.Join(os.TempDir(), "svcrun", "socket")
-	case os.Geteuid() == 0 && goruntime.GOOS == "darwin":
+	case os.Geteuid() == 0 && runtime.GOOS == "darwin":
 		return "/var/run/svcrun/socket"
 	case os.Geteuid() == 0:
 		return "/run/svcrun/socket"
@@ -93,7 +93,7 @@ func ownDir(dir string) error {
 	if uid, ok := ownerOf(fi); ok && uid != os.Geteuid() {
 		return fmt.Errorf("%s belongs to uid %d, not to this user: %w", dir, uid, fs.ErrPermission)
 	}
-	if goruntime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 { // Windows reports 0777
+	if runtime.GOOS != "windows" && fi.Mode().Perm()&0o022 != 0 { // Windows reports 0777
 		return fmt.Errorf("%s is writable by others: %w", dir, errors.ErrUnsupported)
 	}
 	return nil

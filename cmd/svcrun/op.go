@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
-	"github.com/oarbank/svcrun/runtime"
 	"github.com/oarbank/svcrun/sandbox"
 	"github.com/oarbank/svcrun/svcenv"
 )
@@ -112,14 +112,14 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		Node: node.cfg, Modules: []nodeconfig.LoadedModule{node.mod},
 		User: node.id.User, Owner: node.id.Owner, Hooks: sandbox.For(node.cfg),
 	}
-	target := runtime.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
-	res, out, err := executor.RunOne(ctx, xcfg, runtime.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
+	target := engine.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
+	res, out, err := executor.RunOne(ctx, xcfg, engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
 	r := opReport{
 		Module: mod.Name, Op: string(op), Args: opArgs, DataDir: node.cfg.ModuleDataDir(mod.Name),
-		OK:         out.Failure == runtime.FailNone,
+		OK:         out.Failure == engine.FailNone,
 		DurationMS: float64(res.Duration.Microseconds()) / 1000,
 		Failure:    string(out.Failure), Message: out.Message,
 		SandboxMissing: []string{},
@@ -141,7 +141,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	if r.OK {
 		r.Result = normalise(out.Result)
 		r.Warnings = append(r.Warnings, out.Result.Warnings...)
-	} else if out.Failure == runtime.FailProtocol {
+	} else if out.Failure == engine.FailProtocol {
 		// The agent's message joins the reasons in one line; list them.
 		r.Reasons = out.Reasons
 		r.stdout = res.Stdout

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -223,7 +223,7 @@ func TestOpWithConfig(t *testing.T) {
 // TestOpOtherPlatform: a service the manifest keeps to another platform
 // is refused by the manifest's own rule, naming the platforms.
 func TestOpOtherPlatform(t *testing.T) {
-	if goruntime.GOOS == "windows" {
+	if runtime.GOOS == "windows" {
 		t.Skip("the fixture's other platform is windows")
 	}
 	bundle := t.TempDir()
@@ -232,7 +232,7 @@ func TestOpOtherPlatform(t *testing.T) {
 		"bin/svc":     "#!/bin/sh\nexit 0\n",
 	})
 	code, _, errs := run(t, "op", "--bundle", bundle, "--data", t.TempDir(), "svc", "fingerprint")
-	if want := "service win/svc runs only on windows, not on " + goruntime.GOOS; code != 1 || !strings.Contains(errs, want) {
+	if want := "service win/svc runs only on windows, not on " + runtime.GOOS; code != 1 || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, errs, want)
 	}
 }

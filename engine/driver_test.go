@@ -1,4 +1,4 @@
-package runtime_test
+package engine_test
 
 import (
 	"context"
@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/clockwork"
-	"github.com/oarbank/svcrun/runtime"
+	"github.com/oarbank/svcrun/engine"
 )
 
 type nopExec struct{}
 
-func (nopExec) Run(runtime.RunOp)     {}
-func (nopExec) Kill(runtime.Target)   {}
-func (nopExec) Freeze(runtime.Target) {}
-func (nopExec) Thaw(runtime.Target)   {}
+func (nopExec) Run(engine.RunOp)     {}
+func (nopExec) Kill(engine.Target)   {}
+func (nopExec) Freeze(engine.Target) {}
+func (nopExec) Thaw(engine.Target)   {}
 
 // ownEvent is an event of whoever runs the driver, not the engine's.
 type ownEvent struct{ fail bool }
@@ -42,14 +42,14 @@ func TestDriverRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			sched := clockwork.NewVirtual[runtime.Event](epoch)
+			sched := clockwork.NewVirtual[engine.Event](epoch)
 			var owned int
 			var steps []string
-			d := &runtime.Driver{Engine: runtime.New(), Sched: sched, Exec: nopExec{}}
-			if err := d.Step(runtime.Boot{Config: runtime.Config{NodeID: "n", Platform: "linux", ReapPeriod: time.Hour}}); err != nil {
+			d := &engine.Driver{Engine: engine.New(), Sched: sched, Exec: nopExec{}}
+			if err := d.Step(engine.Boot{Config: engine.Config{NodeID: "n", Platform: "linux", ReapPeriod: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
-			d.Own = func(ev runtime.Event) (bool, error) {
+			d.Own = func(ev engine.Event) (bool, error) {
 				o, ok := ev.(ownEvent)
 				if !ok {
 					return false, nil
@@ -60,7 +60,7 @@ func TestDriverRun(t *testing.T) {
 				}
 				return true, nil
 			}
-			d.After = func(_ time.Time, ev runtime.Event, _ []runtime.Effect, err error) error {
+			d.After = func(_ time.Time, ev engine.Event, _ []engine.Effect, err error) error {
 				steps = append(steps, ev.EventName())
 				if err == nil {
 					err = tt.afterErr
@@ -68,7 +68,7 @@ func TestDriverRun(t *testing.T) {
 				return err
 			}
 			sched.Post(tt.own)
-			sched.Post(runtime.Doctor{Reason: "test"})
+			sched.Post(engine.Doctor{Reason: "test"})
 			sched.SetHorizon(epoch.Add(time.Minute)) // before the reap round
 			err := d.Run(context.Background())
 			if !errors.Is(err, tt.wantErr) {

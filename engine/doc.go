@@ -1,4 +1,4 @@
-// Package runtime is the service manager's engine: one single-threaded state
+// Package engine is the service manager's engine: one single-threaded state
 // machine that holds every rule of service protocol 1, and the driver loop
 // that connects it to a world.
 //
@@ -55,4 +55,4 @@
 //     LeaseUnknown are
 //     answers for the holders of leases; Note explains decisions for logs
 //     and traces.
-package runtime
+package engine
