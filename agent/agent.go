@@ -427,7 +427,7 @@ func (a *Agent) stopAll() {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
-	if err := a.driver.Step(engine.Reload{Modules: specs, Why: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
+	if err := a.driver.Step(engine.Reload{Modules: specs, Reason: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
 		a.log.Error("stop services at exit", "error", err)
 		return
 	}

@@ -236,11 +236,11 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 			return
 		}
 		a.mods[i].Config.Enabled = enabled
-		why := "disabled through svcrun's API (svcrun disable)"
+		reason := "disabled through svcrun's API (svcrun disable)"
 		if enabled {
-			why = "enabled through svcrun's API (svcrun enable)"
+			reason = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(engine.Reload{Modules: moduleSpecs(a.mods), Why: why})
+		err = a.step(engine.Reload{Modules: moduleSpecs(a.mods), Reason: reason})
 	})
 	return errors.Join(done, err)
 }

@@ -147,12 +147,12 @@ func fill(t *testing.T, path string) {
 }
 
 // skipOrRequire skips the test, or fails it with REQUIRE_KERNEL_FEATURES=1.
-func skipOrRequire(t *testing.T, why string) {
+func skipOrRequire(t *testing.T, reason string) {
 	t.Helper()
 	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", why)
+		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
 	}
-	t.Skip(why)
+	t.Skip(reason)
 }
 
 // TestFrozenDataDir: with the data dir's file system frozen (fsfreeze -f,

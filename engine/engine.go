@@ -91,13 +91,13 @@ func (b *actorBase) base() *actorBase { return b }
 
 // opRun is an op in flight.
 type opRun struct {
-	id      OpID
-	op      protocol.Op
-	svc     *service
-	prb     *probe
-	stopWhy string
-	object  string    // destroy
-	snap    *reapSnap // list_owned
+	id         OpID
+	op         protocol.Op
+	svc        *service
+	prb        *probe
+	stopReason string
+	object     string    // destroy
+	snap       *reapSnap // list_owned
 }
 
 // New returns an engine that waits for its Boot event.
@@ -138,7 +138,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	case Boot:
 		e.boot(ev)
 	case Reload:
-		e.reload(ev.Modules, ev.Why)
+		e.reload(ev.Modules, ev.Reason)
 	case Acquire:
 		e.acquire(ev)
 	case Renew:

@@ -22,11 +22,11 @@ type Boot struct {
 // appear or become enabled are enabled, the others disabled.
 type Reload struct {
 	Modules []ModuleSpec
-	// Why says what made the module set change when it is not a new
+	// Reason says what made the module set change when it is not a new
 	// configuration (a module enabled or disabled by hand, svcrun stopping
 	// its services at exit): the notes and the stops then say it, and the
 	// probes are not run again. Empty: the configuration was reloaded.
-	Why string `json:"why,omitempty"`
+	Reason string `json:"why,omitempty"`
 }
 
 // Acquire asks for a lease. The answer is an Admitted or Rejected effect,

@@ -33,18 +33,18 @@ func (l *lease) record() LeaseRecord {
 
 // resolve finds the services and probes a lease needs, or says why it can
 // never be admitted.
-func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why string) {
-	svcs, prbs, why = e.lookup(req, false)
-	if why != "" {
-		return nil, nil, why
+func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, reason string) {
+	svcs, prbs, reason = e.lookup(req, false)
+	if reason != "" {
+		return nil, nil, reason
 	}
 	for _, s := range svcs {
-		if why := e.neverUsable(s); why != "" {
-			return nil, nil, why
+		if reason := e.neverUsable(s); reason != "" {
+			return nil, nil, reason
 		}
 	}
-	if why := e.overOffer(req); why != "" {
-		return nil, nil, why
+	if reason := e.overOffer(req); reason != "" {
+		return nil, nil, reason
 	}
 	for _, p := range prbs {
 		if !p.mod.enabled {
@@ -59,7 +59,7 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, why 
 // first one missing and says why, unless partial, when it takes what
 // exists and says nothing (a lease restored from the store keeps what is
 // left of it).
-func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs []*probe, why string) {
+func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs []*probe, reason string) {
 	seen := map[*service]bool{}
 	addSvc := func(s *service) {
 		if !seen[s] {
@@ -143,8 +143,8 @@ func (e *Engine) capNames() []string  { return slices.Sorted(maps.Keys(e.caps)) 
 func (e *Engine) poolNames() []string { return slices.Sorted(maps.Keys(e.pools)) }
 
 func (e *Engine) acquire(a Acquire) {
-	reject := func(why string) {
-		e.emit(Rejected{Lease: a.Lease, Reason: why})
+	reject := func(reason string) {
+		e.emit(Rejected{Lease: a.Lease, Reason: reason})
 	}
 	switch {
 	case a.Lease == "":
@@ -162,9 +162,9 @@ func (e *Engine) acquire(a Acquire) {
 	case e.attempts[a.Attempt] > 0 && e.acquireAgain(a):
 		return
 	}
-	svcs, prbs, why := e.resolve(a.Requirements)
-	if why != "" {
-		reject(why)
+	svcs, prbs, reason := e.resolve(a.Requirements)
+	if reason != "" {
+		reject(reason)
 		return
 	}
 	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs}
@@ -180,7 +180,7 @@ func (e *Engine) acquire(a Acquire) {
 		return
 	}
 	if a.Wait == 0 {
-		e.dropWaiting(l, e.whyWaiting(l))
+		e.dropWaiting(l, e.waitingReason(l))
 		return
 	}
 	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
@@ -250,7 +250,7 @@ func (e *Engine) acquireAgain(a Acquire) bool {
 	l.id = a.Lease
 	e.leases[l.id] = l
 	if a.Wait == 0 {
-		e.dropWaiting(l, e.whyWaiting(l))
+		e.dropWaiting(l, e.waitingReason(l))
 		return true
 	}
 	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
@@ -328,8 +328,8 @@ func (e *Engine) admitWaiting() {
 		if e.tryAdmit(l, blocked) {
 			continue // tryAdmit removed it (never one over the offer: its tokens exceed the capacity)
 		}
-		if why := e.overOffer(l.req); why != "" {
-			e.dropWaiting(l, why) // its pool's offer shrank: it would block the pool for ever
+		if reason := e.overOffer(l.req); reason != "" {
+			e.dropWaiting(l, reason) // its pool's offer shrank: it would block the pool for ever
 			continue
 		}
 		if e.poolBlocked(l) {
@@ -452,9 +452,9 @@ func (e *Engine) removeWaiting(l *lease) {
 }
 
 // dropWaiting ends a waiting lease with a rejection.
-func (e *Engine) dropWaiting(l *lease, why string) {
+func (e *Engine) dropWaiting(l *lease, reason string) {
 	e.endWaiting(l)
-	e.emit(Rejected{Lease: l.id, Reason: why})
+	e.emit(Rejected{Lease: l.id, Reason: reason})
 	e.unblockMemory()
 }
 
@@ -483,10 +483,10 @@ func (e *Engine) forgetLease(l *lease) {
 
 // failWaitingFor rejects the waiting leases that need the service s or
 // the probe p (either may be nil).
-func (e *Engine) failWaitingFor(s *service, p *probe, why string) {
+func (e *Engine) failWaitingFor(s *service, p *probe, reason string) {
 	for _, l := range slices.Clone(e.waiting) {
 		if s != nil && slices.Contains(l.services, s) || p != nil && slices.Contains(l.probes, p) {
-			e.dropWaiting(l, why)
+			e.dropWaiting(l, reason)
 		}
 	}
 }
@@ -496,11 +496,11 @@ func (e *Engine) leaseWaitOver(id LeaseID) {
 	if l == nil || l.admitted {
 		return
 	}
-	e.dropWaiting(l, "not admitted in time: "+e.whyWaiting(l))
+	e.dropWaiting(l, "not admitted in time: "+e.waitingReason(l))
 }
 
 // whyWaiting says, for people, what a waiting lease is waiting for.
-func (e *Engine) whyWaiting(l *lease) string {
+func (e *Engine) waitingReason(l *lease) string {
 	var parts []string
 	for _, s := range l.services {
 		if s.usable() {
@@ -616,11 +616,11 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 // services are referenced again, so that adoption keeps them up.
 func (e *Engine) restoreLease(r LeaseRecord) {
 	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
-	svcs, prbs, why := e.resolve(r.Requirements)
-	if why != "" {
+	svcs, prbs, reason := e.resolve(r.Requirements)
+	if reason != "" {
 		// Keep the lease (its attempt stays live, its objects safe) but
 		// reference what still exists.
-		e.note("lease "+string(r.ID), "restored, but %s", why)
+		e.note("lease "+string(r.ID), "restored, but %s", reason)
 		svcs, prbs, _ = e.lookup(r.Requirements, true)
 	}
 	l.services, l.probes = svcs, prbs

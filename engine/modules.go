@@ -17,7 +17,7 @@ type module struct {
 	services []*service
 	probes   []*probe
 	// stopWhy is why its services stop when it is disabled.
-	stopWhy string
+	stopReason string
 	// removed: gone from the configuration. Disabled, it stays until its
 	// services have stopped, then it is forgotten.
 	removed bool
@@ -73,12 +73,12 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 		if !spec.RunsOn(e.cfg.Platform) {
 			e.skipped = append(e.skipped, spec.FullName())
 			e.note(spec.FullName(), "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
-			why := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform, spec.Platforms)
+			reason := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform, spec.Platforms)
 			for _, c := range spec.Capabilities {
-				e.offPlatform["capability "+c] = why
+				e.offPlatform["capability "+c] = reason
 			}
 			for _, p := range spec.Pools {
-				e.offPlatform["pool "+p] = why
+				e.offPlatform["pool "+p] = reason
 			}
 			continue
 		}
@@ -146,25 +146,25 @@ func (e *Engine) rebuildIndex() {
 	clear(e.pools)
 	clear(e.offline)
 	for _, s := range e.svcOrder {
-		why := ""
+		reason := ""
 		switch {
 		case s.removed:
-			why = fmt.Sprintf("service %s was removed from its module", s.name)
+			reason = fmt.Sprintf("service %s was removed from its module", s.name)
 		case s.mod.removed:
-			why = fmt.Sprintf("service %s: module %s was removed from the configuration", s.name, s.mod.name)
+			reason = fmt.Sprintf("service %s: module %s was removed from the configuration", s.name, s.mod.name)
 		case !s.mod.enabled:
-			why = fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
+			reason = fmt.Sprintf("service %s: module %s is disabled", s.name, s.mod.name)
 		}
 		for _, c := range s.spec.Capabilities {
-			if why != "" {
-				e.offline["capability "+c] = why
+			if reason != "" {
+				e.offline["capability "+c] = reason
 				continue
 			}
 			e.caps[c] = provider{svc: s}
 		}
 		for _, p := range s.spec.Pools {
-			if why != "" {
-				e.offline["pool "+p] = why
+			if reason != "" {
+				e.offline["pool "+p] = reason
 				continue
 			}
 			e.pools[p] = s
@@ -196,20 +196,20 @@ func (e *Engine) enableModule(m *module) {
 }
 
 // disableModule stops a module's services and fails the requests waiting
-// for them with why.
-func (e *Engine) disableModule(m *module, why string) {
+// for them with reason.
+func (e *Engine) disableModule(m *module, reason string) {
 	m.enabled = false
 	for _, s := range m.services {
 		// A service still unknown is fingerprinted all the same: if it runs,
 		// it is stopped (fingerprinted), else it is stopped already.
-		e.failWaitingFor(s, nil, why)
+		e.failWaitingFor(s, nil, reason)
 		e.markDirty(s)
 	}
 	for _, p := range m.probes {
 		p.due = false
 		p.reported, p.healthy, p.message, p.checked = false, false, "", time.Time{}
 		e.cancelTimer(p.slot, TimerProbe, p.name)
-		e.failWaitingFor(nil, p, why)
+		e.failWaitingFor(nil, p, reason)
 	}
 }
 
@@ -219,14 +219,14 @@ func (e *Engine) disableModule(m *module, why string) {
 // will serve them again. Its probes go at once; its services, and then the
 // module, are forgotten once stopped.
 func (e *Engine) removeModule(m *module) {
-	why := fmt.Sprintf("module %s was removed from the configuration", m.name)
+	reason := fmt.Sprintf("module %s was removed from the configuration", m.name)
 	e.note("module "+m.name, "removed from the configuration: its services stop, then leave")
 	m.removed = true
-	m.stopWhy = "module removed from the configuration"
+	m.stopReason = "module removed from the configuration"
 	if m.enabled {
-		e.disableModule(m, why)
+		e.disableModule(m, reason)
 	}
-	e.endLeasesNeeding(func(s *service) bool { return s.mod == m }, func(p *probe) bool { return p.mod == m }, why)
+	e.endLeasesNeeding(func(s *service) bool { return s.mod == m }, func(p *probe) bool { return p.mod == m }, reason)
 	for _, p := range m.probes {
 		p.removed = true
 		e.cancelTimer(p.slot, TimerProbe, p.name)
@@ -242,7 +242,7 @@ func (e *Engine) removeModule(m *module) {
 // endLeasesNeeding ends the admitted leases that need a service or probe
 // matched by svc or prb: nothing will serve them again. Their holders get
 // Expired with why, and their next renew or release is told why too.
-func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, why string) {
+func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, reason string) {
 	var ids []LeaseID
 	for id, l := range e.leases {
 		if l.admitted && (slices.ContainsFunc(l.services, svc) || slices.ContainsFunc(l.probes, prb)) {
@@ -251,19 +251,19 @@ func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		e.note("lease "+string(id), "ended: %s", why)
+		e.note("lease "+string(id), "ended: %s", reason)
 		e.endLease(e.leases[id])
-		e.ended[id] = why
-		e.emit(Expired{Lease: id, Reason: why})
+		e.ended[id] = reason
+		e.emit(Expired{Lease: id, Reason: reason})
 	}
 }
 
 // unknownLease answers a renew or release of a lease the engine does not
 // hold, saying why the first time if the engine ended it itself.
 func (e *Engine) unknownLease(id LeaseID) {
-	why := e.ended[id]
+	reason := e.ended[id]
 	delete(e.ended, id)
-	e.emit(LeaseUnknown{Lease: id, Reason: why})
+	e.emit(LeaseUnknown{Lease: id, Reason: reason})
 }
 
 // forgetModuleIfEmpty drops a removed module once it has no services left.
@@ -276,11 +276,11 @@ func (e *Engine) forgetModuleIfEmpty(m *module) {
 }
 
 // reload applies a new module set: enabling, disabling, adding modules,
-// and updating the manifests of loaded ones in place. why is Reload.Why.
-func (e *Engine) reload(specs []ModuleSpec, why string) {
-	disabled, stopWhy := "disabled", "module disabled"
-	if why != "" {
-		disabled, stopWhy = "disabled: "+why, why
+// and updating the manifests of loaded ones in place. reason is Reload.Reason.
+func (e *Engine) reload(specs []ModuleSpec, reason string) {
+	disabled, stopReason := "disabled", "module disabled"
+	if reason != "" {
+		disabled, stopReason = "disabled: "+reason, reason
 	}
 	seen := map[string]bool{}
 	for _, ms := range sortedSpecs(specs) {
@@ -316,7 +316,7 @@ func (e *Engine) reload(specs []ModuleSpec, why string) {
 			e.enableModule(m)
 		case !ms.Enabled && m.enabled:
 			e.note("module "+m.name, "%s", disabled)
-			m.stopWhy = stopWhy
+			m.stopReason = stopReason
 			e.disableModule(m, fmt.Sprintf("module %s was disabled", m.name))
 		}
 	}
@@ -326,7 +326,7 @@ func (e *Engine) reload(specs []ModuleSpec, why string) {
 		}
 	}
 	e.rebuildIndex()
-	if why == "" {
+	if reason == "" {
 		e.doctor("configuration reloaded")
 	}
 }

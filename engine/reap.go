@@ -48,7 +48,7 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 	}
 	seen := map[string]bool{}
 	for _, o := range list.Objects {
-		if why := e.keep(s, snap, o); why != "" {
+		if reason := e.keep(s, snap, o); reason != "" {
 			continue
 		}
 		seen[o.ID] = true

@@ -38,7 +38,7 @@ type service struct {
 	refs, waiting int  // admitted and waiting leases that need it
 	idleTimer     bool // the idle timer is pending
 	idleExpired   bool // idle_timeout_s passed with no user
-	stopWhy       string
+	stopReason    string
 	lastUsed      time.Time
 
 	failures     int
@@ -77,13 +77,13 @@ func (s *service) enabled() bool { return s.mod.enabled && !s.removed }
 // manifest, or its module from the configuration.
 func (s *service) gone() bool { return s.removed || s.mod.removed }
 
-// disabledWhy is why a service that is not enabled is stopped.
-func (s *service) disabledWhy() string {
+// disabledReason is why a service that is not enabled is stopped.
+func (s *service) disabledReason() string {
 	switch {
 	case s.removed:
 		return "removed from its module's manifest"
-	case s.mod.stopWhy != "":
-		return s.mod.stopWhy
+	case s.mod.stopReason != "":
+		return s.mod.stopReason
 	}
 	return "module disabled"
 }
@@ -161,7 +161,7 @@ func (s *service) reconcile(e *Engine) {
 		if s.spec.Lifecycle == manifest.Manual {
 			s.setState(e, sStopped)
 		} else {
-			e.beginStop(s, s.disabledWhy())
+			e.beginStop(s, s.disabledReason())
 		}
 	}
 	switch s.state {
@@ -310,18 +310,18 @@ func (e *Engine) startReason(s *service) string {
 }
 
 // beginStop asks for a graceful stop of a running service.
-func (e *Engine) beginStop(s *service, why string) {
+func (e *Engine) beginStop(s *service, reason string) {
 	if s.idleTimer {
 		s.idleTimer = false
 		e.cancelTimer(s.slot, TimerIdle, s.name)
 	}
 	s.idleExpired = false
-	s.stopWhy = why
+	s.stopReason = reason
 	s.readyDue = false
 	s.startDeadline = time.Time{}
 	e.cancelWatch(s)
 	s.setState(e, sStopping)
-	e.note(s.name, "stopping: %s", why)
+	e.note(s.name, "stopping: %s", reason)
 	e.markDirty(s)
 }
 
@@ -343,7 +343,7 @@ func (e *Engine) cancelWatch(s *service) {
 func (e *Engine) serviceOp(s *service, op protocol.Op, object string) {
 	// One op at a time per service: its opRun is reused, not allocated.
 	r := &s.run
-	*r = opRun{op: op, svc: s, stopWhy: s.stopWhy}
+	*r = opRun{op: op, svc: s, stopReason: s.stopReason}
 	var args []string
 	timeout := protocol.DefaultTimeout(op)
 	switch op {
@@ -574,7 +574,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		case running && !s.enabled():
 			// Disabled or removed while its fingerprint ran: stop it.
 			s.setState(e, sReady)
-			e.beginStop(s, s.disabledWhy())
+			e.beginStop(s, s.disabledReason())
 		case running && s.unhealthy:
 			// The previous agent marked it unhealthy, and its cleanup
 			// stop may have died with it: finish the cleanup.
@@ -636,12 +636,12 @@ func (e *Engine) becameReady(s *service) {
 
 // stopped records the end of a stop and what follows it.
 func (e *Engine) stopped(s *service) {
-	why := s.stopWhy
-	s.stopWhy = ""
+	reason := s.stopReason
+	s.stopReason = ""
 	s.frozen = false
 	s.setState(e, sStopped)
 	e.cancelWatch(s)
-	e.note(s.name, "stopped (%s)", why)
+	e.note(s.name, "stopped (%s)", reason)
 	if s.gone() && s.idle() {
 		e.forget(s)
 		return
@@ -689,21 +689,21 @@ func (e *Engine) containerEmptied(s *service) {
 
 // fail counts a failure: after a cleanup stop the service backs off, or at
 // max_failures becomes unhealthy.
-func (e *Engine) fail(s *service, why string) {
+func (e *Engine) fail(s *service, reason string) {
 	s.failures++
-	s.reason = why
+	s.reason = reason
 	max := s.spec.Restart.MaxFailures
 	if s.failures >= max {
 		s.unhealthy = true
 		s.backoffUntil = time.Time{}
-		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, why)
+		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, reason)
 		e.failWaitingFor(s, nil, s.unhealthyReason())
 	} else {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)
 		s.backoffTimer = true
 		e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
-		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, why, s.backoffUntil.Format(time.RFC3339Nano), d)
+		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, reason, s.backoffUntil.Format(time.RFC3339Nano), d)
 	}
 	e.persistService(s)
 	e.admitDirty = true

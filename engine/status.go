@@ -93,7 +93,7 @@ func (e *Engine) Status() Status {
 			Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
 		}
 		if s.state == sStopping {
-			ss.StopReason = s.stopWhy
+			ss.StopReason = s.stopReason
 		}
 		if len(s.pools) > 0 {
 			ss.Pools = make(map[string]int64, len(s.pools))

@@ -387,16 +387,16 @@ type killer struct {
 	killed    bool
 }
 
-// terminate sends SIGTERM to the group and arms the SIGKILL; why records
+// terminate sends SIGTERM to the group and arms the SIGKILL; reason records
 // the cause. It does nothing once the op's process has exited or a
 // termination is under way.
-func (k *killer) terminate(why *bool) {
+func (k *killer) terminate(reason *bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.gone || !k.termAt.IsZero() {
 		return
 	}
-	*why = true
+	*reason = true
 	k.termAt = time.Now()
 	signalGroup(k.pgid, syscall.SIGTERM)
 	k.graceKill = time.AfterFunc(k.grace, k.kill)

@@ -158,8 +158,8 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	sn.Path = filepath.Join(n.root, "bundles", "benchnone", "bin", "escape")
 	sn.Dir = filepath.Join(n.root, "bundles", "benchnone")
 	b.Run("sandboxed-netns", func(b *testing.B) {
-		if hostFacts().netnsWhy != "" {
-			b.Skip(hostFacts().netnsWhy)
+		if hostFacts().netnsReason != "" {
+			b.Skip(hostFacts().netnsReason)
 		}
 		vsC(b, runSpec(sn))
 	})
@@ -205,8 +205,8 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	}
 	// Last: the kernel tears the namespaces down in the background.
 	b.Run("netns-per-op", func(b *testing.B) {
-		if hostFacts().netnsWhy != "" {
-			b.Skip(hostFacts().netnsWhy)
+		if hostFacts().netnsReason != "" {
+			b.Skip(hostFacts().netnsReason)
 		}
 		vsC(b, runSpec(pn))
 	})

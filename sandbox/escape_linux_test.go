@@ -36,14 +36,14 @@ func needRoot(t testing.TB) {
 func needLandlock(t testing.TB, abi int) {
 	t.Helper()
 	if f := hostFacts(); f.landlock < abi {
-		skipUnless(t, fmt.Sprintf("Landlock ABI %d needed, this kernel has %d (%s)", abi, f.landlock, f.landlockWhy))
+		skipUnless(t, fmt.Sprintf("Landlock ABI %d needed, this kernel has %d (%s)", abi, f.landlock, f.landlockReason))
 	}
 }
 
 func needNetNS(t testing.TB) {
 	t.Helper()
-	if f := hostFacts(); f.netnsWhy != "" {
-		skipUnless(t, "network namespaces: "+f.netnsWhy)
+	if f := hostFacts(); f.netnsReason != "" {
+		skipUnless(t, "network namespaces: "+f.netnsReason)
 	}
 }
 
@@ -153,7 +153,7 @@ const (
 type escapeCase struct {
 	check, arg string
 	want       string // allowed, denied, or an exact value
-	why        string
+	reason     string
 }
 
 // TestEscapes runs, in both modes, the ops of a module with network
@@ -302,9 +302,9 @@ func testEscapes(t *testing.T, mode, runAs string) {
 					ok = g != allowed && g != "" && g != "unknown check"
 				}
 				if !ok {
-					t.Errorf("%s %s (%s): got %q, want %s", c.check, c.arg, c.why, g, c.want)
+					t.Errorf("%s %s (%s): got %q, want %s", c.check, c.arg, c.reason, g, c.want)
 				} else if testing.Verbose() {
-					t.Logf("%-8s %-60s %-22s %s", c.check, c.arg, g, c.why)
+					t.Logf("%-8s %-60s %-22s %s", c.check, c.arg, g, c.reason)
 				}
 			}
 			if asRoot {

@@ -39,15 +39,15 @@ func requireFeatures() bool { return os.Getenv("REQUIRE_KERNEL_FEATURES") == "1"
 
 // skipUnless skips (or, with REQUIRE_KERNEL_FEATURES=1, fails) the test
 // when why is not "".
-func skipUnless(t testing.TB, why string) {
+func skipUnless(t testing.TB, reason string) {
 	t.Helper()
-	if why == "" {
+	if reason == "" {
 		return
 	}
 	if requireFeatures() {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", why)
+		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
 	}
-	t.Skip(why)
+	t.Skip(reason)
 }
 
 var (

@@ -36,7 +36,7 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 	}
 
 	if f.landlock < 1 {
-		missing(LayerLandlock, "%s: the op's filesystem is not confined", f.landlockWhy)
+		missing(LayerLandlock, "%s: the op's filesystem is not confined", f.landlockReason)
 	} else {
 		p.Landlock = f.landlock
 		if f.landlock < 3 {
@@ -46,8 +46,8 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 			missing(LayerScope, "Landlock ABI %d < 6 (Linux 6.12): the op can connect to the abstract Unix sockets of processes outside its sandbox (with network \"host\": the host's, such as an old containerd-shim's)", f.landlock)
 		}
 	}
-	if f.nnpWhy != "" {
-		missing(LayerNoNewPrivs, "%s", f.nnpWhy)
+	if f.nnpReason != "" {
+		missing(LayerNoNewPrivs, "%s", f.nnpReason)
 	}
 
 	const sameUser = "an op can then signal svcrun (SIGKILL ends it) and read svcrun's environment in /proc/<svcrun>/environ: Landlock stops neither for the op's own user (the svcrun thread that forks the op shares its domain; Landlock guards only attaching to a process outside it)"
@@ -77,8 +77,8 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 	}
 
 	if p.Network == manifest.NetworkNone {
-		if f.netnsWhy != "" {
-			missing(LayerNetNS, "network = \"none\" but %s: the op has the host's network", f.netnsWhy)
+		if f.netnsReason != "" {
+			missing(LayerNetNS, "network = \"none\" but %s: the op has the host's network", f.netnsReason)
 		} else {
 			p.NetNS = true
 		}
@@ -154,8 +154,8 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 
 	state, sock := resolvePartial(cfg.DataDir), resolvePartial(cfg.Socket)
 	for _, r := range rules {
-		if what, why := manifest.Forbidden(r.Path); what != "" {
-			return nil, nil, fmt.Errorf("%s %s reaches %s (%s), which is never granted", r.What, r.Path, what, why)
+		if what, reason := manifest.Forbidden(r.Path); what != "" {
+			return nil, nil, fmt.Errorf("%s %s reaches %s (%s), which is never granted", r.What, r.Path, what, reason)
 		}
 		if r.What != "data dir" && manifest.ContainsPath(r.Path, state) {
 			return nil, nil, fmt.Errorf("%s %s contains svcrun's data dir %s (svcrun's state and every module's data): move the data dir out of it", r.What, r.Path, state)

@@ -64,16 +64,16 @@ func TestPlanLayers(t *testing.T) {
 		want    []Layer
 	}{
 		{"everything", full, manifest.NetworkNone, "nobody", nil},
-		{"no landlock", facts{goos: "linux", landlockWhy: "the kernel has no Landlock", euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerLandlock}},
+		{"no landlock", facts{goos: "linux", landlockReason: "the kernel has no Landlock", euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerLandlock}},
 		{"abi 2", facts{goos: "linux", landlock: 2, euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerTruncate, LayerScope}},
 		{"abi 5", facts{goos: "linux", landlock: 5, euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerScope}},
-		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsWhy: "unshare: EPERM"}, manifest.NetworkNone, "nobody", []Layer{LayerNetNS}},
-		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsWhy: "unshare: EPERM"}, manifest.NetworkHost, "nobody", nil},
+		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkNone, "nobody", []Layer{LayerNetNS}},
+		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkHost, "nobody", nil},
 		{"root without run_as", full, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
 		{"root without run_as, abi 9", facts{goos: "linux", landlock: 9, euid: 0}, manifest.NetworkHost, "", []Layer{LayerRunAs}},
 		{"not root", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
 		{"not root with run_as", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "nobody", []Layer{LayerRunAs, LayerUnixSockets}},
-		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpWhy: "prctl: EINVAL"}, manifest.NetworkHost, "nobody", []Layer{LayerNoNewPrivs}},
+		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpReason: "prctl: EINVAL"}, manifest.NetworkHost, "nobody", []Layer{LayerNoNewPrivs}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fx := newPlanFixture(t, nodeconfig.SandboxRequire, c.network, c.runAs)
@@ -97,7 +97,7 @@ func TestPlanLayers(t *testing.T) {
 			if err := p.Err(); err != nil {
 				t.Errorf("best_effort refused: %v", err)
 			}
-			if p.NetNS != (c.network == manifest.NetworkNone && c.f.netnsWhy == "") {
+			if p.NetNS != (c.network == manifest.NetworkNone && c.f.netnsReason == "") {
 				t.Errorf("NetNS %v", p.NetNS)
 			}
 			if (p.RunAs != nil) != (c.runAs != "" && c.f.euid == 0) {

@@ -31,19 +31,19 @@ func probeFacts() facts {
 	f := facts{goos: "linux", euid: os.Geteuid()}
 	abi, err := landlockABI()
 	if err != nil {
-		f.landlockWhy = err.Error()
+		f.landlockReason = err.Error()
 	}
 	done := make(chan struct{})
 	goLocked(func() {
 		defer close(done)
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			f.netnsWhy = fmt.Sprintf("unshare(CLONE_NEWNET): %v", err)
+			f.netnsReason = fmt.Sprintf("unshare(CLONE_NEWNET): %v", err)
 			if errors.Is(err, unix.EPERM) && f.euid != 0 {
-				f.netnsWhy += " (svcrun is not root: entering a network namespace needs CAP_SYS_ADMIN)"
+				f.netnsReason += " (svcrun is not root: entering a network namespace needs CAP_SYS_ADMIN)"
 			}
 		}
 		if err := setNoNewPrivs(); err != nil {
-			f.nnpWhy = err.Error()
+			f.nnpReason = err.Error()
 		}
 		if abi > 0 {
 			fd, err := buildRuleset(nil, abi, scoped(abi))
@@ -52,7 +52,7 @@ func probeFacts() facts {
 				unix.Close(fd)
 			}
 			if err != nil {
-				f.landlockWhy = fmt.Sprintf("Landlock ABI %d is there but cannot be enforced here: %v", abi, err)
+				f.landlockReason = fmt.Sprintf("Landlock ABI %d is there but cannot be enforced here: %v", abi, err)
 				abi = 0
 			}
 		}
@@ -68,13 +68,13 @@ func probeFacts() facts {
 // whether it can and removes it again).
 func Probe() Support {
 	f := hostFacts()
-	s := Support{OS: "linux", Enforced: true, EUID: f.euid, Landlock: f.landlock, LandlockReason: f.landlockWhy}
+	s := Support{OS: "linux", Enforced: true, EUID: f.euid, Landlock: f.landlock, LandlockReason: f.landlockReason}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		s.Kernel = unix.ByteSliceToString(u.Release[:])
 	}
-	s.NoNewPrivs = feature(f.nnpWhy)
-	s.NetNS = feature(f.netnsWhy)
+	s.NoNewPrivs = feature(f.nnpReason)
+	s.NetNS = feature(f.netnsReason)
 	s.UserNS = feature(probeUserNS())
 	s.CoreHard = feature("")
 	if f.euid == 0 && !hasCapability(unix.CAP_SYS_RESOURCE) {
@@ -84,7 +84,7 @@ func Probe() Support {
 	return s
 }
 
-func feature(why string) cgroup.Feature { return cgroup.Feature{OK: why == "", Reason: why} }
+func feature(reason string) cgroup.Feature { return cgroup.Feature{OK: reason == "", Reason: reason} }
 
 // probeUserNS says why a child cannot be cloned into a new user namespace,
 // or "". The child execs a path that does not exist: ENOENT means the

@@ -15,14 +15,14 @@ func notEnforced(goos string) string {
 }
 
 func hostFacts() facts {
-	why := notEnforced(runtime.GOOS)
-	return facts{goos: runtime.GOOS, landlockWhy: why, nnpWhy: why, netnsWhy: why, euid: -1}
+	reason := notEnforced(runtime.GOOS)
+	return facts{goos: runtime.GOOS, landlockReason: reason, nnpReason: reason, netnsReason: reason, euid: -1}
 }
 
 // Probe says that the sandbox is not enforced on this platform.
 func Probe() Support {
-	why := notEnforced(runtime.GOOS)
-	no := cgroup.Feature{Reason: why}
-	return Support{OS: runtime.GOOS, Reason: why, EUID: -1, LandlockReason: why,
+	reason := notEnforced(runtime.GOOS)
+	no := cgroup.Feature{Reason: reason}
+	return Support{OS: runtime.GOOS, Reason: reason, EUID: -1, LandlockReason: reason,
 		NoNewPrivs: no, NetNS: no, UserNS: no, CoreHard: no, Cgroup: cgroup.Probe()}
 }

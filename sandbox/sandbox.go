@@ -46,11 +46,11 @@ var ScopeSignals = false
 
 // Missing is a layer that a module's ops run without, and why.
 type Missing struct {
-	Layer Layer
-	Why   string
+	Layer  Layer
+	Reason string
 }
 
-func (m Missing) String() string { return string(m.Layer) + ": " + m.Why }
+func (m Missing) String() string { return string(m.Layer) + ": " + m.Reason }
 
 // Access is what a Rule allows beneath its path.
 type Access uint8
@@ -290,11 +290,11 @@ func lookupAccount(name string) (*Account, error) {
 // facts are what the plan needs to know of the host.
 type facts struct {
 	goos string
-	// landlock is the Landlock ABI, 0 when unusable (landlockWhy says
+	// landlock is the Landlock ABI, 0 when unusable (landlockReason says
 	// why).
-	landlock    int
-	landlockWhy string
-	nnpWhy      string // "" when no_new_privs works
-	netnsWhy    string // "" when a network namespace can be entered
-	euid        int
+	landlock       int
+	landlockReason string
+	nnpReason      string // "" when no_new_privs works
+	netnsReason    string // "" when a network namespace can be entered
+	euid           int
 }

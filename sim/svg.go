@@ -268,12 +268,12 @@ func (t *timeline) effect(r Record) {
 		} else {
 			x := f.(engine.Expired)
 			id = string(x.Lease)
-			why := "not renewed in time"
+			reason := "not renewed in time"
 			if x.Reason != "" {
-				why = x.Reason
+				reason = x.Reason
 			}
 			if l := t.leases[id]; l != nil {
-				l.marks = append(l.marks, mark{r.At, "expired", "expired: " + why})
+				l.marks = append(l.marks, mark{r.At, "expired", "expired: " + reason})
 			}
 		}
 		for _, n := range t.leaseSvc[id] {

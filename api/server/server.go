@@ -323,12 +323,12 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "", err)
 		return
 	}
-	release := func(why string) {
+	release := func(reason string) {
 		// Nobody would hold the lease: give it back.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Second)
 		defer cancel()
 		err := s.a.Release(ctx, g.Lease)
-		s.log.Warn("lease admitted but "+why+": released", "lease", g.Lease, "attempt", g.Attempt, "error", err)
+		s.log.Warn("lease admitted but "+reason+": released", "lease", g.Lease, "attempt", g.Attempt, "error", err)
 	}
 	if r.Context().Err() != nil {
 		release("its client went away")
