@@ -44,10 +44,10 @@ func printStatus(out io.Writer, st api.Status) {
 	if st.SandboxHost != "" {
 		fmt.Fprintf(out, "  this host: %s\n", strings.ReplaceAll(strings.TrimSpace(st.SandboxHost), "\n", "\n  "))
 	}
-	if len(st.SandboxGaps) == 0 {
+	if len(st.SandboxMissing) == 0 {
 		fmt.Fprintln(out, "  every module runs with every layer of its sandbox")
 	}
-	for _, g := range st.SandboxGaps {
+	for _, g := range st.SandboxMissing {
 		fmt.Fprintf(out, "  %s\n", g)
 	}
 	if st.Containers != "" {
