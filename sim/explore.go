@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
@@ -138,17 +139,8 @@ func admittedLeases(w *World) string {
 	return strings.Join(ids, ",")
 }
 
-// Scenario writes the exploration's inputs as a scenario file (without its
-// expected trace): `svcsim run FILE` shows what happened. The node is
-// regenerated from the seed, so the file names the seed to rebuild it.
-func (x Exploration) Scenario() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# svcsim explore --seeds 1 --seed %d --steps %d\n", x.Seed, x.Steps)
-	if x.Err != nil {
-		fmt.Fprintf(&b, "# failed: %s\n", strings.ReplaceAll(x.Err.Error(), "\n", "\n# "))
-	}
-	draw := SeededDraw(x.Seed)
-	cfg, mods, behaviours := GenNode(draw, exploreNode)
-	b.WriteString(ScenarioText(cfg, mods, behaviours, x.Inputs))
-	return b.String()
+// Node regenerates the exploration's node from its seed: its
+// configuration, modules and the behaviours of their services.
+func (x Exploration) Node() (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
+	return GenNode(SeededDraw(x.Seed), exploreNode)
 }

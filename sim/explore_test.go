@@ -28,19 +28,3 @@ func TestExploreIsDeterministic(t *testing.T) {
 		}
 	}
 }
-
-// TestExplorationAsScenario checks that an exploration's inputs read back
-// as a scenario file that runs.
-func TestExplorationAsScenario(t *testing.T) {
-	for _, seed := range []uint64{3, 11, 29} {
-		x := Explore(seed, 150)
-		text := x.Scenario()
-		sc, err := ParseScenario("explore.txt", []byte(text))
-		if err != nil {
-			t.Fatalf("seed %d: %v\n%s", seed, err, text)
-		}
-		if _, err := sc.Run(); err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-	}
-}

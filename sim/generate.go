@@ -213,3 +213,10 @@ func (a *Actor) Act(kind string, draw Draw) bool {
 	}
 	return true
 }
+
+// serviceTarget is the target of a service name the generator took from
+// the node's modules, so it always parses.
+func serviceTarget(name string) engine.Target {
+	t, _ := engine.ServiceTarget(name)
+	return t
+}

@@ -1,6 +1,3 @@
-// Package sim is the simulated world: the engine and the shared driver loop
-// on virtual time, with the fake executor and an in-memory store. Scenarios,
-// property tests, exploration and benchmarks all run in a World.
 package sim
 
 import (

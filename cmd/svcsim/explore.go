@@ -9,6 +9,7 @@ import (
 
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/sim"
+	"github.com/oarbank/svcrun/sim/scenario"
 )
 
 // runExplore is `svcsim explore --seeds N [--seed S] [--steps K]`: N seeded
@@ -40,7 +41,7 @@ func runExplore(_ context.Context, env *cli.Env, args []string) error {
 			continue
 		}
 		fmt.Fprintf(env.Stderr, "seed %d: %v\n\nthe end of the trace:\n%s\n", seed, x.Err, strings.Join(x.Recent, "\n"))
-		if err := os.WriteFile(*out, []byte(x.Scenario()), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(scenario.Explored(x)), 0o644); err != nil {
 			return fmt.Errorf("write the reproducing scenario: %w", err)
 		}
 		fmt.Fprintf(env.Stderr, "\nreproduce: svcsim explore --seeds 1 --seed %d --steps %d\nthe inputs as a scenario: %s (svcsim run %s)\n", seed, *steps, *out, *out)

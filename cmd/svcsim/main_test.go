@@ -18,7 +18,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-const scenario = `# a tiny scenario
+const tinyScenario = `# a tiny scenario
 module
 [module]
 name = "db"
@@ -37,7 +37,7 @@ run 10s
 func TestTestRewriteThenPass(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tiny.txt")
-	if err := os.WriteFile(file, []byte(scenario), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(tinyScenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errs := run(t, "test", dir); code != 1 || !strings.Contains(errs, "no expected trace") {
@@ -50,7 +50,7 @@ func TestTestRewriteThenPass(t *testing.T) {
 		t.Fatalf("after rewrite: exit %d\n%s%s", code, out, errs)
 	}
 	data, _ := os.ReadFile(file)
-	if !strings.HasPrefix(string(data), scenario+"----\n") || !strings.Contains(string(data), "db/kv: stopped (idle for 5s)") {
+	if !strings.HasPrefix(string(data), tinyScenario+"----\n") || !strings.Contains(string(data), "db/kv: stopped (idle for 5s)") {
 		t.Fatalf("rewritten file:\n%s", data)
 	}
 	// A changed expectation fails with a diff naming the file.
@@ -67,7 +67,7 @@ func TestTestRewriteThenPass(t *testing.T) {
 func TestRunPrintsTraceAndSVG(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "tiny.txt")
-	os.WriteFile(file, []byte(scenario), 0o644)
+	os.WriteFile(file, []byte(tinyScenario), 0o644)
 	svg := filepath.Join(dir, "tiny.svg")
 	code, out, errs := run(t, "run", "--svg", svg, file)
 	if code != 0 || !strings.Contains(out, "> acquire l1") {
@@ -90,7 +90,7 @@ func TestRunPrintsTraceAndSVG(t *testing.T) {
 func TestErrors(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "bad.txt")
-	os.WriteFile(file, []byte(strings.Replace(scenario, "at 2s release l1", "at 2s relase l1", 1)), 0o644)
+	os.WriteFile(file, []byte(strings.Replace(tinyScenario, "at 2s release l1", "at 2s relase l1", 1)), 0o644)
 	if code, _, errs := run(t, "run", file); code != 1 || !strings.Contains(errs, file+":13: unknown input \"relase\"") {
 		t.Errorf("bad scenario: exit %d, stderr:\n%s", code, errs)
 	}

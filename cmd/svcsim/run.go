@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/oarbank/svcrun/internal/cli"
-	"github.com/oarbank/svcrun/sim"
+	"github.com/oarbank/svcrun/sim/scenario"
 )
 
 // runRun is `svcsim run [--svg OUT] FILE...`: it prints each scenario's
@@ -26,7 +26,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 	}
 	failed := false
 	for i, file := range files {
-		sc, err := sim.ParseScenarioFile(file)
+		sc, err := scenario.ParseFile(file)
 		if err != nil {
 			env.Printf("%v", err)
 			failed = true
@@ -55,7 +55,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 				}
 				out = filepath.Join(out, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))+".svg")
 			}
-			if err := os.WriteFile(out, sim.TimelineSVG(res), 0o644); err != nil {
+			if err := os.WriteFile(out, scenario.TimelineSVG(res), 0o644); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/oarbank/svcrun/internal/cli"
-	"github.com/oarbank/svcrun/sim"
+	"github.com/oarbank/svcrun/sim/scenario"
 )
 
 // runTest is `svcsim test [-rewrite] [DIR]`: every DIR/*.txt is replayed
@@ -40,7 +40,7 @@ func runTest(_ context.Context, env *cli.Env, args []string) error {
 	sort.Strings(files)
 	bad, rewritten := 0, 0
 	for _, f := range files {
-		c, err := sim.CheckScenarioFile(f, *rewrite)
+		c, err := scenario.CheckFile(f, *rewrite)
 		switch {
 		case err != nil:
 			fmt.Fprintf(env.Stderr, "FAIL %s\n%v\n", f, err)

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"fmt"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/sim"
 )
 
-// MaxScenarioSteps bounds the engine steps of one scenario, so that a
+// MaxSteps bounds the engine steps of one scenario, so that a
 // livelock of the engine (ops at the same instant forever) ends with an
 // error instead of hanging.
-const MaxScenarioSteps = 500_000
+const MaxSteps = 500_000
 
 // Result is one run of a scenario.
 type Result struct {
@@ -33,7 +34,7 @@ type recorder struct {
 func (rec *recorder) add(r Record) { rec.records = append(rec.records, r) }
 
 func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
-	at := now.Sub(Epoch)
+	at := now.Sub(sim.Epoch)
 	switch ev := ev.(type) {
 	case engine.Boot:
 		// A new engine numbers its ops from the start again; completions
@@ -90,13 +91,13 @@ func (sc *Scenario) Run() (*Result, error) {
 	rec := &recorder{ops: map[engine.OpID]OpInfo{}}
 	res := &Result{Scenario: sc, Until: sc.Until}
 
-	w := Build(sc.Config, specs, behaviours)
+	w := sim.Build(sc.Config, specs, behaviours)
 	rec.add(Record{Kind: RecInput, Text: fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))})
 	w.Observe = rec.observe
 	steps := 0
-	w.Check = func(*World) error {
-		if steps++; steps > MaxScenarioSteps {
-			return fmt.Errorf("more than %d engine steps: the engine does not settle", MaxScenarioSteps)
+	w.Check = func(*sim.World) error {
+		if steps++; steps > MaxSteps {
+			return fmt.Errorf("more than %d engine steps: the engine does not settle", MaxSteps)
 		}
 		return nil
 	}
@@ -114,7 +115,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	}
 	for i := range sc.Inputs {
 		in := &sc.Inputs[i]
-		w.RunFor(Epoch.Add(in.At).Sub(w.Now()))
+		w.RunFor(sim.Epoch.Add(in.At).Sub(w.Now()))
 		if w.Err() != nil {
 			return fail(in)
 		}
@@ -136,7 +137,7 @@ func (sc *Scenario) Run() (*Result, error) {
 		case "object":
 			o := in.object
 			if in.createdAt != nil {
-				o.CreatedAt = Epoch.Add(*in.createdAt)
+				o.CreatedAt = sim.Epoch.Add(*in.createdAt)
 			} else {
 				o.CreatedAt = w.Now()
 			}
@@ -173,7 +174,7 @@ func (sc *Scenario) Run() (*Result, error) {
 			return fail(in)
 		}
 	}
-	w.RunFor(Epoch.Add(sc.Until).Sub(w.Now()))
+	w.RunFor(sim.Epoch.Add(sc.Until).Sub(w.Now()))
 	if w.Err() != nil {
 		return fail(nil)
 	}
@@ -213,11 +214,11 @@ type Check struct {
 	Rewritten bool
 }
 
-// CheckScenarioFile runs a scenario file and compares its trace with the
+// CheckFile runs a scenario file and compares its trace with the
 // expected one; with rewrite, it writes the trace into the file instead
 // (only when it differs).
-func CheckScenarioFile(file string, rewrite bool) (*Check, error) {
-	sc, err := ParseScenarioFile(file)
+func CheckFile(file string, rewrite bool) (*Check, error) {
+	sc, err := ParseFile(file)
 	if err != nil {
 		return nil, err
 	}
@@ -242,9 +243,9 @@ func CheckScenarioFile(file string, rewrite bool) (*Check, error) {
 		return c, nil
 	}
 	if !sc.HasExpected {
-		c.Diff = fmt.Sprintf("%s: no expected trace (no %q line); run with -rewrite to record it\n", file, Separator)
+		c.Diff = fmt.Sprintf("%s: no expected trace (no %q line); run with -rewrite to record it\n", file, separator)
 		return c, nil
 	}
-	c.Diff = UnifiedDiff(sc.Expected, got, file+" (expected)", "actual trace", 3, 80)
+	c.Diff = unifiedDiff(sc.Expected, got, file+" (expected)", "actual trace", 3, 80)
 	return c, nil
 }

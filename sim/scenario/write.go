@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"fmt"
@@ -10,12 +10,27 @@ import (
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/sim"
 )
 
-// ScenarioText writes a node, its behaviours and a timeline as a scenario
+// Explored writes an exploration's inputs as a scenario file (without its
+// expected trace): `svcsim run FILE` shows what happened. The node is
+// regenerated from the seed, so the file names the seed to rebuild it.
+func Explored(x sim.Exploration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# svcsim explore --seeds 1 --seed %d --steps %d\n", x.Seed, x.Steps)
+	if x.Err != nil {
+		fmt.Fprintf(&b, "# failed: %s\n", strings.ReplaceAll(x.Err.Error(), "\n", "\n# "))
+	}
+	cfg, mods, behaviours := x.Node()
+	b.WriteString(writeScenario(cfg, mods, behaviours, x.Inputs))
+	return b.String()
+}
+
+// writeScenario writes a node, its behaviours and a timeline as a scenario
 // file (without an expected trace), so that a generated history can be read
 // and replayed with `svcsim run`.
-func ScenarioText(cfg engine.Config, mods []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour, inputs []string) string {
+func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour, inputs []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v\n\n",
 		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)

@@ -1,15 +1,15 @@
-package sim
+package scenario
 
 import (
 	"fmt"
 	"strings"
 )
 
-// UnifiedDiff compares two texts line by line and renders the differences
+// unifiedDiff compares two texts line by line and renders the differences
 // in the unified style: hunks with context lines around them, "-" for lines
 // only in a, "+" for lines only in b. At most maxLines lines of hunks are
 // shown (0: all); the rest is counted. It returns "" when a equals b.
-func UnifiedDiff(a, b, nameA, nameB string, context, maxLines int) string {
+func unifiedDiff(a, b, nameA, nameB string, context, maxLines int) string {
 	if a == b {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 // Scenario files: a readable script of a simulated node (its modules, how
 // the fake services behave, a timeline of inputs) followed by the trace it
@@ -22,15 +22,15 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// Separator is the line between a scenario's commands and its expected
+// separator is the line between a scenario's commands and its expected
 // trace.
-const Separator = "----"
+const separator = "----"
 
 // Scenario is a parsed scenario file.
 type Scenario struct {
 	File    string
 	Config  engine.Config
-	Modules []ScenarioModule
+	Modules []Module
 	// Inputs are the timeline, in order of time (ties in file order).
 	Inputs []Input
 	// Until is the virtual time (from Epoch) the scenario runs to.
@@ -49,8 +49,8 @@ type Scenario struct {
 	lines      map[string][]int // where each behaviour name was set, for messages
 }
 
-// ScenarioModule is one embedded module.toml.
-type ScenarioModule struct {
+// Module is one embedded module.toml.
+type Module struct {
 	Module  *manifest.Module
 	Enabled bool
 	Line    int
@@ -82,13 +82,13 @@ type kv struct {
 	Flag       bool
 }
 
-// ParseScenarioFile reads and parses a scenario file.
-func ParseScenarioFile(file string) (*Scenario, error) {
+// ParseFile reads and parses a scenario file.
+func ParseFile(file string) (*Scenario, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
-	return ParseScenario(file, data)
+	return Parse(file, data)
 }
 
 // lineError is an error at a line of a scenario file.
@@ -96,8 +96,8 @@ func lineError(file string, line int, format string, args ...any) error {
 	return fmt.Errorf("%s:%d: %s", file, line, fmt.Sprintf(format, args...))
 }
 
-// ParseScenario parses a scenario. Every error names the file and the line.
-func ParseScenario(file string, data []byte) (*Scenario, error) {
+// Parse parses a scenario. Every error names the file and the line.
+func Parse(file string, data []byte) (*Scenario, error) {
 	sc := &Scenario{
 		File:     file,
 		Config:   engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 16},
@@ -113,7 +113,7 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 	}
 	head := len(lines)
 	for i, l := range lines {
-		if strings.TrimRight(l, "\r\n") == Separator {
+		if strings.TrimRight(l, "\r\n") == separator {
 			head = i
 			break
 		}
@@ -127,7 +127,7 @@ func ParseScenario(file string, data []byte) (*Scenario, error) {
 		if h != "" && !strings.HasSuffix(h, "\n") {
 			h += "\n"
 		}
-		sc.Head = []byte(h + Separator + "\n")
+		sc.Head = []byte(h + separator + "\n")
 	}
 
 	p := &parser{sc: sc, file: file}
@@ -347,7 +347,7 @@ func (p *parser) module(line int, args []string, rest []string) (int, error) {
 		return 0, lineError(p.file, line, "module %q is embedded twice", m.Name)
 	}
 	p.sc.modNames[m.Name] = len(p.sc.Modules)
-	p.sc.Modules = append(p.sc.Modules, ScenarioModule{Module: m, Enabled: enabled, Line: line})
+	p.sc.Modules = append(p.sc.Modules, Module{Module: m, Enabled: enabled, Line: line})
 	for _, s := range m.Services {
 		p.sc.names[s.FullName()] = true
 		p.sc.services[s.FullName()] = true
@@ -603,7 +603,10 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 			return in, err
 		}
 		in.target = args[0]
-		in.ev = engine.Reset{Service: serviceTarget(args[0])}
+		// A name that is no service's gives the zero target, which
+		// checkInput refuses.
+		t, _ := engine.ServiceTarget(args[0])
+		in.ev = engine.Reset{Service: t}
 	case "enable", "disable", "remove":
 		if err := nargs(1, f[0]+" MODULE"); err != nil {
 			return in, err
@@ -708,14 +711,6 @@ func (p *parser) objectInput(in Input, args []string) (Input, error) {
 
 // checkInput checks the names an input refers to, once every module is
 // known.
-// serviceTarget is the target of a service name the simulator made, or one
-// checkInput checks: a name that is no service's gives the zero target,
-// which checkInput refuses.
-func serviceTarget(name string) engine.Target {
-	t, _ := engine.ServiceTarget(name)
-	return t
-}
-
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
 	case "crash", "object", "reset":
@@ -738,7 +733,7 @@ func (sc *Scenario) behaviourSet() map[string]*fakes.Behaviour {
 		out[n] = &fakes.Behaviour{}
 	}
 	for _, b := range sc.behaviours {
-		// Checked by ParseScenario.
+		// Checked by Parse.
 		_ = applyBehaviour(out[b.name], b.kvs)
 	}
 	return out

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/sim"
 )
 
 // RecordKind says what a trace line is.
@@ -85,9 +86,9 @@ func formatTraceEffect(f engine.Effect) string {
 		if r.Expires.IsZero() {
 			return fmt.Sprintf("renewed %s (no ttl)", r.Lease)
 		}
-		return fmt.Sprintf("renewed %s until %s", r.Lease, strings.TrimSpace(FormatOffset(r.Expires.Sub(Epoch))))
+		return fmt.Sprintf("renewed %s until %s", r.Lease, strings.TrimSpace(FormatOffset(r.Expires.Sub(sim.Epoch))))
 	}
-	return FormatEffect(f)
+	return sim.FormatEffect(f)
 }
 
 // formatDone renders an op's completion.

@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	"bytes"
@@ -12,23 +12,23 @@ import (
 	"github.com/oarbank/svcrun/engine"
 )
 
-var rewriteScenarios = flag.Bool("rewrite", false, "rewrite the expected traces of ../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
+var rewriteScenarios = flag.Bool("rewrite", false, "rewrite the expected traces of ../../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
 
-// TestScenarios replays every scenario of ../scenarios against its expected
+// TestScenarios replays every scenario of ../../scenarios against its expected
 // trace. `go test ./sim -args -rewrite` (or SVCSIM_REWRITE=1) records the
 // actual traces instead.
 func TestScenarios(t *testing.T) {
 	rewrite := *rewriteScenarios || os.Getenv("SVCSIM_REWRITE") == "1"
-	files, err := filepath.Glob(filepath.Join("..", "scenarios", "*.txt"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(files) == 0 {
-		t.Fatal("no scenario in ../scenarios")
+		t.Fatal("no scenario in ../../scenarios")
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
-			c, err := CheckScenarioFile(f, rewrite)
+			c, err := CheckFile(f, rewrite)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,9 +45,9 @@ func TestScenarios(t *testing.T) {
 // TestScenarioDeterministic runs every scenario twice and wants the same
 // trace and the same SVG, byte for byte.
 func TestScenarioDeterministic(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("..", "scenarios", "*.txt"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "scenarios", "*.txt"))
 	for _, f := range files {
-		sc, err := ParseScenarioFile(f)
+		sc, err := ParseFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestScenarioDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		if a.Trace() != b.Trace() {
-			t.Errorf("%s: two runs differ:\n%s", f, UnifiedDiff(a.Trace(), b.Trace(), "run 1", "run 2", 3, 40))
+			t.Errorf("%s: two runs differ:\n%s", f, unifiedDiff(a.Trace(), b.Trace(), "run 1", "run 2", 3, 40))
 		}
 		if !bytes.Equal(TimelineSVG(a), TimelineSVG(b)) {
 			t.Errorf("%s: two SVGs differ", f)
@@ -86,7 +86,7 @@ run 20s
 `
 
 func TestScenarioTrace(t *testing.T) {
-	sc, err := ParseScenario("tiny.txt", []byte(tinyScenario))
+	sc, err := Parse("tiny.txt", []byte(tinyScenario))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ func TestScenarioTrace(t *testing.T) {
     9.000s    db/kv: stopped (idle for 5s)
 `
 	if got := res.Trace(); got != want {
-		t.Errorf("trace:\n%s", UnifiedDiff(want, got, "want", "got", 3, 0))
+		t.Errorf("trace:\n%s", unifiedDiff(want, got, "want", "got", 3, 0))
 	}
 	// The rewritten file is the commands, the separator, the trace; parsed
 	// again it matches.
-	again, err := ParseScenario("tiny.txt", sc.Rewritten(res.Trace()))
+	again, err := Parse("tiny.txt", sc.Rewritten(res.Trace()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"running in timeline", base + "at 1s behaviour db/kv running\nrun 1s\n", "x.txt:9: behaviour: running= only"},
 	}
 	for _, c := range cases {
-		_, err := ParseScenario("x.txt", []byte(c.text))
+		_, err := Parse("x.txt", []byte(c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
 		}
@@ -170,7 +170,7 @@ func TestScenarioErrors(t *testing.T) {
 func TestUnifiedDiff(t *testing.T) {
 	a := "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n"
 	b := "1\n2\n3\n4\nfive\n6\n7\n8\n9\n10\n11\n"
-	got := UnifiedDiff(a, b, "a", "b", 2, 0)
+	got := unifiedDiff(a, b, "a", "b", 2, 0)
 	want := `--- a
 +++ b
 @@ -3,5 +3,5 @@
@@ -188,7 +188,7 @@ func TestUnifiedDiff(t *testing.T) {
 	if got != want {
 		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
 	}
-	if UnifiedDiff(a, a, "a", "b", 3, 0) != "" {
+	if unifiedDiff(a, a, "a", "b", 3, 0) != "" {
 		t.Error("equal texts give a diff")
 	}
 }

@@ -1,0 +1,16 @@
+// Package scenario owns the scenario language of scenarios/README.md: it
+// parses a scenario file (Parse, ParseFile; every error names the file and
+// the line), runs it in a sim.World (Scenario.Run) into a trace of inputs,
+// events and effects (Result, Record), checks the trace against the
+// expected one below the ---- line and renders the difference (CheckFile),
+// and writes an exploration back as a scenario (Explored).
+//
+// Each command of the language has one file: node.go, module.go,
+// behaviour.go, and one file per timeline input (acquire.go, crash.go, ...)
+// holding its parsing and what it does to the world. parse.go holds the
+// file structure and what every command shares.
+//
+// A trace is byte for byte the same on every run of the same file: scenario
+// files are regression tests, and their traces change only with the
+// engine's behaviour.
+package scenario
