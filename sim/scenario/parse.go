@@ -3,11 +3,10 @@ package scenario
 // Scenario files: a readable script of a simulated node (its modules, how
 // the fake services behave, a timeline of inputs) followed by the trace it
 // must produce. scenarios/README.md documents the format for people; this
-// file parses it.
+// file parses its structure and dispatches each command to its own file.
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
-	"github.com/oarbank/svcrun/protocol"
 )
 
 // separator is the line between a scenario's commands and its expected
@@ -264,110 +262,6 @@ func parseKVs(args []string) []kv {
 	return out
 }
 
-func (p *parser) node(line int, args []string) error {
-	c := &p.sc.Config
-	for _, a := range parseKVs(args) {
-		if a.Flag {
-			return lineError(p.file, line, "node: %q needs a value (key=value)", a.Key)
-		}
-		var err error
-		switch a.Key {
-		case "id":
-			c.NodeID = a.Value
-		case "platform":
-			c.Platform = a.Value
-			if a.Value != "linux" && a.Value != "macos" && a.Value != "windows" {
-				err = fmt.Errorf("use linux, macos or windows")
-			}
-		case "budget_gb":
-			c.MemoryBudgetGB, err = strconv.ParseFloat(a.Value, 64)
-		case "max_ops":
-			c.MaxConcurrentOps, err = strconv.Atoi(a.Value)
-		case "status":
-			c.StatusPeriod, err = parseDuration(a.Value)
-		case "fingerprint":
-			c.FingerprintPeriod, err = parseDuration(a.Value)
-		case "reap":
-			c.ReapPeriod, err = parseDuration(a.Value)
-		case "ready_poll":
-			c.ReadyPoll, err = parseDuration(a.Value)
-		case "debounce":
-			c.DoctorDebounce, err = parseDuration(a.Value)
-		case "force_after":
-			c.ForceAfter, err = strconv.Atoi(a.Value)
-		default:
-			return lineError(p.file, line, "node: unknown key %q; keys: id, platform, budget_gb, max_ops, status, fingerprint, reap, ready_poll, debounce, force_after", a.Key)
-		}
-		if err != nil {
-			return lineError(p.file, line, "node %s=%s: %v", a.Key, a.Value, err)
-		}
-	}
-	return nil
-}
-
-// module parses an embedded manifest from the lines after `module` up to
-// `end`, and returns the index of the `end` line within rest.
-func (p *parser) module(line int, args []string, rest []string) (int, error) {
-	enabled := true
-	for _, a := range args {
-		switch a {
-		case "disabled":
-			enabled = false
-		case "enabled":
-		default:
-			return 0, lineError(p.file, line, "module: unknown flag %q; use `module` or `module disabled`", a)
-		}
-	}
-	end := -1
-	for j, l := range rest {
-		if strings.TrimSpace(strings.TrimRight(l, "\r\n")) == "end" {
-			end = j
-			break
-		}
-	}
-	if end < 0 {
-		return 0, lineError(p.file, line, "`module` without its `end` line")
-	}
-	// Blank lines in front keep the manifest's line numbers those of the
-	// scenario file, so its errors point into the file.
-	toml := strings.Repeat("\n", line) + strings.Join(rest[:end], "")
-	m, err := manifest.Parse(p.file, []byte(toml))
-	if err != nil {
-		// Errors without a position (about the whole manifest) stand at
-		// the `module` line.
-		lines := strings.Split(err.Error(), "\n")
-		for i, l := range lines {
-			if rest, ok := strings.CutPrefix(l, p.file+": "); ok {
-				lines[i] = fmt.Sprintf("%s:%d: %s", p.file, line, rest)
-			}
-		}
-		return 0, errors.New(strings.Join(lines, "\n"))
-	}
-	if _, dup := p.sc.modNames[m.Name]; dup {
-		return 0, lineError(p.file, line, "module %q is embedded twice", m.Name)
-	}
-	p.sc.modNames[m.Name] = len(p.sc.Modules)
-	p.sc.Modules = append(p.sc.Modules, Module{Module: m, Enabled: enabled, Line: line})
-	for _, s := range m.Services {
-		p.sc.names[s.FullName()] = true
-		p.sc.services[s.FullName()] = true
-	}
-	for _, pr := range m.Probes {
-		p.sc.names[m.Name+"/"+pr.Name] = true
-	}
-	return end, nil
-}
-
-func (p *parser) checkSet() error {
-	var mods []*manifest.Module
-	for _, m := range p.sc.Modules {
-		mods = append(mods, m.Module)
-	}
-	// Every module may be enabled at some point of the timeline: the
-	// node-wide names must not clash among any of them.
-	return manifest.CheckSet(mods)
-}
-
 func (p *parser) knownName(line int, name string) error {
 	if p.sc.names[name] {
 		return nil
@@ -380,112 +274,6 @@ func (p *parser) knownService(line int, name string) error {
 		return nil
 	}
 	return lineError(p.file, line, "no service %q; the modules have: %s", name, strings.Join(slices.Sorted(maps.Keys(p.sc.services)), ", "))
-}
-
-func (p *parser) behaviourArgs(line int, args []string, timeline bool) (string, []kv, error) {
-	if len(args) < 2 {
-		return "", nil, lineError(p.file, line, "usage: behaviour MODULE/NAME key=value...")
-	}
-	if strings.Contains(args[0], "=") || !strings.Contains(args[0], "/") {
-		return "", nil, lineError(p.file, line, "behaviour: the first argument is a service or probe as module/name, got %q", args[0])
-	}
-	kvs := parseKVs(args[1:])
-	if timeline {
-		for _, a := range kvs {
-			if a.Key == "running" {
-				return "", nil, lineError(p.file, line, "behaviour: running= only says how a service begins; use crash, or start it through a lease")
-			}
-		}
-	}
-	return args[0], kvs, nil
-}
-
-// applyBehaviour sets the keys on b.
-func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
-	var op protocol.Op
-	var script *fakes.OpScript
-	for _, a := range kvs {
-		if a.Key == "op" {
-			o, err := protocol.ParseOp(a.Value)
-			if err != nil {
-				return err
-			}
-			op = o
-			if b.Ops == nil {
-				b.Ops = map[protocol.Op]fakes.OpScript{}
-			}
-			s := b.Ops[op]
-			script = &s
-		}
-	}
-	boolOf := func(a kv) (bool, error) {
-		if a.Flag {
-			return true, nil
-		}
-		return strconv.ParseBool(a.Value)
-	}
-	for _, a := range kvs {
-		var err error
-		if a.Flag && a.Key != "stop_ignored" && a.Key != "running" && a.Key != "healthy" {
-			return fmt.Errorf("%q needs a value (key=value)", a.Key)
-		}
-		switch a.Key {
-		case "op":
-		case "duration", "outcomes":
-			if script == nil {
-				return fmt.Errorf("%s= needs op= on the same line (op=start duration=2s outcomes=fail,ok)", a.Key)
-			}
-			if a.Key == "duration" {
-				script.Duration, err = parseDuration(a.Value)
-				break
-			}
-			script.Outcomes = nil
-			for _, o := range strings.Split(a.Value, ",") {
-				switch out := fakes.Outcome(o); out {
-				case fakes.OK, fakes.Fail, fakes.Protocol, fakes.Timeout, fakes.Hang, fakes.NotReady, fakes.Escalated:
-					script.Outcomes = append(script.Outcomes, out)
-				default:
-					return fmt.Errorf("outcome %q: use ok, fail, protocol, timeout, hang, not-ready or escalated", o)
-				}
-			}
-		case "ready_after_polls":
-			b.ReadyAfterPolls, err = strconv.Atoi(a.Value)
-		case "ready_after":
-			b.ReadyAfter, err = parseDuration(a.Value)
-		case "crash_after":
-			b.CrashAfter, err = parseDuration(a.Value)
-		case "stop_ignored":
-			b.StopIgnored, err = boolOf(a)
-		case "running":
-			b.Running, err = boolOf(a)
-		case "healthy":
-			var h bool
-			h, err = boolOf(a)
-			b.Healthy = &h
-		case "mem_gb":
-			b.MemGB, err = strconv.ParseFloat(a.Value, 64)
-		case "pools":
-			b.Pools, err = parsePools(a.Value)
-		case "attrs":
-			b.Attrs = map[string]string{}
-			for _, pair := range splitList(a.Value) {
-				k, v, ok := strings.Cut(pair, ":")
-				if !ok {
-					return fmt.Errorf("attrs: %q is not name:value", pair)
-				}
-				b.Attrs[k] = v
-			}
-		default:
-			return fmt.Errorf("unknown key %q; keys: ready_after_polls, ready_after, crash_after, stop_ignored, running, healthy, pools, mem_gb, attrs, op, duration, outcomes", a.Key)
-		}
-		if err != nil {
-			return fmt.Errorf("%s=%s: %v", a.Key, a.Value, err)
-		}
-	}
-	if script != nil {
-		b.Ops[op] = *script
-	}
-	return nil
 }
 
 func splitList(s string) []string {
@@ -526,187 +314,52 @@ func parseDuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// input parses one timeline input (`at T` and its fields f). Each input
+// has a file of its own with its parser (parseX) and what it does in a run
+// (playX); inputs that only send their event need no play of their own.
 func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	in := Input{Line: line, At: at, Name: f[0], Text: strings.Join(f, " ")}
 	args := f[1:]
-	nargs := func(n int, usage string) error {
-		if len(args) != n {
-			return lineError(p.file, line, "usage: at T %s", usage)
-		}
-		return nil
-	}
+	var err error
 	switch f[0] {
 	case "acquire":
-		if len(args) < 1 || strings.Contains(args[0], "=") {
-			return in, lineError(p.file, line, "usage: at T acquire LEASE attempt=A [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [wait=D] [ttl=D]")
-		}
-		a := engine.Acquire{Lease: engine.LeaseID(args[0])}
-		for _, x := range parseKVs(args[1:]) {
-			if x.Flag {
-				return in, lineError(p.file, line, "acquire: %q needs a value (key=value)", x.Key)
-			}
-			var err error
-			switch x.Key {
-			case "attempt":
-				a.Attempt = x.Value
-			case "job":
-				a.Job = x.Value
-			case "cap":
-				a.Capabilities = append(a.Capabilities, splitList(x.Value)...)
-			case "needs":
-				a.NeedsPools = append(a.NeedsPools, splitList(x.Value)...)
-			case "pool":
-				var ps map[string]int64
-				ps, err = parsePools(x.Value)
-				for k, v := range ps {
-					if a.Pools == nil {
-						a.Pools = map[string]int64{}
-					}
-					a.Pools[k] += v
-				}
-			case "wait":
-				a.Wait, err = parseDuration(x.Value)
-			case "ttl":
-				a.TTL, err = parseDuration(x.Value)
-			default:
-				return in, lineError(p.file, line, "acquire: unknown key %q; keys: attempt, job, cap, pool, needs, wait, ttl", x.Key)
-			}
-			if err != nil {
-				return in, lineError(p.file, line, "acquire %s=%s: %v", x.Key, x.Value, err)
-			}
-		}
-		in.ev = a
+		err = p.parseAcquire(&in, args)
 	case "release":
-		if err := nargs(1, "release LEASE"); err != nil {
-			return in, err
-		}
-		in.ev = engine.Release{Lease: engine.LeaseID(args[0])}
+		err = p.parseRelease(&in, args)
 	case "renew":
-		if err := nargs(1, "renew LEASE"); err != nil {
-			return in, err
-		}
-		in.ev = engine.Renew{Lease: engine.LeaseID(args[0])}
+		err = p.parseRenew(&in, args)
 	case "crash":
-		if err := nargs(1, "crash MODULE/SERVICE"); err != nil {
-			return in, err
-		}
-		in.target = args[0]
+		err = p.parseCrash(&in, args)
 	case "owner-start", "owner-stop":
-		// The owner starts or stops a service by hand (a manual one): no
-		// op and no event; the engine finds out by fingerprint.
-		if err := nargs(1, f[0]+" MODULE/SERVICE"); err != nil {
-			return in, err
-		}
-		in.target = args[0]
+		err = p.parseOwner(&in, args)
 	case "reset":
-		if err := nargs(1, "reset MODULE/SERVICE"); err != nil {
-			return in, err
-		}
-		in.target = args[0]
-		// A name that is no service's gives the zero target, which
-		// checkInput refuses.
-		t, _ := engine.ServiceTarget(args[0])
-		in.ev = engine.Reset{Service: t}
+		err = p.parseReset(&in, args)
 	case "enable", "disable", "remove":
-		if err := nargs(1, f[0]+" MODULE"); err != nil {
-			return in, err
-		}
-		in.target = args[0]
+		err = p.parseModuleSwitch(&in, args)
 	case "restart":
-		if err := nargs(0, "restart"); err != nil {
-			return in, err
-		}
+		err = p.parseRestart(&in, args)
 	case "doctor":
-		reason := "explicit request"
-		if len(args) > 0 {
-			reason = strings.Join(args, " ")
-		}
-		in.ev = engine.Doctor{Reason: reason}
+		err = p.parseDoctor(&in, args)
 	case "pressure":
-		if err := nargs(0, "pressure"); err != nil {
-			return in, err
-		}
-		in.ev = engine.MemoryPressure{}
+		err = p.parsePressure(&in, args)
 	case "reap":
-		if err := nargs(0, "reap"); err != nil {
-			return in, err
-		}
-		in.ev = engine.ReapNow{}
+		err = p.parseReap(&in, args)
 	case "object":
-		return p.objectInput(in, args)
+		err = p.parseObject(&in, args)
 	case "behaviour", "behavior":
-		name, kvs, err := p.behaviourArgs(line, args, true)
-		if err != nil {
-			return in, err
-		}
-		if err := applyBehaviour(&fakes.Behaviour{}, kvs); err != nil {
-			return in, lineError(p.file, line, "behaviour %s: %v", name, err)
-		}
-		in.Name = "behaviour"
-		in.target, in.behaviour = name, kvs
+		err = p.parseBehaviourInput(&in, args)
 	default:
-		return in, lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, behaviour", f[0])
 	}
-	return in, nil
+	return in, err
 }
 
-func (p *parser) objectInput(in Input, args []string) (Input, error) {
-	usage := "usage: at T object MODULE/SERVICE id=ID [attempt=A] [node=N] [service=S] [kind=K] [created=T] [busy] [stubborn] [nolabels]"
-	if len(args) < 1 || strings.Contains(args[0], "=") {
-		return in, lineError(p.file, in.Line, "%s", usage)
+// nargs checks that an input has exactly n arguments.
+func (p *parser) nargs(in *Input, args []string, n int, usage string) error {
+	if len(args) != n {
+		return lineError(p.file, in.Line, "usage: at T %s", usage)
 	}
-	in.target = args[0]
-	o := fakes.Object{}
-	labels := map[string]string{}
-	nolabels := false
-	for _, x := range parseKVs(args[1:]) {
-		if x.Flag {
-			switch x.Key {
-			case "busy":
-				o.Busy = true
-			case "stubborn":
-				o.Stubborn = true
-			case "nolabels":
-				nolabels = true
-			default:
-				return in, lineError(p.file, in.Line, "object: unknown flag %q; flags: busy, stubborn, nolabels", x.Key)
-			}
-			continue
-		}
-		switch x.Key {
-		case "id":
-			o.ID = x.Value
-		case "kind":
-			o.Kind = x.Value
-		case "attempt":
-			labels[protocol.LabelAttemptID] = x.Value
-		case "node":
-			labels[protocol.LabelNode] = x.Value
-		case "service":
-			labels[protocol.LabelService] = x.Value
-		case "created":
-			d, err := parseDuration(x.Value)
-			if err != nil {
-				return in, lineError(p.file, in.Line, "object created=%s: %v", x.Value, err)
-			}
-			in.createdAt = &d
-		default:
-			return in, lineError(p.file, in.Line, "object: unknown key %q; keys: id, kind, attempt, node, service, created", x.Key)
-		}
-	}
-	switch {
-	case o.ID == "":
-		return in, lineError(p.file, in.Line, "object: id= is required")
-	case nolabels && len(labels) > 0:
-		return in, lineError(p.file, in.Line, "object: nolabels and label keys (attempt, node, service) exclude each other")
-	case !nolabels && len(labels) == 0:
-		return in, lineError(p.file, in.Line, "object: give its labels (attempt=, node=, service=) or say nolabels")
-	}
-	if !nolabels {
-		o.Labels = labels
-	}
-	in.object = o
-	return in, nil
+	return nil
 }
 
 // checkInput checks the names an input refers to, once every module is
@@ -723,20 +376,6 @@ func (p *parser) checkInput(in Input) error {
 		}
 	}
 	return nil
-}
-
-// behaviourSet builds fresh behaviours for one run: every service and probe
-// gets one, so that `at T behaviour` can change any of them.
-func (sc *Scenario) behaviourSet() map[string]*fakes.Behaviour {
-	out := make(map[string]*fakes.Behaviour, len(sc.names))
-	for n := range sc.names {
-		out[n] = &fakes.Behaviour{}
-	}
-	for _, b := range sc.behaviours {
-		// Checked by Parse.
-		_ = applyBehaviour(out[b.name], b.kvs)
-	}
-	return out
 }
 
 // Rewritten is the scenario file with trace as its expected part.

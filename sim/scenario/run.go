@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/sim"
 )
 
@@ -102,105 +103,85 @@ func (sc *Scenario) Run() (*Result, error) {
 		return nil
 	}
 	w.Boot()
-	fail := func(in *Input) (*Result, error) {
+	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, enabled: enabled, removed: removed}
+	fail := func(err error) (*Result, error) {
 		res.Records = rec.records
-		line := 1
-		if in != nil {
-			line = in.Line
-		}
-		return res, lineError(sc.File, line, "the world stopped: %v", w.Err())
+		return res, err
 	}
-	if w.Err() != nil {
-		return fail(nil)
+	if err := pl.stopped(nil); err != nil {
+		return fail(err)
 	}
 	for i := range sc.Inputs {
 		in := &sc.Inputs[i]
 		w.RunFor(sim.Epoch.Add(in.At).Sub(w.Now()))
-		if w.Err() != nil {
-			return fail(in)
+		if err := pl.stopped(in); err != nil {
+			return fail(err)
 		}
-		text := in.Text
-		var ev engine.Event
-		switch in.Name {
-		case "crash":
-			if !w.Exec.Running(in.target) {
-				text += " (not running: nothing happens)"
-			}
-			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
-			w.Exec.Crash(in.target)
-			w.RunFor(0)
-			continue
-		case "owner-start", "owner-stop":
-			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
-			w.Exec.SetRunning(in.target, in.Name == "owner-start")
-			continue
-		case "object":
-			o := in.object
-			if in.createdAt != nil {
-				o.CreatedAt = sim.Epoch.Add(*in.createdAt)
-			} else {
-				o.CreatedAt = w.Now()
-			}
-			w.Exec.AddObject(in.target, o)
-		case "behaviour":
-			if err := applyBehaviour(behaviours[in.target], in.behaviour); err != nil {
-				return res, lineError(sc.File, in.Line, "%v", err)
-			}
-		case "restart":
-			text += " (store: " + storeSummary(w.Store.State()) + ")"
-			rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in})
-			w.Restart()
-			w.RunFor(0)
-			if w.Err() != nil {
-				return fail(in)
-			}
-			continue
-		case "enable", "disable":
-			// A removed module comes back with either.
-			i := sc.modNames[in.target]
-			enabled[i], removed[i] = in.Name == "enable", false
-			ev = engine.Reload{Modules: sc.specs(enabled, removed)}
-		case "remove":
-			removed[sc.modNames[in.target]] = true
-			ev = engine.Reload{Modules: sc.specs(enabled, removed)}
-		default:
-			ev = in.ev
-		}
-		rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in, Event: ev})
-		if ev != nil {
-			w.Do(ev)
-		}
-		if w.Err() != nil {
-			return fail(in)
+		if err := pl.play(in); err != nil {
+			return fail(err)
 		}
 	}
 	w.RunFor(sim.Epoch.Add(sc.Until).Sub(w.Now()))
-	if w.Err() != nil {
-		return fail(nil)
+	if err := pl.stopped(nil); err != nil {
+		return fail(err)
 	}
 	res.Records = rec.records
 	return res, nil
 }
 
-func storeSummary(st engine.State) string {
-	var leases, svcs []string
-	for _, l := range st.Leases {
-		leases = append(leases, string(l.ID))
+// player plays a scenario's inputs in its world.
+type player struct {
+	sc               *Scenario
+	w                *sim.World
+	rec              *recorder
+	behaviours       map[string]*fakes.Behaviour
+	enabled, removed []bool // per module of the scenario
+}
+
+// play does what an input does to the world.
+func (pl *player) play(in *Input) error {
+	switch in.Name {
+	case "crash":
+		return pl.playCrash(in)
+	case "owner-start", "owner-stop":
+		return pl.playOwner(in)
+	case "object":
+		return pl.playObject(in)
+	case "behaviour":
+		return pl.playBehaviour(in)
+	case "restart":
+		return pl.playRestart(in)
+	case "enable", "disable", "remove":
+		return pl.playModuleSwitch(in)
 	}
-	for _, s := range st.Services {
-		x := fmt.Sprintf("%s failures=%d", s.Name, s.Failures)
-		if s.Unhealthy {
-			x += " unhealthy"
-		}
-		svcs = append(svcs, x)
+	return pl.input(in, in.Text, in.ev)
+}
+
+// record adds an input to the trace, with the event it sends, if any.
+func (pl *player) record(in *Input, text string, ev engine.Event) {
+	pl.rec.add(Record{At: in.At, Kind: RecInput, Text: text, Input: in, Event: ev})
+}
+
+// input records an input and sends its event (if any) to the engine.
+func (pl *player) input(in *Input, text string, ev engine.Event) error {
+	pl.record(in, text, ev)
+	if ev != nil {
+		pl.w.Do(ev)
 	}
-	if len(leases) == 0 {
-		leases = []string{"none"}
+	return pl.stopped(in)
+}
+
+// stopped is the error of a world that stopped, at the input's line (at
+// the first line before the timeline or after it).
+func (pl *player) stopped(in *Input) error {
+	if pl.w.Err() == nil {
+		return nil
 	}
-	if len(svcs) == 0 {
-		svcs = []string{"none"}
+	line := 1
+	if in != nil {
+		line = in.Line
 	}
-	return "leases " + strings.Join(leases, ", ") + "; services " + strings.Join(svcs, ", ")
+	return lineError(pl.sc.File, line, "the world stopped: %v", pl.w.Err())
 }
 
 // Outcome of checking one scenario file.
