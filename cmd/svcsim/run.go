@@ -9,6 +9,7 @@ import (
 
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/sim/scenario"
+	"github.com/oarbank/svcrun/sim/timeline"
 )
 
 // runRun is `svcsim run [--svg OUT] FILE...`: it prints each scenario's
@@ -55,7 +56,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 				}
 				out = filepath.Join(out, strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))+".svg")
 			}
-			if err := os.WriteFile(out, scenario.TimelineSVG(res), 0o644); err != nil {
+			if err := os.WriteFile(out, timeline.SVG(res), 0o644); err != nil {
 				return err
 			}
 		}

@@ -2,8 +2,10 @@
 // parses a scenario file (Parse, ParseFile; every error names the file and
 // the line), runs it in a sim.World (Scenario.Run) into a trace of inputs,
 // events and effects (Result, Record), checks the trace against the
-// expected one below the ---- line and renders the difference (CheckFile),
-// and writes an exploration back as a scenario (Explored).
+// expected one below the ---- line and renders the difference (CheckFile;
+// the line diff lives here because only the check uses it), and writes an
+// exploration back as a scenario (Explored). Package sim/timeline draws a
+// Result as SVG.
 //
 // Each command of the language has one file: node.go, module.go,
 // behaviour.go, and one file per timeline input (acquire.go, crash.go, ...)

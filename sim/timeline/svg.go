@@ -1,4 +1,4 @@
-package scenario
+package timeline
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/sim/scenario"
 )
 
 // Timeline states, as the trace shows them.
@@ -125,7 +126,7 @@ type timeline struct {
 	until    time.Duration
 }
 
-func buildTimeline(res *Result) *timeline {
+func buildTimeline(res *scenario.Result) *timeline {
 	t := &timeline{
 		services: map[string]*svcTrack{}, probes: map[string]*lane{}, leases: map[string]*lane{},
 		leaseSvc: map[string][]string{}, modProbe: map[string][]string{}, until: res.Until,
@@ -157,12 +158,12 @@ func buildTimeline(res *Result) *timeline {
 	return t
 }
 
-func (t *timeline) record(r Record) {
+func (t *timeline) record(r scenario.Record) {
 	for _, s := range t.services {
 		s.endBackoff(r.At)
 	}
 	switch r.Kind {
-	case RecInput:
+	case scenario.RecInput:
 		if r.Input == nil {
 			return
 		}
@@ -180,7 +181,7 @@ func (t *timeline) record(r Record) {
 				t.order = append(t.order, id)
 			} else {
 				// A reused lease id: a new lane under a distinct name.
-				l.name = fmt.Sprintf("%s (at %s)", id, strings.TrimSpace(FormatOffset(r.At)))
+				l.name = fmt.Sprintf("%s (at %s)", id, strings.TrimSpace(scenario.FormatOffset(r.At)))
 				t.order = append(t.order, l.name)
 				t.leases[l.name] = t.leases[id]
 				t.leases[l.name].finish(r.At)
@@ -188,7 +189,7 @@ func (t *timeline) record(r Record) {
 			t.leases[id] = l
 			l.set(r.At, stWaiting)
 		}
-	case RecEvent:
+	case scenario.RecEvent:
 		switch ev := r.Event.(type) {
 		case engine.ContainerEmptied:
 			if s := t.services[ev.Service.String()]; s != nil {
@@ -211,12 +212,12 @@ func (t *timeline) record(r Record) {
 				}
 			}
 		}
-	case RecEffect:
+	case scenario.RecEffect:
 		t.effect(r)
 	}
 }
 
-func (t *timeline) effect(r Record) {
+func (t *timeline) effect(r scenario.Record) {
 	switch f := r.Effect.(type) {
 	case engine.RunOp:
 		s := t.services[f.Target.String()]
@@ -381,11 +382,11 @@ func (t *timeline) note(at time.Duration, n engine.Note) {
 	}
 }
 
-// TimelineSVG draws a run as an SVG timeline: a lane per service (its
+// SVG draws a run as an SVG timeline: a lane per service (its
 // state as coloured bands, failures and crashes as marks, its refcount as a
 // step line with numbers), a lane per probe, and a lane per lease (waiting,
 // then held). Hovering a mark shows its note.
-func TimelineSVG(res *Result) []byte {
+func SVG(res *scenario.Result) []byte {
 	t := buildTimeline(res)
 	const (
 		left   = 210.0
@@ -537,7 +538,7 @@ func drawRefs(b *bytes.Buffer, refs []refStep, x func(time.Duration) float64, y,
 func drawMark(b *bytes.Buffer, m mark, xx, y, h float64) {
 	title := ""
 	if m.title != "" {
-		title = "<title>" + esc(strings.TrimSpace(FormatOffset(m.at))+" "+m.title) + "</title>"
+		title = "<title>" + esc(strings.TrimSpace(scenario.FormatOffset(m.at))+" "+m.title) + "</title>"
 	}
 	switch m.kind {
 	case "failure":
