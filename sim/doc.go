@@ -5,9 +5,9 @@
 // It owns:
 //   - World: one simulated node (New, Build, Boot, Do, RunFor, Restart),
 //     deterministic for a given configuration and behaviours;
-//   - Invariants: the safety rules checked after every step and effect;
-//   - random nodes and histories (GenNode, Actor, Draw) and Explore, which
-//     runs them with every invariant and a liveness phase;
+//   - Explore: a random node and history from a seed, every safety
+//     invariant checked after every step and effect, then a liveness phase
+//     (the same generator and invariants drive the property tests);
 //   - Workload, the generated large-node benchmark;
 //   - Replay, which re-runs an svcrun event journal and reports divergence.
 //

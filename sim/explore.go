@@ -29,12 +29,12 @@ const exploreNode = "n1"
 // must become usable for a lease, every orphan of a running service must be
 // reaped, and every idle on_demand service must stop.
 func Explore(seed uint64, steps int) Exploration {
-	draw := SeededDraw(seed)
-	cfg, mods, behaviours := GenNode(draw, exploreNode)
+	draw := seededDraw(seed)
+	cfg, mods, behaviours := genNode(draw, exploreNode)
 	w := New(cfg, mods, behaviours)
-	inv := WatchInvariants(w, mods, exploreNode)
+	inv := watchInvariants(w, mods, exploreNode)
 	w.RunFor(0)
-	a := &Actor{W: w, Node: exploreNode, Services: inv.ServiceNames()}
+	a := &actor{W: w, Node: exploreNode, Services: inv.ServiceNames()}
 	x := Exploration{Seed: seed, Steps: steps}
 	finish := func(err error) Exploration {
 		x.Inputs = a.Inputs
@@ -45,7 +45,7 @@ func Explore(seed uint64, steps int) Exploration {
 		return x
 	}
 	for i := 0; i < steps && w.Err() == nil; i++ {
-		kind := pick(draw, "action", Actions)
+		kind := pick(draw, "action", actionKinds)
 		if kind == "agent restart" {
 			before := admittedLeases(w)
 			a.Act(kind, draw)
@@ -142,5 +142,5 @@ func admittedLeases(w *World) string {
 // Node regenerates the exploration's node from its seed: its
 // configuration, modules and the behaviours of their services.
 func (x Exploration) Node() (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
-	return GenNode(SeededDraw(x.Seed), exploreNode)
+	return genNode(seededDraw(x.Seed), exploreNode)
 }

@@ -12,26 +12,26 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// Draw picks an integer in [lo, hi]; name labels the choice. Property tests
+// drawer picks an integer in [lo, hi]; name labels the choice. Property tests
 // draw with rapid (which shrinks), svcsim explore with a seeded PRNG.
-type Draw func(name string, lo, hi int) int
+type drawer func(name string, lo, hi int) int
 
-// SeededDraw draws from a PCG generator seeded with seed.
-func SeededDraw(seed uint64) Draw {
+// seededDraw draws from a PCG generator seeded with seed.
+func seededDraw(seed uint64) drawer {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	return func(_ string, lo, hi int) int { return lo + rng.IntN(hi-lo+1) }
 }
 
-func pick[T any](draw Draw, name string, list []T) T { return list[draw(name, 0, len(list)-1)] }
+func pick[T any](draw drawer, name string, list []T) T { return list[draw(name, 0, len(list)-1)] }
 
-func seconds(draw Draw, name string, lo, hi int) time.Duration {
+func seconds(draw drawer, name string, lo, hi int) time.Duration {
 	return time.Duration(draw(name, lo, hi)) * time.Second
 }
 
-// GenNode draws a node: one to four services in one or two modules, their
+// genNode draws a node: one to four services in one or two modules, their
 // manifests and their fake behaviours (failing starts, crashes, stops that
 // need a kill, pools, memory), and a probe.
-func GenNode(draw Draw, node string) (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
+func genNode(draw drawer, node string) (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
 	cfg := engine.Config{
 		NodeID: node, Platform: "linux",
 		MemoryBudgetGB:    float64(draw("budget_gb", 2, 6)),
@@ -92,9 +92,9 @@ func GenNode(draw Draw, node string) (engine.Config, []engine.ModuleSpec, map[st
 	return cfg, specs, behaviours
 }
 
-// Actor applies random inputs to a world and writes each one down as a
+// actor applies random inputs to a world and writes each one down as a
 // timeline line, so that a failing history can be replayed.
-type Actor struct {
+type actor struct {
 	W        *World
 	Node     string
 	Services []string
@@ -104,10 +104,10 @@ type Actor struct {
 	objects  int
 }
 
-// Actions are the kinds of input an Actor knows.
-var Actions = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset"}
+// actionKinds are the kinds of input an actor knows.
+var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset"}
 
-func (a *Actor) record(format string, args ...any) {
+func (a *actor) record(format string, args ...any) {
 	a.Inputs = append(a.Inputs, fmt.Sprintf("at %s %s", fmtOffset(a.W.Now().Sub(Epoch)), fmt.Sprintf(format, args...)))
 }
 
@@ -117,7 +117,7 @@ func fmtOffset(d time.Duration) string {
 
 // Act applies one input of kind; it reports false when the kind does not
 // apply now (nothing to release).
-func (a *Actor) Act(kind string, draw Draw) bool {
+func (a *actor) Act(kind string, draw drawer) bool {
 	w := a.W
 	switch kind {
 	case "acquire":

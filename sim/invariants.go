@@ -11,10 +11,10 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// Invariants checks a world after every step and every effect: the safety
-// rules that must hold whatever happens (filled-in §5). Property tests and
-// svcsim explore install it with WatchInvariants.
-type Invariants struct {
+// invariants checks a world after every step and every effect: the safety
+// rules that must hold whatever happens. Property tests and
+// svcsim explore install it with watchInvariants.
+type invariants struct {
 	w        *World
 	node     string
 	specs    map[string]*manifest.Service
@@ -24,9 +24,9 @@ type Invariants struct {
 	readySince map[string]time.Time // services in state ready, since when (continuously)
 }
 
-// WatchInvariants installs the checks on w.
-func WatchInvariants(w *World, mods []engine.ModuleSpec, node string) *Invariants {
-	c := &Invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}}
+// watchInvariants installs the checks on w.
+func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
+	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}}
 	for _, m := range mods {
 		for i := range m.Module.Services {
 			s := &m.Module.Services[i]
@@ -39,7 +39,7 @@ func WatchInvariants(w *World, mods []engine.ModuleSpec, node string) *Invariant
 }
 
 // ServiceNames lists the services, sorted.
-func (c *Invariants) ServiceNames() []string {
+func (c *invariants) ServiceNames() []string {
 	names := make([]string, 0, len(c.specs))
 	for n := range c.specs {
 		names = append(names, n)
@@ -49,12 +49,12 @@ func (c *Invariants) ServiceNames() []string {
 }
 
 // Failf records a broken invariant; the world stops at its next step.
-func (c *Invariants) Failf(format string, args ...any) {
+func (c *invariants) Failf(format string, args ...any) {
 	c.failures = append(c.failures, fmt.Sprintf("at %v: ", c.w.Now().Sub(Epoch))+fmt.Sprintf(format, args...))
 }
 
 // Recent is the tail of the trace.
-func (c *Invariants) Recent(n int) []string {
+func (c *invariants) Recent(n int) []string {
 	if len(c.log) > n {
 		return c.log[len(c.log)-n:]
 	}
@@ -63,11 +63,11 @@ func (c *Invariants) Recent(n int) []string {
 
 // observe checks each step's effects against the state at that moment
 // (the engine has stepped, the effects are not carried out yet).
-func (c *Invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
+func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	c.log = append(c.log, fmt.Sprintf("%v > %s %+v", now.Sub(Epoch), ev.EventName(), ev))
 	for _, f := range effects {
 		if _, isTimer := f.(engine.SetTimer); !isTimer {
-			c.log = append(c.log, "    "+FormatEffect(f))
+			c.log = append(c.log, "    "+engine.FormatEffect(f))
 		}
 	}
 	if len(c.log) > 400 {
@@ -163,7 +163,7 @@ func isFailureEvent(ev engine.Event) bool {
 	return false
 }
 
-func (c *Invariants) checkDestroy(service, id string, live map[string]bool) {
+func (c *invariants) checkDestroy(service, id string, live map[string]bool) {
 	for _, o := range c.w.Exec.Objects(service) {
 		if o.ID != id {
 			continue
@@ -183,7 +183,7 @@ func (c *Invariants) checkDestroy(service, id string, live map[string]bool) {
 }
 
 // check runs after every step: the state-wide invariants.
-func (c *Invariants) check(w *World) error {
+func (c *invariants) check(w *World) error {
 	st := w.Engine.Status()
 	refs, waits := map[string]int{}, map[string]int{}
 	var admitted []string

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 const propNode = "n1"
 
 // rapidDraw adapts rapid to Draw, so that failures shrink.
-func rapidDraw(t *rapid.T) Draw {
+func rapidDraw(t *rapid.T) drawer {
 	return func(name string, lo, hi int) int { return rapid.IntRange(lo, hi).Draw(t, name) }
 }
 
@@ -31,11 +31,11 @@ func rapidDraw(t *rapid.T) Draw {
 // checks every invariant after every step.
 func TestProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg, mods, behaviours := GenNode(rapidDraw(t), propNode)
+		cfg, mods, behaviours := genNode(rapidDraw(t), propNode)
 		w := New(cfg, mods, behaviours)
-		c := WatchInvariants(w, mods, propNode)
+		c := watchInvariants(w, mods, propNode)
 		w.RunFor(0)
-		actor := &Actor{W: w, Node: propNode, Services: c.ServiceNames()}
+		a := &actor{W: w, Node: propNode, Services: c.ServiceNames()}
 		actions := map[string]func(*rapid.T){
 			"": func(t *rapid.T) {
 				if err := w.Err(); err != nil {
@@ -43,11 +43,11 @@ func TestProperties(t *testing.T) {
 				}
 			},
 		}
-		for _, kind := range Actions {
+		for _, kind := range actionKinds {
 			kind := kind
 			actions[kind] = func(t *rapid.T) {
 				before := admittedLeases(w)
-				if !actor.Act(kind, rapidDraw(t)) {
+				if !a.Act(kind, rapidDraw(t)) {
 					t.Skip("nothing to " + kind)
 				}
 				if after := admittedLeases(w); kind == "agent restart" && before != after {

@@ -18,7 +18,7 @@ func traceOf(w *World) *[]string {
 	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
 		tr = append(tr, now.Sub(Epoch).String()+" > "+ev.EventName())
 		for _, f := range effects {
-			tr = append(tr, now.Sub(Epoch).String()+"    "+FormatEffect(f))
+			tr = append(tr, now.Sub(Epoch).String()+"    "+engine.FormatEffect(f))
 		}
 	}
 	return &tr

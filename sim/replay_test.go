@@ -14,8 +14,8 @@ import (
 // journalOf runs an exploration-like history and records its journal.
 func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
 	t.Helper()
-	draw := SeededDraw(seed)
-	cfg, mods, behaviours := GenNode(draw, "n1")
+	draw := seededDraw(seed)
+	cfg, mods, behaviours := genNode(draw, "n1")
 	w := Build(cfg, mods, behaviours)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -29,14 +29,14 @@ func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
 		}
 	}
 	w.Boot()
-	a := &Actor{W: w, Node: "n1", Services: []string{}}
+	a := &actor{W: w, Node: "n1", Services: []string{}}
 	for _, m := range mods {
 		for _, s := range m.Module.Services {
 			a.Services = append(a.Services, s.FullName())
 		}
 	}
 	for i := 0; i < 300; i++ {
-		a.Act(pick(draw, "action", Actions), draw)
+		a.Act(pick(draw, "action", actionKinds), draw)
 	}
 	return &buf
 }

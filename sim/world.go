@@ -221,6 +221,3 @@ func (m *MemStore) Leases() []string {
 	sort.Strings(ids)
 	return ids
 }
-
-// FormatEffect renders an effect on one line, as the journal does.
-func FormatEffect(f engine.Effect) string { return engine.FormatEffect(f) }

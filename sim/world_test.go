@@ -39,7 +39,7 @@ func TestLifecycleOnDemand(t *testing.T) {
 	var trace []string
 	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
 		for _, f := range effects {
-			trace = append(trace, now.Sub(Epoch).String()+" "+FormatEffect(f))
+			trace = append(trace, now.Sub(Epoch).String()+" "+engine.FormatEffect(f))
 		}
 	}
 	w.RunFor(time.Second)

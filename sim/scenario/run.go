@@ -11,10 +11,10 @@ import (
 	"github.com/oarbank/svcrun/sim"
 )
 
-// MaxSteps bounds the engine steps of one scenario, so that a
+// maxSteps bounds the engine steps of one scenario, so that a
 // livelock of the engine (ops at the same instant forever) ends with an
 // error instead of hanging.
-const MaxSteps = 500_000
+const maxSteps = 500_000
 
 // Result is one run of a scenario.
 type Result struct {
@@ -97,8 +97,8 @@ func (sc *Scenario) Run() (*Result, error) {
 	w.Observe = rec.observe
 	steps := 0
 	w.Check = func(*sim.World) error {
-		if steps++; steps > MaxSteps {
-			return fmt.Errorf("more than %d engine steps: the engine does not settle", MaxSteps)
+		if steps++; steps > maxSteps {
+			return fmt.Errorf("more than %d engine steps: the engine does not settle", maxSteps)
 		}
 		return nil
 	}

@@ -88,7 +88,7 @@ func formatTraceEffect(f engine.Effect) string {
 		}
 		return fmt.Sprintf("renewed %s until %s", r.Lease, strings.TrimSpace(FormatOffset(r.Expires.Sub(sim.Epoch))))
 	}
-	return sim.FormatEffect(f)
+	return engine.FormatEffect(f)
 }
 
 // formatDone renders an op's completion.
