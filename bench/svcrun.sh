@@ -14,7 +14,7 @@ run() {
 # static binary (the ratio is reported): target <= 1.2x.
 run go test ./executor -run '^$' -bench FingerprintOp -benchtime 3000x
 # API acquire + release round trip with a ready service: target p99 <= 1 ms.
-run go test ./api -run '^$' -bench APIAcquireRelease -benchtime 3s
+run go test ./api/server -run '^$' -bench APIAcquireRelease -benchtime 3s
 # A daemon killed from outside to the engine's decision: target <= 100 ms.
 run go test ./agent -run '^$' -bench CrashToRestart -benchtime 20x
 # 1,000 services and 1,000 probes: boot, idle CPU, RSS, bytes per service.

@@ -74,13 +74,8 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 			addSvc(p.svc)
 		case ok:
 			prbs = append(prbs, p.prb)
-		case partial:
-		case e.offPlatform["capability "+c] != "":
-			return nil, nil, fmt.Sprintf("capability %q: %s", c, e.offPlatform["capability "+c])
-		case e.offline["capability "+c] != "":
-			return nil, nil, e.offline["capability "+c]
-		default:
-			return nil, nil, fmt.Sprintf("no module on this node offers capability %q%s", c, e.known("capabilities", e.capNames()))
+		case !partial:
+			return nil, nil, e.notOffered("capability", "capabilities", c, e.capNames)
 		}
 	}
 	// One slice, no iterator: this runs for every acquire.
@@ -101,13 +96,8 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 		switch {
 		case ok:
 			addSvc(s)
-		case partial:
-		case e.offPlatform["pool "+name] != "":
-			return nil, nil, fmt.Sprintf("pool %q: %s", name, e.offPlatform["pool "+name])
-		case e.offline["pool "+name] != "":
-			return nil, nil, e.offline["pool "+name]
-		default:
-			return nil, nil, fmt.Sprintf("no module on this node offers pool %q%s", name, e.known("pools", e.poolNames()))
+		case !partial:
+			return nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
 		}
 	}
 	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
@@ -642,4 +632,18 @@ func (e *Engine) restoreLease(r LeaseRecord) {
 		}
 		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
+}
+
+// notOffered says why no service or probe offers the capability or pool
+// name: its platform, its module's state, or nobody declares it (with the
+// names that are offered, for a typo).
+func (e *Engine) notOffered(kind, kinds, name string, offered func() []string) string {
+	key := kind + " " + name
+	switch {
+	case e.offPlatform[key] != "":
+		return fmt.Sprintf("%s %q: %s", kind, name, e.offPlatform[key])
+	case e.offline[key] != "":
+		return e.offline[key]
+	}
+	return fmt.Sprintf("no module on this node offers %s %q%s", kind, name, e.known(kinds, offered()))
 }

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -411,7 +412,7 @@ func (x *Executor) runGrouped(t engine.Target, spec Spec, stop bool) Result {
 func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 	x.gmu.Lock()
 	x.pruneLocked(t)
-	groups := append(sortedKeys(x.groups[t]), extra...)
+	groups := append(slices.Sorted(maps.Keys(x.groups[t])), extra...)
 	x.gmu.Unlock()
 	var live []int
 	for _, pgid := range groups {
@@ -525,7 +526,7 @@ func (x *Executor) signal(t engine.Target, sig syscall.Signal) {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
-	for _, pgid := range sortedKeys(x.groups[t]) {
+	for _, pgid := range slices.Sorted(maps.Keys(x.groups[t])) {
 		signalGroup(pgid, sig)
 	}
 }
@@ -538,7 +539,7 @@ func (x *Executor) Groups(service string) []int {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
-	return sortedKeys(x.groups[t])
+	return slices.Sorted(maps.Keys(x.groups[t]))
 }
 
 // Kill ends everything in the service's process container: cgroup.kill of
@@ -572,15 +573,6 @@ func waitGroupGone(pgid int, bound time.Duration) {
 	for groupHasLive(pgid) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func sortedKeys(m map[int]bool) []int {
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	return keys
 }
 
 // mkdirAll creates <data_dir>/modules and its parents, traversable (0711) so

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/oarbank/svcrun/internal/utf8off"
 )
 
 // The parser below exists because encoding/json cannot report what protocol 1
@@ -60,7 +62,7 @@ func parseDocument(data []byte) (any, []issue, error) {
 		return nil, nil, &syntaxError{"stdout starts with a UTF-8 byte order mark (BOM); print JSON without one"}
 	}
 	if !utf8.Valid(data) {
-		off := invalidUTF8Offset(data)
+		off := utf8off.Invalid(data)
 		return nil, nil, &syntaxError{fmt.Sprintf("stdout is not valid UTF-8: byte 0x%02x at offset %d", data[off], off)}
 	}
 	p := parser{data: data}
@@ -87,17 +89,6 @@ func parseDocument(data []byte) (any, []issue, error) {
 		return nil, nil, &syntaxError{fmt.Sprintf("trailing garbage after the JSON document at byte %d: %s", p.pos, describeByte(data, p.pos))}
 	}
 	return v, p.issues, nil
-}
-
-func invalidUTF8Offset(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }
 
 // describeByte names what is at i for a syntax error message.

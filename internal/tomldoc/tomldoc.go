@@ -22,6 +22,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oarbank/svcrun/internal/utf8off"
+
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -105,7 +107,7 @@ type Doc struct {
 func Parse(file string, data []byte) (*Doc, error) {
 	d := &Doc{File: file, pos: map[string]Pos{}}
 	if !utf8.Valid(data) {
-		off := invalidUTF8Offset(data)
+		off := utf8off.Invalid(data)
 		line, col := lineCol(data, off)
 		return nil, ErrorList{{File: file, Pos: Pos{line, col}, Reason: "not valid UTF-8"}}
 	}
@@ -248,17 +250,6 @@ func keyParts(it unstable.Iterator) ([]string, *unstable.Node) {
 		parts = append(parts, string(it.Node().Data))
 	}
 	return parts, first
-}
-
-func invalidUTF8Offset(b []byte) int {
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r == utf8.RuneError && n <= 1 {
-			return i
-		}
-		i += n
-	}
-	return len(b)
 }
 
 func lineCol(b []byte, off int) (int, int) {
