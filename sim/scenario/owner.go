@@ -11,6 +11,7 @@ func (p *parser) parseOwner(in *Input, args []string) error {
 	return nil
 }
 
+// playOwner sets the fake process running or not, behind the engine's back.
 func (pl *player) playOwner(in *Input) error {
 	pl.record(in, in.Text, nil)
 	pl.w.Exec.SetRunning(in.target, in.Name == "owner-start")
