@@ -156,14 +156,14 @@ measure() {
 	sleep "$IDLE"
 	c1=$(ticks $pids) u1=$(ops_usec) w1=$(now)
 	cpu=$(echo "$c0 $c1 $u0 $u1 $w0 $w1 $(getconf CLK_TCK)" |
-		awk '{w = ($6 - $5) / 1e9; printf "%.1f %.1f", 100 * ($2 - $1) / $7 / w, 100 * ($4 - $3) / 1e6 / w}')
+		awk '{w = ($6 - $5) / 1e9; a = 100 * ($2 - $1) / $7 / w; b = 100 * ($4 - $3) / 1e6 / w; printf "%.1f %.1f %.1f", a, b, a + b}')
 	rm -f "$T/kills"
 	crash=$(crashes "$dir" | p50max)
 	"$@" >/dev/null 2>&1 || die "$peer: the status call failed: $*"
 	"$T/bin/peerclock" calls 5 "$@" >/dev/null # warm
 	call=$("$T/bin/peerclock" calls "$CALLS" "$@")
 	eval "R_${peer}_pss=\$mem R_${peer}_cpu=\$cpu R_${peer}_crash=\$crash R_${peer}_call=\$call"
-	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops) $cpu, crash ms (p50 max) $crash, call us (p50 max) $call; load $(loadavg)"
+	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops, total) $cpu, crash ms (p50 max) $crash, call us (p50 max) $call; load $(loadavg)"
 }
 
 ops_usec() { echo 0; }
@@ -345,8 +345,8 @@ row "crash to running again, max of $KILLS" crash 2 ms 1
 row "$N daemons: boot until all up" boot 1 s 1
 [ -z "${R_svcrun_ready:-}" ] || echo "| $N daemons: boot until all ready (svcrun status) | $R_svcrun_ready s |"
 row "$N daemons: supervisor PSS" pss 1 MB 0.001
-row "$N daemons: idle CPU, % of a core (supervisor)" cpu 1 % 1
-[ -z "${R_svcrun_cpu:-}" ] || echo "| $N daemons: idle CPU of svcrun's ops (its base cgroup) | $(get svcrun cpu 2) % |"
+row "$N daemons: idle CPU over ${IDLE} s, % of a core" cpu 3 % 1
+[ -z "${R_svcrun_cpu:-}" ] || echo "| svcrun's idle CPU: svcrun itself + its ops (its base cgroup) | $(get svcrun cpu 1) % + $(get svcrun cpu 2) % |"
 row "\"is it up\" call, p50 of $CALLS" call 1 ms 0.001
 row "\"is it up\" call, max of $CALLS" call 2 ms 0.001
 echo
