@@ -82,12 +82,12 @@ echo "versions: supervisor $(supervisord --version), s6 $(dpkg-query -W -f '${Ve
 # --- measures shared by every peer -----------------------------------------
 
 # wait_up DIR COUNT waits until COUNT timestamp files d1.ts.. exist in DIR
-# (60 s per daemon at most: a failure guard, not a deadline).
+# (60 s plus 0.6 s a daemon at most: a failure guard, not a deadline).
 wait_up() {
 	i=0
 	while [ "$(find "$1" -maxdepth 1 -name 'd*.ts' 2>/dev/null | wc -l)" -lt "$2" ]; do
 		i=$((i + 1))
-		[ "$i" -lt $((600 * $2)) ] || die "only $(find "$1" -maxdepth 1 -name 'd*.ts' | wc -l) of $2 daemons came up in $1"
+		[ "$i" -lt $((600 + 6 * $2)) ] || die "only $(find "$1" -maxdepth 1 -name 'd*.ts' | wc -l) of $2 daemons came up in $1"
 		sleep 0.1
 	done
 }
@@ -173,7 +173,7 @@ svcrun_ready() {
 	i=0
 	while [ "$("$T/bin/svcrun" status --json --socket "$T/svcrun/state/svcrun.sock" | grep -o '"ready": *true' | wc -l)" -lt "$N" ]; do
 		i=$((i + 1))
-		[ "$i" -lt $((600 * N)) ] || die "svcrun: not every service became ready"
+		[ "$i" -lt $((600 + 6 * N)) ] || die "svcrun: not every service became ready"
 		sleep 0.1
 	done
 	R_svcrun_ready=$(echo "$(now) $1" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
@@ -282,7 +282,8 @@ run_s6() {
 	scandir "$d"
 	sup_pids() { echo "$SUP" $(ps -o pid= --ppid "$SUP"); }
 	t0=$(now)
-	s6-svscan "$d/scan" >"$d/s6-svscan.log" 2>&1 &
+	# -c: s6-svscan supervises at most 500 services unless told more.
+	s6-svscan -c "$((N + 100))" "$d/scan" >"$d/s6-svscan.log" 2>&1 &
 	SUP=$!
 	measure s6 "$d/ts" "$t0" s6-svstat "$d/scan/d1"
 	s6-svscanctl -t "$d/scan" || :
