@@ -324,7 +324,7 @@ cell() {
 	if [ "$1" = svcrun ] || [ "$s" = - ]; then
 		echo "$v $5" | awk -v u="$4" '{printf " %.4g %s |", $1 * $2, u}'
 	else
-		echo "$v $5 $s" | awk -v u="$4" '{r = $1 > 0 ? sprintf("%.2gx", $3 / $1) : "-"; printf " %.4g %s (svcrun %s) |", $1 * $2, u, r}'
+		echo "$v $5 $s" | awk -v u="$4" '{q = $1 > 0 ? $3 / $1 : -1; r = q < 0 ? "-" : sprintf(q >= 10 ? "%.0fx" : "%.2gx", q); printf " %.4g %s (svcrun %s) |", $1 * $2, u, r}'
 	fi
 }
 echo
