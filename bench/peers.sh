@@ -1,0 +1,354 @@
+#!/bin/sh
+# svcrun beside Debian's supervisor, s6 and runit (issue 14, point 1). Each
+# supervises the same static C daemon (bench/peers/daemon.c), one peer at a
+# time, each in its own temporary directory, everything stopped and cleaned
+# before the next. Run as root from the repository root:
+#
+#	sh bench/peers.sh              # 1,000 daemons
+#	N=100 sh bench/peers.sh        # quick mode
+#
+# Knobs (environment): N daemons (1000), KILLS crashes timed (20), CALLS
+# "is it up" calls timed (200), IDLE seconds of idle CPU (10), PEERS the
+# peers to run, in order (svcrun supervisord s6 runit), BACKOFF svcrun's
+# backoff_initial_s (0.001: the peers restart a crash with no backoff
+# either). Loopback only: nothing leaves the machine.
+set -eu
+cd "$(dirname "$0")/.."
+N=${N:-1000}
+KILLS=${KILLS:-20}
+CALLS=${CALLS:-200}
+IDLE=${IDLE:-10}
+PEERS=${PEERS:-svcrun supervisord s6 runit}
+BACKOFF=${BACKOFF:-0.001}
+[ "$KILLS" -le "$N" ] || KILLS=$N
+
+die() {
+	echo "peers.sh: $*" >&2
+	exit 1
+}
+[ "$(id -u)" = 0 ] || die "run as root (the peers supervise from /tmp, svcrun makes cgroups)"
+
+T=$(mktemp -d /tmp/svcrun-peers.XXXXXX)
+NODE=peers-bench-$$
+SUP= # pid of the running peer's supervisor, for the trap
+
+# clean kills whatever the current peer left: its supervisor and that
+# supervisor's children, every peerd started from $T, svcrun's cgroups.
+clean() {
+	if [ -n "$SUP" ]; then
+		for p in $(ps -o pid= --ppid "$SUP" 2>/dev/null) $SUP; do
+			kill -9 "$p" 2>/dev/null || :
+		done
+		SUP=
+	fi
+	for e in /proc/[0-9]*/exe; do
+		case $(readlink "$e" 2>/dev/null) in "$T"/*)
+			p=${e#/proc/}
+			kill -9 "${p%/exe}" 2>/dev/null || :
+			;;
+		esac
+	done
+	for base in $(find /sys/fs/cgroup -maxdepth 3 -type d -name "svcrun-$NODE" 2>/dev/null); do
+		[ -e "$base/cgroup.kill" ] && echo 1 >"$base/cgroup.kill" 2>/dev/null || :
+		# Deepest first; a cgroup is removable once its processes are gone.
+		for i in 1 2 3 4 5 6 7 8 9 10; do
+			find "$base" -depth -type d -exec rmdir {} + 2>/dev/null || :
+			[ -d "$base" ] || break
+			sleep 0.1
+		done
+	done
+}
+trap 'clean; rm -rf "$T"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+now() { "$T/bin/peerclock" now; }
+
+# --- install and build -----------------------------------------------------
+if ! command -v supervisord >/dev/null || ! command -v s6-svscan >/dev/null || ! command -v runsvdir >/dev/null; then
+	apt-get update
+	DEBIAN_FRONTEND=noninteractive apt-get install -y supervisor s6 runit
+fi
+mkdir -p "$T/bin"
+gcc -static -O2 -Wall -o "$T/bin/peerd" bench/peers/daemon.c
+gcc -static -O2 -Wall -o "$T/bin/peerclock" bench/peers/clock.c
+go build -o "$T/bin/svcrun" ./cmd/svcrun
+
+LOAD0=$(loadavg)
+echo "peers.sh: N=$N KILLS=$KILLS CALLS=$CALLS IDLE=${IDLE}s; load average at start: $LOAD0"
+echo "versions: supervisor $(supervisord --version), s6 $(dpkg-query -W -f '${Version}' s6), runit $(dpkg-query -W -f '${Version}' runit), $(go version | cut -d' ' -f3)"
+
+# --- measures shared by every peer -----------------------------------------
+
+# wait_up DIR COUNT waits until COUNT timestamp files d1.ts.. exist in DIR
+# (60 s plus 0.6 s a daemon at most: a failure guard, not a deadline).
+wait_up() {
+	i=0
+	while [ "$(find "$1" -maxdepth 1 -name 'd*.ts' 2>/dev/null | wc -l)" -lt "$2" ]; do
+		i=$((i + 1))
+		[ "$i" -lt $((600 + 6 * $2)) ] || die "only $(find "$1" -maxdepth 1 -name 'd*.ts' | wc -l) of $2 daemons came up in $1"
+		sleep 0.1
+	done
+}
+
+# last_start DIR prints the latest start time (ns) among DIR's daemons.
+last_start() {
+	cat "$1"/d*.ts | sort -n | tail -n 1 | cut -d' ' -f1
+}
+
+# pss PID... prints the summed PSS of the processes, in kB.
+pss() {
+	for p in "$@"; do
+		sed -n 's/^Pss: *\([0-9]*\) kB/\1/p' "/proc/$p/smaps_rollup" 2>/dev/null
+	done | awk '{s += $1} END {print s + 0}'
+}
+
+# ticks PID... prints utime+stime of the processes, in clock ticks.
+ticks() {
+	for p in "$@"; do
+		# Fields after the ")" closing comm: utime is the 12th, stime the 13th.
+		sed 's/.*) //' "/proc/$p/stat" 2>/dev/null
+	done | awk '{s += $12 + $13} END {print s + 0}'
+}
+
+# crashes DIR kills daemons d1..dKILLS of DIR in turn and prints, one per
+# line, the ms from the SIGKILL to the new process's own start time. The
+# kill times go to $T/kills ("dK NS" lines).
+crashes() {
+	k=1
+	while [ "$k" -le "$KILLS" ]; do
+		read -r t pid <"$1/d$k.ts"
+		tk=$("$T/bin/peerclock" kill "$pid")
+		echo "d$k $tk" >>"$T/kills"
+		i=0
+		while :; do
+			read -r t pid <"$1/d$k.ts" || t=0
+			[ "$t" -le "$tk" ] || break
+			i=$((i + 1))
+			[ "$i" -lt 6000 ] || die "d$k in $1 did not come back within 60 s of its kill"
+			sleep 0.01
+		done
+		echo "$t $tk" | awk '{printf "%.2f\n", ($1 - $2) / 1e6}'
+		k=$((k + 1))
+	done
+}
+
+# p50max prints "p50 max" of the numbers on stdin.
+p50max() {
+	sort -n | awk '{v[NR] = $1} END {printf "%s %s\n", v[int((NR + 1) / 2)], v[NR]}'
+}
+
+# measure PEER TSDIR T0 STATUS-CMD... runs the measures on a booted peer
+# whose supervisor's own processes sup_pids prints, and records them as
+# R_PEER_*. T0 is when the supervisor was started (ns).
+measure() {
+	peer=$1 dir=$2 t0=$3
+	shift 3
+	wait_up "$dir" "$N"
+	boot=$(echo "$(last_start "$dir") $t0" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
+	eval "R_${peer}_boot=\$boot"
+	[ "$peer" != svcrun ] || svcrun_ready "$t0"
+	sleep 2 # let the boot settle before idle is measured
+	pids=$(sup_pids)
+	mem=$(pss $pids)
+	c0=$(ticks $pids) u0=$(ops_usec) w0=$(now)
+	sleep "$IDLE"
+	c1=$(ticks $pids) u1=$(ops_usec) w1=$(now)
+	cpu=$(echo "$c0 $c1 $u0 $u1 $w0 $w1 $(getconf CLK_TCK)" |
+		awk '{w = ($6 - $5) / 1e9; a = 100 * ($2 - $1) / $7 / w; b = 100 * ($4 - $3) / 1e6 / w; printf "%.1f %.1f %.1f", a, b, a + b}')
+	rm -f "$T/kills"
+	crash=$(crashes "$dir" | p50max)
+	"$@" >/dev/null 2>&1 || die "$peer: the status call failed: $*"
+	"$T/bin/peerclock" calls 5 "$@" >/dev/null # warm
+	call=$("$T/bin/peerclock" calls "$CALLS" "$@")
+	eval "R_${peer}_pss=\$mem R_${peer}_cpu=\$cpu R_${peer}_crash=\$crash R_${peer}_call=\$call"
+	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops, total) $cpu, crash ms (p50 max) $crash, call us (p50 max) $call; load $(loadavg)"
+}
+
+ops_usec() { echo 0; }
+
+# --- svcrun ------------------------------------------------------------------
+svcrun_ready() {
+	i=0
+	while [ "$("$T/bin/svcrun" status --json --socket "$T/svcrun/state/svcrun.sock" | grep -o '"ready": *true' | wc -l)" -lt "$N" ]; do
+		i=$((i + 1))
+		[ "$i" -lt $((600 + 6 * N)) ] || die "svcrun: not every service became ready"
+		sleep 0.1
+	done
+	R_svcrun_ready=$(echo "$(now) $1" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
+}
+
+run_svcrun() {
+	d=$T/svcrun
+	mkdir -p "$d/bundle/bin" "$d/state"
+	cp bench/peers/peer-service "$d/bundle/bin/"
+	cp "$T/bin/peerd" "$d/bundle/bin/"
+	{
+		echo '[module]'
+		echo 'name = "peers"'
+		echo 'version = "1"'
+		k=1
+		while [ "$k" -le "$N" ]; do
+			printf '[[services]]\nname = "d%s"\nexec = ["bin/peer-service", "d%s"]\nlifecycle = "always"\ncapabilities = ["d%s"]\nrestart = { backoff_initial_s = %s }\n' "$k" "$k" "$k" "$BACKOFF"
+			k=$((k + 1))
+		done
+	} >"$d/bundle/module.toml"
+	cat >"$d/node.toml" <<-EOF
+		node_id = "$NODE"
+		data_dir = "state"
+		sandbox = "best_effort"
+		[[modules]]
+		bundle = "bundle"
+	EOF
+	sup_pids() { echo "$SUP"; }
+	# The ops run in the services' containers under svcrun's base cgroup;
+	# the daemons there sleep, so its usage is the ops'.
+	ops_usec() {
+		f=$(find /sys/fs/cgroup -maxdepth 3 -type d -name "svcrun-$NODE" 2>/dev/null | head -n 1)
+		if [ -n "$f" ] && [ -r "$f/cpu.stat" ]; then
+			sed -n 's/^usage_usec //p' "$f/cpu.stat"
+		else
+			# No cgroup: the ops are svcrun's children, reaped by it.
+			sed 's/.*) //' "/proc/$SUP/stat" | awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1e6 / hz}'
+		fi
+	}
+	t0=$(now)
+	"$T/bin/svcrun" serve --config "$d/node.toml" --log-format json --log-level warn >"$d/serve.log" 2>&1 &
+	SUP=$!
+	measure svcrun "$d/state/modules/peers" "$t0" \
+		"$T/bin/svcrun" run --socket "$d/state/svcrun.sock" --capability d1 -- true
+	kill "$SUP"
+	wait "$SUP" || :
+	SUP=
+	ops_usec() { echo 0; }
+	# When svcrun saw each crash: its journal's container-emptied step.
+	R_svcrun_seen=$(while read -r name tk; do
+		at=$(grep -F "\"event\":\"container-emptied\",\"data\":{\"Service\":\"peers/$name\"}" "$d"/state/journal/*.jsonl |
+			sed -n 's/^{"at":"\([^"]*\)".*/\1/p' | head -n 1)
+		[ -z "$at" ] || echo "$(date -d "$at" +%s%N) $tk" | awk '{printf "%.2f\n", ($1 - $2) / 1e6}'
+	done <"$T/kills" | p50max)
+}
+
+# --- supervisord ---------------------------------------------------------------
+run_supervisord() {
+	d=$T/supervisord
+	mkdir -p "$d/ts"
+	{
+		cat <<-EOF
+			[supervisord]
+			nodaemon = true
+			logfile = $d/supervisord.log
+			pidfile = $d/supervisord.pid
+			childlogdir = $d
+			minfds = $((4 * N + 1024))
+			[unix_http_server]
+			file = $d/supervisor.sock
+			[rpcinterface:supervisor]
+			supervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface
+			[supervisorctl]
+			serverurl = unix://$d/supervisor.sock
+		EOF
+		k=1
+		while [ "$k" -le "$N" ]; do
+			printf '[program:d%s]\ncommand = %s %s\nautorestart = true\nstdout_logfile = NONE\nstderr_logfile = NONE\n' "$k" "$T/bin/peerd" "$d/ts/d$k.ts"
+			k=$((k + 1))
+		done
+	} >"$d/supervisord.conf"
+	sup_pids() { echo "$SUP"; }
+	t0=$(now)
+	supervisord -c "$d/supervisord.conf" >/dev/null 2>&1 &
+	SUP=$!
+	measure supervisord "$d/ts" "$t0" supervisorctl -c "$d/supervisord.conf" status d1
+	kill "$SUP"
+	wait "$SUP" || :
+	SUP=
+}
+
+# --- s6 and runit: a scan directory of run scripts -------------------------------
+scandir() {
+	mkdir -p "$1/ts" "$1/scan"
+	k=1
+	while [ "$k" -le "$N" ]; do
+		mkdir "$1/scan/d$k"
+		printf '#!/bin/sh\nexec %s %s\n' "$T/bin/peerd" "$1/ts/d$k.ts" >"$1/scan/d$k/run"
+		chmod +x "$1/scan/d$k/run"
+		k=$((k + 1))
+	done
+}
+
+run_s6() {
+	d=$T/s6
+	scandir "$d"
+	sup_pids() { echo "$SUP" $(ps -o pid= --ppid "$SUP"); }
+	t0=$(now)
+	# -c: s6-svscan supervises at most 500 services unless told more.
+	s6-svscan -c "$((N + 100))" "$d/scan" >"$d/s6-svscan.log" 2>&1 &
+	SUP=$!
+	measure s6 "$d/ts" "$t0" s6-svstat "$d/scan/d1"
+	s6-svscanctl -t "$d/scan" || :
+	wait "$SUP" || :
+	SUP=
+}
+
+run_runit() {
+	d=$T/runit
+	scandir "$d"
+	sup_pids() { echo "$SUP" $(ps -o pid= --ppid "$SUP"); }
+	t0=$(now)
+	runsvdir "$d/scan" >"$d/runsvdir.log" 2>&1 &
+	SUP=$!
+	measure runit "$d/ts" "$t0" sv status "$d/scan/d1"
+	kill -HUP "$SUP"
+	wait "$SUP" || :
+	SUP=
+}
+
+for peer in $PEERS; do
+	case $peer in svcrun | supervisord | s6 | runit) ;; *) die "unknown peer $peer (svcrun supervisord s6 runit)" ;; esac
+	"run_$peer"
+	clean
+done
+
+# --- the table ---------------------------------------------------------------------
+# get PEER METRIC [FIELD] prints a recorded number, or "-".
+get() {
+	eval "v=\${R_$1_$2:-}"
+	[ -n "$v" ] || { echo -; return; }
+	echo "$v" | cut -d' ' -f"${3:-1}"
+}
+# cell PEER METRIC FIELD UNIT SCALE prints a value and, for a peer, svcrun / peer.
+cell() {
+	v=$(get "$1" "$2" "$3") s=$(get svcrun "$2" "$3")
+	if [ "$v" = - ]; then printf ' - |'; return; fi
+	if [ "$1" = svcrun ] || [ "$s" = - ]; then
+		echo "$v $5" | awk -v u="$4" '{printf " %.4g %s |", $1 * $2, u}'
+	else
+		echo "$v $5 $s" | awk -v u="$4" '{q = $1 > 0 ? $3 / $1 : -1; r = q < 0 ? "-" : sprintf(q >= 10 ? "%.0fx" : "%.2gx", q); printf " %.4g %s (svcrun %s) |", $1 * $2, u, r}'
+	fi
+}
+echo
+echo "N=$N daemons; load average at start $LOAD0, at end $(loadavg)"
+echo
+printf '| |'
+for p in $PEERS; do printf ' %s |' "$p"; done
+printf '\n|---|'
+for p in $PEERS; do printf -- '---|'; done
+echo
+row() {
+	printf '| %s |' "$1"
+	for p in $PEERS; do cell "$p" "$2" "$3" "$4" "$5"; done
+	echo
+}
+row "crash to running again, p50" crash 1 ms 1
+row "crash to running again, max of $KILLS" crash 2 ms 1
+[ -z "${R_svcrun_seen:-}" ] || echo "| crash seen by svcrun (its journal), p50 and max | $(get svcrun seen 1) ms, $(get svcrun seen 2) ms |"
+row "$N daemons: boot until all up" boot 1 s 1
+[ -z "${R_svcrun_ready:-}" ] || echo "| $N daemons: boot until all ready (svcrun status) | $R_svcrun_ready s |"
+row "$N daemons: supervisor PSS" pss 1 MB 0.001
+row "$N daemons: idle CPU over ${IDLE} s, % of a core" cpu 3 % 1
+[ -z "${R_svcrun_cpu:-}" ] || echo "| svcrun's idle CPU: svcrun itself + its ops (its base cgroup) | $(get svcrun cpu 1) % + $(get svcrun cpu 2) % |"
+row "\"is it up\" call, p50 of $CALLS" call 1 ms 0.001
+row "\"is it up\" call, max of $CALLS" call 2 ms 0.001
+echo
+echo "calls: svcrun run --capability d1 -- true; supervisorctl status d1; s6-svstat DIR; sv status DIR"
