@@ -1,4 +1,4 @@
-// Package cgroup is svcrun's process container on Linux (filled-in §4):
+// Package cgroup is svcrun's process container on Linux (docs/decisions.md, Sandbox):
 // one cgroup v2 per service, that every op of the service is cloned into,
 // so that whatever an op leaves behind (the daemon of a start, its double
 // forks, its setsid'd children) stays in one place that can be frozen,

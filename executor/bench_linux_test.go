@@ -25,7 +25,7 @@ import (
 // executor reports ns/op and x-c: its time over the C loop's for as many
 // runs, the C loop running in blocks between its blocks so that both see the
 // same machine. c-posix_spawn reports the C loop's own ns/op. Target:
-// x-c <= 1.2 unsandboxed (design.md: <= 1.3 sandboxed).
+// x-c <= 1.2 unsandboxed (docs/decisions.md, Targets: <= 1.3 sandboxed).
 func BenchmarkFingerprintOp(b *testing.B) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		b.Skip("gcc is needed to build the static C service")

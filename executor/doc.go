@@ -1,5 +1,5 @@
 // Package executor runs the ops of services and probes as processes: the
-// real world's engine.Executor (design.md), and the runner behind
+// real world's engine.Executor (docs/architecture.md), and the runner behind
 // `svcrun op`.
 //
 // # One op: Run
@@ -48,7 +48,7 @@
 //
 // # Sandbox hooks
 //
-// Spec.Hooks is the extension point of the sandbox (filled-in §4):
+// Spec.Hooks is the extension point of the sandbox (docs/decisions.md, Sandbox):
 // SysProcAttr adjusts the child's attributes (Credential for run_as,
 // Cloneflags for namespaces, UseCgroupFD and CgroupFD to clone the op into
 // its service's cgroup), and Launch runs the fork on the thread it must

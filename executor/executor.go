@@ -50,7 +50,7 @@ type Config struct {
 	// nil runs every op unconfined.
 	Hooks func(t engine.Target, mod nodeconfig.LoadedModule) (Hooks, error)
 	// Containers, when set and working (Err() nil), is the process
-	// container of every service (filled-in §4): each op of a service is
+	// container of every service (docs/decisions.md, Sandbox): each op of a service is
 	// cloned into the service's cgroup v2, Kill, Freeze and Thaw go to
 	// that cgroup, its limits are Node.Limits, and the emptying of a
 	// container holding a daemon is posted as engine.ContainerEmptied.
@@ -430,7 +430,7 @@ func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 	}
 }
 
-// ----- Process groups: the process-container fallback of filled-in §4. -----
+// Process groups: the process-container fallback (docs/decisions.md, Sandbox).
 
 func (x *Executor) addGroup(t engine.Target, pgid int) {
 	x.gmu.Lock()

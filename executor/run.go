@@ -57,7 +57,7 @@ type Spec struct {
 	OnStart func(pid int)
 }
 
-// Hooks are the extension points of the sandbox (filled-in §4). The zero
+// Hooks are the extension points of the sandbox (docs/decisions.md, Sandbox). The zero
 // value runs the op unconfined, as svcrun's own user.
 type Hooks struct {
 	// SysProcAttr adjusts the attributes of the op's process before it
