@@ -12,8 +12,8 @@
 // byte for byte; this is what makes the simulator deterministic and the
 // property tests meaningful.
 //
-// The rules it implements (the protocol, docs/protocol.md, and docs/decisions.md, Agent rules): the three lifecycles and
-// platform filtering; refcounting by leases and the readiness gate; idle
+// The rules it implements (docs/protocol.md, and docs/decisions.md,
+// Agent rules): the three lifecycles and platform filtering; refcounting by leases and the readiness gate; idle
 // stop; watching by status and fingerprint and container-emptied events;
 // exponential backoff, unhealthy at max_failures, reset; adoption after an
 // agent restart; pools reserved atomically with FIFO admission and
