@@ -49,6 +49,7 @@ var program = &cli.Program{
 		"disable":  {Summary: "disable a module until the next reload", Run: runDisable},
 		"reload":   {Summary: "reload the node configuration (as SIGHUP)", Run: runReload},
 		"sandbox":  {Summary: "show what this host enforces of the sandbox (--config: per module)", Run: runSandbox},
+		"version":  {Summary: "print svcrun's version, commit and Go version (--json)", Run: runVersion},
 	},
 	Footer: `Run 'svcrun <command> -h' for a command's flags. Flags may come before or
 after a command's arguments (up to a --), except for run and op, whose flags
