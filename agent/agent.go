@@ -90,6 +90,12 @@ type Options struct {
 	// NoContainers runs ops in process groups only, without cgroup v2
 	// containers (tests that must not touch the host's cgroups).
 	NoContainers bool
+	// Watchdog, when WatchdogEvery > 0, is called on the loop every
+	// WatchdogEvery (systemd's WATCHDOG=1): from a timer event the loop
+	// takes like any other, so that a loop stuck in a step (a store write
+	// on a frozen disk) stops calling it and systemd restarts svcrun.
+	Watchdog      func()
+	WatchdogEvery time.Duration
 }
 
 // Executor is what the agent needs of its executor.
@@ -164,6 +170,11 @@ type Agent struct {
 type call struct{ fn func() }
 
 func (call) EventName() string { return "call" }
+
+// watchdogTick is the loop's turn to call Options.Watchdog.
+type watchdogTick struct{}
+
+func (watchdogTick) EventName() string { return "watchdog" }
 
 // Open loads the configuration and its modules and opens the store; it
 // does not start anything yet.
@@ -321,6 +332,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.driver.Step(engine.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
+	if a.opts.Watchdog != nil && a.opts.WatchdogEvery > 0 {
+		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
+	}
 	// The driver's loop steps events until ctx is done or the store fails.
 	err = a.driver.Run(ctx)
 	return a.shutdown(err)
@@ -329,11 +343,16 @@ func (a *Agent) Run(ctx context.Context) error {
 // own runs the agent's calls on the loop; a store failure in one of their
 // steps ends the loop.
 func (a *Agent) own(ev engine.Event) (bool, error) {
-	c, isCall := ev.(call)
-	if isCall {
-		c.fn()
+	switch ev := ev.(type) {
+	case call:
+		ev.fn()
+	case watchdogTick:
+		a.opts.Watchdog()
+		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
+	default:
+		return false, a.fatal
 	}
-	return isCall, a.fatal
+	return true, a.fatal
 }
 
 // shutdown ends Run: no more requests; ops in flight may finish within the
