@@ -90,6 +90,9 @@ type Options struct {
 	// NoContainers runs ops in process groups only, without cgroup v2
 	// containers (tests that must not touch the host's cgroups).
 	NoContainers bool
+	// CgroupParent is the cgroup directory the containers' base is
+	// created in; default svcrun's own cgroup (cgroup.Options.Parent).
+	CgroupParent string
 	// Watchdog, when WatchdogEvery > 0, is called on the loop every
 	// WatchdogEvery (systemd's WATCHDOG=1): from a timer event the loop
 	// takes like any other, so that a loop stuck in a step (a store write
@@ -237,7 +240,7 @@ func Open(opts Options) (*Agent, error) {
 		slowWrite: SlowWrite,
 	}
 	if !opts.NoContainers {
-		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Logger: a.log})
+		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
 		if err := a.containers.Err(); errors.Is(err, cgroup.ErrInUse) {
 			// Refused, not a fallback: the two svcruns would remove, kill
 			// and freeze each other's containers.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -27,9 +28,10 @@ import (
 // SIGHUP reload, STOPPING=1 when it begins to stop, and WATCHDOG=1 from the
 // agent's loop when the unit has WatchdogSec=.
 func runServe(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("serve", "[--config FILE] [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
+	fs := m.FlagSet("serve", "[--config FILE] [--stop-services-on-exit] [--cgroup-parent DIR] [--log-level LEVEL] [--log-format text|json]")
 	config := fs.String("config", DefaultConfig, "the node configuration `FILE` (svcrun.toml)")
 	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
+	cgroupParent := fs.String("cgroup-parent", "", "create the containers' cgroup base in this cgroup `DIR` (e.g. /sys/fs/cgroup/system.slice/svcrun.service with systemd's DelegateSubgroup=) instead of svcrun's own cgroup")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -40,6 +42,9 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	if *config == "" {
 		return cli.UsageError{Msg: "--config: give a node configuration FILE (see examples/node.toml)"}
+	}
+	if *cgroupParent != "" && !filepath.IsAbs(*cgroupParent) {
+		return cli.Usagef("--cgroup-parent %q: give the cgroup's absolute path, such as /sys/fs/cgroup/system.slice/svcrun.service", *cgroupParent)
 	}
 	log, err := newLogger(m, *level, *format)
 	if err != nil {
@@ -63,7 +68,7 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if err != nil {
 		log.Warn("no systemd watchdog pings: systemd will restart svcrun when its WatchdogSec= ends", "error", err)
 	}
-	opts := agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit}
+	opts := agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit, CgroupParent: *cgroupParent}
 	if every > 0 {
 		opts.WatchdogEvery = every
 		opts.Watchdog = func() { notify(sd, log, "WATCHDOG=1") }
