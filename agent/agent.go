@@ -90,6 +90,15 @@ type Options struct {
 	// NoContainers runs ops in process groups only, without cgroup v2
 	// containers (tests that must not touch the host's cgroups).
 	NoContainers bool
+	// CgroupParent is the cgroup directory the containers' base is
+	// created in; default svcrun's own cgroup (cgroup.Options.Parent).
+	CgroupParent string
+	// Watchdog, when WatchdogEvery > 0, is called on the loop every
+	// WatchdogEvery (systemd's WATCHDOG=1): from a timer event the loop
+	// takes like any other, so that a loop stuck in a step (a store write
+	// on a frozen disk) stops calling it and systemd restarts svcrun.
+	Watchdog      func()
+	WatchdogEvery time.Duration
 }
 
 // Executor is what the agent needs of its executor.
@@ -165,6 +174,11 @@ type call struct{ fn func() }
 
 func (call) EventName() string { return "call" }
 
+// watchdogTick is the loop's turn to call Options.Watchdog.
+type watchdogTick struct{}
+
+func (watchdogTick) EventName() string { return "watchdog" }
+
 // Open loads the configuration and its modules and opens the store; it
 // does not start anything yet.
 func Open(opts Options) (*Agent, error) {
@@ -226,7 +240,7 @@ func Open(opts Options) (*Agent, error) {
 		slowWrite: SlowWrite,
 	}
 	if !opts.NoContainers {
-		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Logger: a.log})
+		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
 		if err := a.containers.Err(); errors.Is(err, cgroup.ErrInUse) {
 			// Refused, not a fallback: the two svcruns would remove, kill
 			// and freeze each other's containers.
@@ -321,6 +335,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.driver.Step(engine.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
 		return a.shutdown(err)
 	}
+	if a.opts.Watchdog != nil && a.opts.WatchdogEvery > 0 {
+		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
+	}
 	// The driver's loop steps events until ctx is done or the store fails.
 	err = a.driver.Run(ctx)
 	return a.shutdown(err)
@@ -329,11 +346,16 @@ func (a *Agent) Run(ctx context.Context) error {
 // own runs the agent's calls on the loop; a store failure in one of their
 // steps ends the loop.
 func (a *Agent) own(ev engine.Event) (bool, error) {
-	c, isCall := ev.(call)
-	if isCall {
-		c.fn()
+	switch ev := ev.(type) {
+	case call:
+		ev.fn()
+	case watchdogTick:
+		a.opts.Watchdog()
+		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
+	default:
+		return false, a.fatal
 	}
-	return isCall, a.fatal
+	return true, a.fatal
 }
 
 // shutdown ends Run: no more requests; ops in flight may finish within the

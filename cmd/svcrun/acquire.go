@@ -24,7 +24,7 @@ import (
 // within --wait: a lease admitted before the restart is the answer.
 func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, 0)
 	asJSON := fs.Bool("json", false, "print the grant as JSON: lease, attempt, services, expires (a failure: ok, error, code, reason, hint)")
 	if err := cli.Parse(fs, args); err != nil {

@@ -49,18 +49,22 @@ var DefaultSocket = filepath.Join(nodeconfig.DefaultDataDir, nodeconfig.DefaultS
 // socketFlags are the flags of every command that talks to the daemon.
 type socketFlags struct {
 	socket, config *string
+	env            *cli.Env // says which socket a fallback chose
 }
 
-func addSocketFlags(fs *flag.FlagSet) socketFlags {
+func addSocketFlags(m *cli.Env, fs *flag.FlagSet) socketFlags {
 	return socketFlags{
-		socket: fs.String("socket", "", "svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+" if it exists, else that of the svcrun serve started last)"),
+		socket: fs.String("socket", "", "svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+" if it exists, else that of the svcrun serve started last, named on stderr)"),
 		config: fs.String("config", "", "read the socket path from this node configuration `FILE`"),
+		env:    m,
 	}
 }
 
 // path resolves the socket: --socket, else --config's socket, else
 // $SVCRUN_SOCKET, else the default if it exists, else the one svcrun serve
-// announced last (announce.go), else the default.
+// announced last (announce.go), else the default. The announced one is a
+// guess (perhaps another checkout's svcrun): the command says on stderr
+// that it took it, and why.
 func (f socketFlags) path() (string, error) {
 	switch {
 	case *f.socket != "":
@@ -76,6 +80,7 @@ func (f socketFlags) path() (string, error) {
 	}
 	if _, err := os.Stat(DefaultSocket); err != nil {
 		if s := announced(); s != "" {
+			f.env.Printf("using %s, the socket of the svcrun serve started last (announced in %s), since none is at %s: give --socket or --config to choose", s, announceFile(), DefaultSocket)
 			return s, nil
 		}
 	}
@@ -241,7 +246,7 @@ func failed(m *cli.Env, cmd string, asJSON bool, err error) error {
 // message (doctor, reap).
 func runDone(ctx context.Context, m *cli.Env, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
 	fs := m.FlagSet(name, "[--json] [--socket PATH | --config FILE]")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message")
 	err := func() error {
 		c, err := connect(fs, sock, args)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -246,8 +247,9 @@ func TestRejectedUnhealthyHint(t *testing.T) {
 func TestSocketResolution(t *testing.T) {
 	cfg, sock := served(t)
 	t.Setenv(EnvSocket, "/from/env.sock")
-	fs := (&cli.Env{}).FlagSet("x", "")
-	f := addSocketFlags(fs)
+	env := &cli.Env{Stdout: io.Discard, Stderr: io.Discard}
+	fs := env.FlagSet("x", "")
+	f := addSocketFlags(env, fs)
 	for _, tc := range []struct {
 		args []string
 		want string

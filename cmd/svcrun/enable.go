@@ -24,7 +24,7 @@ func runDisable(ctx context.Context, m *cli.Env, args []string) error {
 // change).
 func setModule(ctx context.Context, m *cli.Env, cmd string, enable bool, args []string) error {
 	fs := m.FlagSet(cmd, "[--json] [--socket PATH | --config FILE] MODULE")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, module, enabled (a failure: ok, error, code)")
 	err := func() error {
 		c, name, err := connectOne(fs, sock, args, "MODULE", " (svcrun status lists the modules of the services)")

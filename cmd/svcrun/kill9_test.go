@@ -228,8 +228,14 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 	}
 	run := exec.Command(bin, "run", "--capability", "kv", "--", "echo", "hi")
 	run.Env = env
-	if out, err := run.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "hi" {
-		t.Errorf("svcrun run --capability kv -- echo hi: %v\n%s", err, out)
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	if out, err := run.Output(); err != nil || strings.TrimSpace(string(out)) != "hi" {
+		t.Errorf("svcrun run --capability kv -- echo hi: %v\n%s%s", err, out, stderr.String())
+	}
+	// The announced socket is a guess: the command says it took it.
+	if want := "svcrun run: using " + sock + ", the socket of the svcrun serve started last"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say which socket was used and why:\n%s\nwant: %s", stderr.String(), want)
 	}
 	serve.Process.Signal(syscall.SIGTERM)
 	serve.Wait()

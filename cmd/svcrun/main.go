@@ -12,7 +12,9 @@
 // release, doctor, reap, reset, enable, disable, reload) find its socket in
 // --socket PATH, else in the node configuration given with --config FILE,
 // else in $SVCRUN_SOCKET, else at /var/lib/svcrun/svcrun.sock (the default
-// configuration's).
+// configuration's) if it exists, else in the announcement of the svcrun
+// serve started last, saying so on stderr. --socket and --config may come
+// before the command too.
 package main
 
 import (
@@ -26,7 +28,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := program.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, os.Args[1:])
+	code := program.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, hoistGlobalFlags(os.Args[1:]))
 	stop()
 	os.Exit(code)
 }
@@ -49,10 +51,12 @@ var program = &cli.Program{
 		"disable":  {Summary: "disable a module until the next reload", Run: runDisable},
 		"reload":   {Summary: "reload the node configuration (as SIGHUP)", Run: runReload},
 		"sandbox":  {Summary: "show what this host enforces of the sandbox (--config: per module)", Run: runSandbox},
+		"version":  {Summary: "print svcrun's version, commit and Go version (--json)", Run: runVersion},
 	},
 	Footer: `Run 'svcrun <command> -h' for a command's flags. Flags may come before or
 after a command's arguments (up to a --), except for run and op, whose flags
 come first: after run's -- comes CMD, after op's SERVICE OP the op's own ARGS.
+--socket and --config may also come before the command (svcrun --socket S status).
 
 ` + exitCodes,
 }

@@ -9,7 +9,7 @@ import (
 // runRelease is `svcrun release LEASE`: end a lease.
 func runRelease(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("release", "[--json] [--socket PATH | --config FILE] LEASE")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, lease (a failure: ok, error, code, hint)")
 	err := func() error {
 		c, lease, err := connectOne(fs, sock, args, "LEASE", " (the id svcrun acquire printed)")

@@ -12,7 +12,7 @@ import (
 // again (as on SIGHUP). A configuration with errors changes nothing.
 func runReload(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reload", "[--json] [--socket PATH | --config FILE]")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, restart_needed (a failure: ok, error, code)")
 	err := func() error {
 		c, err := connect(fs, sock, args)

@@ -12,7 +12,7 @@ import (
 // expiry.
 func runRenew(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("renew", "[--json] [--socket PATH | --config FILE] LEASE")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: lease, expires (a failure: ok, error, code, hint)")
 	err := func() error {
 		c, lease, err := connectOne(fs, sock, args, "LEASE", " (the id svcrun acquire printed)")

@@ -12,7 +12,7 @@ import (
 // its unhealthy mark.
 func runReset(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reset", "[--json] [--socket PATH | --config FILE] MODULE/SERVICE")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, service (a failure: ok, error, code)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err

@@ -39,7 +39,7 @@ import (
 // says once that svcrun went away and once that it is back.
 func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
 	if err := cli.ParseLeading(fs, args); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -18,14 +19,19 @@ import (
 	"github.com/oarbank/svcrun/sandbox"
 )
 
-// runServe is `svcrun serve --config FILE`: the daemon. SIGTERM or SIGINT
-// stop it, leaving services running for the next start to adopt (unless
+// runServe is `svcrun serve [--config FILE]`: the daemon, with
+// DefaultConfig when --config is not given. SIGTERM or SIGINT stop it,
+// leaving services running for the next start to adopt (unless
 // --stop-services-on-exit); a second one exits at once (stopOnSignals).
-// SIGHUP reloads the configuration.
+// SIGHUP reloads the configuration. Under systemd (Type=notify) it sends
+// READY=1 once its API socket listens, RELOADING=1 and READY=1 around a
+// SIGHUP reload, STOPPING=1 when it begins to stop, and WATCHDOG=1 from the
+// agent's loop when the unit has WatchdogSec=.
 func runServe(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("serve", "--config FILE [--stop-services-on-exit] [--log-level LEVEL] [--log-format text|json]")
-	config := fs.String("config", "", "the node configuration `FILE` (svcrun.toml)")
+	fs := m.FlagSet("serve", "[--config FILE] [--stop-services-on-exit] [--cgroup-parent DIR] [--log-level LEVEL] [--log-format text|json]")
+	config := fs.String("config", DefaultConfig, "the node configuration `FILE` (svcrun.toml)")
 	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
+	cgroupParent := fs.String("cgroup-parent", "", "create the containers' cgroup base in this cgroup `DIR` (e.g. /sys/fs/cgroup/system.slice/svcrun.service with systemd's DelegateSubgroup=) instead of svcrun's own cgroup")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -35,7 +41,10 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		return err
 	}
 	if *config == "" {
-		return cli.UsageError{Msg: "give --config FILE (see examples/node.toml)"}
+		return cli.UsageError{Msg: "--config: give a node configuration FILE (see examples/node.toml)"}
+	}
+	if *cgroupParent != "" && !filepath.IsAbs(*cgroupParent) {
+		return cli.Usagef("--cgroup-parent %q: give the cgroup's absolute path, such as /sys/fs/cgroup/system.slice/svcrun.service", *cgroupParent)
 	}
 	log, err := newLogger(m, *level, *format)
 	if err != nil {
@@ -54,7 +63,17 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(agent.GCPercent)
 	}
-	a, err := agent.Open(agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit})
+	sd := newNotifier()
+	every, err := watchdogInterval()
+	if err != nil {
+		log.Warn("no systemd watchdog pings: systemd will restart svcrun when its WatchdogSec= ends", "error", err)
+	}
+	opts := agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit, CgroupParent: *cgroupParent}
+	if every > 0 {
+		opts.WatchdogEvery = every
+		opts.Watchdog = func() { notify(sd, log, "WATCHDOG=1") }
+	}
+	a, err := agent.Open(opts)
 	if err != nil {
 		return err // "svcrun serve: " and the reason, as every command's error
 	}
@@ -73,13 +92,16 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		for {
 			select {
 			case <-ctx.Done():
+				notify(sd, log, "STOPPING=1")
 				return
 			case <-hup:
+				notify(sd, log, reloading())
 				if notes, err := a.Reload(ctx); err != nil {
 					log.Error("reload refused: the running configuration stays", "error", err)
 				} else {
 					log.Info("configuration reloaded", "restart_needed_for", notes)
 				}
+				notify(sd, log, "READY=1")
 			}
 		}
 	}()
@@ -88,6 +110,7 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		return err
 	}
 	defer srv.Close()
+	notify(sd, log, "READY=1")
 	if undo, err := announce(a.Config().Socket); err != nil {
 		log.Warn("socket not announced: commands must be given --socket or --config", "file", announceFile(), "error", err)
 	} else {
@@ -122,6 +145,14 @@ func stopOnSignals(sigs <-chan os.Signal, served <-chan struct{}, stop func(), l
 	}
 	log.Warn("second signal: exiting now; services and ops still running are left for the next start to adopt", "signal", sig.String())
 	os.Exit(1)
+}
+
+// notify sends msg to systemd; a failure is logged and otherwise ignored:
+// svcrun runs the same whether systemd hears of it or not.
+func notify(sd notifier, log *slog.Logger, msg string) {
+	if err := sd.send(msg); err != nil {
+		log.Warn("systemd not notified", "message", msg, "error", err)
+	}
 }
 
 func newLogger(m *cli.Env, level, format string) (*slog.Logger, error) {

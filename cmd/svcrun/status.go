@@ -16,7 +16,7 @@ import (
 // runStatus is `svcrun status [--json]`: services, probes, memory, leases.
 func runStatus(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("status", "[--json] [--socket PATH | --config FILE]")
-	sock := addSocketFlags(fs)
+	sock := addSocketFlags(m, fs)
 	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status)")
 	c, err := connect(fs, sock, args)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = program.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb}, args)
+	code = program.Run(context.Background(), &cli.Env{Stdout: &out, Stderr: &errb}, hoistGlobalFlags(args)) // as main does
 	return code, out.String(), errb.String()
 }
 
