@@ -421,13 +421,25 @@ func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 			signalGroup(pgid, syscall.SIGKILL)
 		}
 	}
-	if len(live) == 0 {
-		return
+	if len(live) > 0 {
+		x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", live)
+		for _, pgid := range live {
+			waitGroupGone(pgid, killWait)
+		}
 	}
-	x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", live)
-	for _, pgid := range live {
-		waitGroupGone(pgid, killWait)
+	// A group left with zombies only is dead: forget it now rather than
+	// when the reaper gets to them, so that the service's emptying is
+	// decided by the stop's own end (before its OpDone), never later,
+	// where it could land on the next start.
+	x.gmu.Lock()
+	if g := x.groups[t]; g != nil {
+		for _, pgid := range groups {
+			if !groupHasLive(pgid) {
+				delete(g, pgid)
+			}
+		}
 	}
+	x.gmu.Unlock()
 }
 
 // Process groups: the process-container fallback (docs/decisions.md, Sandbox).
@@ -452,7 +464,9 @@ func (x *Executor) opEnded(t engine.Target, pgid int) {
 	x.gmu.Lock()
 	emptied := false
 	if g := x.groups[t]; g != nil {
-		g[pgid] = false
+		if _, ok := g[pgid]; ok { // a stop's cleanup may have forgotten it
+			g[pgid] = false
+		}
 		x.pruneLocked(t)
 		emptied = x.settleLocked(t)
 	}
