@@ -49,8 +49,12 @@ type service struct {
 
 	frozen        bool
 	startDeadline time.Time // zero when not starting
-	readySince    time.Time
-	adopting      bool
+	// emptiedInStart: the process container emptied while the start op
+	// ran. A ready saying not running is then a crash, not a daemon slow
+	// to come up.
+	emptiedInStart bool
+	readySince     time.Time
+	adopting       bool
 
 	fpDue, statusDue, readyDue, reapDue bool
 	readyTimer                          bool
@@ -293,6 +297,7 @@ func (e *Engine) maybeStart(s *service) {
 		return
 	}
 	s.adopting = false
+	s.emptiedInStart = false
 	s.setState(e, sStarting)
 	e.note(s.name, "starting (%s)", e.startReason(s))
 	e.serviceOp(s, protocol.OpStart, "")
@@ -469,6 +474,10 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		if !failed && !o.Result.Status.Running && s.startDeadline.IsZero() {
 			e.fail(s, "ready reports not running")
+			return
+		}
+		if !failed && !o.Result.Status.Running && s.emptiedInStart {
+			e.fail(s, "crashed during its start: its process container emptied and ready reports not running")
 			return
 		}
 		s.readyTimer = true
@@ -679,6 +688,10 @@ func (e *Engine) containerEmptied(s *service) {
 		return
 	}
 	switch s.state {
+	case sStarting:
+		// The start op may still be launching the daemon: its ready
+		// decides, once the op is done.
+		s.emptiedInStart = true
 	case sReady, sWaitReady:
 		// Thaw the empty container too, or the cleanup stop and the next
 		// start would be cloned into a frozen cgroup and hang.
