@@ -68,6 +68,21 @@ func checkOutcome(op protocol.Op, o Outcome) Outcome {
 	return Outcome{Failure: FailProtocol, Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
 }
 
+// leaveSlotQueue takes an actor out of the queue for op slots, if it is in.
+func (e *Engine) leaveSlotQueue(a actor) {
+	b := a.base()
+	if !b.waitSlot {
+		return
+	}
+	b.waitSlot = false
+	for i, x := range e.slotQueue {
+		if x == a {
+			e.slotQueue = append(e.slotQueue[:i], e.slotQueue[i+1:]...)
+			return
+		}
+	}
+}
+
 // freeSlots hands free global slots to the actors queued for them, in order.
 func (e *Engine) freeSlots() {
 	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {

@@ -106,6 +106,17 @@ func (s *service) wantUp() bool {
 	return false
 }
 
+// noNeedReason says why a service that is not wanted up is not.
+func (s *service) noNeedReason() string {
+	switch {
+	case !s.enabled():
+		return s.disabledReason()
+	case s.unhealthy:
+		return "unhealthy"
+	}
+	return "no lease needs it any more"
+}
+
 // unhealthyReason says why an unhealthy service serves no lease.
 func (s *service) unhealthyReason() string {
 	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, s.reason)
@@ -158,6 +169,13 @@ func (s *service) setMem(e *Engine, gb float64) {
 
 // reconcile starts the one op the service needs most, if any.
 func (s *service) reconcile(e *Engine) {
+	if s.state == sStarting && s.op == nil && !s.wantUp() {
+		// Its start still queues for an op slot: nothing needs it any
+		// more, so it never runs, and its memory is free at once.
+		e.leaveSlotQueue(s)
+		s.setState(e, sStopped)
+		e.note(s.name, "start dropped before it ran: %s", s.noNeedReason())
+	}
 	if s.op != nil || s.waitSlot {
 		return
 	}
