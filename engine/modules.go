@@ -357,6 +357,10 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 		}
 		s := e.newService(m, sp)
 		if m.enabled {
+			// As at boot: it may already run (left by an earlier
+			// configuration or its owner), so it is fingerprinted before
+			// anything starts, to be adopted and its memory counted.
+			s.setState(e, sUnknown)
 			s.fpDue = true
 			e.markDirty(s)
 		}
