@@ -137,6 +137,12 @@ func (s *service) setState(e *Engine, st svcState) {
 		s.chargedGB = s.memGB
 		e.memUsed += s.chargedGB
 	}
+	if st == sReady && s.state != sReady {
+		// A ready service may be an idle yieldable one: a start waiting
+		// for memory can now make it yield (adopted, its lease gone while
+		// it started, or ready again after a status said not ready).
+		e.unblockMemory()
+	}
 	s.state = st
 }
 
