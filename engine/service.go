@@ -152,6 +152,10 @@ func (s *service) setMem(e *Engine, gb float64) {
 		if s.spec.ReservesHostMemory {
 			charge = gb
 		}
+		if charge < s.chargedGB {
+			// Room was freed: starts waiting for memory may fit now.
+			e.unblockMemory()
+		}
 		e.memUsed += charge - s.chargedGB
 		s.chargedGB = charge
 	}
