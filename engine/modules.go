@@ -33,8 +33,18 @@ func (e *Engine) boot(b Boot) {
 	e.cfg.withDefaults()
 	var enable []*module
 	for _, ms := range sortedSpecs(b.Modules) {
-		if m := e.addModule(ms); ms.Enabled {
+		m := e.addModule(ms)
+		if ms.Enabled {
 			enable = append(enable, m)
+			continue
+		}
+		// The last svcrun may have left a service of a now disabled
+		// module running: fingerprinted like the others, it is charged
+		// against the budget and stopped (see fingerprinted).
+		for _, s := range m.services {
+			s.setState(e, sUnknown)
+			s.fpDue = true
+			e.markDirty(s)
 		}
 	}
 	e.rebuildIndex()

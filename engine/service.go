@@ -572,6 +572,9 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	switch s.state {
 	case sUnknown:
 		switch {
+		case s.spec.Lifecycle == manifest.Manual && !s.enabled():
+			// Never stopped by svcrun; not watched while disabled.
+			s.setState(e, sStopped)
 		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
