@@ -415,4 +415,13 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 
 // respec gives a service its new manifest entry; memory already charged
 // stays accounted by what was charged (see setState).
-func (e *Engine) respec(s *service, sp *manifest.Service) { s.spec = sp }
+func (e *Engine) respec(s *service, sp *manifest.Service) {
+	old := s.spec.Restart.ResetAfter
+	s.spec = sp
+	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
+		// The timer set when it became ready is for the old reset_after_s:
+		// after a lengthening it would find the failures not yet due and
+		// they would never be forgotten.
+		e.setTimer(s.slot, TimerResetAfter, s.name, s.readySince.Add(sp.Restart.ResetAfter))
+	}
+}
