@@ -33,8 +33,18 @@ func (e *Engine) boot(b Boot) {
 	e.cfg.withDefaults()
 	var enable []*module
 	for _, ms := range sortedSpecs(b.Modules) {
-		if m := e.addModule(ms); ms.Enabled {
+		m := e.addModule(ms)
+		if ms.Enabled {
 			enable = append(enable, m)
+			continue
+		}
+		// The last svcrun may have left a service of a now disabled
+		// module running: fingerprinted like the others, it is charged
+		// against the budget and stopped (see fingerprinted).
+		for _, s := range m.services {
+			s.setState(e, sUnknown)
+			s.fpDue = true
+			e.markDirty(s)
 		}
 	}
 	e.rebuildIndex()
@@ -409,4 +419,13 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 
 // respec gives a service its new manifest entry; memory already charged
 // stays accounted by what was charged (see setState).
-func (e *Engine) respec(s *service, sp *manifest.Service) { s.spec = sp }
+func (e *Engine) respec(s *service, sp *manifest.Service) {
+	old := s.spec.Restart.ResetAfter
+	s.spec = sp
+	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
+		// The timer set when it became ready is for the old reset_after_s:
+		// after a lengthening it would find the failures not yet due and
+		// they would never be forgotten.
+		e.setTimer(s.slot, TimerResetAfter, s.name, s.readySince.Add(sp.Restart.ResetAfter))
+	}
+}

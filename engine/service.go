@@ -156,6 +156,12 @@ func (s *service) setState(e *Engine, st svcState) {
 		s.chargedGB = s.memGB
 		e.memUsed += s.chargedGB
 	}
+	if st == sReady && s.state != sReady {
+		// A ready service may be an idle yieldable one: a start waiting
+		// for memory can now make it yield (adopted, its lease gone while
+		// it started, or ready again after a status said not ready).
+		e.unblockMemory()
+	}
 	s.state = st
 }
 
@@ -164,6 +170,10 @@ func (s *service) setMem(e *Engine, gb float64) {
 		charge := 0.0
 		if s.spec.ReservesHostMemory {
 			charge = gb
+		}
+		if charge < s.chargedGB {
+			// Room was freed: starts waiting for memory may fit now.
+			e.unblockMemory()
 		}
 		e.memUsed += charge - s.chargedGB
 		s.chargedGB = charge
@@ -602,6 +612,9 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	switch s.state {
 	case sUnknown:
 		switch {
+		case s.spec.Lifecycle == manifest.Manual && !s.enabled():
+			// Never stopped by svcrun; not watched while disabled.
+			s.setState(e, sStopped)
 		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {

@@ -22,5 +22,5 @@ func (pl *player) playModuleSwitch(in *Input) error {
 	} else {
 		pl.enabled[i], pl.removed[i] = in.Name == "enable", false
 	}
-	return pl.input(in, in.Text, engine.Reload{Modules: pl.sc.specs(pl.enabled, pl.removed)})
+	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed)})
 }

@@ -11,14 +11,16 @@ import (
 // module parses an embedded manifest from the lines after `module` up to
 // `end`, and returns the index of the `end` line within rest.
 func (p *parser) module(line int, args []string, rest []string) (int, error) {
-	enabled := true
+	enabled, later := true, false
 	for _, a := range args {
 		switch a {
 		case "disabled":
 			enabled = false
 		case "enabled":
+		case "later":
+			later = true
 		default:
-			return 0, lineError(p.file, line, "module: unknown flag %q; use `module` or `module disabled`", a)
+			return 0, lineError(p.file, line, "module: unknown flag %q; use `module`, `module disabled` or `module later`", a)
 		}
 	}
 	end := -1
@@ -46,11 +48,20 @@ func (p *parser) module(line int, args []string, rest []string) (int, error) {
 		}
 		return 0, errors.New(strings.Join(lines, "\n"))
 	}
-	if _, dup := p.sc.modNames[m.Name]; dup {
-		return 0, lineError(p.file, line, "module %q is embedded twice", m.Name)
+	i, dup := p.sc.modNames[m.Name]
+	switch {
+	case later && !dup:
+		return 0, lineError(p.file, line, "`module later`: no module %q embedded before it; embed the version loaded at boot first", m.Name)
+	case later:
+		// A new manifest for a `reload` input: the set is checked with
+		// the boot versions only, as the engine checks none of it.
+		p.sc.Modules[i].Later = append(p.sc.Modules[i].Later, m)
+	case dup:
+		return 0, lineError(p.file, line, "module %q is embedded twice (a new version for `reload` is `module later`)", m.Name)
+	default:
+		p.sc.modNames[m.Name] = len(p.sc.Modules)
+		p.sc.Modules = append(p.sc.Modules, Module{Module: m, Enabled: enabled, Line: line})
 	}
-	p.sc.modNames[m.Name] = len(p.sc.Modules)
-	p.sc.Modules = append(p.sc.Modules, Module{Module: m, Enabled: enabled, Line: line})
 	for _, s := range m.Services {
 		p.sc.names[s.FullName()] = true
 		p.sc.services[s.FullName()] = true

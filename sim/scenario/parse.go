@@ -52,6 +52,9 @@ type Module struct {
 	Module  *manifest.Module
 	Enabled bool
 	Line    int
+	// Later are its next manifests (`module later`), one for each
+	// `reload` of it, in order.
+	Later []*manifest.Module
 }
 
 // Input is one timeline command: `at T command args...`.
@@ -128,7 +131,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		sc.Head = []byte(h + separator + "\n")
 	}
 
-	p := &parser{sc: sc, file: file}
+	p := &parser{sc: sc, file: file, reloads: map[string]int{}}
 	seenNode, seenRun, seenAt := false, false, false
 	var last time.Duration
 	for i := 0; i < head; i++ {
@@ -246,8 +249,9 @@ func stripComment(s string) string {
 }
 
 type parser struct {
-	sc   *Scenario
-	file string
+	sc      *Scenario
+	file    string
+	reloads map[string]int // `reload` inputs checked so far, by module
 }
 
 func parseKVs(args []string) []kv {
@@ -336,6 +340,8 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseReset(&in, args)
 	case "enable", "disable", "remove":
 		err = p.parseModuleSwitch(&in, args)
+	case "reload":
+		err = p.parseReload(&in, args)
 	case "restart":
 		err = p.parseRestart(&in, args)
 	case "doctor":
@@ -349,7 +355,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -370,9 +376,13 @@ func (p *parser) checkInput(in Input) error {
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)
-	case "enable", "disable", "remove":
-		if _, ok := p.sc.modNames[in.target]; !ok {
+	case "enable", "disable", "remove", "reload":
+		i, ok := p.sc.modNames[in.target]
+		if !ok {
 			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target, strings.Join(slices.Sorted(maps.Keys(p.sc.modNames)), ", "))
+		}
+		if in.Name == "reload" {
+			return p.checkReload(in, &p.sc.Modules[i])
 		}
 	}
 	return nil

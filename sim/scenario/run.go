@@ -8,6 +8,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/sim"
 )
 
@@ -60,13 +61,13 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	}
 }
 
-// specs is the module set with the given enabled flags, without the
-// modules removed from the configuration.
-func (sc *Scenario) specs(enabled, removed []bool) []engine.ModuleSpec {
-	out := make([]engine.ModuleSpec, 0, len(sc.Modules))
-	for i, m := range sc.Modules {
+// specs is the module set with the given manifests and enabled flags,
+// without the modules removed from the configuration.
+func specs(mods []*manifest.Module, enabled, removed []bool) []engine.ModuleSpec {
+	out := make([]engine.ModuleSpec, 0, len(mods))
+	for i, m := range mods {
 		if !removed[i] {
-			out = append(out, engine.ModuleSpec{Module: m.Module, Enabled: enabled[i]})
+			out = append(out, engine.ModuleSpec{Module: m, Enabled: enabled[i]})
 		}
 	}
 	return out
@@ -78,16 +79,17 @@ func (sc *Scenario) specs(enabled, removed []bool) []engine.ModuleSpec {
 func (sc *Scenario) Run() (*Result, error) {
 	enabled := make([]bool, len(sc.Modules))
 	removed := make([]bool, len(sc.Modules))
+	mods := make([]*manifest.Module, len(sc.Modules))
 	var names []string
 	for i, m := range sc.Modules {
-		enabled[i] = m.Enabled
+		enabled[i], mods[i] = m.Enabled, m.Module
 		n := m.Module.Name
 		if !m.Enabled {
 			n += " (disabled)"
 		}
 		names = append(names, n)
 	}
-	specs := sc.specs(enabled, removed)
+	specs := specs(mods, enabled, removed)
 	behaviours := sc.behaviourSet()
 	rec := &recorder{ops: map[engine.OpID]OpInfo{}}
 	res := &Result{Scenario: sc, Until: sc.Until}
@@ -103,7 +105,7 @@ func (sc *Scenario) Run() (*Result, error) {
 		return nil
 	}
 	w.Boot()
-	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, enabled: enabled, removed: removed}
+	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, mods: mods, reloads: make([]int, len(mods)), enabled: enabled, removed: removed}
 	fail := func(err error) (*Result, error) {
 		res.Records = rec.records
 		return res, err
@@ -131,11 +133,15 @@ func (sc *Scenario) Run() (*Result, error) {
 
 // player plays a scenario's inputs in its world.
 type player struct {
-	sc               *Scenario
-	w                *sim.World
-	rec              *recorder
-	behaviours       map[string]*fakes.Behaviour
-	enabled, removed []bool // per module of the scenario
+	sc         *Scenario
+	w          *sim.World
+	rec        *recorder
+	behaviours map[string]*fakes.Behaviour
+	// Per module of the scenario: its manifest now, how many of its
+	// later manifests were loaded, and its flags.
+	mods             []*manifest.Module
+	reloads          []int
+	enabled, removed []bool
 }
 
 // play does what an input does to the world.
@@ -153,6 +159,8 @@ func (pl *player) play(in *Input) error {
 		return pl.playRestart(in)
 	case "enable", "disable", "remove":
 		return pl.playModuleSwitch(in)
+	case "reload":
+		return pl.playReload(in)
 	}
 	return pl.input(in, in.Text, in.ev)
 }

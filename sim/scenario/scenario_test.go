@@ -148,6 +148,10 @@ func TestScenarioErrors(t *testing.T) {
 		{"unknown module", base + "at 1s disable web\nrun 1s\n", "x.txt:9: no module \"web\"; modules: db"},
 		{"node key", "node colour=red\n" + base + "run 1s\n", "x.txt:1: node: unknown key \"colour\""},
 		{"running in timeline", base + "at 1s behaviour db/kv running\nrun 1s\n", "x.txt:9: behaviour: running= only"},
+		{"later first", "module later\n" + base[len("module\n"):] + "run 1s\n", "x.txt:1: `module later`: no module \"db\" embedded before it"},
+		{"twice", base + base + "run 1s\n", "x.txt:9: module \"db\" is embedded twice"},
+		{"reload without later", base + "at 1s reload db\nrun 1s\n", "x.txt:9: reload db: reload #1 of it, but only 0 `module later` block(s)"},
+		{"reload unknown module", base + "at 1s reload web\nrun 1s\n", "x.txt:9: no module \"web\""},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.txt", []byte(c.text))
