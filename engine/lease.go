@@ -356,6 +356,9 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 		s.waiting--
 		s.refs++
 		s.lastUsed = e.now
+		if s.frozen {
+			e.thaw(s)
+		}
 		names[i] = s.name
 		e.markDirty(s)
 	}

@@ -47,11 +47,7 @@ type service struct {
 	backoffUntil time.Time
 	backoffTimer bool // TimerBackoff is pending
 
-	frozen bool
-	// thawCheck: thawed since its last good status, so it is not known to
-	// run: a daemon may die silently while frozen. No admission until a
-	// status says running and ready.
-	thawCheck     bool
+	frozen        bool
 	startDeadline time.Time // zero when not starting
 	// emptiedInStart: the process container emptied while the start op
 	// ran. A ready saying not running is then a crash, not a daemon slow
@@ -128,7 +124,7 @@ func (s *service) unhealthyReason() string {
 
 // usable says a lease may be admitted on this service now.
 func (s *service) usable() bool {
-	return s.enabled() && !s.unhealthy && s.state == sReady && !s.frozen && !s.thawCheck && (!s.fpKnown || s.fpHealthy)
+	return s.enabled() && !s.unhealthy && s.state == sReady && (!s.fpKnown || s.fpHealthy)
 }
 
 // setState moves the service and keeps the memory account.
@@ -235,11 +231,6 @@ func (s *service) reconcile(e *Engine) {
 	case sReady:
 		if e.idleStop(s) {
 			return
-		}
-		if !s.idle() && (s.frozen || s.thawCheck) {
-			// A lease needs it: thaw it and check it before admitting.
-			e.thaw(s)
-			s.statusDue = true
 		}
 		if s.frozen && !s.reapDue && len(s.destroy) == 0 {
 			return // watch polls pause while frozen; reaping thaws it
@@ -432,7 +423,6 @@ func (e *Engine) thaw(s *service) {
 	s.frozen = false
 	e.emit(Thaw{Service: s.target})
 	if s.state == sReady {
-		s.thawCheck = true
 		e.armWatch(s, false)
 	}
 }
@@ -537,9 +527,6 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			s.readyDue = false
 			s.readyTimer = true
 			e.setTimer(s.slot, TimerReadyPoll, s.name, e.now.Add(e.cfg.ReadyPoll))
-		case s.thawCheck:
-			s.thawCheck = false
-			e.admitDirty = true
 		}
 	case protocol.OpStop:
 		if failed {
@@ -678,7 +665,6 @@ func (e *Engine) becameReady(s *service) {
 		e.note(s.name, "ready")
 	}
 	s.adopting = false
-	s.thawCheck = false
 	s.setState(e, sReady)
 	s.readySince = e.now
 	e.armWatch(s, false)
