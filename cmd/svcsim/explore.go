@@ -22,10 +22,9 @@ import (
 func runExplore(_ context.Context, env *cli.Env, args []string) error {
 	if os.Getenv("GOGC") == "" {
 		// An exploration's heap is small and short-lived: at the default
-		// the collector runs about ten times per seed, and its assists and
-		// pauses cost every worker (a third of the CPU on one worker, and
-		// the speed-up of a second core falls to 1.2-1.5x). 400 holds the
-		// heap of two workers under 50 MB.
+		// the collector runs about ten times per seed and takes some 30%
+		// of the CPU, the one cost the workers share. 400 holds the heap
+		// of two workers under 80 MB (bench/README.md).
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
 	return explore(env, args, sim.Explore)
