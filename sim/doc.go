@@ -8,6 +8,9 @@
 //   - Explore: a random node and history from a seed, every safety
 //     invariant checked after every step and effect, then a liveness phase
 //     (the same generator and invariants drive the property tests);
+//     ExploreSeeds runs many on several goroutines and reports them in
+//     seed order (explorations share nothing, so a seed gives the same
+//     result alone or among others), and ShardSeeds splits a run's seeds;
 //   - Workload, the generated large-node benchmark;
 //   - Replay, which re-runs an svcrun event journal and reports divergence.
 //

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
@@ -143,4 +145,61 @@ func admittedLeases(w *World) string {
 // configuration, modules and the behaviours of their services.
 func (x Exploration) Node() (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
 	return genNode(seededDraw(x.Seed), exploreNode)
+}
+
+// ShardSeeds is shard i of n (1 <= i <= n) of the count seeds from first:
+// the k-th seed, first+k, belongs to shard k%n+1. Striding rather than
+// contiguous ranges keeps the shards of a CI matrix equally long when the
+// cost of seeds drifts along the range, and shards 1..n of the same first
+// and count partition its seeds exactly.
+func ShardSeeds(first uint64, count, i, n int) ([]uint64, error) {
+	if n < 1 || i < 1 || i > n {
+		return nil, fmt.Errorf("shard %d/%d: want 1 <= i <= n", i, n)
+	}
+	seeds := make([]uint64, 0, (count+n-1)/n)
+	for k := i - 1; k < count; k += n {
+		seeds = append(seeds, first+uint64(k))
+	}
+	return seeds, nil
+}
+
+// ExploreSeeds runs explore for every seed on workers goroutines and hands
+// each exploration to report in the order of seeds, whatever order they
+// finish in, so that a run's report does not depend on its workers. An
+// exploration shares nothing with another, so a seed's result is the one
+// it gives alone. Once report returns false no further seed is reported,
+// and no seed not yet begun is run.
+func ExploreSeeds(seeds []uint64, workers int, explore func(seed uint64) Exploration, report func(Exploration) bool) {
+	workers = max(1, min(workers, len(seeds)))
+	// Workers run at most window seeds ahead of the one reported next:
+	// a slow seed cannot make the others pile up their results.
+	window := 4 * workers
+	done := make([]chan Exploration, len(seeds))
+	for i := range done {
+		done[i] = make(chan Exploration, 1)
+	}
+	jobs := make(chan int, window)
+	var stopped atomic.Bool
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range jobs {
+				if !stopped.Load() {
+					done[i] <- explore(seeds[i])
+				}
+			}
+		})
+	}
+	sent := 0
+	for next := range seeds {
+		for ; sent < len(seeds) && sent < next+window; sent++ {
+			jobs <- sent
+		}
+		if !report(<-done[next]) {
+			stopped.Store(true)
+			break
+		}
+	}
+	close(jobs)
+	wg.Wait()
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,14 +15,30 @@ import (
 	"github.com/oarbank/svcrun/sim/scenario"
 )
 
-// runExplore is `svcsim explore --seeds N [--seed S] [--steps K]`: N seeded
-// explorations from S; on the first failure it prints the seed, the broken
-// rule, the end of the trace, and writes the inputs as a scenario file.
+// runExplore is `svcsim explore --seeds N [--seed S] [--steps K]
+// [--workers W] [--shard I/N]`: N seeded explorations from S on W cores;
+// on the first failure (by seed) it prints the seed, the broken rule, the
+// end of the trace, and writes the inputs as a scenario file.
 func runExplore(_ context.Context, env *cli.Env, args []string) error {
-	fs := env.FlagSet("explore", "--seeds N [--seed S] [--steps K] [--out FILE]")
-	seeds := fs.Int("seeds", 100, "how many seeds to explore")
+	if os.Getenv("GOGC") == "" {
+		// An exploration's heap is small and short-lived: at the default
+		// the collector runs about ten times per seed and takes some 30%
+		// of the CPU, the one cost the workers share. 400 holds the heap
+		// of two workers under 80 MB (bench/README.md).
+		defer debug.SetGCPercent(debug.SetGCPercent(400))
+	}
+	return explore(env, args, sim.Explore)
+}
+
+// explore is runExplore with the exploration of one seed given, so that a
+// test can make a seed fail.
+func explore(env *cli.Env, args []string, one func(seed uint64, steps int) sim.Exploration) error {
+	fs := env.FlagSet("explore", "--seeds N [--seed S] [--steps K] [--workers W] [--shard I/N] [--out FILE]")
+	seeds := fs.Int("seeds", 100, "how many seeds to explore (over all shards)")
 	first := fs.Uint64("seed", 0, "the first seed (default: from the clock, printed)")
 	steps := fs.Int("steps", 400, "inputs in the safety phase of each exploration")
+	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "seeds explored at once")
+	shard := fs.String("shard", "", "explore only shard I of N: the k-th seed from --seed belongs to shard k%N+1")
 	out := fs.String("out", "explore-failure.txt", "where to write the reproducing scenario on failure")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -27,26 +46,71 @@ func runExplore(_ context.Context, env *cli.Env, args []string) error {
 	if err := cli.NoArgs(fs); err != nil {
 		return err
 	}
-	if *seeds < 1 || *steps < 1 {
-		return cli.Usagef("--seeds and --steps must be at least 1")
+	if *seeds < 1 || *steps < 1 || *workers < 1 {
+		return cli.Usagef("--seeds, --steps and --workers must be at least 1")
+	}
+	i, n := 1, 1
+	if *shard != "" {
+		var err error
+		if i, n, err = parseShard(*shard); err != nil {
+			return cli.Usagef("--shard %q: %v", *shard, err)
+		}
+		if *first == 0 {
+			// Shards drawing their first seed from their own clocks
+			// would explore unrelated seeds, not split one run.
+			return cli.Usagef("--shard needs --seed: every shard must split the same seeds")
+		}
 	}
 	if *first == 0 {
 		*first = uint64(time.Now().UnixNano())
 	}
-	fmt.Fprintf(env.Stdout, "exploring %d seed(s) from %d, %d inputs each\n", *seeds, *first, *steps)
-	for i := 0; i < *seeds; i++ {
-		seed := *first + uint64(i)
-		x := sim.Explore(seed, *steps)
-		if x.Err == nil {
-			continue
+	list, err := sim.ShardSeeds(*first, *seeds, i, n)
+	if err != nil {
+		return cli.Usagef("--shard: %v", err)
+	}
+	if n > 1 {
+		fmt.Fprintf(env.Stdout, "exploring shard %d/%d: %d of %d seed(s) from %d, %d inputs each, %d worker(s)\n", i, n, len(list), *seeds, *first, *steps, *workers)
+	} else {
+		fmt.Fprintf(env.Stdout, "exploring %d seed(s) from %d, %d inputs each, %d worker(s)\n", *seeds, *first, *steps, *workers)
+	}
+	var failed *sim.Exploration
+	explored := 0
+	begin := time.Now()
+	sim.ExploreSeeds(list, *workers, func(seed uint64) sim.Exploration { return one(seed, *steps) }, func(x sim.Exploration) bool {
+		explored++
+		if x.Err != nil {
+			failed = &x
 		}
-		fmt.Fprintf(env.Stderr, "seed %d: %v\n\nthe end of the trace:\n%s\n", seed, x.Err, strings.Join(x.Recent, "\n"))
-		if err := os.WriteFile(*out, []byte(scenario.Explored(x)), 0o644); err != nil {
+		return x.Err == nil
+	})
+	elapsed := time.Since(begin)
+	fmt.Fprintf(env.Stdout, "%d seed(s) in %.2fs: %.2f seeds/s on %d worker(s)\n", explored, elapsed.Seconds(), float64(explored)/elapsed.Seconds(), *workers)
+	if x := failed; x != nil {
+		fmt.Fprintf(env.Stderr, "seed %d: %v\n\nthe end of the trace:\n%s\n", x.Seed, x.Err, strings.Join(x.Recent, "\n"))
+		if err := os.WriteFile(*out, []byte(scenario.Explored(*x)), 0o644); err != nil {
 			return fmt.Errorf("write the reproducing scenario: %w", err)
 		}
-		fmt.Fprintf(env.Stderr, "\nreproduce: svcsim explore --seeds 1 --seed %d --steps %d\nthe inputs as a scenario: %s (svcsim run %s)\n", seed, *steps, *out, *out)
+		fmt.Fprintf(env.Stderr, "\nreproduce: svcsim explore --seeds 1 --seed %d --steps %d\nthe inputs as a scenario: %s (svcsim run %s)\n", x.Seed, *steps, *out, *out)
 		return cli.ExitError{Code: 1}
 	}
-	fmt.Fprintf(env.Stdout, "ok: %d seed(s), every invariant held and every liveness check converged\n", *seeds)
+	fmt.Fprintf(env.Stdout, "ok: %d seed(s), every invariant held and every liveness check converged\n", len(list))
 	return nil
+}
+
+// parseShard reads "I/N", 1 <= I <= N.
+func parseShard(s string) (i, n int, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("want I/N, as 2/4")
+	}
+	if i, err = strconv.Atoi(a); err != nil {
+		return 0, 0, fmt.Errorf("shard index: %w", err)
+	}
+	if n, err = strconv.Atoi(b); err != nil {
+		return 0, 0, fmt.Errorf("shard count: %w", err)
+	}
+	if n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("want 1 <= I <= N")
+	}
+	return i, n, nil
 }

@@ -2,9 +2,10 @@
 // the real engine and driver loop on virtual time, with fake services that
 // do what data says (see scenarios/README.md).
 //
-//	svcsim run [--svg OUT] FILE...       print each scenario's trace (and draw its timeline)
-//	svcsim test [-rewrite] [DIR]         replay every DIR/*.txt against its expected trace
+//	svcsim run [--svg OUT] FILE|DIR...   print each scenario's trace (and draw its timeline)
+//	svcsim test [-rewrite] [DIR|FILE]    replay every DIR/*.txt (or FILE) against its expected trace
 //	svcsim explore --seeds N [--seed S]  random nodes and histories, every invariant checked
+//	               [--workers W] [--shard I/N]  on W cores; only shard I of N of the seeds
 //	svcsim bench                         the 10,000-service, 7-day workload; last line events/s N
 //	svcsim replay JOURNAL                re-run svcrun's event journal and report divergence
 //

@@ -119,7 +119,7 @@ func TestErrors(t *testing.T) {
 	if code, out, errs := run(t, "help"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim <command>") || errs != "" {
 		t.Errorf("help: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
-	if code, out, errs := run(t, "run", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim run [--svg OUT] FILE...") || errs != "" {
+	if code, out, errs := run(t, "run", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim run [--svg OUT] FILE|DIR...") || errs != "" {
 		t.Errorf("run -h: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 }
@@ -128,5 +128,44 @@ func TestErrors(t *testing.T) {
 func TestRepoScenarios(t *testing.T) {
 	if code, out, errs := run(t, "test", filepath.Join("..", "..", "scenarios")); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestFileAndDirArguments: test takes one file as well as a directory, run
+// a directory as well as files.
+func TestFileAndDirArguments(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.txt"), filepath.Join(dir, "b.txt")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte(tinyScenario), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errs := run(t, "test", "-rewrite", a); code != 0 || out != "rewrote "+a+"\n1 scenario(s), 1 rewritten\n" {
+		t.Fatalf("test -rewrite FILE: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := run(t, "test", a); code != 0 || out != "ok: 1 scenario(s)\n" {
+		t.Fatalf("test FILE: exit %d\n%s%s", code, out, errs)
+	}
+	// b has no expected trace yet: the directory fails on it, a alone passes.
+	if code, _, errs := run(t, "test", dir); code != 1 || !strings.Contains(errs, "FAIL "+b) || strings.Contains(errs, "FAIL "+a) {
+		t.Fatalf("test DIR: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := run(t, "test", filepath.Join(dir, "none.txt")); code != 1 || !strings.Contains(errs, "none.txt") {
+		t.Fatalf("test of a missing file: exit %d\n%s", code, errs)
+	}
+	svg := filepath.Join(dir, "svg")
+	code, out, errs := run(t, "run", "--svg", svg, dir)
+	if code != 0 || !strings.Contains(out, "== "+a+"\n") || !strings.Contains(out, "== "+b+"\n") || strings.Index(out, "== "+a) > strings.Index(out, "== "+b) {
+		t.Fatalf("run DIR: exit %d\n%s%s", code, out, errs)
+	}
+	for _, name := range []string{"a.svg", "b.svg"} {
+		if _, err := os.Stat(filepath.Join(svg, name)); err != nil {
+			t.Errorf("run --svg DIR of a directory: %v", err)
+		}
+	}
+	empty := t.TempDir()
+	if code, _, errs := run(t, "run", empty); code != 1 || !strings.Contains(errs, "no scenario (*.txt) in "+empty) {
+		t.Errorf("run of an empty directory: exit %d\n%s", code, errs)
 	}
 }

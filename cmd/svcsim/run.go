@@ -12,19 +12,24 @@ import (
 	"github.com/oarbank/svcrun/sim/timeline"
 )
 
-// runRun is `svcsim run [--svg OUT] FILE...`: it prints each scenario's
-// trace. With one FILE, --svg OUT is the SVG file to write; with several, a
-// directory that gets NAME.svg for each.
+// runRun is `svcsim run [--svg OUT] FILE|DIR...`: it prints the trace of
+// each scenario (a DIR stands for its *.txt). With one FILE, --svg OUT is
+// the SVG file to write; with several or a DIR, a directory that gets
+// NAME.svg for each.
 func runRun(_ context.Context, env *cli.Env, args []string) error {
-	fs := env.FlagSet("run", "[--svg OUT] FILE...")
+	fs := env.FlagSet("run", "[--svg OUT] FILE|DIR...")
 	svg := fs.String("svg", "", "also draw each scenario's timeline as SVG: a file for one scenario, a directory for several")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	files := fs.Args()
-	if len(files) == 0 {
-		return cli.UsageError{Msg: "no scenario file given"}
+	if fs.NArg() == 0 {
+		return cli.UsageError{Msg: "no scenario file or directory given"}
 	}
+	files, dirs, err := scenarioFiles(fs.Args())
+	if err != nil {
+		return err
+	}
+	several := len(files) > 1 || dirs
 	failed := false
 	for i, file := range files {
 		sc, err := scenario.ParseFile(file)
@@ -34,7 +39,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 			continue
 		}
 		res, err := sc.Run()
-		if len(files) > 1 {
+		if several {
 			if i > 0 {
 				fmt.Fprintln(env.Stdout)
 			}
@@ -50,7 +55,7 @@ func runRun(_ context.Context, env *cli.Env, args []string) error {
 		}
 		if *svg != "" {
 			out := *svg
-			if len(files) > 1 {
+			if several {
 				if err := os.MkdirAll(out, 0o755); err != nil {
 					return err
 				}

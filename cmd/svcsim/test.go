@@ -11,33 +11,27 @@ import (
 	"github.com/oarbank/svcrun/sim/scenario"
 )
 
-// runTest is `svcsim test [-rewrite] [DIR]`: every DIR/*.txt is replayed
-// and its trace compared with the expected one after its `----` line.
+// runTest is `svcsim test [-rewrite] [DIR|FILE]`: every DIR/*.txt (or the
+// one FILE) is replayed and its trace compared with the expected one after
+// its `----` line.
 func runTest(_ context.Context, env *cli.Env, args []string) error {
-	fs := env.FlagSet("test", "[-rewrite] [DIR]")
+	fs := env.FlagSet("test", "[-rewrite] [DIR|FILE]")
 	rewrite := fs.Bool("rewrite", false, "write the actual traces into the files instead of comparing")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	dir := "scenarios"
+	arg := "scenarios"
 	switch fs.NArg() {
 	case 0:
 	case 1:
-		dir = fs.Arg(0)
+		arg = fs.Arg(0)
 	default:
-		return cli.UsageError{Msg: "at most one directory"}
+		return cli.UsageError{Msg: "at most one directory or file"}
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "*.txt"))
+	files, _, err := scenarioFiles([]string{arg})
 	if err != nil {
 		return err
 	}
-	if len(files) == 0 {
-		if _, err := os.Stat(dir); err != nil {
-			return fmt.Errorf("%v", err)
-		}
-		return fmt.Errorf("no scenario (*.txt) in %s", dir)
-	}
-	sort.Strings(files)
 	bad, rewritten := 0, 0
 	for _, f := range files {
 		c, err := scenario.CheckFile(f, *rewrite)
@@ -67,4 +61,31 @@ func runTest(_ context.Context, env *cli.Env, args []string) error {
 		fmt.Fprintf(env.Stdout, "ok: %d scenario(s)\n", len(files))
 	}
 	return nil
+}
+
+// scenarioFiles expands the arguments of run and test: a directory stands
+// for its *.txt in name order, anything else is a scenario file. dirs
+// tells whether a directory was among them.
+func scenarioFiles(args []string) (files []string, dirs bool, err error) {
+	for _, arg := range args {
+		info, err := os.Stat(arg)
+		if err != nil {
+			return nil, false, fmt.Errorf("scenario: %w", err)
+		}
+		if !info.IsDir() {
+			files = append(files, arg)
+			continue
+		}
+		dirs = true
+		in, err := filepath.Glob(filepath.Join(arg, "*.txt"))
+		if err != nil {
+			return nil, false, fmt.Errorf("scenarios of %s: %w", arg, err)
+		}
+		if len(in) == 0 {
+			return nil, false, fmt.Errorf("no scenario (*.txt) in %s", arg)
+		}
+		sort.Strings(in)
+		files = append(files, in...)
+	}
+	return files, dirs, nil
 }
