@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -59,21 +60,15 @@ func (e *Engine) memoryFor(s *service) bool {
 }
 
 func (e *Engine) block(s *service) {
-	for _, b := range e.memBlocked {
-		if b == s {
-			return
-		}
+	if !slices.Contains(e.memBlocked, s) {
+		e.memBlocked = append(e.memBlocked, s)
 	}
-	e.memBlocked = append(e.memBlocked, s)
 }
 
 func (e *Engine) unblock(s *service) {
 	s.memNoted = false
-	for i, b := range e.memBlocked {
-		if b == s {
-			e.memBlocked = append(e.memBlocked[:i], e.memBlocked[i+1:]...)
-			return
-		}
+	if i := slices.Index(e.memBlocked, s); i >= 0 {
+		e.memBlocked = slices.Delete(e.memBlocked, i, i+1)
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/oarbank/svcrun/protocol"
@@ -75,11 +76,8 @@ func (e *Engine) leaveSlotQueue(a actor) {
 		return
 	}
 	b.waitSlot = false
-	for i, x := range e.slotQueue {
-		if x == a {
-			e.slotQueue = append(e.slotQueue[:i], e.slotQueue[i+1:]...)
-			return
-		}
+	if i := slices.Index(e.slotQueue, a); i >= 0 {
+		e.slotQueue = slices.Delete(e.slotQueue, i, i+1)
 	}
 }
 
