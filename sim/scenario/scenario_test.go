@@ -64,25 +64,8 @@ func TestScenarioDeterministic(t *testing.T) {
 	}
 }
 
-const tinyScenario = `node id=n1
-module
-[module]
-name = "db"
-version = "1"
-[[services]]
-name = "kv"
-exec = ["bin/kv"]
-capabilities = ["kv"]
-idle_timeout_s = 5
-end
-behaviour db/kv ready_after_polls=1 op=start duration=1s
-at 1s acquire l1 attempt=a1 cap=kv wait=10s
-at 4s release l1
-run 20s
-`
-
 func TestScenarioTrace(t *testing.T) {
-	sc, err := Parse("tiny.txt", []byte(tinyScenario))
+	sc, err := Parse("tiny.txt", readTiny(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +179,15 @@ func TestFormatOffset(t *testing.T) {
 	if got := formatTraceEffect(engine.Admitted{Lease: "l1"}); got != "admitted l1 (no service)" {
 		t.Errorf("admitted without services: %q", got)
 	}
+}
+
+// readTiny is testdata/tiny.txt, a one-service scenario the package's and
+// the timeline's tests share.
+func readTiny(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/tiny.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

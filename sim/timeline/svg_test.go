@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,25 +36,12 @@ func TestSVGDeterministic(t *testing.T) {
 	}
 }
 
-const tiny = `node id=n1
-module
-[module]
-name = "db"
-version = "1"
-[[services]]
-name = "kv"
-exec = ["bin/kv"]
-capabilities = ["kv"]
-idle_timeout_s = 5
-end
-behaviour db/kv ready_after_polls=1 op=start duration=1s
-at 1s acquire l1 attempt=a1 cap=kv wait=10s
-at 4s release l1
-run 20s
-`
-
 func TestSVGShowsLanesAndStates(t *testing.T) {
-	sc, err := scenario.Parse("tiny.txt", []byte(tiny))
+	data, err := os.ReadFile("../scenario/testdata/tiny.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scenario.Parse("tiny.txt", data)
 	if err != nil {
 		t.Fatal(err)
 	}
