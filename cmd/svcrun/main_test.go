@@ -65,7 +65,7 @@ func TestCommandLines(t *testing.T) {
 		{args: []string{"reap", "now"}, code: 2, err: `svcrun reap: unexpected argument "now": svcrun reap takes flags only`},
 		{args: []string{"doctor", "--json=maybe"}, code: 2, err: `invalid boolean value "maybe" for -json`},
 		{args: []string{"acquire", "--pool", "kv-slots=0"}, code: 2, err: `svcrun acquire: --pool "kv-slots=0": give a number of tokens N, 1 or more`},
-		{args: []string{"reload", "--nope"}, code: 2, err: "svcrun reload: flag provided but not defined: -nope\nRun 'svcrun reload -h' for usage.\n"},
+		{args: []string{"reload", "--nope"}, code: 2, err: "svcrun reload: unknown flag --nope\nRun 'svcrun reload -h' for usage.\n"},
 		// TTLs: 0 or 1s and more for acquire, 1s and more for run.
 		{args: []string{"acquire", "--socket", sock, "--ttl", "0"}, code: 1, err: unreachable},
 		{args: []string{"acquire", "--socket", sock, "--ttl", "1s"}, code: 1, err: unreachable},

@@ -64,7 +64,7 @@ func TestValidate(t *testing.T) {
 		{name: "no flags", args: []string{"validate"}, code: 2, errs: []string{"svcrun validate: give --bundle DIR or --config FILE"}},
 		{name: "both flags", args: []string{"validate", "--bundle", "x", "--config", "y"}, code: 2, errs: []string{"give either --bundle or --config, not both"}},
 		{name: "stray argument", args: []string{"validate", "--bundle", "x", "extra"}, code: 2, errs: []string{`unexpected argument "extra"`}},
-		{name: "bad flag", args: []string{"validate", "--bundel", "x"}, code: 2, errs: []string{"flag provided but not defined: -bundel"}},
+		{name: "bad flag", args: []string{"validate", "--bundel", "x"}, code: 2, errs: []string{"unknown flag --bundel (did you mean --bundle?)"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errs: []string{`svcrun: unknown command "frobnicate"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,7 +104,7 @@ func TestErrors(t *testing.T) {
 		t.Errorf("run without files: exit %d", code)
 	}
 	// A bad flag is one line and a pointer to -h, as in svcrun.
-	if code, out, errs := run(t, "test", "-nope"); code != 2 || out != "" || errs != "svcsim test: flag provided but not defined: -nope\nRun 'svcsim test -h' for usage.\n" {
+	if code, out, errs := run(t, "test", "-nope"); code != 2 || out != "" || errs != "svcsim test: unknown flag --nope\nRun 'svcsim test -h' for usage.\n" {
 		t.Errorf("unknown flag: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	if code, out, errs := run(t, "bench", "--days", "x"); code != 2 || out != "" || !strings.HasPrefix(errs, "svcsim bench: --days \"x\": ") || strings.Contains(errs, "Usage:") {

@@ -12,9 +12,13 @@
 package cli
 
 import (
+	"slices"
+
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/oarbank/svcrun/internal/suggest"
 )
 
 // Env is what a command prints with: its standard streams (so that tests
@@ -64,6 +68,15 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 	}
 	cmd, ok := p.Commands[args[0]]
 	if !ok {
+		names := make([]string, 0, len(p.Commands))
+		for name := range p.Commands {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		if s := suggest.Closest(args[0], names); s != "" {
+			fmt.Fprintf(e.Stderr, "%s: unknown command %q (did you mean %q?)\nRun '%s -h' for usage.\n", p.Name, args[0], s, p.Name)
+			return 2
+		}
 		fmt.Fprintf(e.Stderr, "%s: unknown command %q\n\n", p.Name, args[0])
 		p.usage(e.Stderr)
 		return 2

@@ -33,8 +33,10 @@ func TestParse(t *testing.T) {
 		{args: []string{"--config=x", "--", "a", "--json"}, pos: []string{"a", "--json"}, cfg: "x"},
 		{args: []string{"-", "--json"}, pos: []string{"-"}, json: true},
 		{args: []string{"a", "--wait", "5x"}, err: `--wait "5x": not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m`},
-		{args: []string{"a", "--nope"}, err: "flag provided but not defined: -nope"},
-		{args: []string{"a", "--config"}, err: "flag needs an argument: -config"},
+		{args: []string{"a", "--nope"}, err: "unknown flag --nope"},
+		{args: []string{"a", "--jsno"}, err: "unknown flag --jsno (did you mean --json?)"},
+		{args: []string{"a", "-wiat=3s"}, err: "unknown flag --wiat (did you mean --wait?)"},
+		{args: []string{"a", "--config"}, err: "--config needs a value"},
 	} {
 		fs := (&Env{}).FlagSet("x", "")
 		asJSON := fs.Bool("json", false, "")
@@ -63,9 +65,13 @@ func TestFlagError(t *testing.T) {
 		{`invalid value "5x" for flag -wait: not a duration`, `--wait "5x": not a duration`},
 		{`invalid value "a: \"b\" for flag -c" for flag -pool: use NAME=N`, `--pool "a: \"b\" for flag -c": use NAME=N`},
 		{`invalid boolean value "maybe" for -json: parse error`, `invalid boolean value "maybe" for -json: parse error`},
-		{"flag provided but not defined: -x", "flag provided but not defined: -x"},
+		{"flag provided but not defined: -x", "unknown flag --x"},
+		{"flag provided but not defined: -lod", "unknown flag --lod (did you mean --loud?)"},
+		{"flag needs an argument: -loud", "--loud needs a value"},
 	} {
-		if got := flagError(tc.in); got != tc.want {
+		fs := (&Env{}).FlagSet("x", "")
+		fs.Bool("loud", false, "")
+		if got := flagError(fs, tc.in); got != tc.want {
 			t.Errorf("flagError(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
@@ -115,7 +121,9 @@ func TestProgram(t *testing.T) {
 		{args: nil, code: 2, stderr: usage},
 		{args: []string{"frob"}, code: 2, stderr: "prog: unknown command \"frob\"\n\n" + usage},
 		{args: []string{"hello", "-h"}, stdout: "Usage: prog hello [--loud] NAME\n  -loud\n    \tshout\n"},
-		{args: []string{"hello", "--nope"}, code: 2, stderr: "prog hello: flag provided but not defined: -nope\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--nope"}, code: 2, stderr: "prog hello: unknown flag --nope\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--lod"}, code: 2, stderr: "prog hello: unknown flag --lod (did you mean --loud?)\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"helo"}, code: 2, stderr: "prog: unknown command \"helo\" (did you mean \"hello\"?)\nRun 'prog -h' for usage.\n"},
 		{args: []string{"hello", "a", "b"}, code: 2, stderr: "prog hello: unexpected argument \"b\": prog hello takes one NAME\nRun 'prog hello -h' for usage.\n"},
 		{args: []string{"hello", "--", "a", "--loud"}, code: 2, stderr: "prog hello: unexpected argument \"--loud\": prog hello takes one NAME; it came after --, where flags are taken for arguments: put it before the --\nRun 'prog hello -h' for usage.\n"},
 		{args: []string{"hello", "nobody"}, code: 1, stderr: "prog hello: nobody is there\n"},

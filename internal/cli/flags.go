@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/suggest"
 )
 
 // FlagSet returns the flag set of command name: its errors are returned,
@@ -65,7 +67,7 @@ func ParseLeading(fs *flag.FlagSet, args []string) error {
 		usage()
 		return err
 	}
-	return UsageError{flagError(err.Error())}
+	return UsageError{flagError(fs, err.Error())}
 }
 
 // endsWithTerminator tells whether the flags the flag package parsed end
@@ -92,8 +94,23 @@ func endsWithTerminator(fs *flag.FlagSet, parsed []string) bool {
 }
 
 // flagError rewrites the flag package's `invalid value "5x" for flag
-// -wait: REASON` as `--wait "5x": REASON`; other messages stay.
-func flagError(msg string) string {
+// -wait: REASON` as `--wait "5x": REASON`, and `flag provided but not
+// defined: -wiat` as `unknown flag --wiat (did you mean --wait?)`, and
+// `flag needs an argument: -wait` as `--wait needs a value`; other messages
+// stay.
+func flagError(fs *flag.FlagSet, msg string) string {
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		msg = "unknown flag --" + name
+		if s := suggest.Closest(name, names); s != "" {
+			msg += " (did you mean --" + s + "?)"
+		}
+		return msg
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "--" + name + " needs a value"
+	}
 	rest, ok := strings.CutPrefix(msg, "invalid value ")
 	if !ok {
 		return msg

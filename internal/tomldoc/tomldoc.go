@@ -22,6 +22,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oarbank/svcrun/internal/suggest"
+
 	"github.com/oarbank/svcrun/internal/utf8off"
 
 	"github.com/pelletier/go-toml/v2"
@@ -549,7 +551,7 @@ func (t *Table) Close() {
 	sort.Strings(unknown)
 	for _, k := range unknown {
 		msg := "unknown key"
-		if s := closest(k, t.known); s != "" {
+		if s := suggest.Closest(k, t.known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else if len(t.known) > 0 {
 			known := append([]string(nil), t.known...)
@@ -590,38 +592,4 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n] + "..."
-}
-
-// closest returns the candidate within edit distance 2 of s (and less than
-// half its length), preferring the nearest, or "".
-func closest(s string, candidates []string) string {
-	best, bestD := "", 3
-	for _, c := range candidates {
-		d := distance(s, c)
-		if d < bestD && d*2 < len(c) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -85,15 +85,6 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
-func TestDistance(t *testing.T) {
-	if d := distance("runing", "running"); d != 1 {
-		t.Errorf("distance = %d", d)
-	}
-	if c := closest("zzz", []string{"name", "exec"}); c != "" {
-		t.Errorf("closest = %q", c)
-	}
-}
-
 func TestOddKeysStayOnOneLine(t *testing.T) {
 	d, err := Parse("f.toml", []byte("\"a\\nb\" = 1\n\"x.y\" = 2\n\"\" = 3\n"))
 	if err != nil {
