@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -43,8 +42,9 @@ func (f closerFunc) Close() error { return f() }
 // neither --socket nor --config is given.
 const EnvSocket = "SVCRUN_SOCKET"
 
-// DefaultSocket is the socket of a default node configuration.
-var DefaultSocket = filepath.Join(nodeconfig.DefaultDataDir, nodeconfig.DefaultSocketName)
+// DefaultSocket is the system's socket: the one the packaged node
+// configuration (/etc/svcrun/svcrun.toml) listens on.
+const DefaultSocket = "/run/svcrun/svcrun.sock"
 
 // socketFlags are the flags of every command that talks to the daemon.
 type socketFlags struct {

@@ -268,7 +268,7 @@ func TestSocketResolution(t *testing.T) {
 	}
 	t.Setenv(EnvSocket, "")
 	*f.socket, *f.config = "", ""
-	if got, _ := f.path(); got != "/var/lib/svcrun/svcrun.sock" {
+	if got, _ := f.path(); got != "/run/svcrun/svcrun.sock" {
 		t.Errorf("default socket %q", got)
 	}
 }

@@ -11,7 +11,7 @@
 // The commands that talk to the daemon (status, run, acquire, renew,
 // release, doctor, reap, reset, enable, disable, reload) find its socket in
 // --socket PATH, else in the node configuration given with --config FILE,
-// else in $SVCRUN_SOCKET, else at /var/lib/svcrun/svcrun.sock (the default
+// else in $SVCRUN_SOCKET, else at /run/svcrun/svcrun.sock (the packaged
 // configuration's) if it exists, else in the announcement of the svcrun
 // serve started last, saying so on stderr. --socket and --config may come
 // before the command too.
