@@ -352,6 +352,7 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("node_id", old.NodeID != cur.NodeID)
 	check("data_dir", old.DataDir != cur.DataDir)
 	check("socket", old.Socket != cur.Socket)
+	check("socket_group", old.SocketGID != cur.SocketGID)
 	check("platform", old.Platform != cur.Platform)
 	check("memory_budget_gb", old.MemoryBudgetGB != cur.MemoryBudgetGB)
 	check("sandbox", old.Sandbox != cur.Sandbox)

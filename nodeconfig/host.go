@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/user"
 	"runtime"
+	"strconv"
 
 	"github.com/oarbank/svcrun/svcenv"
 )
@@ -19,6 +20,14 @@ func ThisHost() Host {
 		UserExists: func(n string) bool {
 			_, err := user.Lookup(n)
 			return err == nil
+		},
+		GroupID: func(n string) (int, bool) {
+			g, err := user.LookupGroup(n)
+			if err != nil {
+				return 0, false
+			}
+			gid, err := strconv.Atoi(g.Gid)
+			return gid, err == nil
 		},
 	}
 }

@@ -39,6 +39,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -82,14 +83,22 @@ type Host struct {
 	Platform    string // linux, macos or windows
 	// UserExists tells whether run_as names a user; nil skips the check.
 	UserExists func(name string) bool
+	// GroupID resolves socket_group's name to a gid; nil takes only
+	// numeric gids.
+	GroupID func(name string) (int, bool)
 }
 
 // Config is a valid node configuration. Paths are absolute.
 type Config struct {
-	File              string // absolute
-	NodeID            string
-	DataDir           string
-	Socket            string
+	File    string // absolute
+	NodeID  string
+	DataDir string
+	Socket  string
+	// SocketGroup is socket_group as written ("" when unset), SocketGID
+	// its gid (-1 when unset): the socket is then 0660 with that group, and
+	// its members may use the API.
+	SocketGroup       string
+	SocketGID         int
 	Platform          string
 	MemoryBudgetGB    float64
 	Sandbox           SandboxMode
@@ -220,6 +229,10 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.Socket = absPath(t, "socket", filepath.Join(c.DataDir, DefaultSocketName), base)
 	if len(c.Socket) > maxSocketPath {
 		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d: choose a shorter socket path", c.Socket, len(c.Socket), maxSocketPath)
+	}
+	c.SocketGroup, c.SocketGID = t.String("socket_group", ""), -1
+	if c.SocketGroup != "" { // "" (or not a string, reported) is unset
+		c.SocketGID = socketGID(t, c.SocketGroup, host)
 	}
 
 	c.Platform = t.String("platform", host.Platform)
@@ -626,4 +639,29 @@ func unwrapPathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// socketGID resolves socket_group: a group name of this host, or a gid.
+func socketGID(t *tomldoc.Table, group string, host Host) int {
+	if gid, err := strconv.Atoi(group); err == nil {
+		if gid < 0 {
+			t.Errorf("socket_group", "%q is not a group: use a group name or a gid of 0 or more", group)
+			return -1
+		}
+		return gid
+	}
+	if !userRE.MatchString(group) {
+		t.Errorf("socket_group", "%q is not a valid group name", group)
+		return -1
+	}
+	if host.GroupID == nil {
+		t.Errorf("socket_group", "group names cannot be looked up here: give the gid")
+		return -1
+	}
+	gid, ok := host.GroupID(group)
+	if !ok {
+		t.Errorf("socket_group", "no group %q on this host: create it (groupadd --system %s) or change socket_group", group, group)
+		return -1
+	}
+	return gid
 }

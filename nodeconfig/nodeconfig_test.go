@@ -19,6 +19,12 @@ var testHost = Host{
 	Cores:       2,
 	Platform:    "linux",
 	UserExists:  func(n string) bool { return n == "svc" },
+	GroupID: func(n string) (int, bool) {
+		if n == "jobs" {
+			return 1500, true
+		}
+		return 0, false
+	},
 }
 
 func parse(t *testing.T, text string) (*Config, error) {
@@ -32,7 +38,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock",
+		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock", SocketGID: -1,
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
 		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute,
 		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
@@ -47,6 +53,7 @@ func TestFull(t *testing.T) {
 node_id = "node-1"
 data_dir = "state"
 socket = "/run/svcrun.sock"
+socket_group = "jobs"
 platform = "macos"
 memory_budget_gb = 16
 sandbox = "best_effort"
@@ -74,7 +81,7 @@ enabled = false
 		t.Fatal(err)
 	}
 	want := &Config{
-		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock",
+		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock", SocketGroup: "jobs", SocketGID: 1500,
 		Platform: "macos", MemoryBudgetGB: 16, Sandbox: SandboxBestEffort, RunAs: "svc", MaxConcurrentOps: 3,
 		StatusPeriod: 2500 * time.Millisecond, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
 		Limits: Limits{MemGB: 8, Pids: 1024},
@@ -118,6 +125,10 @@ func TestInvalid(t *testing.T) {
 		{"run as root", "run_as = \"root\"\n", nil, []string{`svcrun.toml:1:1: run_as: must name an unprivileged user, not root: leave it out to run ops as svcrun's own user`}},
 		{"run as unknown", "run_as = \"nobody2\"\n", nil, []string{`svcrun.toml:1:1: run_as: no user "nobody2" on this host: create it (useradd --system nobody2) or change run_as`}},
 		{"run as invalid", "run_as = \"Bad User\"\n", nil, []string{`svcrun.toml:1:1: run_as: "Bad User" is not a valid user name`}},
+		{"socket group unknown", "socket_group = \"job\"\n", nil, []string{`svcrun.toml:1:1: socket_group: no group "job" on this host: create it (groupadd --system job) or change socket_group`}},
+		{"socket group invalid", "socket_group = \"Job Runners\"\n", nil, []string{`svcrun.toml:1:1: socket_group: "Job Runners" is not a valid group name`}},
+		{"socket group negative", "socket_group = \"-3\"\n", nil, []string{`svcrun.toml:1:1: socket_group: "-3" is not a group: use a group name or a gid of 0 or more`}},
+		{"socket group not a string", "socket_group = 1500\n", nil, []string{`svcrun.toml:1:1: socket_group: must be a string, got integer 1500`}},
 		{"zero ops", "max_concurrent_ops = 0\n", nil, []string{`svcrun.toml:1:1: max_concurrent_ops: must be between 1 and 4096, got 0`}},
 		{"negative period", "reap_period_s = -1\n", nil, []string{`svcrun.toml:1:1: reap_period_s: must be more than 0 seconds, got -1`}},
 		{"limits typo", "[limits]\nmem = 8\n", nil, []string{`svcrun.toml:2:1: limits.mem: unknown key (known: mem_gb, pids)`}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 )
 
 // peer is who is at the other end of a connection, as far as the platform
@@ -12,17 +13,19 @@ import (
 type peer struct {
 	known bool  // the platform reported the peer's credentials
 	uid   int   // effective uid of the peer when it connected
+	gids  []int // its groups then, primary and supplementary
 	pid   int   // 0 when unknown
 	err   error // reading the credentials failed
 }
 
-// authorize decides whether p may use the API: root and the user svcrun
-// runs as (self, its effective uid) may; everyone else may not. A failure
+// authorize decides whether p may use the API: root, the user svcrun runs
+// as (self, its effective uid) and, when group is 0 or more (socket_group),
+// the members of that group may; everyone else may not. A failure
 // to read the credentials refuses (fail closed). Where the platform has no
 // peer credentials (known false: Windows, and unix systems other than Linux
 // and macOS) the socket's file mode (0600, owned by svcrun's user) or, on
 // Windows, the ACL of the socket file and its directory, is the guard.
-func authorize(p peer, self int) error {
+func authorize(p peer, self, group int) error {
 	switch {
 	case p.err != nil:
 		return fmt.Errorf("svcrun cannot read the credentials of the connecting process (%v), so it refuses the request", p.err)
@@ -30,12 +33,17 @@ func authorize(p peer, self int) error {
 		return nil
 	case p.uid == 0 || p.uid == self:
 		return nil
+	case group >= 0 && slices.Contains(p.gids, group):
+		return nil
 	}
 	who := fmt.Sprintf("uid %d", p.uid)
 	if p.pid > 0 {
 		who = fmt.Sprintf("uid %d (pid %d)", p.uid, p.pid)
 	}
-	return fmt.Errorf("%s may not use svcrun's API: only root and svcrun's own user (uid %d) may; run the command as one of them, e.g. with sudo", who, self)
+	if group >= 0 {
+		return fmt.Errorf("%s may not use svcrun's API: only root, svcrun's own user (uid %d) and the members of its socket_group (gid %d) may; add the user to that group (a new login session picks it up) or run the command as root", who, self, group)
+	}
+	return fmt.Errorf("%s may not use svcrun's API: only root and svcrun's own user (uid %d) may; run the command as one of them, e.g. with sudo, or set socket_group in the node configuration", who, self)
 }
 
 type peerKey struct{}

@@ -17,5 +17,9 @@ func peerOf(c net.Conn) peer {
 	if err != nil {
 		return peer{err: err}
 	}
-	return peer{known: true, uid: int(cred.Uid)}
+	p := peer{known: true, uid: int(cred.Uid)}
+	for _, g := range cred.Groups[:min(int(cred.Ngroups), len(cred.Groups))] {
+		p.gids = append(p.gids, int(g))
+	}
+	return p
 }

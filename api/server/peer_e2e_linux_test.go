@@ -52,7 +52,56 @@ func TestPeerDeniedEndToEnd(t *testing.T) {
 	}
 }
 
-// TestPeerHelper is the client side of TestPeerDeniedEndToEnd.
+// TestSocketGroupEndToEnd gives the socket a group (socket_group): a user
+// of that group, through its supplementary groups, gets answers; the same
+// user without the group cannot even connect (the socket is 0660).
+func TestSocketGroupEndToEnd(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run a client as another user")
+	}
+	const gid = 54321 // a group that nobody (uid 65534) is not in
+	n := startNode(t, "", WithSocketGroup(gid))
+	dir := filepath.Dir(n.socket)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(n.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); fi.Mode().Perm() != 0o660 || st.Gid != gid {
+		t.Errorf("socket mode %v gid %d, want 0660 and gid %d", fi.Mode().Perm(), st.Gid, gid)
+	}
+	bin := filepath.Join(dir, "server.test")
+	if err := copyFile(os.Args[0], bin); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		groups []uint32
+		want   string
+	}{
+		{"member", []uint32{100, gid}, "RESULT ok"},
+		{"not a member", []uint32{100}, "permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, "-test.run=^TestPeerHelper$", "-test.v")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "SVCRUN_PEER_HELPER="+n.socket)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: tc.groups}}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("helper: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("helper output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+// TestPeerHelper is the client side of TestPeerDeniedEndToEnd and
+// TestSocketGroupEndToEnd.
 func TestPeerHelper(t *testing.T) {
 	sock := os.Getenv("SVCRUN_PEER_HELPER")
 	if sock == "" {
@@ -61,6 +110,10 @@ func TestPeerHelper(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := api.NewClient(sock).Status(ctx)
+	if err == nil {
+		fmt.Println("RESULT ok")
+		return
+	}
 	var ae *api.Error
 	if errors.As(err, &ae) {
 		fmt.Printf("RESULT %d %s: %s\n", ae.Status, ae.Code, ae.Message)

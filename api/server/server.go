@@ -35,6 +35,7 @@ type Server struct {
 	log    *slog.Logger
 	socket string
 	self   int // svcrun's effective uid
+	group  int // socket_group's gid, or -1
 
 	ln   *net.UnixListener
 	info os.FileInfo // the socket file as created, to remove only ours
@@ -59,6 +60,10 @@ const DefaultBodyTimeout = 10 * time.Second
 // Option configures a Server.
 type Option func(*Server)
 
+// WithSocketGroup makes the socket 0660 with group gid (socket_group), whose
+// members may then use the API; a negative gid keeps it 0600.
+func WithSocketGroup(gid int) Option { return func(s *Server) { s.group = gid } }
+
 // WithBodyTimeout sets how long a request's body may take to arrive after
 // its headers (DefaultBodyTimeout).
 func WithBodyTimeout(d time.Duration) Option { return func(s *Server) { s.bodyTimeout = d } }
@@ -69,14 +74,15 @@ func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*
 	if log == nil {
 		log = slog.Default()
 	}
-	ln, info, err := listen(socketPath)
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), ln: ln, info: info, done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
+	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), group: -1, done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
 	for _, o := range opts {
 		o(s)
 	}
+	ln, info, err := listen(socketPath, s.group)
+	if err != nil {
+		return nil, err
+	}
+	s.ln, s.info = ln, info
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -129,8 +135,9 @@ func (s *Server) removeSocket() {
 	}
 }
 
-// listen creates the socket file, mode 0600 from the start.
-func listen(path string) (*net.UnixListener, os.FileInfo, error) {
+// listen creates the socket file, mode 0600 from the start; with a group
+// (gid 0 or more) it then becomes 0660 with that group.
+func listen(path string, group int) (*net.UnixListener, os.FileInfo, error) {
 	switch {
 	case path == "":
 		return nil, nil, errors.New("no API socket path: set socket in the node configuration")
@@ -173,7 +180,14 @@ func listen(path string) (*net.UnixListener, os.FileInfo, error) {
 		os.Remove(path)
 		return nil, nil, fmt.Errorf("API socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	mode := os.FileMode(0o600)
+	if group >= 0 {
+		if err := os.Lchown(path, -1, group); err != nil {
+			return fail(fmt.Errorf("socket_group: %w", err))
+		}
+		mode = 0o660
+	}
+	if err := os.Chmod(path, mode); err != nil {
 		return fail(err)
 	}
 	fi, err := os.Lstat(path)
@@ -236,7 +250,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if !ok {
 			p = peer{err: errors.New("no credentials recorded for the connection")}
 		}
-		if err := authorize(p, s.self); err != nil {
+		if err := authorize(p, s.self, s.group); err != nil {
 			s.log.Warn("API request refused", "uid", p.uid, "pid", p.pid, "method", r.Method, "path", r.URL.Path, "error", err)
 			writeError(w, http.StatusForbidden, api.CodeForbidden, err.Error(), "")
 			return

@@ -23,7 +23,7 @@ import (
 // startAPI serves the local API on the agent's socket until ctx is done or
 // the returned Closer is closed, whichever comes first.
 func startAPI(ctx context.Context, a *agent.Agent, log *slog.Logger) (io.Closer, error) {
-	srv, err := server.New(a, a.Config().Socket, log)
+	srv, err := server.New(a, a.Config().Socket, log, server.WithSocketGroup(a.Config().SocketGID))
 	if err != nil {
 		return nil, err
 	}
