@@ -151,7 +151,7 @@ type Agent struct {
 
 	mu      sync.Mutex
 	waiters map[engine.LeaseID][]waiter
-	subs    map[chan Record]bool
+	events  eventLog
 	stopped bool
 	// withdrawn are acquires whose callers gave up, not yet stepped as
 	// releases; settled is set once shutdown has stepped the last of them.
@@ -235,7 +235,6 @@ func Open(opts Options) (*Agent, error) {
 		sched:     clockwork.NewReal[engine.Event](opts.Clock),
 		waiters:   map[engine.LeaseID][]waiter{},
 		quit:      make(chan struct{}),
-		subs:      map[chan Record]bool{},
 		persist:   db,
 		slowWrite: SlowWrite,
 	}

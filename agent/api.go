@@ -363,39 +363,3 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
 	return out
 }
-
-// Record is one line of the event stream.
-type Record struct {
-	At   time.Time
-	Kind string // the effect's name: note, admitted, rejected, ...
-	Text string
-}
-
-// Subscribe streams records until ctx is done. A slow reader misses records
-// rather than slowing the loop (the journal has them all).
-func (a *Agent) Subscribe(ctx context.Context) <-chan Record {
-	ch := make(chan Record, 256)
-	a.mu.Lock()
-	a.subs[ch] = true
-	a.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		a.mu.Lock()
-		delete(a.subs, ch)
-		a.mu.Unlock()
-		close(ch)
-	}()
-	return ch
-}
-
-func (a *Agent) publish(now time.Time, f engine.Effect) {
-	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for ch := range a.subs {
-		select {
-		case ch <- r:
-		default:
-		}
-	}
-}

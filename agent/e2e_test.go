@@ -214,7 +214,7 @@ func (e *e2e) start() {
 		t.Cleanup(func() { removeCgroupTree(t, base) })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	recs := a.Subscribe(ctx)
+	_, recs := a.Subscribe(ctx, time.Time{}, 0)
 	collected := make(chan struct{})
 	go func() {
 		defer close(collected)

@@ -310,10 +310,16 @@ type EventStream struct {
 }
 
 // Events opens the event stream. It returns once svcrun has subscribed:
-// every record from then on is delivered, unless the reader falls more
-// than 256 records behind (the journal has them all).
-func (c *Client) Events(ctx context.Context) (*EventStream, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/events", nil)
+// the kept records q asks for come first, then every record from then on
+// (unless q.NoFollow), but for a reader that falls more than 256 records
+// behind: it gets a record of kind "lost" with the count instead (the
+// journal has them all).
+func (c *Client) Events(ctx context.Context, q EventsQuery) (*EventStream, error) {
+	path := "/v1/events"
+	if enc := q.Encode(); enc != "" {
+		path += "?" + enc
+	}
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +327,7 @@ func (c *Client) Events(ctx context.Context) (*EventStream, error) {
 }
 
 // Next blocks for the next record. It fails when the stream ends (svcrun
-// stopped, ctx done, or Close).
+// stopped, ctx done, or Close; io.EOF after the past of a NoFollow query).
 func (s *EventStream) Next() (Record, error) {
 	var r Record
 	err := s.dec.Decode(&r)

@@ -74,7 +74,7 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	// Events: subscribed before anything below happens.
-	ev, err := c.Events(ctx)
+	ev, err := c.Events(ctx, api.EventsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestSocketPathChecks(t *testing.T) {
 func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 	n := startNode(t, demoModules(t))
 	ctx := ctxT(t, 30*time.Second)
-	ev, err := n.c.Events(ctx)
+	ev, err := n.c.Events(ctx, api.EventsQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}

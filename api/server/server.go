@@ -441,15 +441,29 @@ func (e refusedError) Unwrap() error        { return e.err }
 func (e refusedError) Is(target error) bool { return target == errdefs.ErrRefused }
 
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q, err := api.ParseEventsQuery(r.URL.Query())
+	if err != nil {
+		var qe *api.EventsQueryError
+		errors.As(err, &qe)
+		s.fail(w, r, "", bad(qe.Param, "%q: %s", qe.Value, qe.Reason))
+		return
+	}
 	rc := http.NewResponseController(w)
-	ch := s.a.Subscribe(r.Context())
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	past, ch := s.a.Subscribe(ctx, q.Since, q.Last)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	if err := rc.Flush(); err != nil {
+	enc := json.NewEncoder(w)
+	for _, rec := range past {
+		if err := enc.Encode(api.Record{At: rec.At, Kind: rec.Kind, Text: rec.Text}); err != nil {
+			return
+		}
+	}
+	if err := rc.Flush(); err != nil || q.NoFollow {
 		return
 	}
-	enc := json.NewEncoder(w)
 	for rec := range ch {
 		if err := enc.Encode(api.Record{At: rec.At, Kind: rec.Kind, Text: rec.Text}); err != nil {
 			return

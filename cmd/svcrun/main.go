@@ -8,8 +8,8 @@
 // (128+N when signal N killed CMD; 127 CMD not found, 126 not startable)
 // once CMD has started, and with 1 when the lease is not admitted.
 //
-// The commands that talk to the daemon (status, run, acquire, renew,
-// release, doctor, reap, reset, enable, disable, reload) find its socket in
+// The commands that talk to the daemon (status, events, run, acquire,
+// renew, release, doctor, reap, reset, enable, disable, reload) find its socket in
 // --socket PATH, else in the node configuration given with --config FILE,
 // else in $SVCRUN_SOCKET, else at /run/svcrun/svcrun.sock (the packaged
 // configuration's) if it exists, else in the announcement of the svcrun
@@ -45,6 +45,7 @@ var program = &cli.Program{
 		"renew":    {Summary: "renew a lease's TTL", Run: runRenew},
 		"release":  {Summary: "release a lease", Run: runRelease},
 		"doctor":   {Summary: "run the probes again", Run: runDoctor},
+		"events":   {Summary: "print svcrun's event stream (-f follows it, --json)", Run: runEvents},
 		"reap":     {Summary: "start a reap round now", Run: runReap},
 		"reset":    {Summary: "clear a service's failures and unhealthy mark", Run: runReset},
 		"enable":   {Summary: "enable a module until the next reload", Run: runEnable},

@@ -89,3 +89,10 @@ func PrintJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// PrintJSONLine writes v as one line of JSON (for streams: JSON lines).
+func PrintJSONLine(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

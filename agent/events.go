@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/oarbank/svcrun/engine"
+)
+
+// Record is one line of the event stream.
+type Record struct {
+	At   time.Time
+	Kind string // the effect's name: note, admitted, rejected, ...; or lost, truncated
+	Text string
+}
+
+// keptRecords is how many of the latest records the agent keeps for
+// readers that ask for the past (`svcrun events --since`); the journal
+// has every one.
+const keptRecords = 4096
+
+// subscriberBuffer is how far a live reader may fall behind before records
+// are lost to it (and a "lost" record tells it how many).
+const subscriberBuffer = 256
+
+// eventLog is the event stream: the latest records and the live readers.
+// Guarded by Agent.mu.
+type eventLog struct {
+	ring    []Record // the kept records, oldest first once full at start
+	start   int      // index of the oldest in ring
+	evicted time.Time
+	subs    map[*subscriber]bool
+}
+
+type subscriber struct {
+	ch   chan Record
+	lost int // records that did not fit since the last delivery
+}
+
+// Subscribe returns the kept records at or after since (none for a zero
+// since), the last `last` of them when last > 0, and then streams every
+// new record until ctx is done. A reader that falls behind by more than
+// subscriberBuffer records loses records rather than slowing the loop,
+// and is told: a record of kind "lost" with the count comes first once it
+// has room again. When records at or after since are no longer kept, the
+// past starts with a record of kind "truncated".
+func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past []Record, live <-chan Record) {
+	sub := &subscriber{ch: make(chan Record, subscriberBuffer)}
+	a.mu.Lock()
+	l := &a.events
+	if !since.IsZero() {
+		if !l.evicted.IsZero() && !since.After(l.evicted) {
+			past = append(past, Record{At: l.evicted, Kind: "truncated", Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the last %d; its journal has them all)", l.evicted.Format(time.RFC3339Nano), keptRecords)})
+		}
+		var kept []Record
+		for i := range l.ring {
+			r := l.ring[(l.start+i)%len(l.ring)]
+			if !r.At.Before(since) {
+				kept = append(kept, r)
+			}
+		}
+		if last > 0 && len(kept) > last {
+			kept = kept[len(kept)-last:]
+		}
+		past = append(past, kept...)
+	}
+	if l.subs == nil {
+		l.subs = map[*subscriber]bool{}
+	}
+	l.subs[sub] = true
+	a.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		a.mu.Lock()
+		delete(a.events.subs, sub)
+		a.mu.Unlock()
+		close(sub.ch)
+	}()
+	return past, sub.ch
+}
+
+func (a *Agent) publish(now time.Time, f engine.Effect) {
+	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events.add(r)
+}
+
+// add keeps r and hands it to every reader that has room.
+func (l *eventLog) add(r Record) {
+	if len(l.ring) < keptRecords {
+		l.ring = append(l.ring, r)
+	} else {
+		l.evicted = l.ring[l.start].At
+		l.ring[l.start] = r
+		l.start = (l.start + 1) % len(l.ring)
+	}
+	for sub := range l.subs {
+		if sub.lost > 0 {
+			select {
+			case sub.ch <- Record{At: r.At, Kind: "lost", Text: fmt.Sprintf("%d records lost: this reader fell behind (svcrun's journal has them all)", sub.lost)}:
+				sub.lost = 0
+			default:
+				sub.lost++
+				continue
+			}
+		}
+		select {
+		case sub.ch <- r:
+		default:
+			sub.lost++
+		}
+	}
+}
