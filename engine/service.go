@@ -47,7 +47,11 @@ type service struct {
 	backoffUntil time.Time
 	backoffTimer bool // TimerBackoff is pending
 
-	frozen        bool
+	frozen bool
+	// thawCheck: thawed while ready, and no status since. A daemon may die
+	// silently while frozen, so no lease is admitted on it until a status
+	// says it still runs and is ready.
+	thawCheck     bool
 	startDeadline time.Time // zero when not starting
 	// emptiedInStart: the process container emptied while the start op
 	// ran. A ready saying not running is then a crash, not a daemon slow
@@ -122,10 +126,19 @@ func (s *service) unhealthyReason() string {
 	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, s.reason)
 }
 
-// usable says a lease may be admitted on this service now.
+// usable says the service is ready and offers its capabilities and
+// pools. A frozen one is usable: its offer stands (status, over-offer
+// rejections), but admitting a lease on it needs a check first.
 func (s *service) usable() bool {
 	return s.enabled() && !s.unhealthy && s.state == sReady && (!s.fpKnown || s.fpHealthy)
 }
+
+// admissible says a lease may be admitted on this service now.
+func (s *service) admissible() bool { return s.usable() && !s.frozen && !s.thawCheck }
+
+// checking says the service is usable but an admission on it waits for
+// the status that follows its thaw.
+func (s *service) checking() bool { return s.usable() && (s.frozen || s.thawCheck) }
 
 // setState moves the service and keeps the memory account.
 func (s *service) setState(e *Engine, st svcState) {
@@ -151,6 +164,9 @@ func (s *service) setState(e *Engine, st svcState) {
 	case !s.state.charged() && st.charged() && s.spec.ReservesHostMemory:
 		s.chargedGB = s.memGB
 		e.memUsed += s.chargedGB
+	}
+	if st != sReady {
+		s.thawCheck = false // the check is of a ready service only
 	}
 	if st == sReady && s.state != sReady {
 		// A ready service may be an idle yieldable one: a start waiting
@@ -231,6 +247,13 @@ func (s *service) reconcile(e *Engine) {
 	case sReady:
 		if e.idleStop(s) {
 			return
+		}
+		if !s.idle() {
+			// A lease needs it: thawed, and checked before it is admitted.
+			e.thaw(s)
+			if s.thawCheck {
+				s.statusDue = true
+			}
 		}
 		if s.frozen && !s.reapDue && len(s.destroy) == 0 {
 			return // watch polls pause while frozen; reaping thaws it
@@ -423,6 +446,7 @@ func (e *Engine) thaw(s *service) {
 	s.frozen = false
 	e.emit(Thaw{Service: s.target})
 	if s.state == sReady {
+		s.thawCheck = true
 		e.armWatch(s, false)
 	}
 }
@@ -516,6 +540,12 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			return
 		}
 		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+		if s.thawCheck {
+			// A failed status proves no death, here as for any ready
+			// service: admissions go on.
+			s.thawCheck = false
+			e.admitDirty = true
+		}
 		switch {
 		case failed:
 			e.note(s.name, "status %s: %s", o.Failure, o.Message)
