@@ -574,7 +574,7 @@ func (e *Engine) describeWait(s *service) string {
 	switch {
 	case s.checking():
 		return fmt.Sprintf("%s was frozen: its status is checked before an admission", s.name)
-	case s.state == sReady && s.fpKnown && !s.fpHealthy:
+	case s.state == sReady && s.fpKnown && !s.fpHealthy, s.startWithheld():
 		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
 	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))

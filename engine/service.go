@@ -72,6 +72,10 @@ type service struct {
 	chargedGB float64 // what memUsed holds for this service
 	memNoted  bool
 
+	// withheldNoted: the start withheld by the latest (unhealthy)
+	// fingerprint was noted.
+	withheldNoted bool
+
 	reap    *reapSnap
 	orphans map[string]int // object id -> reap periods survived as an orphan
 	destroy []destroyReq
@@ -139,6 +143,15 @@ func (s *service) admissible() bool { return s.usable() && !s.frozen && !s.thawC
 // checking says the service is usable but an admission on it waits for
 // the status that follows its thaw.
 func (s *service) checking() bool { return s.usable() && (s.frozen || s.thawCheck) }
+
+// startWithheld says the service is stopped and its latest fingerprint
+// says unhealthy: it is not started (a start would fail, or hand leases a
+// service that says it is not usable, and count failures for it) and is
+// fingerprinted every period until it says healthy. Manual services are
+// never started anyway.
+func (s *service) startWithheld() bool {
+	return s.state == sStopped && s.spec.Lifecycle != manifest.Manual && s.fpKnown && !s.fpHealthy
+}
 
 // setState moves the service and keeps the memory account.
 func (s *service) setState(e *Engine, st svcState) {
@@ -225,7 +238,7 @@ func (s *service) reconcile(e *Engine) {
 			e.forget(s)
 			return
 		}
-		if s.spec.Lifecycle == manifest.Manual && s.fpDue && s.enabled() {
+		if (s.spec.Lifecycle == manifest.Manual || s.startWithheld()) && s.fpDue && s.enabled() {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 			return
 		}
@@ -333,6 +346,13 @@ func (e *Engine) maybeStart(s *service) {
 		// Adoption first: every service is fingerprinted before anything
 		// starts, so that what already runs is adopted and its memory
 		// counted.
+		return
+	}
+	if s.startWithheld() {
+		if !s.withheldNoted {
+			s.withheldNoted = true
+			e.note(s.name, "not started: its latest fingerprint reports unhealthy: %s", s.fpMessage)
+		}
 		return
 	}
 	if s.backoffUntil.After(e.now) {
@@ -486,7 +506,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 		}
 	case TimerFingerprint:
 		manualDown := s.spec.Lifecycle == manifest.Manual && s.state == sStopped && s.enabled()
-		if (s.state == sReady || s.state == sWaitReady || manualDown) && !s.frozen {
+		if (s.state == sReady || s.state == sWaitReady || manualDown || s.startWithheld() && s.enabled()) && !s.frozen {
 			s.fpDue = true
 		}
 	case TimerResetAfter:
@@ -604,6 +624,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		} else if s.state == sReady || s.state == sWaitReady {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
+		e.watchWithheld(s) // the latest fingerprint that answered still holds
 		return
 	}
 	fp := o.Result.Fingerprint
@@ -614,6 +635,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			e.note(s.name, "fingerprint healthy again")
 		}
 		e.admitDirty = true
+		s.withheldNoted = false
 	}
 	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
 	if !maps.Equal(s.pools, fp.Pools) {
@@ -684,6 +706,15 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			}
 		}
 	}
+	e.watchWithheld(s)
+}
+
+// watchWithheld fingerprints a service whose start is withheld again in a
+// period: only a fingerprint can say it is healthy again.
+func (e *Engine) watchWithheld(s *service) {
+	if s.startWithheld() && s.enabled() {
+		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+	}
 }
 
 func (e *Engine) becameReady(s *service) {
@@ -712,6 +743,7 @@ func (e *Engine) stopped(s *service) {
 	s.setState(e, sStopped)
 	e.cancelWatch(s)
 	e.note(s.name, "stopped (%s)", reason)
+	e.watchWithheld(s)
 	if s.gone() && s.idle() {
 		e.forget(s)
 		return
