@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,8 +128,9 @@ func (w *modelWorld) advance(d time.Duration) {
 
 // Random histories of leases, silent deaths of frozen daemons and health
 // flips: no lease is ever admitted on a daemon that died while frozen, no
-// service is started while its latest fingerprint says unhealthy, and an
-// acquire with no wait is answered within its instant.
+// service is started while its latest fingerprint says unhealthy, an
+// acquire with no wait is answered within its instant, and once every
+// daemon is healthy a lease with a wait is admitted.
 func TestThawCheckAndWithheldStartProperties(t *testing.T) {
 	m, err := manifest.Parse("module.toml", []byte(`
 [module]
@@ -199,6 +201,29 @@ lifecycle = "always"
 			"health": func(t *rapid.T) {
 				d := w.daemons[rapid.SampledFrom(names).Draw(t, "svc")]
 				d.healthy = !d.healthy
+			},
+			"heal": func(t *rapid.T) {
+				// Healthy again everywhere: within a fingerprint period
+				// every withheld start goes, and a lease with a wait is
+				// admitted (or rejected for failures counted before).
+				for _, d := range w.daemons {
+					d.healthy = true
+				}
+				n++
+				id := LeaseID(fmt.Sprintf("l%d", n))
+				cap := rapid.SampledFrom(caps).Draw(t, "cap")
+				w.step(Acquire{Lease: id, Attempt: "a" + string(id), Requirements: Requirements{Capabilities: []string{cap}}, Wait: 10 * time.Minute})
+				w.advance(10 * time.Minute)
+				switch a := w.answers[id].(type) {
+				case Admitted:
+					held = append(held, id)
+				case Rejected:
+					if !strings.Contains(a.Reason, "consecutive failures") {
+						t.Fatalf("%s (cap %s) rejected with every daemon healthy: %s", id, cap, a.Reason)
+					}
+				default:
+					t.Fatalf("%s (cap %s) not answered in 10 minutes with every daemon healthy", id, cap)
+				}
 			},
 			"time": func(t *rapid.T) {
 				w.advance(time.Duration(rapid.IntRange(1, 90).Draw(t, "s")) * time.Second)
