@@ -15,10 +15,13 @@
 // The rules it implements (docs/protocol.md, and docs/decisions.md,
 // Agent rules): the three lifecycles and platform filtering; refcounting by leases and the readiness gate; idle
 // stop; watching by status and fingerprint and container-emptied events;
+// health (a stopped service whose latest fingerprint says unhealthy is not
+// started);
 // exponential backoff, unhealthy at max_failures, reset; adoption after an
 // agent restart; pools reserved atomically with FIFO admission and
 // deadlines, leases with TTL, one lease per attempt (an acquire repeated
-// with the same requirements gets the lease already held); the memory budget with yielding; freezing;
+// with the same requirements gets the lease already held); the memory budget with yielding; freezing (a
+// service thawed for an admission is checked by a status first);
 // stop escalation; per-service op serialization and a global cap on ops in
 // flight; reaping; probes and doctor events; enabling, disabling and
 // removing modules (a removal is a disable whose admitted leases end,

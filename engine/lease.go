@@ -22,6 +22,9 @@ type lease struct {
 	services []*service // needed, sorted by name, unique
 	probes   []*probe
 
+	// waitless: acquired with no wait, it waits only while the thaw checks
+	// of its services run, the check being part of its admission.
+	waitless   bool
 	admitted   bool
 	admittedAt time.Time
 	expires    time.Time
@@ -170,10 +173,20 @@ func (e *Engine) acquire(a Acquire) {
 		return
 	}
 	if a.Wait == 0 {
-		e.dropWaiting(l, e.waitingReason(l))
+		e.noWait(l)
 		return
 	}
 	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+}
+
+// noWait answers a waiting lease acquired without a wait: rejected now,
+// unless it waits only for the thaw checks of its services.
+func (e *Engine) noWait(l *lease) {
+	if e.awaitsCheck(l) {
+		l.waitless = true
+		return
+	}
+	e.dropWaiting(l, e.waitingReason(l))
 }
 
 // acquireAgain answers an acquire of an attempt that already has a lease,
@@ -239,8 +252,9 @@ func (e *Engine) acquireAgain(a Acquire) bool {
 	delete(e.leases, l.id)
 	l.id = a.Lease
 	e.leases[l.id] = l
+	l.waitless = false
 	if a.Wait == 0 {
-		e.dropWaiting(l, e.waitingReason(l))
+		e.noWait(l)
 		return true
 	}
 	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
@@ -322,6 +336,10 @@ func (e *Engine) admitWaiting() {
 			e.dropWaiting(l, reason) // its pool's offer shrank: it would block the pool for ever
 			continue
 		}
+		if l.waitless && !e.awaitsCheck(l) {
+			e.dropWaiting(l, e.waitingReason(l)) // checked, and not admissible
+			continue
+		}
 		if e.poolBlocked(l) {
 			if blocked == nil {
 				blocked = map[string]bool{}
@@ -356,9 +374,6 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 		s.waiting--
 		s.refs++
 		s.lastUsed = e.now
-		if s.frozen {
-			e.thaw(s)
-		}
 		names[i] = s.name
 		e.markDirty(s)
 	}
@@ -411,14 +426,44 @@ func (e *Engine) poolBlocked(l *lease) bool {
 }
 
 // readyBarTokens says everything l needs is there but pool tokens: its
-// services and probes are usable and its needs_pools have capacity
-// (needs_pools take no tokens, so FIFO blocking does not apply to them).
+// services are admissible, its probes usable and its needs_pools have
+// capacity (needs_pools take no tokens, so FIFO blocking does not apply to
+// them).
 func (e *Engine) readyBarTokens(l *lease) bool {
 	for _, s := range l.services {
-		if !s.usable() {
+		if !s.admissible() {
 			return false
 		}
 	}
+	return e.probesAndNeeds(l)
+}
+
+// awaitsCheck says l would be admitted now but for the thaw checks of its
+// services: at least one is frozen or not checked since its thaw, the
+// others admissible, its tokens free.
+func (e *Engine) awaitsCheck(l *lease) bool {
+	checking := false
+	for _, s := range l.services {
+		if s.checking() {
+			checking = true
+		} else if !s.admissible() {
+			return false
+		}
+	}
+	if !checking || !e.probesAndNeeds(l) {
+		return false
+	}
+	for name, n := range l.req.Pools {
+		if e.capacity(name)-e.reserved[name] < n {
+			return false
+		}
+	}
+	return true
+}
+
+// probesAndNeeds says l's probes are usable and its needs_pools have
+// capacity.
+func (e *Engine) probesAndNeeds(l *lease) bool {
 	for _, p := range l.probes {
 		if !p.usable() {
 			return false
@@ -493,7 +538,7 @@ func (e *Engine) leaseWaitOver(id LeaseID) {
 func (e *Engine) waitingReason(l *lease) string {
 	var parts []string
 	for _, s := range l.services {
-		if s.usable() {
+		if s.admissible() {
 			continue
 		}
 		parts = append(parts, e.describeWait(s))
@@ -527,9 +572,11 @@ func (e *Engine) waitingReason(l *lease) string {
 
 func (e *Engine) describeWait(s *service) string {
 	switch {
-	case s.state == sReady && s.fpKnown && !s.fpHealthy:
+	case s.checking():
+		return fmt.Sprintf("%s was frozen: its status is checked before an admission", s.name)
+	case s.state == sReady && s.fpKnown && !s.fpHealthy, s.startWithheld():
 		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
-	case s.state == sStopped && s.backoffUntil.After(e.now):
+	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
 	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
 		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)

@@ -47,7 +47,11 @@ type service struct {
 	backoffUntil time.Time
 	backoffTimer bool // TimerBackoff is pending
 
-	frozen        bool
+	frozen bool
+	// thawCheck: thawed while ready, and no status since. A daemon may die
+	// silently while frozen, so no lease is admitted on it until a status
+	// says it still runs and is ready.
+	thawCheck     bool
 	startDeadline time.Time // zero when not starting
 	// emptiedInStart: the process container emptied while the start op
 	// ran. A ready saying not running is then a crash, not a daemon slow
@@ -67,6 +71,10 @@ type service struct {
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
 	memNoted  bool
+
+	// withheldNoted: the start withheld by the latest (unhealthy)
+	// fingerprint was noted.
+	withheldNoted bool
 
 	reap    *reapSnap
 	orphans map[string]int // object id -> reap periods survived as an orphan
@@ -122,9 +130,27 @@ func (s *service) unhealthyReason() string {
 	return fmt.Sprintf("service %s is unhealthy after %d consecutive failures (last: %s)", s.name, s.failures, s.reason)
 }
 
-// usable says a lease may be admitted on this service now.
+// usable says the service is ready and offers its capabilities and
+// pools. A frozen one is usable: its offer stands (status, over-offer
+// rejections), but admitting a lease on it needs a check first.
 func (s *service) usable() bool {
 	return s.enabled() && !s.unhealthy && s.state == sReady && (!s.fpKnown || s.fpHealthy)
+}
+
+// admissible says a lease may be admitted on this service now.
+func (s *service) admissible() bool { return s.usable() && !s.frozen && !s.thawCheck }
+
+// checking says the service is usable but an admission on it waits for
+// the status that follows its thaw.
+func (s *service) checking() bool { return s.usable() && (s.frozen || s.thawCheck) }
+
+// startWithheld says the service is stopped and its latest fingerprint
+// says unhealthy: it is not started (a start would fail, or hand leases a
+// service that says it is not usable, and count failures for it) and is
+// fingerprinted every period until it says healthy. Manual services are
+// never started anyway.
+func (s *service) startWithheld() bool {
+	return s.state == sStopped && s.spec.Lifecycle != manifest.Manual && s.fpKnown && !s.fpHealthy
 }
 
 // setState moves the service and keeps the memory account.
@@ -151,6 +177,9 @@ func (s *service) setState(e *Engine, st svcState) {
 	case !s.state.charged() && st.charged() && s.spec.ReservesHostMemory:
 		s.chargedGB = s.memGB
 		e.memUsed += s.chargedGB
+	}
+	if st != sReady {
+		s.thawCheck = false // the check is of a ready service only
 	}
 	if st == sReady && s.state != sReady {
 		// A ready service may be an idle yieldable one: a start waiting
@@ -209,7 +238,7 @@ func (s *service) reconcile(e *Engine) {
 			e.forget(s)
 			return
 		}
-		if s.spec.Lifecycle == manifest.Manual && s.fpDue && s.enabled() {
+		if (s.spec.Lifecycle == manifest.Manual || s.startWithheld()) && s.fpDue && s.enabled() {
 			e.serviceOp(s, protocol.OpFingerprint, "")
 			return
 		}
@@ -231,6 +260,13 @@ func (s *service) reconcile(e *Engine) {
 	case sReady:
 		if e.idleStop(s) {
 			return
+		}
+		if !s.idle() {
+			// A lease needs it: thawed, and checked before it is admitted.
+			e.thaw(s)
+			if s.thawCheck {
+				s.statusDue = true
+			}
 		}
 		if s.frozen && !s.reapDue && len(s.destroy) == 0 {
 			return // watch polls pause while frozen; reaping thaws it
@@ -310,6 +346,13 @@ func (e *Engine) maybeStart(s *service) {
 		// Adoption first: every service is fingerprinted before anything
 		// starts, so that what already runs is adopted and its memory
 		// counted.
+		return
+	}
+	if s.startWithheld() {
+		if !s.withheldNoted {
+			s.withheldNoted = true
+			e.note(s.name, "not started: its latest fingerprint reports unhealthy: %s", s.fpMessage)
+		}
 		return
 	}
 	if s.backoffUntil.After(e.now) {
@@ -423,6 +466,7 @@ func (e *Engine) thaw(s *service) {
 	s.frozen = false
 	e.emit(Thaw{Service: s.target})
 	if s.state == sReady {
+		s.thawCheck = true
 		e.armWatch(s, false)
 	}
 }
@@ -462,7 +506,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 		}
 	case TimerFingerprint:
 		manualDown := s.spec.Lifecycle == manifest.Manual && s.state == sStopped && s.enabled()
-		if (s.state == sReady || s.state == sWaitReady || manualDown) && !s.frozen {
+		if (s.state == sReady || s.state == sWaitReady || manualDown || s.startWithheld() && s.enabled()) && !s.frozen {
 			s.fpDue = true
 		}
 	case TimerResetAfter:
@@ -516,6 +560,12 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			return
 		}
 		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+		if s.thawCheck {
+			// A failed status proves no death, here as for any ready
+			// service: admissions go on.
+			s.thawCheck = false
+			e.admitDirty = true
+		}
 		switch {
 		case failed:
 			e.note(s.name, "status %s: %s", o.Failure, o.Message)
@@ -574,6 +624,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		} else if s.state == sReady || s.state == sWaitReady {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
+		e.watchWithheld(s) // the latest fingerprint that answered still holds
 		return
 	}
 	fp := o.Result.Fingerprint
@@ -584,6 +635,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			e.note(s.name, "fingerprint healthy again")
 		}
 		e.admitDirty = true
+		s.withheldNoted = false
 	}
 	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
 	if !maps.Equal(s.pools, fp.Pools) {
@@ -654,6 +706,15 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			}
 		}
 	}
+	e.watchWithheld(s)
+}
+
+// watchWithheld fingerprints a service whose start is withheld again in a
+// period: only a fingerprint can say it is healthy again.
+func (e *Engine) watchWithheld(s *service) {
+	if s.startWithheld() && s.enabled() {
+		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+	}
 }
 
 func (e *Engine) becameReady(s *service) {
@@ -682,6 +743,7 @@ func (e *Engine) stopped(s *service) {
 	s.setState(e, sStopped)
 	e.cancelWatch(s)
 	e.note(s.name, "stopped (%s)", reason)
+	e.watchWithheld(s)
 	if s.gone() && s.idle() {
 		e.forget(s)
 		return

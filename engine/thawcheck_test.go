@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// opRig drives an engine by hand: every op it runs is answered with the
+// result the test gives for that op (ok, changed, running and ready by
+// default), within the same instant.
+type opRig struct {
+	t       *testing.T
+	e       *Engine
+	now     time.Time
+	results map[protocol.Op]protocol.Result
+	ran     []protocol.Op // ops run, in order
+}
+
+func newOpRig(t *testing.T, toml string) *opRig {
+	t.Helper()
+	m, err := manifest.Parse("module.toml", []byte(toml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &opRig{t: t, e: New(), now: time.Unix(1_000_000, 0), results: map[protocol.Op]protocol.Result{}}
+	r.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	return r
+}
+
+func (r *opRig) result(op protocol.Op) protocol.Result {
+	if res, ok := r.results[op]; ok {
+		return res
+	}
+	yes := true
+	switch op {
+	case protocol.OpFingerprint:
+		no := false
+		return protocol.Result{Op: op, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no, Pools: map[string]int64{"slots": 2}}}
+	case protocol.OpStatus, protocol.OpReady:
+		return protocol.Result{Op: op, Status: &protocol.Status{Running: yes, Ready: yes}}
+	}
+	return protocol.Result{Op: op, OpResult: &protocol.OpResult{OK: true, Changed: true}}
+}
+
+// step applies ev and answers the ops it causes, and returns the
+// effects of them all.
+func (r *opRig) step(ev Event) []Effect {
+	var all []Effect
+	queue := []Event{ev}
+	for len(queue) > 0 {
+		out := r.e.Step(r.now, queue[0])
+		queue = queue[1:]
+		for _, f := range out {
+			all = append(all, f)
+			if op, ok := f.(RunOp); ok {
+				r.ran = append(r.ran, op.Op)
+				queue = append(queue, OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
+			}
+		}
+	}
+	return all
+}
+
+func (r *opRig) answer(effects []Effect, lease LeaseID) Effect {
+	for _, f := range effects {
+		switch f := f.(type) {
+		case Admitted:
+			if f.Lease == lease {
+				return f
+			}
+		case Rejected:
+			if f.Lease == lease {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
+// A service frozen while idle keeps reporting Ready and its pool's offer
+// (status, over-offer rejections), and a lease with no wait is admitted on
+// it once a status after the thaw said it runs and is ready.
+func TestThawCheckIsPartOfAdmission(t *testing.T) {
+	r := newOpRig(t, `
+[module]
+name = "m"
+version = "1"
+[[services]]
+name = "vm"
+exec = ["bin/vm"]
+pools = ["slots"]
+freeze_ok = true
+idle_timeout_s = 600
+`)
+	if a, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute}), "l1").(Admitted); !ok {
+		t.Fatalf("l1 not admitted: %v", a)
+	}
+	r.now = r.now.Add(time.Second)
+	r.step(Release{Lease: "l1"})
+	st := r.e.Status().Services[0]
+	if !st.Frozen || !st.Ready {
+		t.Fatalf("an idle frozen ready service: Frozen %v, Ready %v; want both", st.Frozen, st.Ready)
+	}
+
+	for _, tc := range []struct {
+		lease   LeaseID
+		tokens  int64
+		status  protocol.Status
+		admit   bool
+		reason  string // what the rejection says, when not admitted
+		checked bool   // a status ran before the answer
+	}{
+		{"l2", 3, protocol.Status{Running: true, Ready: true}, false, "pool slots: needs 3 token(s), but m/vm offers 2 in all", false},
+		{"l3", 1, protocol.Status{Running: true, Ready: true}, true, "", true},
+		{"l4", 1, protocol.Status{Running: true, Ready: false}, false, "m/vm is waiting-ready", true},
+	} {
+		t.Run(string(tc.lease), func(t *testing.T) {
+			r.results[protocol.OpStatus] = protocol.Result{Op: protocol.OpStatus, Status: &tc.status}
+			r.ran = nil
+			r.now = r.now.Add(time.Second)
+			got := r.answer(r.step(Acquire{Lease: tc.lease, Attempt: "a-" + string(tc.lease), Requirements: Requirements{Pools: map[string]int64{"slots": tc.tokens}}}), tc.lease)
+			switch g := got.(type) {
+			case Admitted:
+				if !tc.admit {
+					t.Errorf("admitted, want rejected: %s", tc.reason)
+				}
+			case Rejected:
+				if tc.admit || !strings.Contains(g.Reason, tc.reason) {
+					t.Errorf("rejected: %s; want admitted %v, or the reason %q", g.Reason, tc.admit, tc.reason)
+				}
+			default:
+				t.Fatalf("no answer for a lease with no wait")
+			}
+			if checked := len(r.ran) > 0 && r.ran[0] == protocol.OpStatus; checked != tc.checked {
+				t.Errorf("ops %v: a status first %v, want %v", r.ran, checked, tc.checked)
+			}
+			r.step(Release{Lease: tc.lease})
+		})
+	}
+}
