@@ -152,6 +152,7 @@ type Agent struct {
 	mu      sync.Mutex
 	waiters map[engine.LeaseID][]waiter
 	events  eventLog
+	loud    loudLimiter // only the loop's goroutine
 	stopped bool
 	// withdrawn are acquires whose callers gave up, not yet stepped as
 	// releases; settled is set once shutdown has stepped the last of them.
@@ -394,8 +395,12 @@ func (a *Agent) shutdown(cause error) error {
 	}
 	jerr := a.jour.Close()
 	derr := a.db.Close()
-	a.log.Info("svcrun stopped", "error", errors.Join(cause, jerr, derr))
-	return errors.Join(cause, jerr, derr)
+	if err := errors.Join(cause, jerr, derr); err != nil {
+		a.log.Error("svcrun stopped", "error", err)
+		return err
+	}
+	a.log.Info("svcrun stopped")
+	return nil
 }
 
 // drain keeps stepping (without new requests) until no op is in flight or
@@ -735,16 +740,7 @@ func (a *Agent) journalFailed(now time.Time, err error) {
 
 // record journals a step and logs its decisions.
 func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) {
-	for _, f := range effects {
-		switch f := f.(type) {
-		case engine.Note:
-			a.log.Info(f.Text, "subject", f.Subject)
-		case engine.RunOp:
-			a.log.Debug("op", "target", f.Target.String(), "op", string(f.Op), "id", uint64(f.ID))
-		case engine.Kill:
-			a.log.Warn("kill process container", "service", f.Service.String())
-		}
-	}
+	a.logDecisions(now, effects)
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.

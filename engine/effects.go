@@ -142,11 +142,22 @@ type DeleteLease struct{ Lease LeaseID }
 // PutService persists a service's failure record.
 type PutService struct{ Service ServiceRecord }
 
-// Note explains a decision, for logs and traces.
+// Note explains a decision, for logs and traces. Level says how loud the
+// agent's log line is; traces leave it out.
 type Note struct {
 	Subject string
 	Text    string
+	Level   NoteLevel
 }
+
+// NoteLevel ranks a note for the log.
+type NoteLevel int8
+
+const (
+	NoteInfo  NoteLevel = iota // the usual course: starting, ready, stopped
+	NoteWarn                   // something failed and svcrun copes: a crash, a failed op, an escalation, an expiry
+	NoteError                  // a person is needed: a service marked unhealthy
+)
 
 func (RunOp) EffectName() string        { return "run" }
 func (SetTimer) EffectName() string     { return "set-timer" }

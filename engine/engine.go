@@ -200,6 +200,16 @@ func (e *Engine) note(subject, format string, args ...any) {
 	e.emit(Note{Subject: subject, Text: fmt.Sprintf(format, args...)})
 }
 
+// warn is a note of something that failed, which svcrun copes with.
+func (e *Engine) warn(subject, format string, args ...any) {
+	e.emit(Note{Subject: subject, Text: fmt.Sprintf(format, args...), Level: NoteWarn})
+}
+
+// alarm is a note of something a person must look at.
+func (e *Engine) alarm(subject, format string, args ...any) {
+	e.emit(Note{Subject: subject, Text: fmt.Sprintf(format, args...), Level: NoteError})
+}
+
 func (e *Engine) setTimer(base uint32, kind TimerKind, subject string, at time.Time) {
 	e.emit(SetTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}, At: at})
 }

@@ -644,7 +644,7 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 	if l == nil || !l.admitted || l.ttl == 0 || e.now.Before(l.expires) {
 		return
 	}
-	e.note("lease "+string(id), "expired: not renewed within %v", l.ttl)
+	e.warn("lease "+string(id), "expired: not renewed within %v", l.ttl)
 	e.endLease(l)
 	e.emit(Expired{Lease: id})
 }

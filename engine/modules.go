@@ -55,7 +55,7 @@ func (e *Engine) boot(b Boot) {
 		}
 		s.failures, s.unhealthy, s.reason, s.backoffUntil = r.Failures, r.Unhealthy, r.Reason, r.BackoffUntil
 		if s.unhealthy {
-			e.note(s.name, "unhealthy since before the restart: %s", s.reason)
+			e.alarm(s.name, "unhealthy since before the restart: %s", s.reason)
 		}
 	}
 	for _, m := range enable {

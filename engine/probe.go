@@ -51,7 +51,7 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 		if healthy {
 			e.note(p.name, "healthy: capability %s available", p.spec.Name)
 		} else {
-			e.note(p.name, "unhealthy: capability %s withdrawn: %s", p.spec.Name, msg)
+			e.warn(p.name, "unhealthy: capability %s withdrawn: %s", p.spec.Name, msg)
 		}
 	}
 	p.reported, p.healthy, p.message, p.checked = true, healthy, msg, e.now

@@ -351,7 +351,7 @@ func (e *Engine) maybeStart(s *service) {
 	if s.startWithheld() {
 		if !s.withheldNoted {
 			s.withheldNoted = true
-			e.note(s.name, "not started: its latest fingerprint reports unhealthy: %s", s.fpMessage)
+			e.warn(s.name, "not started: its latest fingerprint reports unhealthy: %s", s.fpMessage)
 		}
 		return
 	}
@@ -568,7 +568,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		switch {
 		case failed:
-			e.note(s.name, "status %s: %s", o.Failure, o.Message)
+			e.warn(s.name, "status %s: %s", o.Failure, o.Message)
 		case !o.Result.Status.Running:
 			e.fail(s, "crashed: status reports not running")
 		case !o.Result.Status.Ready:
@@ -581,14 +581,14 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 	case protocol.OpStop:
 		if failed {
 			e.emit(Kill{Service: s.target})
-			e.note(s.name, "stop %s (%s): escalated to a kill of its process container", o.Failure, o.Message)
+			e.warn(s.name, "stop %s (%s): escalated to a kill of its process container", o.Failure, o.Message)
 		} else if o.Result.OpResult.Escalated {
-			e.note(s.name, "stopped: the service escalated to its forceful path")
+			e.warn(s.name, "stopped: the service escalated to its forceful path")
 		}
 		e.stopped(s)
 	case protocol.OpListOwned:
 		if failed {
-			e.note(s.name, "list_owned %s: %s", o.Failure, o.Message)
+			e.warn(s.name, "list_owned %s: %s", o.Failure, o.Message)
 			return
 		}
 		for _, w := range o.Result.Warnings {
@@ -597,7 +597,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		e.reapListed(s, r.snap, o.Result.OwnedList)
 	case protocol.OpDestroy:
 		if failed {
-			e.note(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
+			e.warn(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
 			return
 		}
 		// The orphan count stays until the object is gone from a
@@ -613,7 +613,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 
 func (e *Engine) fingerprinted(s *service, o Outcome) {
 	if o.Failure != FailNone {
-		e.note(s.name, "fingerprint %s: %s", o.Failure, o.Message)
+		e.warn(s.name, "fingerprint %s: %s", o.Failure, o.Message)
 		if s.spec.Lifecycle == manifest.Manual {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
@@ -630,7 +630,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	fp := o.Result.Fingerprint
 	if fp.Healthy != s.fpHealthy || (!fp.Healthy && fp.Message != s.fpMessage) {
 		if !fp.Healthy {
-			e.note(s.name, "fingerprint unhealthy: %s", fp.Message)
+			e.warn(s.name, "fingerprint unhealthy: %s", fp.Message)
 		} else if s.fpKnown {
 			e.note(s.name, "fingerprint healthy again")
 		}
@@ -774,7 +774,7 @@ func (e *Engine) containerEmptied(s *service) {
 		// The agent never starts or stops a manual service: it is
 		// unusable until a fingerprint sees it running again.
 		if s.state == sReady || s.state == sWaitReady {
-			e.note(s.name, "not running (manual): its process container emptied; unusable until it runs again")
+			e.warn(s.name, "not running (manual): its process container emptied; unusable until it runs again")
 			s.setState(e, sStopped)
 			e.admitDirty = true
 		}
@@ -802,14 +802,14 @@ func (e *Engine) fail(s *service, reason string) {
 	if s.failures >= max {
 		s.unhealthy = true
 		s.backoffUntil = time.Time{}
-		e.note(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, reason)
+		e.alarm(s.name, "failure %d/%d: %s; unhealthy: capabilities and pools withdrawn until reset", s.failures, max, reason)
 		e.failWaitingFor(s, nil, s.unhealthyReason())
 	} else {
 		d := Backoff(s.spec.Restart, s.failures)
 		s.backoffUntil = e.now.Add(d)
 		s.backoffTimer = true
 		e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
-		e.note(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, reason, s.backoffUntil.Format(time.RFC3339Nano), d)
+		e.warn(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, reason, s.backoffUntil.Format(time.RFC3339Nano), d)
 	}
 	e.persistService(s)
 	e.admitDirty = true
