@@ -340,6 +340,20 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	return res, Outcome(op.Op, t.role, res)
 }
 
+// Prepare creates the data dir of module and writes its settings, tools
+// and limits files, as before the module's first op: svcrun check looks
+// at the data dir before that op.
+func (x *Executor) Prepare(module string) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for t, tg := range x.targets {
+		if t.Module == module {
+			return tg.mod.ensure()
+		}
+	}
+	return fmt.Errorf("executor: no module %s", module)
+}
+
 // RunOne runs one op of cfg's modules synchronously and returns how it
 // ended: assembled exactly as the ops of New's executor (the module data
 // dir and its files, the environment, the command, the timeout, the
