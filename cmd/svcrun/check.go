@@ -117,7 +117,7 @@ func printCheckReport(m *cli.Env, rep *conformance.Report) {
 			if o.OK {
 				continue
 			}
-			fmt.Fprintf(w, "    %s %s: %s\n", o.Op, strings.Join(o.Args, " "), o.Message)
+			fmt.Fprintf(w, "    %s (%s): %s\n", strings.Join(append([]string{o.Op}, o.Args...), " "), o.Check, o.Message)
 			if o.Stdout != "" {
 				fmt.Fprintf(w, "      stdout: %q\n", clipString(o.Stdout, stdoutBytesShown))
 			}
