@@ -410,9 +410,9 @@ func checkOutput(ops []OpRun) (verdict, []OpRun) {
 		}
 	}
 	if len(bad) > 0 {
-		return fail("%d of %d ops broke the protocol: %s", len(bad), len(ops), strings.Join(why, " | ")), bad
+		return fail("%d of %d op%s broke the protocol: %s", len(bad), len(ops), plural(len(ops)), strings.Join(why, " | ")), bad
 	}
-	return pass("%d ops, each output valid and agreeing with its exit status", len(ops)), nil
+	return pass("%d op%s, each output valid and agreeing with its exit status", len(ops), plural(len(ops))), nil
 }
 
 // checkTimeouts: no op overran the protocol's timeout of its op.
@@ -435,7 +435,7 @@ func checkTimeouts(ops []OpRun) (verdict, []OpRun) {
 	if slowest == nil {
 		return pass("no ops"), nil
 	}
-	return pass("%d ops, each within its timeout (closest: %s, %s of %s)", len(ops), slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
+	return pass("%d op%s, each within its timeout (closest: %s, %s of %s)", len(ops), plural(len(ops)), slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
 }
 
 // joinInts is "1, 2, 3".

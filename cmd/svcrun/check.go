@@ -93,7 +93,7 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 			return err
 		}
 	} else {
-		printCheckReport(m, rep)
+		printCheckReport(m, rep, *data != "")
 	}
 	if !rep.OK() {
 		return cli.ExitError{Code: 1}
@@ -105,8 +105,9 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 const checkEvidenceLines = 5
 
 // printCheckReport writes one line per check, the evidence of the ops that
-// failed under a check that did not pass, and the summary line.
-func printCheckReport(m *cli.Env, rep *conformance.Report) {
+// failed under a check that did not pass, and the summary line; kept says
+// the module data dir stays (--data).
+func printCheckReport(m *cli.Env, rep *conformance.Report, kept bool) {
 	w := m.Stdout
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%s %s: %s\n", strings.ToUpper(string(r.Status)), r.Name(), r.Summary)
@@ -127,8 +128,12 @@ func printCheckReport(m *cli.Env, rep *conformance.Report) {
 		}
 	}
 	n := len(rep.Results)
-	fmt.Fprintf(w, "%s: %d check%s: %d passed, %d failed, %d skipped in %.2fs (containers: %s; module data dir %s)\n",
-		rep.Module, n, plural(n), rep.Passed, rep.Failed, rep.Skipped, rep.DurationMS/1000, rep.Containers, rep.DataDir)
+	data := "a temporary module data dir, removed"
+	if kept {
+		data = "module data dir " + rep.DataDir
+	}
+	fmt.Fprintf(w, "%s: %d check%s: %d passed, %d failed, %d skipped in %.2fs (containers: %s; %s)\n",
+		rep.Module, n, plural(n), rep.Passed, rep.Failed, rep.Skipped, rep.DurationMS/1000, rep.Containers, data)
 }
 
 func clipString(s string, n int) string {
