@@ -130,7 +130,10 @@ func (c *run) startReady() (string, *verdict) {
 			return fmt.Sprintf("%s, ready after %d poll%s (%s)", start.brief(), polls, plural(polls), fmtMS(ms(time.Since(began)))), nil
 		}
 		wait := min(time.Second, time.Until(deadline))
-		if wait <= 0 || !c.s.sleep(wait) {
+		if wait > 0 && !c.s.sleep(wait) {
+			return "", &verdict{Skip, "interrupted"}
+		}
+		if wait <= 0 {
 			last := fmt.Sprintf("running %t, ready false", st.Running)
 			if st.Message != "" {
 				last += ": " + st.Message

@@ -100,6 +100,13 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 					t.Logf("%s %s: %s", r.Status, r.Name(), r.Summary)
 				}
 			}
+			for _, r := range rep.Results {
+				for _, o := range r.Ops {
+					if r.Kind == "probe" && o.Op != "fingerprint" {
+						t.Errorf("%s: a probe was asked %s", r.Name(), o.Op)
+					}
+				}
+			}
 			if rep.OK() != (len(tc.failed) == 0) {
 				t.Errorf("OK() = %t with %d failed", rep.OK(), rep.Failed)
 			}
