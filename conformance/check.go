@@ -85,7 +85,7 @@ func Check(ctx context.Context, cfg Config) (*Report, error) {
 	for _, t := range targets {
 		rep.Results = append(rep.Results, s.checkTarget(t)...)
 	}
-	rep.Containers = "cgroup"
+	rep.Containers = "process-group: probes always run in process groups"
 	for _, t := range targets {
 		if !t.Probe {
 			rep.Containers = x.ContainerMode(t.String())
@@ -95,8 +95,11 @@ func Check(ctx context.Context, cfg Config) (*Report, error) {
 	x.Close()
 	if mgr != nil {
 		for _, t := range targets {
-			if !t.Probe {
-				mgr.Remove(t.String())
+			if t.Probe {
+				continue
+			}
+			if err := mgr.Remove(t.String()); err != nil && mgr.Err() == nil {
+				rep.Leftovers = append(rep.Leftovers, fmt.Sprintf("the container of %s could not be removed: %v", t, err))
 			}
 		}
 	}

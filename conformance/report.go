@@ -27,15 +27,17 @@ type Report struct {
 	// DataDir is the module data dir the ops ran with.
 	DataDir string `json:"data_dir"`
 	// Containers is how the services' processes were contained: "cgroup",
-	// or "process-group: " and why not.
+	// or "process-group: " and why not (probes always are).
 	Containers string `json:"containers"`
 	// SandboxMissing are the sandbox layers the ops ran without.
 	SandboxMissing []string `json:"sandbox_missing"`
 	Results        []Result `json:"checks"`
-	Passed         int      `json:"passed"`
-	Failed         int      `json:"failed"`
-	Skipped        int      `json:"skipped"`
-	DurationMS     float64  `json:"duration_ms"`
+	// Leftovers are what the cleanup could not remove.
+	Leftovers  []string `json:"leftovers,omitempty"`
+	Passed     int      `json:"passed"`
+	Failed     int      `json:"failed"`
+	Skipped    int      `json:"skipped"`
+	DurationMS float64  `json:"duration_ms"`
 }
 
 // OK says every check passed.

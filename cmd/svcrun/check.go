@@ -95,6 +95,9 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	} else {
 		printCheckReport(m, rep, *data != "")
 	}
+	for _, l := range rep.Leftovers {
+		m.Warnf("%s", l)
+	}
 	if !rep.OK() {
 		return cli.ExitError{Code: 1}
 	}
