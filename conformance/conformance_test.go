@@ -68,9 +68,12 @@ func outcome(rep *Report, status Status) []string {
 // TestEachFlawFailsItsCheckOnly: every module of testdata/flaw-* has one
 // flaw, and fails exactly the check of that flaw; the checks that need
 // the one that failed, or whose op broke the rule that failed, are
-// skipped. The good modules pass every check. Every check has its flaw.
+// skipped. The good modules pass every check. All of it holds in cgroup
+// containers and in the fallback's process groups. Every check has its
+// flaw, and every flaw its row.
 func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 	dependents := []string{"svc start-twice", "svc stop-twice", "svc stop-empties", "svc fingerprint-running", "svc list-owned-labels", "svc destroy-unknown", "svc destroy-force"}
+	rows := map[string]bool{}
 	for _, tc := range []struct {
 		dir     string
 		failed  []string
@@ -91,26 +94,32 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 		{dir: "flaw-timeouts", failed: []string{"svc timeouts"}, skipped: append([]string{"svc lifecycle"}, dependents...)},
 		{dir: "flaw-probe-fingerprint", failed: []string{"sh fingerprint"}},
 	} {
-		t.Run(tc.dir, func(t *testing.T) {
-			rep := check(t, filepath.Join("testdata", tc.dir), false)
-			failed, skipped := outcome(rep, Fail), outcome(rep, Skip)
-			if !slices.Equal(failed, orEmpty(tc.failed)) || !slices.Equal(skipped, orEmpty(tc.skipped)) {
-				t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", failed, skipped, orEmpty(tc.failed), orEmpty(tc.skipped))
-				for _, r := range rep.Results {
-					t.Logf("%s %s: %s", r.Status, r.Name(), r.Summary)
-				}
-			}
-			for _, r := range rep.Results {
-				for _, o := range r.Ops {
-					if r.Kind == "probe" && o.Op != "fingerprint" {
-						t.Errorf("%s: a probe was asked %s", r.Name(), o.Op)
+		rows[tc.dir] = true
+		for _, mode := range []struct {
+			name         string
+			noContainers bool
+		}{{"containers", false}, {"process_groups", true}} {
+			t.Run(tc.dir+"/"+mode.name, func(t *testing.T) {
+				rep := check(t, filepath.Join("testdata", tc.dir), mode.noContainers)
+				failed, skipped := outcome(rep, Fail), outcome(rep, Skip)
+				if !slices.Equal(failed, orEmpty(tc.failed)) || !slices.Equal(skipped, orEmpty(tc.skipped)) {
+					t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", failed, skipped, orEmpty(tc.failed), orEmpty(tc.skipped))
+					for _, r := range rep.Results {
+						t.Logf("%s %s: %s", r.Status, r.Name(), r.Summary)
 					}
 				}
-			}
-			if rep.OK() != (len(tc.failed) == 0) {
-				t.Errorf("OK() = %t with %d failed", rep.OK(), rep.Failed)
-			}
-		})
+				for _, r := range rep.Results {
+					for _, o := range r.Ops {
+						if r.Kind == "probe" && o.Op != "fingerprint" {
+							t.Errorf("%s: a probe was asked %s", r.Name(), o.Op)
+						}
+					}
+				}
+				if rep.OK() != (len(tc.failed) == 0) {
+					t.Errorf("OK() = %t with %d failed", rep.OK(), rep.Failed)
+				}
+			})
+		}
 	}
 
 	// Every flaw-* module has a row, and every check a flaw.
@@ -121,6 +130,9 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 	flawed := map[string]bool{}
 	for _, d := range dirs {
 		flawed[strings.TrimPrefix(filepath.Base(d), "flaw-")] = true
+		if !rows[filepath.Base(d)] {
+			t.Errorf("%s has no row", d)
+		}
 	}
 	for _, name := range Names(false) {
 		if !flawed[name] {
