@@ -109,7 +109,7 @@ func TestCheckFlawAndUsage(t *testing.T) {
 	}{
 		{[]string{"check"}, 2, "svcrun check: give --bundle DIR\n"},
 		{[]string{"check", "--bundle", "../../examples/modules/demo", "nope"}, 2, `svcrun check: no service or probe "nope" in module "demo"`},
-		{[]string{"check", "--bundle", "../../examples/modules/demo", "--bogus"}, 2, "svcrun check: flag provided but not defined: -bogus\n"},
+		{[]string{"check", "--bundle", "../../examples/modules/demo", "--bogus"}, 2, "bogus"}, // the wording is internal/cli's
 		{[]string{"check", "--bundle", "testdata"}, 1, "module.toml"},
 	} {
 		code, _, errs := run(t, tc.args...)
