@@ -116,7 +116,7 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 	// killed first.
 	ran := func(res Result) Result {
 		if stop {
-			x.killContainerLeft(svc)
+			res.Left = x.killContainerLeft(svc)
 		}
 		return res
 	}
@@ -146,16 +146,18 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 func cloneFailed(res Result) bool { return res.SpawnErr != nil && res.Pid == 0 && !res.Canceled }
 
 // killContainerLeft kills what a stop left in the service's cgroup and
-// waits (bounded) for it to be empty.
-func (x *Executor) killContainerLeft(service string) {
+// waits (bounded) for it to be empty; it returns what it found there.
+func (x *Executor) killContainerLeft(service string) []int {
 	pids, err := x.cg.Procs(service)
 	if err != nil || len(pids) == 0 {
-		return
+		return nil
 	}
+	left := living(pids)
 	x.log.Warn("the stop left processes in the service's container: killed", "service", service, "pids", pids)
 	if err := x.cg.Kill(service, killWait); err != nil {
 		x.log.Warn("the container is not empty after the stop", "service", service, "error", err)
 	}
+	return left
 }
 
 // cgroupOf is the cgroup directory an op of the service is cloned into;

@@ -89,7 +89,10 @@
 // engine.OpDone{ID, Outcome}. Every RunOp is answered
 // exactly once, failures included (unknown target, a probe asked for more
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
-// for their OpDone.
+// for their OpDone. RunWait runs an op the same way synchronously and
+// returns its Result with the Outcome, nothing posted; Procs lists a
+// service's living processes, and a stop's Result.Left what it left
+// behind: svcrun check judges a module by them.
 //
 // RunOne(ctx, Config, RunOp) is one op of the same assembly, synchronous,
 // without a daemon around it: `svcrun op` runs it, so that the module data

@@ -300,15 +300,26 @@ func (x *Executor) Run(op engine.RunOp) {
 }
 
 func (x *Executor) runOp(op engine.RunOp) engine.Outcome {
+	_, o := x.RunWait(op)
+	return o
+}
+
+// RunWait runs op as Run does (leftovers of an earlier svcrun, the op cap,
+// the op's record, its container, the kill of what a stop left) and
+// returns once it has ended, with the op process's Result beside the
+// Outcome, which Run alone posts: svcrun check shows each op's output,
+// its stderr and what a stop left. The Result is zero when the op could
+// not be prepared or was canceled before it began.
+func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	x.mu.RLock()
 	t := x.targets[op.Target]
 	x.mu.RUnlock()
 	spec, fail := t.prepare(op)
 	if fail != nil {
-		return *fail
+		return Result{}, *fail
 	}
-	canceled := func() engine.Outcome {
-		return engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+	canceled := func() (Result, engine.Outcome) {
+		return Result{}, engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
 	}
 	// An op an earlier svcrun started on this service may still run:
 	// no op begins beside it.
@@ -326,7 +337,21 @@ func (x *Executor) runOp(op engine.RunOp) engine.Outcome {
 	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
 	j.done()
 	<-x.sem
-	return Outcome(op.Op, t.role, res)
+	return res, Outcome(op.Op, t.role, res)
+}
+
+// Prepare creates the data dir of module and writes its settings, tools
+// and limits files, as before the module's first op: svcrun check looks
+// at the data dir before that op.
+func (x *Executor) Prepare(module string) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	for t, tg := range x.targets {
+		if t.Module == module {
+			return tg.mod.ensure()
+		}
+	}
+	return fmt.Errorf("executor: no module %s", module)
 }
 
 // RunOne runs one op of cfg's modules synchronously and returns how it
@@ -396,6 +421,7 @@ func (x *Executor) runGrouped(t engine.Target, spec Spec, stop bool) Result {
 	}
 	res := Run(x.ctx, spec)
 	if stop && !t.Probe {
+		res.Left = x.Procs(t)
 		x.killGroupsLeft(t, nil)
 	}
 	if res.Pid != 0 {
@@ -554,6 +580,19 @@ func (x *Executor) Groups(service string) []int {
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
 	return slices.Sorted(maps.Keys(x.groups[t]))
+}
+
+// Procs lists the living processes of the service (no zombies): those of
+// its cgroup, or in the fallback those of the process groups known for it
+// (Linux only: elsewhere the fallback lists none). svcrun check counts a
+// service's daemons with it.
+func (x *Executor) Procs(t engine.Target) []int {
+	if x.cgroupOf(t.String()) != "" {
+		if pids, err := x.cg.Procs(t.String()); err == nil {
+			return living(pids)
+		}
+	}
+	return groupMembers(x.Groups(t.String()))
 }
 
 // Kill ends everything in the service's process container: cgroup.kill of

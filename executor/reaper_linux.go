@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -417,6 +418,41 @@ func procStatGroup(pid int) (ppid, pgrp int, state byte, ok bool) {
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgrp, err2 := strconv.Atoi(string(f[2]))
 	return ppid, pgrp, f[0][0], err1 == nil && err2 == nil
+}
+
+// living drops the zombies (and the processes gone) from pids: a cgroup
+// lists its zombies until their parent reaps them.
+func living(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		if _, _, state, ok := procStatGroup(pid); ok && state != 'Z' && state != 'X' {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// groupMembers scans /proc for the processes of the groups that are not
+// zombies.
+func groupMembers(groups []int) []int {
+	if len(groups) == 0 {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, pg, state, ok := procStatGroup(pid); ok && slices.Contains(groups, pg) && state != 'Z' && state != 'X' {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // groupHasLiveMember scans /proc for a process of group pgid that is not a

@@ -108,6 +108,11 @@ type Result struct {
 	// not executable, bad working directory, a failing hook) or waited
 	// for; nothing else is then meaningful but Duration.
 	SpawnErr error
+	// Left, after a stop, are the processes it left in the service's
+	// container (or, in the fallback, in its process groups) and that
+	// were killed before the stop counted as ended; the executor's ops
+	// only (not Run's).
+	Left []int
 	// Timeout is the timeout the op ran with.
 	Timeout time.Duration
 	// Duration is the wall time from the spawn to the return of Run.

@@ -1,7 +1,9 @@
 package executor
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
@@ -58,6 +60,36 @@ func TestStopLeavesAnEmptyContainer(t *testing.T) {
 			}
 			if o := a.run(t, 3, "nginx", false, protocol.OpStart); o.Failure != engine.FailNone {
 				t.Errorf("the start after the stop: %+v", o)
+			}
+		})
+	}
+}
+
+// TestRunWaitReportsWhatAStopLeft: RunWait gives the Result beside the
+// Outcome; Procs lists the daemons a start left, and a stop's Result.Left
+// the processes it left behind (killed), in both container modes.
+func TestRunWaitReportsWhatAStopLeft(t *testing.T) {
+	for _, mode := range containerModes {
+		t.Run(mode.name, func(t *testing.T) {
+			a := newAdapterWith(t, mode.containers(t))
+			svc := engine.Target{Module: "test", Name: "nginx"}
+			res, o := a.x.RunWait(engine.RunOp{ID: 1, Target: svc, Op: protocol.OpStart, Timeout: 30 * time.Second})
+			if o.Failure != engine.FailNone || res.Pid == 0 {
+				t.Fatalf("start: %+v %+v", o, res)
+			}
+			worker, master := a.pid(t, "worker.pid"), a.pid(t, "master.pid")
+			if procs := a.x.Procs(svc); !slices.Contains(procs, worker) || !slices.Contains(procs, master) {
+				t.Errorf("Procs after the start = %v, want the worker %d and the master %d", procs, worker, master)
+			}
+			res, o = a.x.RunWait(engine.RunOp{ID: 2, Target: svc, Op: protocol.OpStop, Timeout: 30 * time.Second})
+			if o.Failure != engine.FailNone {
+				t.Fatalf("stop: %+v", o)
+			}
+			if !slices.Contains(res.Left, worker) || slices.Contains(res.Left, master) {
+				t.Errorf("the stop's Left = %v, want the worker %d and not the master %d", res.Left, worker, master)
+			}
+			if procs := a.x.Procs(svc); len(procs) != 0 {
+				t.Errorf("Procs after the stop = %v", procs)
 			}
 		})
 	}

@@ -38,6 +38,7 @@ var program = &cli.Program{
 	Commands: map[string]cli.Command{
 		"validate": {Summary: "check a module bundle or a node configuration", Run: runValidate},
 		"op":       {Summary: "run one op of a bundle's service or probe, as the agent would", Run: runOp},
+		"check":    {Summary: "check that a bundle's services and probes follow the protocol", Run: runCheck},
 		"serve":    {Summary: "run svcrun: the daemon", Run: runServe},
 		"status":   {Summary: "show services, probes, memory and leases (--json)", Run: runStatus},
 		"run":      {Summary: "hold a lease while a command runs", Run: runRun},

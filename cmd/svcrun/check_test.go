@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/oarbank/svcrun/conformance"
+)
+
+// TestCheckDemo: svcrun check of the demo module prints one PASS line per
+// check of kv and of posix-sh and the summary, and exits 0; --json is one
+// document with every check and its evidence.
+func TestCheckDemo(t *testing.T) {
+	code, out, errs := run(t, "check", "--bundle", "../../examples/modules/demo")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var want []string
+	for _, c := range conformance.Names(false) {
+		want = append(want, "demo/kv "+c)
+	}
+	for _, c := range conformance.Names(true) {
+		want = append(want, "demo/posix-sh "+c)
+	}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("%d lines, want %d checks and a summary:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], "PASS "+w+": ") {
+			t.Errorf("line %d: %q, want PASS %s: ...", i+1, lines[i], w)
+		}
+	}
+	summary := regexp.MustCompile(`^demo: 14 checks: 14 passed, 0 failed, 0 skipped in [0-9.]+s \(containers: [^;]+; a temporary module data dir, removed\)$`)
+	if s := lines[len(lines)-1]; !summary.MatchString(s) {
+		t.Errorf("summary %q", s)
+	}
+
+	data := t.TempDir()
+	code, out, errs = run(t, "check", "--bundle", "../../examples/modules/demo", "--data", data, "posix-sh")
+	if code != 0 || !strings.HasSuffix(out, "; module data dir "+data+")\n") {
+		t.Errorf("--data: exit %d, stdout\n%s%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(data, "settings.json")); err != nil {
+		t.Errorf("--data: the module data dir is not kept: %v", err)
+	}
+
+	code, out, errs = run(t, "check", "--json", "--bundle", "../../examples/modules/demo", "kv")
+	if code != 0 {
+		t.Fatalf("--json: exit %d\n%s%s", code, out, errs)
+	}
+	var rep struct {
+		Module string `json:"module"`
+		Passed int    `json:"passed"`
+		Checks []struct {
+			Target string `json:"target"`
+			Check  string `json:"check"`
+			Status string `json:"status"`
+			Ops    []struct {
+				Op         string   `json:"op"`
+				OK         bool     `json:"ok"`
+				Stdout     string   `json:"stdout"`
+				DurationMS *float64 `json:"duration_ms"`
+				TimeoutMS  float64  `json:"timeout_ms"`
+			} `json:"ops"`
+		} `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out)
+	}
+	if rep.Module != "demo" || len(rep.Checks) != len(conformance.Names(false)) || rep.Passed != len(rep.Checks) {
+		t.Fatalf("--json of kv: %+v", rep)
+	}
+	life := rep.Checks[1]
+	if life.Check != "lifecycle" || life.Target != "demo/kv" || len(life.Ops) == 0 {
+		t.Fatalf("the lifecycle check: %+v", life)
+	}
+	if o := life.Ops[0]; o.Op != "start" || !o.OK || o.Stdout == "" || o.DurationMS == nil || o.TimeoutMS != 10000 {
+		t.Errorf("the evidence of lifecycle's start: %+v", o)
+	}
+}
+
+// TestCheckFlawAndUsage: a failing check exits 1 with its FAIL line and
+// the failed op's evidence; wrong command lines exit 2; a bundle that is
+// not a module exits 1.
+func TestCheckFlawAndUsage(t *testing.T) {
+	code, out, _ := run(t, "check", "--bundle", "../../conformance/testdata/flaw-stop-twice")
+	if code != 1 {
+		t.Errorf("flaw-stop-twice: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"\nFAIL stop-twice/svc stop-twice: stop failed: stop: failed with exit status 1: not running\n",
+		"\n    stop (stop-twice): stop: failed with exit status 1: not running\n",
+		"\nstop-twice: 11 checks: 10 passed, 1 failed, 0 skipped in ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("flaw-stop-twice: no %q in\n%s", want, out)
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"check"}, 2, "svcrun check: give --bundle DIR\n"},
+		{[]string{"check", "--bundle", "../../examples/modules/demo", "nope"}, 2, `svcrun check: no service or probe "nope" in module "demo"`},
+		{[]string{"check", "--bundle", "../../examples/modules/demo", "--bogus"}, 2, "bogus"}, // the wording is internal/cli's
+		{[]string{"check", "--bundle", "testdata"}, 1, "module.toml"},
+	} {
+		code, _, errs := run(t, tc.args...)
+		if code != tc.code || !strings.Contains(errs, tc.err) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.err)
+		}
+	}
+}
