@@ -63,6 +63,8 @@ type service struct {
 	fpKnown   bool
 	fpHealthy bool
 	fpMessage string
+	fpAttrs   map[string]any
+	fpAt      time.Time // when it came; zero before any
 	pools     map[string]int64
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
@@ -585,7 +587,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		}
 		e.admitDirty = true
 	}
-	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
+	s.fpKnown, s.fpHealthy, s.fpMessage, s.fpAttrs, s.fpAt = true, fp.Healthy, fp.Message, fp.Attrs, e.now
 	if !maps.Equal(s.pools, fp.Pools) {
 		s.pools = fp.Pools
 		e.admitDirty = true
