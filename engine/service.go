@@ -261,6 +261,7 @@ func (s *service) reconcile(e *Engine) {
 func (e *Engine) nextDestroy(s *service) bool {
 	for len(s.destroy) > 0 && e.attempts[s.destroy[0].attempt] > 0 {
 		e.note(s.name, "kept %s: attempt %s is live again", s.destroy[0].id, s.destroy[0].attempt)
+		e.reapKeptLive(s, s.destroy[0].id)
 		delete(s.orphans, s.destroy[0].id)
 		s.destroy = s.destroy[1:]
 	}
