@@ -350,7 +350,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	err = json.NewEncoder(w).Encode(api.Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+	err = json.NewEncoder(w).Encode(grantOf(g))
 	if err != nil {
 		// Only a failed write says the client did not get it: once the
 		// answer is out, the client may well close the connection.
