@@ -215,8 +215,27 @@ func (a *Agent) Doctor(reason string) error {
 	return a.post(engine.Doctor{Reason: reason})
 }
 
-// Reap starts a reap round now.
-func (a *Agent) Reap() error { return a.post(engine.ReapNow{}) }
+// Reap runs a reap round and waits for its end: now, or, while a round
+// runs, the next one (engine.ReapNow). If ctx ends first the round still
+// runs; only the answer is lost.
+func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
+	ticket := ids.New("reap-")
+	ch := a.wait(engine.LeaseID(ticket), reapAnswer, false)
+	if err := a.post(engine.ReapNow{Ticket: ticket}); err != nil {
+		a.unwait(engine.LeaseID(ticket), ch)
+		return engine.ReapDone{}, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return engine.ReapDone{}, ErrStopping
+		}
+		return f.(engine.ReapDone), nil
+	case <-ctx.Done():
+		a.unwait(engine.LeaseID(ticket), ch)
+		return engine.ReapDone{}, ctx.Err()
+	}
+}
 
 // Reset clears a service's failures and unhealthy mark.
 func (a *Agent) Reset(ctx context.Context, service string) error {

@@ -22,7 +22,7 @@
 //	POST   /v1/leases/{id}/renew                 -> Renewal
 //	DELETE /v1/leases/{id}                       -> Released
 //	POST   /v1/doctor                            -> Done (the probes run again)
-//	POST   /v1/reap                              -> Done (a reap round starts)
+//	POST   /v1/reap                              -> ReapResult, once the round has ended
 //	POST   /v1/services/{module}/{service}/reset -> Done
 //	POST   /v1/modules/{name}/enable             -> Done
 //	POST   /v1/modules/{name}/disable            -> Done

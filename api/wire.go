@@ -123,6 +123,33 @@ type Released struct {
 	Lease string `json:"lease"`
 }
 
+// ReapResult is the answer of POST /v1/reap: the round that ran, once it
+// has ended.
+type ReapResult struct {
+	Round    uint64        `json:"round"`
+	Snapshot time.Time     `json:"snapshot"` // when the live attempts were taken
+	Services []ReapService `json:"services"`
+}
+
+// ReapService is one service's part of a round: not listed (Skipped or
+// Failed says why), or its objects.
+type ReapService struct {
+	Service string       `json:"service"`
+	Skipped string       `json:"skipped,omitempty"` // disabled, manual, not running
+	Failed  string       `json:"failed,omitempty"`  // its list_owned failed, or it stopped before listing
+	Objects []ReapObject `json:"objects"`
+}
+
+// ReapObject is what the round did with one listed object.
+type ReapObject struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Attempt string `json:"attempt,omitempty"`
+	Outcome string `json:"outcome"`          // destroyed, kept or failed
+	Reason  string `json:"reason,omitempty"` // why kept or failed
+	Forced  bool   `json:"forced,omitempty"` // destroyed with --force
+}
+
 // Done is the answer of the routes that only start something.
 type Done struct {
 	OK      bool   `json:"ok"`

@@ -167,8 +167,8 @@ func TestAPIRoutes(t *testing.T) {
 	if d, err := c.Doctor(ctx); err != nil || !d.OK {
 		t.Errorf("doctor: %+v %v", d, err)
 	}
-	if d, err := c.Reap(ctx); err != nil || !d.OK {
-		t.Errorf("reap: %+v %v", d, err)
+	if r, err := c.Reap(ctx); err != nil || r.Round == 0 || len(r.Services) != 1 || r.Services[0].Service != "demo/kv" {
+		t.Errorf("reap: %+v %v", r, err)
 	}
 	_, err = c.Reset(ctx, "demo/nope")
 	var ae *api.Error

@@ -393,11 +393,12 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
-	if err := s.a.Reap(); err != nil {
+	d, err := s.a.Reap(r.Context())
+	if err != nil {
 		s.fail(w, r, "reap", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: "a reap round started; what it destroys is in the event stream and the log"})
+	writeJSON(w, http.StatusOK, reapOf(d))
 }
 
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {

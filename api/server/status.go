@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/oarbank/svcrun/agent"
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/engine"
 )
 
 // statusOf converts the agent's view to the wire's.
@@ -56,4 +57,17 @@ func attrs(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
+}
+
+// reapOf converts a reap round's outcome to the wire's.
+func reapOf(d engine.ReapDone) api.ReapResult {
+	out := api.ReapResult{Round: d.Round, Snapshot: d.Snapshot, Services: []api.ReapService{}}
+	for _, s := range d.Services {
+		rs := api.ReapService{Service: s.Service, Skipped: s.Skipped, Failed: s.Failed, Objects: []api.ReapObject{}}
+		for _, o := range s.Objects {
+			rs.Objects = append(rs.Objects, api.ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Attempt, Outcome: string(o.Outcome), Reason: o.Reason, Forced: o.Forced})
+		}
+		out.Services = append(out.Services, rs)
+	}
+	return out
 }

@@ -205,7 +205,7 @@ func TestLeaseCommands(t *testing.T) {
 		err  string
 	}{
 		{[]string{"doctor"}, 0, "the probes run again", ""},
-		{[]string{"reap"}, 0, "a reap round started", ""},
+		{[]string{"reap"}, 0, "0 destroyed, 0 kept, 0 failed", ""},
 		{[]string{"reset", "demo/kv"}, 0, "demo/kv: failures cleared", ""},
 		{[]string{"reset", "demo/nope"}, 1, "", `no such service "demo/nope"; services: demo/kv`},
 		{[]string{"reset", "kv"}, 2, "", "name the service MODULE/SERVICE"},
@@ -357,7 +357,7 @@ func TestJSONAnswers(t *testing.T) {
 		want map[string]any
 	}{
 		{[]string{"doctor", "--json"}, 0, map[string]any{"ok": true, "message": "the probes run again; their results show in svcrun status"}},
-		{[]string{"reap", "--json"}, 0, map[string]any{"ok": true}},
+		{[]string{"reap", "--json"}, 0, map[string]any{}}, // TestReapWaitsForTheRound
 		{[]string{"reset", "demo/kv", "--json", "--config", cfg}, 0, map[string]any{"ok": true, "service": "demo/kv"}},
 		{[]string{"reset", "demo/nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found", "error": `no such service "demo/nope"; services: demo/kv`}},
 		{[]string{"disable", "demo", "--json"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": false}},

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oarbank/svcrun/api"
@@ -77,5 +78,90 @@ func TestRunServicesFile(t *testing.T) {
 				t.Errorf("services %v probes %v, want %v %v\n%s", svcs, prbs, tt.services, tt.probes, rest)
 			}
 		})
+	}
+}
+
+// svcrun reap waits for its round and prints what it destroyed, kept and
+// why: the volume examples/make-volume.sh left (its attempt ended) is
+// destroyed, one of a live attempt and one made by hand are kept. Two
+// reaps at once both get an answer.
+func TestReapWaitsForTheRound(t *testing.T) {
+	_, sock := served(t)
+	t.Setenv(EnvSocket, sock)
+	code, out, errs := run(t, "acquire", "--capability", "kv", "--attempt", "attempt-live")
+	if code != 0 {
+		t.Fatalf("acquire: %d %s", code, errs)
+	}
+	code, out, errs = run(t, "run", "--capability", "kv", "--attempt", "attempt-job", "--", "../../examples/make-volume.sh")
+	if code != 0 {
+		t.Fatalf("make-volume.sh: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	made := strings.TrimPrefix(strings.TrimSpace(out), "created ")
+	objects := filepath.Dir(made)
+	if filepath.Base(made) != "vol-attempt-job" {
+		t.Fatalf("make-volume.sh made %q", made)
+	}
+	for dir, labels := range map[string]map[string]string{
+		"vol-live": {"attempt_id": "attempt-live", "node": "cli-node", "service": "demo/kv"},
+		"by-hand":  {},
+	} {
+		if err := os.MkdirAll(filepath.Join(objects, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range labels {
+			if err := os.WriteFile(filepath.Join(objects, dir, k), []byte(v), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	code, out, errs = run(t, "reap", "--json")
+	if code != 0 {
+		t.Fatalf("reap: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	var r api.ReapResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("reap --json: %v\n%s", err, out)
+	}
+	got := map[string]string{}
+	for _, s := range r.Services {
+		for _, o := range s.Objects {
+			got[o.ID] = o.Outcome + " " + o.Reason
+		}
+	}
+	want := map[string]string{"vol-attempt-job": "destroyed ", "vol-live": "kept attempt live", "by-hand": "kept missing labels"}
+	if r.Round == 0 || len(r.Services) != 1 || r.Services[0].Service != "demo/kv" || !reflect.DeepEqual(got, want) {
+		t.Fatalf("reap round: %+v\n got %v\nwant %v", r, got, want)
+	}
+	if _, err := os.Stat(made); !os.IsNotExist(err) {
+		t.Errorf("the orphan volume is still there: %v", err)
+	}
+
+	// The text: an object a line, the totals last.
+	code, out, errs = run(t, "reap")
+	if code != 0 || !strings.Contains(out, "  kept       vol-live  volume, attempt attempt-live: attempt live\n") ||
+		!strings.HasSuffix(out, "0 destroyed, 2 kept, 0 failed\n") {
+		t.Errorf("reap: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+
+	var wg sync.WaitGroup
+	var results [2]string
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out, errs := run(t, "reap", "--json")
+			results[i] = out
+			if code != 0 {
+				t.Errorf("concurrent reap %d: exit %d %s", i, code, errs)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, res := range results {
+		var rr api.ReapResult
+		if err := json.Unmarshal([]byte(res), &rr); err != nil || rr.Round <= r.Round {
+			t.Errorf("concurrent reap %d: round %d after round %d: %v\n%s", i, rr.Round, r.Round, err, res)
+		}
 	}
 }
