@@ -81,6 +81,24 @@ func TestRunServicesFile(t *testing.T) {
 	}
 }
 
+// acquire --json prints the grant with what the lease uses: the demo
+// service's fingerprint attrs reach a job that holds its lease itself.
+func TestAcquireJSONCarriesUses(t *testing.T) {
+	_, sock := served(t)
+	code, out, errs := run(t, "acquire", "--socket", sock, "--json", "--capability", "kv", "--capability", "posix-sh")
+	if code != 0 {
+		t.Fatalf("acquire: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	var g api.Grant
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatalf("acquire --json: %v\n%s", err, out)
+	}
+	u := g.Uses
+	if g.NodeID != "cli-node" || len(u.Services) != 1 || u.Services[0].Attrs["objects_dir"] == nil || len(u.Probes) != 1 || u.Probes[0].Attrs["shell"] != "/bin/sh" {
+		t.Errorf("grant %s", out)
+	}
+}
+
 // svcrun reap waits for its round and prints what it destroyed, kept and
 // why: the volume examples/make-volume.sh left (its attempt ended) is
 // destroyed, one of a live attempt and one made by hand are kept. Two
