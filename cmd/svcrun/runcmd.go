@@ -212,6 +212,8 @@ func progressLine(st api.Status, attempt string, waited time.Duration) string {
 				what = "unhealthy: " + s.Reason
 			case !s.Enabled:
 				what = "its module is disabled"
+			case !s.FingerprintedAt.IsZero() && !s.Healthy:
+				what = "its fingerprint says unhealthy: " + s.Message
 			case s.BackoffUntil.After(st.Now):
 				what = fmt.Sprintf("backing off after failure %d (%s), retry in %s", s.Failures, s.Reason, s.BackoffUntil.Sub(st.Now).Round(time.Second))
 			}
