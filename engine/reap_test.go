@@ -123,6 +123,9 @@ func TestReapDoneReportsTheRound(t *testing.T) {
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("round 1:\n got %+v\nwant %+v", d, want)
 	}
+	if got := FormatEffect(d); got != "reap round 1 done (t1): 1 destroyed, 2 kept, 1 failed" {
+		t.Errorf("journal line %q", got)
+	}
 	// t2's round starts as t1's ends, with its own snapshot.
 	list = opOf(t, w.out, "m/kv", protocol.OpListOwned)
 	w.done(list, listed())
