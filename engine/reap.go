@@ -31,7 +31,7 @@ type reapRound struct {
 	tickets []string
 	results []ReapService // one per service at the round's start, sorted
 	index   map[string]int
-	pending map[string]bool // listed and destroyed not yet
+	pending map[string]bool // services whose listing or destroys are not done
 	listed  map[string]bool
 }
 
@@ -87,7 +87,7 @@ func (e *Engine) startReap(tickets []string) {
 			// The spec: the agent "only fingerprints" a manual service.
 			res.Skipped = "manual: svcrun only fingerprints it"
 		case s.state != sReady:
-			res.Skipped = "not running and ready (" + s.state.String() + ")"
+			res.Skipped = "not ready: " + s.state.String()
 		default:
 			s.reap = snap
 			s.reapDue = true
