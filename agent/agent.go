@@ -149,7 +149,8 @@ type Agent struct {
 	// jourSlow is when a slow journal write was last logged (UnixNano).
 	jourSlow atomic.Int64
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// waiters are keyed by lease, or by a reap's ticket.
 	waiters map[engine.LeaseID][]waiter
 	events  eventLog
 	loud    loudLimiter // only the loop's goroutine
@@ -581,10 +582,19 @@ func (a *Agent) answer(now time.Time, f engine.Effect) {
 		a.publishStatus()
 	}
 	a.publish(now, f)
-	id := engine.LeaseOf(f)
-	if id == "" {
+	if d, ok := f.(engine.ReapDone); ok {
+		for _, t := range d.Tickets {
+			a.deliver(engine.LeaseID(t), f)
+		}
 		return
 	}
+	if id := engine.LeaseOf(f); id != "" {
+		a.deliver(id, f)
+	}
+}
+
+// deliver hands an answer to the first waiter of id that expects its kind.
+func (a *Agent) deliver(id engine.LeaseID, f engine.Effect) {
 	// The first waiter of the lease that expects this kind of answer
 	// gets it: a Renew queued behind a TTL expiry must not take the
 	// Expired, it gets its own "unknown lease".
@@ -629,6 +639,11 @@ func renewAnswer(f engine.Effect) bool {
 		return true
 	}
 	return false
+}
+
+func reapAnswer(f engine.Effect) bool {
+	_, ok := f.(engine.ReapDone)
+	return ok
 }
 
 func releaseAnswer(f engine.Effect) bool {

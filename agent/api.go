@@ -33,6 +33,12 @@ type Grant struct {
 	Attempt  string
 	Services []string
 	Expires  time.Time
+	NodeID   string
+	// Uses and Probes are what the lease depends on as it was admitted:
+	// its services, and the probes establishing the capabilities it asked
+	// for, with their latest fingerprints (attrs).
+	Uses   []engine.ServiceStatus
+	Probes []engine.ProbeStatus
 }
 
 // ErrRemovesEveryModule refuses a reload of a configuration without
@@ -68,9 +74,9 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 			if req.TTL > 0 {
 				g.Expires = a.opts.Clock.Now().Add(req.TTL)
 			}
-			return g, nil
+			return a.withUses(g, req.Capabilities), nil
 		case engine.AlreadyHeld:
-			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, nil
+			return a.withUses(Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, req.Capabilities), nil
 		case engine.Rejected:
 			return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
 		}
@@ -80,6 +86,28 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 		a.withdraw(id)
 		return Grant{}, ctx.Err()
 	}
+}
+
+// withUses adds to a grant what its lease depends on, from the status the
+// loop published before it answered: the step that admitted the lease is
+// in it.
+func (a *Agent) withUses(g Grant, caps []string) Grant {
+	g.NodeID = a.cfg.NodeID
+	st := a.snap.Load()
+	if st == nil {
+		return g
+	}
+	for _, s := range st.Services {
+		if slices.Contains(g.Services, s.Name) {
+			g.Uses = append(g.Uses, s)
+		}
+	}
+	for _, p := range st.Probes {
+		if slices.Contains(caps, p.Capability) {
+			g.Probes = append(g.Probes, p)
+		}
+	}
+	return g
 }
 
 // leaseCall posts a renew or release and waits for its answer.
@@ -187,8 +215,27 @@ func (a *Agent) Doctor(reason string) error {
 	return a.post(engine.Doctor{Reason: reason})
 }
 
-// Reap starts a reap round now.
-func (a *Agent) Reap() error { return a.post(engine.ReapNow{}) }
+// Reap runs a reap round and waits for its end: now, or, while a round
+// runs, the next one (engine.ReapNow). If ctx ends first the round still
+// runs; only the answer is lost.
+func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
+	ticket := ids.New("reap-")
+	ch := a.wait(engine.LeaseID(ticket), reapAnswer, false)
+	if err := a.post(engine.ReapNow{Ticket: ticket}); err != nil {
+		a.unwait(engine.LeaseID(ticket), ch)
+		return engine.ReapDone{}, err
+	}
+	select {
+	case f, ok := <-ch:
+		if !ok {
+			return engine.ReapDone{}, ErrStopping
+		}
+		return f.(engine.ReapDone), nil
+	case <-ctx.Done():
+		a.unwait(engine.LeaseID(ticket), ch)
+		return engine.ReapDone{}, ctx.Err()
+	}
+}
 
 // Reset clears a service's failures and unhealthy mark.
 func (a *Agent) Reset(ctx context.Context, service string) error {

@@ -255,11 +255,12 @@ func (c *Client) Doctor(ctx context.Context) (Done, error) {
 	return d, err
 }
 
-// Reap starts a reap round now.
-func (c *Client) Reap(ctx context.Context) (Done, error) {
-	var d Done
-	err := c.call(ctx, http.MethodPost, "/v1/reap", nil, &d)
-	return d, err
+// Reap runs a reap round and waits for its end: now, or, while a round
+// runs, the next one, started when that one ends.
+func (c *Client) Reap(ctx context.Context) (ReapResult, error) {
+	var r ReapResult
+	err := c.call(ctx, http.MethodPost, "/v1/reap", nil, &r)
+	return r, err
 }
 
 // Reset clears the failures of service, named MODULE/NAME.

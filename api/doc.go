@@ -22,7 +22,7 @@
 //	POST   /v1/leases/{id}/renew                 -> Renewal
 //	DELETE /v1/leases/{id}                       -> Released
 //	POST   /v1/doctor                            -> Done (the probes run again)
-//	POST   /v1/reap                              -> Done (a reap round starts)
+//	POST   /v1/reap                              -> ReapResult, once the round has ended
 //	POST   /v1/services/{module}/{service}/reset -> Done
 //	POST   /v1/modules/{name}/enable             -> Done
 //	POST   /v1/modules/{name}/disable            -> Done
@@ -66,4 +66,32 @@
 // A lease admitted while its client has gone away (the connection closed
 // before the answer) is released at once, so that no lease is left without
 // a holder.
+//
+// # The grant
+//
+// The Grant says how a job finds what its lease depends on: besides the
+// lease, the attempt and the node id, Uses lists every service the lease
+// uses and every probe establishing a capability it asked for, each with
+// its capabilities and the attrs of its latest fingerprint as the lease
+// was admitted ({} before any: a socket path, a port, a version). `svcrun
+// run` writes them, with the labels the job's objects must carry, to the
+// file $OARBANK_SERVICES_FILE names (ServicesFile, mode 0600, removed
+// when the command ends). Status shows the same attrs, and each service's
+// latest fingerprint's health and message (Healthy, Message; Unhealthy is
+// the count of failures reaching max_failures, another thing).
+//
+// # Reap
+//
+// POST /v1/reap answers once its round has ended: every listing and every
+// destroy it started is done, or its service left the round (stopped,
+// disabled, no longer ready). Rounds never overlap. A round that is
+// already running took its snapshot of live attempts before the request,
+// so the request waits for it to end and gets the next round, which every
+// request made meanwhile shares; the periodic round is skipped while one
+// runs. The answer lists each service: not listed (skipped: disabled,
+// manual, not running; or failed: its list_owned failed, or it stopped
+// first), or its objects, each destroyed, kept (with why: attempt live,
+// missing labels, another node's or service's, created after the
+// snapshot, attempt live again) or failed (with the destroy's error). A
+// client that goes away stops waiting; the round goes on.
 package api

@@ -62,8 +62,54 @@ type AcquireRequest struct {
 type Grant struct {
 	Lease    string    `json:"lease"`
 	Attempt  string    `json:"attempt"`
-	Services []string  `json:"services"`
+	Services []string  `json:"services"`         // module/service, the services it uses
 	Expires  time.Time `json:"expires,omitzero"` // zero without a TTL
+	NodeID   string    `json:"node_id"`
+	// Uses is how a job finds what the lease depends on: every service,
+	// and every probe establishing a capability it asked for, with the
+	// attrs of its latest fingerprint as the lease was admitted.
+	Uses Uses `json:"uses"`
+}
+
+// Uses lists what a lease depends on.
+type Uses struct {
+	Services []UsedService `json:"services"`
+	Probes   []UsedProbe   `json:"probes"`
+}
+
+// UsedService is a service a lease uses.
+type UsedService struct {
+	Name         string         `json:"name"` // module/service
+	Capabilities []string       `json:"capabilities"`
+	Attrs        map[string]any `json:"attrs"` // {} before its first fingerprint
+}
+
+// UsedProbe is a probe establishing a capability a lease asked for.
+type UsedProbe struct {
+	Name       string         `json:"name"` // module/probe
+	Capability string         `json:"capability"`
+	Attrs      map[string]any `json:"attrs"`
+}
+
+// ServicesFile is the JSON file `svcrun run` gives its command, named by
+// $OARBANK_SERVICES_FILE: the node, the lease, what it uses, and the
+// labels every object the job creates must carry (protocol.LabelAttemptID,
+// LabelNode, LabelService). With one service, Labels names it; with
+// several, each service's Labels are those for objects of that service,
+// and Labels has only the attempt and the node.
+type ServicesFile struct {
+	NodeID   string            `json:"node_id"`
+	Lease    string            `json:"lease"`
+	Attempt  string            `json:"attempt"`
+	Labels   map[string]string `json:"labels"`
+	Services []FileService     `json:"services"`
+	Probes   []UsedProbe       `json:"probes"`
+}
+
+// FileService is a service of the ServicesFile.
+type FileService struct {
+	UsedService
+	Labels map[string]string `json:"labels"`
 }
 
 // Renewal is the answer of POST /v1/leases/{id}/renew.
@@ -75,6 +121,33 @@ type Renewal struct {
 // Released is the answer of DELETE /v1/leases/{id}.
 type Released struct {
 	Lease string `json:"lease"`
+}
+
+// ReapResult is the answer of POST /v1/reap: the round that ran, once it
+// has ended.
+type ReapResult struct {
+	Round    uint64        `json:"round"`
+	Snapshot time.Time     `json:"snapshot"` // when the live attempts were taken
+	Services []ReapService `json:"services"`
+}
+
+// ReapService is one service's part of a round: not listed (Skipped or
+// Failed says why), or its objects.
+type ReapService struct {
+	Service string       `json:"service"`
+	Skipped string       `json:"skipped,omitempty"` // disabled, manual, not running
+	Failed  string       `json:"failed,omitempty"`  // its list_owned failed, or it stopped before listing
+	Objects []ReapObject `json:"objects"`
+}
+
+// ReapObject is what the round did with one listed object.
+type ReapObject struct {
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Attempt string `json:"attempt,omitempty"`
+	Outcome string `json:"outcome"`          // destroyed, kept or failed
+	Reason  string `json:"reason,omitempty"` // why kept or failed
+	Forced  bool   `json:"forced,omitempty"` // destroyed with --force
 }
 
 // Done is the answer of the routes that only start something.
@@ -166,17 +239,25 @@ type ServiceStatus struct {
 	Capabilities []string         `json:"capabilities,omitempty"`
 	OpInFlight   string           `json:"op_in_flight,omitempty"`
 	Container    string           `json:"container,omitempty"` // cgroup, or process-group: reason
+	// The latest fingerprint that answered, once one has
+	// (FingerprintedAt): whether the service says it can serve, why
+	// not, and its attrs. Unhealthy, above, counts failures instead.
+	Healthy         bool           `json:"healthy"`
+	Message         string         `json:"message,omitempty"`
+	Attrs           map[string]any `json:"attrs,omitempty"`
+	FingerprintedAt time.Time      `json:"fingerprinted_at,omitzero"`
 }
 
 // ProbeStatus is one probe and its last result.
 type ProbeStatus struct {
-	Name       string    `json:"name"`
-	Capability string    `json:"capability"`
-	Enabled    bool      `json:"enabled"`
-	Reported   bool      `json:"reported"`
-	Healthy    bool      `json:"healthy"`
-	Message    string    `json:"message,omitempty"`
-	CheckedAt  time.Time `json:"checked_at,omitzero"` // when its last result came
+	Name       string         `json:"name"`
+	Capability string         `json:"capability"`
+	Enabled    bool           `json:"enabled"`
+	Reported   bool           `json:"reported"`
+	Healthy    bool           `json:"healthy"`
+	Message    string         `json:"message,omitempty"`
+	Attrs      map[string]any `json:"attrs,omitempty"`     // of its last run; none when it failed
+	CheckedAt  time.Time      `json:"checked_at,omitzero"` // when its last result came
 }
 
 // LeaseStatus is one lease, admitted or waiting.

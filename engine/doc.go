@@ -23,7 +23,8 @@
 // with the same requirements gets the lease already held); the memory budget with yielding; freezing (a
 // service thawed for an admission is checked by a status first);
 // stop escalation; per-service op serialization and a global cap on ops in
-// flight; reaping; probes and doctor events; enabling, disabling and
+// flight; reaping, in rounds that never overlap (a ReapNow during a round
+// gets the next one, and a ReapDone ends a round asked for); probes and doctor events; enabling, disabling and
 // removing modules (a removal is a disable whose admitted leases end,
 // Expired with a Reason, and whose services are forgotten once stopped).
 //
@@ -56,6 +57,7 @@
 //     done before the next event is stepped.
 //   - Admitted, AlreadyHeld, Rejected, Renewed, Released, Expired and
 //     LeaseUnknown are
-//     answers for the holders of leases; Note explains decisions for logs
+//     answers for the holders of leases, ReapDone for the callers of a
+//     ReapNow with a ticket; Note explains decisions for logs
 //     and traces.
 package engine

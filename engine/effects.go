@@ -133,6 +133,47 @@ type LeaseUnknown struct {
 	Reason string
 }
 
+// ReapDone reports the end of a reap round asked for by ReapNow requests
+// (Tickets): what each service's listing gave, object by object. Periodic
+// rounds nobody asked for end without one.
+type ReapDone struct {
+	Round    uint64
+	Tickets  []string
+	Snapshot time.Time // when the live attempts were taken
+	Services []ReapService
+}
+
+// ReapService is one service's part of a round. A service not listed says
+// why: Skipped (disabled, manual, not running) or Failed (its list_owned
+// failed, or it stopped before listing).
+type ReapService struct {
+	Service string
+	Skipped string
+	Failed  string
+	Objects []ReapObject
+}
+
+// ReapObject is what a round did with one listed object.
+type ReapObject struct {
+	ID      string
+	Kind    string
+	Attempt string      // its oarbank.attempt_id label, if any
+	Outcome ReapOutcome // destroyed, kept or failed
+	Reason  string      // why kept or failed
+	Forced  bool        // destroyed with --force
+}
+
+// ReapOutcome is what became of a listed object.
+type ReapOutcome string
+
+const (
+	ReapDestroyed ReapOutcome = "destroyed"
+	ReapKept      ReapOutcome = "kept"
+	ReapFailed    ReapOutcome = "failed"
+	// ReapPending is a destroy queued, not yet done; a ReapDone has none.
+	ReapPending ReapOutcome = "pending"
+)
+
 // PutLease persists an admitted lease.
 type PutLease struct{ Lease LeaseRecord }
 
@@ -176,3 +217,4 @@ func (PutLease) EffectName() string     { return "put-lease" }
 func (DeleteLease) EffectName() string  { return "delete-lease" }
 func (PutService) EffectName() string   { return "put-service" }
 func (Note) EffectName() string         { return "note" }
+func (ReapDone) EffectName() string     { return "reap-done" }

@@ -30,6 +30,7 @@ func TestEffectNames(t *testing.T) {
 		{DeleteLease{}, "delete-lease"},
 		{PutService{}, "put-service"},
 		{Note{}, "note"},
+		{ReapDone{}, "reap-done"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

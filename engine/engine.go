@@ -57,6 +57,13 @@ type Engine struct {
 	ended map[LeaseID]string
 
 	doctorPending bool
+
+	// The reap round in progress, the number of the last one started,
+	// and whether another was asked for meanwhile, with its tickets.
+	round       *reapRound
+	reapRounds  uint64
+	reapAgain   bool
+	nextTickets []string
 }
 
 // provider establishes a capability: a service or a probe.
@@ -160,11 +167,14 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	case Reset:
 		e.reset(ev.Service)
 	case ReapNow:
-		e.startReap()
+		e.reapNow(ev.Ticket)
 	default:
 		e.note("engine", "unknown event %T ignored", ev)
 	}
 	e.settle()
+	for e.reapSettled() {
+		e.settle()
+	}
 	return e.out
 }
 
@@ -233,7 +243,7 @@ func (e *Engine) slotBase() uint32 {
 func (e *Engine) fire(k TimerKey) {
 	switch k.Kind {
 	case TimerReap:
-		e.startReap()
+		e.reapTimer()
 	case TimerDoctor:
 		e.doctorPending = false
 		for _, p := range e.prbOrder {

@@ -92,8 +92,12 @@ type MemoryPressure struct{}
 // Reset clears a service's failures and its unhealthy mark.
 type Reset struct{ Service Target }
 
-// ReapNow runs a reap round at once.
-type ReapNow struct{}
+// ReapNow runs a reap round at once, or, while one runs, once it ends.
+// Ticket, when set, names the request: the ReapDone ending its round
+// carries it.
+type ReapNow struct {
+	Ticket string `json:"ticket,omitempty"`
+}
 
 func (Boot) EventName() string             { return "boot" }
 func (Reload) EventName() string           { return "reload" }

@@ -128,6 +128,21 @@ func FormatEffect(f Effect) string {
 		return "thaw " + f.Service.String()
 	case Note:
 		return f.Subject + ": " + f.Text
+	case ReapDone:
+		var n [3]int
+		for _, s := range f.Services {
+			for _, o := range s.Objects {
+				switch o.Outcome {
+				case ReapDestroyed:
+					n[0]++
+				case ReapKept:
+					n[1]++
+				default:
+					n[2]++
+				}
+			}
+		}
+		return fmt.Sprintf("reap round %d done (%s): %d destroyed, %d kept, %d failed", f.Round, strings.Join(f.Tickets, ", "), n[0], n[1], n[2])
 	case SetTimer:
 		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.UTC().Format(time.RFC3339Nano))
 	case CancelTimer:

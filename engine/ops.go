@@ -37,6 +37,7 @@ func (e *Engine) opDone(d OpDone) {
 	e.freeSlots()
 	d.Outcome = checkOutcome(r.op, d.Outcome)
 	if r.svc != nil {
+		e.reapOpDone(r, d.Outcome)
 		e.serviceOpDone(r.svc, r, d.Outcome)
 	} else {
 		e.probeOpDone(r.prb, d.Outcome)

@@ -17,7 +17,8 @@ type probe struct {
 	reported bool
 	healthy  bool
 	message  string
-	checked  time.Time // when the last result came
+	attrs    map[string]any // of the last run; none when it failed
+	checked  time.Time      // when the last result came
 }
 
 func (p *probe) usable() bool { return p.mod.enabled && p.reported && p.healthy }
@@ -42,8 +43,9 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 	}
 	var healthy bool
 	var msg string
+	var attrs map[string]any
 	if o.Failure == FailNone {
-		healthy, msg = o.Result.Fingerprint.Healthy, o.Result.Fingerprint.Message
+		healthy, msg, attrs = o.Result.Fingerprint.Healthy, o.Result.Fingerprint.Message, o.Result.Fingerprint.Attrs
 	} else {
 		msg = fmt.Sprintf("%s: %s", o.Failure, o.Message)
 	}
@@ -54,7 +56,7 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 			e.warn(p.name, "unhealthy: capability %s withdrawn: %s", p.spec.Name, msg)
 		}
 	}
-	p.reported, p.healthy, p.message, p.checked = true, healthy, msg, e.now
+	p.reported, p.healthy, p.message, p.attrs, p.checked = true, healthy, msg, attrs, e.now
 	e.setTimer(p.slot, TimerProbe, p.name, e.now.Add(p.spec.Period))
 	e.admitDirty = true
 	if p.due {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -21,21 +22,193 @@ type destroyReq struct {
 	force   bool
 }
 
+// reapRound is the reap round in progress: the services it waits for and
+// what it found, service by service. Rounds never overlap, so that every
+// list_owned and destroy in flight belongs to the current one.
+type reapRound struct {
+	n       uint64
+	snap    *reapSnap
+	tickets []string
+	results []ReapService // one per service at the round's start, sorted
+	index   map[string]int
+	pending map[string]bool // services whose listing or destroys are not done
+	listed  map[string]bool
+}
+
+// reapNow answers ReapNow. A round already running took its snapshot
+// before the request: the request waits for it to end and gets the next
+// round, which every request made meanwhile shares.
+func (e *Engine) reapNow(ticket string) {
+	if e.round == nil {
+		e.startReap(ticketList(ticket))
+		return
+	}
+	if !e.reapAgain {
+		e.note("reap", "round %d runs: another starts once it ends", e.round.n)
+	}
+	e.reapAgain = true
+	e.nextTickets = append(e.nextTickets, ticketList(ticket)...)
+}
+
+func ticketList(t string) []string {
+	if t == "" {
+		return nil
+	}
+	return []string{t}
+}
+
+// reapTimer starts the periodic round, unless one still runs: then the
+// period starts again.
+func (e *Engine) reapTimer() {
+	if e.round != nil {
+		e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+		return
+	}
+	e.startReap(nil)
+}
+
 // startReap begins a reap round: every running service lists its objects.
-func (e *Engine) startReap() {
+func (e *Engine) startReap(tickets []string) {
 	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 	snap := &reapSnap{at: e.now, live: make(map[string]bool, len(e.attempts))}
 	for a := range e.attempts {
 		snap.live[a] = true
 	}
+	e.reapRounds++
+	r := &reapRound{n: e.reapRounds, snap: snap, tickets: tickets, index: map[string]int{}, pending: map[string]bool{}, listed: map[string]bool{}}
+	e.round = r
 	for _, s := range e.svcOrder {
-		// The spec: the agent "only fingerprints" a manual service.
-		if s.state == sReady && s.enabled() && s.spec.Lifecycle != manifest.Manual {
+		r.index[s.name] = len(r.results)
+		res := ReapService{Service: s.name}
+		switch {
+		case !s.enabled():
+			res.Skipped = s.disabledReason()
+		case s.spec.Lifecycle == manifest.Manual:
+			// The spec: the agent "only fingerprints" a manual service.
+			res.Skipped = "manual: svcrun only fingerprints it"
+		case s.state != sReady:
+			res.Skipped = "not ready: " + s.state.String()
+		default:
 			s.reap = snap
 			s.reapDue = true
+			r.pending[s.name] = true
 			e.markDirty(s)
 		}
+		r.results = append(r.results, res)
 	}
+}
+
+// reapResult is the current round's entry for s, or nil.
+func (e *Engine) reapResult(s *service) *ReapService {
+	if e.round == nil || !e.round.pending[s.name] {
+		return nil
+	}
+	return &e.round.results[e.round.index[s.name]]
+}
+
+// reapOpDone records the outcome of a list_owned that failed and of every
+// destroy.
+func (e *Engine) reapOpDone(r *opRun, o Outcome) {
+	res := e.reapResult(r.svc)
+	if res == nil {
+		return
+	}
+	switch {
+	case r.op == protocol.OpListOwned && o.Failure != FailNone:
+		e.round.listed[r.svc.name] = true
+		res.Failed = fmt.Sprintf("list_owned %s: %s", o.Failure, o.Message)
+	case r.op == protocol.OpDestroy:
+		for i := range res.Objects {
+			obj := &res.Objects[i]
+			if obj.ID != r.object || obj.Outcome != ReapPending {
+				continue
+			}
+			switch {
+			case o.Failure != FailNone:
+				obj.Outcome, obj.Reason = ReapFailed, fmt.Sprintf("destroy %s: %s", o.Failure, o.Message)
+			case !o.Result.OpResult.Changed:
+				obj.Outcome, obj.Reason = ReapDestroyed, "destroy changed nothing"
+			default:
+				obj.Outcome = ReapDestroyed
+			}
+			break
+		}
+	}
+}
+
+// reapKeptLive records a queued destroy dropped because its attempt is
+// live again.
+func (e *Engine) reapKeptLive(s *service, id string) {
+	res := e.reapResult(s)
+	if res == nil {
+		return
+	}
+	for i := range res.Objects {
+		if res.Objects[i].ID == id && res.Objects[i].Outcome == ReapPending {
+			res.Objects[i].Outcome, res.Objects[i].Reason = ReapKept, "attempt live again"
+		}
+	}
+}
+
+// reapSettled ends the round once every service of it has listed and run
+// its destroys, or left it (stopped, disabled, forgotten): a ReapDone
+// answers the requests it carries. It reports whether a new round started
+// (asked for while this one ran), whose ops the caller must settle.
+func (e *Engine) reapSettled() bool {
+	r := e.round
+	if r == nil {
+		return false
+	}
+	for _, name := range sortedKeys(r.pending) {
+		s := e.services[name]
+		res := &r.results[r.index[name]]
+		if s != nil {
+			inFlight := s.op != nil && (s.op.op == protocol.OpListOwned || s.op.op == protocol.OpDestroy)
+			if inFlight || s.state == sReady && (s.reapDue || len(s.destroy) > 0) {
+				continue
+			}
+		}
+		// Done, or left the round: what it still owed is dropped.
+		why := "it is no longer configured"
+		if s != nil {
+			why = "it is " + s.state.String()
+			s.reap, s.reapDue, s.destroy = nil, false, s.destroy[:0]
+		}
+		if !r.listed[name] {
+			res.Failed = "not listed: " + why
+		}
+		for i := range res.Objects {
+			if res.Objects[i].Outcome == ReapPending {
+				res.Objects[i].Outcome, res.Objects[i].Reason = ReapFailed, "not destroyed: "+why
+			}
+		}
+		delete(r.pending, name)
+	}
+	if len(r.pending) > 0 {
+		return false
+	}
+	e.round = nil
+	if len(r.tickets) > 0 {
+		// Only a round someone waits for is reported: the notes tell the
+		// others, and the journal of periodic rounds stays as it was.
+		e.emit(ReapDone{Round: r.n, Tickets: r.tickets, Snapshot: r.snap.at, Services: r.results})
+	}
+	if !e.reapAgain {
+		return false
+	}
+	tickets := e.nextTickets
+	e.reapAgain, e.nextTickets = false, nil
+	e.startReap(tickets)
+	return true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // reapListed judges one service's listing and queues the destroys. An
@@ -46,9 +219,16 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 	if snap == nil || list == nil {
 		return
 	}
+	res := e.reapResult(s)
+	if res != nil {
+		e.round.listed[s.name] = true
+	}
 	seen := map[string]bool{}
 	for _, o := range list.Objects {
 		if reason := e.keep(s, snap, o); reason != "" {
+			if res != nil {
+				res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapKept, Reason: reason})
+			}
 			continue
 		}
 		seen[o.ID] = true
@@ -58,6 +238,9 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 		s.orphans[o.ID]++
 		force := s.orphans[o.ID] > e.cfg.ForceAfter
 		s.destroy = append(s.destroy, destroyReq{id: o.ID, attempt: o.Labels[protocol.LabelAttemptID], force: force})
+		if res != nil {
+			res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapPending, Forced: force})
+		}
 		how := "destroy"
 		if force {
 			how = "destroy --force"

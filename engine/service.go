@@ -67,6 +67,8 @@ type service struct {
 	fpKnown   bool
 	fpHealthy bool
 	fpMessage string
+	fpAttrs   map[string]any
+	fpAt      time.Time // when it came; zero before any
 	pools     map[string]int64
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
@@ -295,6 +297,7 @@ func (s *service) reconcile(e *Engine) {
 func (e *Engine) nextDestroy(s *service) bool {
 	for len(s.destroy) > 0 && e.attempts[s.destroy[0].attempt] > 0 {
 		e.note(s.name, "kept %s: attempt %s is live again", s.destroy[0].id, s.destroy[0].attempt)
+		e.reapKeptLive(s, s.destroy[0].id)
 		delete(s.orphans, s.destroy[0].id)
 		s.destroy = s.destroy[1:]
 	}
@@ -637,7 +640,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		e.admitDirty = true
 		s.withheldNoted = false
 	}
-	s.fpKnown, s.fpHealthy, s.fpMessage = true, fp.Healthy, fp.Message
+	s.fpKnown, s.fpHealthy, s.fpMessage, s.fpAttrs, s.fpAt = true, fp.Healthy, fp.Message, fp.Attrs, e.now
 	if !maps.Equal(s.pools, fp.Pools) {
 		s.pools = fp.Pools
 		e.admitDirty = true

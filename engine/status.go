@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"sort"
 	"time"
 
@@ -44,6 +45,14 @@ type ServiceStatus struct {
 	Pools        map[string]int64
 	Capabilities []string
 	OpInFlight   string
+	// From the latest fingerprint that answered (a failed fingerprint op
+	// changes nothing): its health, message and attrs, and when it came,
+	// zero before any. Healthy is the service's own word, not Unhealthy's
+	// count of failures: a service may run and say it cannot serve.
+	Healthy         bool
+	Message         string
+	Attrs           map[string]any
+	FingerprintedAt time.Time
 }
 
 // ProbeStatus is one probe.
@@ -54,7 +63,8 @@ type ProbeStatus struct {
 	Reported   bool
 	Healthy    bool
 	Message    string
-	CheckedAt  time.Time // when the last result came; zero before any
+	Attrs      map[string]any // of the last run; none when it failed
+	CheckedAt  time.Time      // when the last result came; zero before any
 }
 
 // LeaseStatus is one lease, admitted or waiting.
@@ -91,6 +101,7 @@ func (e *Engine) Status() Status {
 			Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
 			Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB,
 			Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
+			Healthy: s.fpHealthy, Message: s.fpMessage, Attrs: maps.Clone(s.fpAttrs), FingerprintedAt: s.fpAt,
 		}
 		if s.state == sStopping {
 			ss.StopReason = s.stopReason
@@ -107,7 +118,7 @@ func (e *Engine) Status() Status {
 		st.Services = append(st.Services, ss)
 	}
 	for _, p := range e.prbOrder {
-		st.Probes = append(st.Probes, ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message, CheckedAt: p.checked})
+		st.Probes = append(st.Probes, ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message, Attrs: maps.Clone(p.attrs), CheckedAt: p.checked})
 	}
 	ids := make([]LeaseID, 0, len(e.leases))
 	for id := range e.leases {

@@ -87,6 +87,22 @@ func TestAPIRoutes(t *testing.T) {
 	if !strings.HasPrefix(g.Lease, "lease-") || !strings.HasPrefix(g.Attempt, "attempt-") || len(g.Services) != 1 || g.Services[0] != "demo/kv" || g.Expires.IsZero() {
 		t.Fatalf("grant %+v", g)
 	}
+	// The grant says what the lease uses, with its latest fingerprint's
+	// attrs: the demo service's objects dir.
+	if u := g.Uses.Services; g.NodeID != "test-node" || len(u) != 1 || u[0].Name != "demo/kv" || len(u[0].Capabilities) != 1 ||
+		u[0].Attrs["objects_dir"] != filepath.Join(n.dataDir, "modules", "demo", "objects") || len(g.Uses.Probes) != 0 {
+		t.Fatalf("grant's uses %+v", g)
+	}
+	pg, err := c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"posix-sh"}, Wait: api.Duration(20 * time.Second)})
+	if err != nil {
+		t.Fatalf("acquire posix-sh: %v", err)
+	}
+	if p := pg.Uses.Probes; len(p) != 1 || p[0].Name != "demo/posix-sh" || p[0].Capability != "posix-sh" || p[0].Attrs["shell"] != "/bin/sh" || len(pg.Uses.Services) != 0 {
+		t.Fatalf("grant of a probe's capability: %+v", pg)
+	}
+	if err := c.Release(ctx, pg.Lease); err != nil {
+		t.Fatal(err)
+	}
 
 	// Beyond the pool's capacity: 409 with the reason.
 	_, err = c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(300 * time.Millisecond)})
@@ -114,6 +130,9 @@ func TestAPIRoutes(t *testing.T) {
 	}
 	if len(st.Leases) != 1 || !st.Leases[0].Admitted || st.Leases[0].Job != "j1" || st.Services[0].Refs != 1 {
 		t.Fatalf("status with a lease: %+v", st)
+	}
+	if s, p := st.Services[0], st.Probes[0]; !s.Healthy || s.FingerprintedAt.IsZero() || s.Attrs["objects_dir"] == nil || p.Attrs["shell"] != "/bin/sh" {
+		t.Errorf("status's fingerprints: service %+v, probe %+v", s, p)
 	}
 	if err := c.Release(ctx, g.Lease); err != nil {
 		t.Fatalf("release: %v", err)
@@ -148,8 +167,8 @@ func TestAPIRoutes(t *testing.T) {
 	if d, err := c.Doctor(ctx); err != nil || !d.OK {
 		t.Errorf("doctor: %+v %v", d, err)
 	}
-	if d, err := c.Reap(ctx); err != nil || !d.OK {
-		t.Errorf("reap: %+v %v", d, err)
+	if r, err := c.Reap(ctx); err != nil || r.Round == 0 || len(r.Services) != 1 || r.Services[0].Service != "demo/kv" {
+		t.Errorf("reap: %+v %v", r, err)
 	}
 	_, err = c.Reset(ctx, "demo/nope")
 	var ae *api.Error

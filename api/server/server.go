@@ -350,7 +350,7 @@ func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	err = json.NewEncoder(w).Encode(api.Grant{Lease: string(g.Lease), Attempt: g.Attempt, Services: nonNil(g.Services), Expires: g.Expires})
+	err = json.NewEncoder(w).Encode(grantOf(g))
 	if err != nil {
 		// Only a failed write says the client did not get it: once the
 		// answer is out, the client may well close the connection.
@@ -393,11 +393,12 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
-	if err := s.a.Reap(); err != nil {
+	d, err := s.a.Reap(r.Context())
+	if err != nil {
 		s.fail(w, r, "reap", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: "a reap round started; what it destroys is in the event stream and the log"})
+	writeJSON(w, http.StatusOK, reapOf(d))
 }
 
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {

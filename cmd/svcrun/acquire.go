@@ -26,7 +26,7 @@ func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
 	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, 0)
-	asJSON := fs.Bool("json", false, "print the grant as JSON: lease, attempt, services, expires (a failure: ok, error, code, reason, hint)")
+	asJSON := fs.Bool("json", false, "print the grant as JSON: lease, attempt, services, expires, node_id, uses (each service and probe with its fingerprint attrs; a failure: ok, error, code, reason, hint)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

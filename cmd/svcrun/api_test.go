@@ -205,7 +205,7 @@ func TestLeaseCommands(t *testing.T) {
 		err  string
 	}{
 		{[]string{"doctor"}, 0, "the probes run again", ""},
-		{[]string{"reap"}, 0, "a reap round started", ""},
+		{[]string{"reap"}, 0, "0 destroyed, 0 kept, 0 failed", ""},
 		{[]string{"reset", "demo/kv"}, 0, "demo/kv: failures cleared", ""},
 		{[]string{"reset", "demo/nope"}, 1, "", `no such service "demo/nope"; services: demo/kv`},
 		{[]string{"reset", "kv"}, 2, "", "name the service MODULE/SERVICE"},
@@ -318,6 +318,7 @@ func TestProgressLine(t *testing.T) {
 			{Name: "db/postgres", Enabled: true, State: "starting"},
 			{Name: "demo/kv", Enabled: true, State: "stopped", Failures: 2, Reason: "start exited 1", BackoffUntil: now.Add(4 * time.Second)},
 			{Name: "demo/ok", Enabled: true, State: "ready", Ready: true},
+			{Name: "redis/cache", Enabled: true, State: "stopped", FingerprintedAt: now, Message: "maxmemory is 0"},
 		},
 		Probes: []api.ProbeStatus{{Name: "demo/jdk", Capability: "jdk", Enabled: true}},
 		Pools:  []api.PoolStatus{{Name: "slots", Service: "demo/ok", Capacity: 2, Reserved: 2}},
@@ -325,12 +326,14 @@ func TestProgressLine(t *testing.T) {
 			{ID: "l1", Attempt: "a1", Services: []string{"db/postgres", "demo/kv"}, Capabilities: []string{"jdk"}},
 			{ID: "l2", Attempt: "a2", Services: []string{"demo/ok"}, Pools: map[string]int64{"slots": 1}},
 			{ID: "l3", Attempt: "a3", Admitted: true},
+			{ID: "l4", Attempt: "a4", Services: []string{"redis/cache"}},
 		},
 	}
 	for _, tc := range []struct{ attempt, want string }{
 		{"a1", "waiting for db/postgres: starting; waiting for demo/kv: backing off after failure 2 (start exited 1), retry in 4s; waiting for capability jdk: its probe has not reported yet, 12 s"},
 		{"a2", "waiting for pool slots: 2 of 2 tokens reserved, needs 1, 12 s"},
 		{"a3", ""},
+		{"a4", "waiting for redis/cache: its fingerprint says unhealthy: maxmemory is 0, 12 s"},
 		{"zz", ""},
 	} {
 		if got := progressLine(st, tc.attempt, 12*time.Second+300*time.Millisecond); got != tc.want {
@@ -357,7 +360,7 @@ func TestJSONAnswers(t *testing.T) {
 		want map[string]any
 	}{
 		{[]string{"doctor", "--json"}, 0, map[string]any{"ok": true, "message": "the probes run again; their results show in svcrun status"}},
-		{[]string{"reap", "--json"}, 0, map[string]any{"ok": true}},
+		{[]string{"reap", "--json"}, 0, map[string]any{}}, // TestReapWaitsForTheRound
 		{[]string{"reset", "demo/kv", "--json", "--config", cfg}, 0, map[string]any{"ok": true, "service": "demo/kv"}},
 		{[]string{"reset", "demo/nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found", "error": `no such service "demo/nope"; services: demo/kv`}},
 		{[]string{"disable", "demo", "--json"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": false}},

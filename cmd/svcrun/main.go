@@ -47,7 +47,7 @@ var program = &cli.Program{
 		"release":  {Summary: "release a lease", Run: runRelease},
 		"doctor":   {Summary: "run the probes again", Run: runDoctor},
 		"events":   {Summary: "print svcrun's event stream (-f follows it, --json)", Run: runEvents},
-		"reap":     {Summary: "start a reap round now", Run: runReap},
+		"reap":     {Summary: "run a reap round; print what it destroyed, kept and why (--json)", Run: runReap},
 		"reset":    {Summary: "clear a service's failures and unhealthy mark", Run: runReset},
 		"enable":   {Summary: "enable a module until the next reload", Run: runEnable},
 		"disable":  {Summary: "disable a module until the next reload", Run: runDisable},

@@ -25,6 +25,9 @@ func TestOpDemo(t *testing.T) {
 		{[]string{"kv", "fingerprint"}, `{
   "healthy": true,
   "running": false,
+  "attrs": {
+    "objects_dir": "` + filepath.Join(data, "objects") + `"
+  },
   "pools": {
     "kv-slots": 4
   },

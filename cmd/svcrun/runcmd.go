@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 // runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
@@ -25,7 +27,8 @@ import (
 //
 // It acquires the lease (waiting up to --wait; on a terminal it shows what
 // it waits for every second), runs CMD with the caller's environment plus
-// OARBANK_ATTEMPT_ID and OARBANK_LEASE_ID, renews the lease every TTL/3,
+// OARBANK_ATTEMPT_ID, OARBANK_LEASE_ID, OARBANK_NODE_ID and
+// OARBANK_SERVICES_FILE (see writeServicesFile), renews the lease every TTL/3,
 // forwards SIGINT and SIGTERM to CMD, releases the lease when CMD exits and
 // exits with CMD's status (128+N when a signal N killed it). Not admitted:
 // the reason, exit 1. CMD not found: 127; found but not startable: 126.
@@ -89,8 +92,16 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		return cli.ExitError{Code: 1}
 	}
 
+	file, err := writeServicesFile(g)
+	if err != nil {
+		release()
+		fmt.Fprintf(m.Stderr, "svcrun run: %v: CMD not started, the lease was released\n", err)
+		return cli.ExitError{Code: 1}
+	}
+	defer os.Remove(file)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease)
+	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease,
+		"OARBANK_NODE_ID="+g.NodeID, "OARBANK_SERVICES_FILE="+file)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, m.Stdout, m.Stderr
 	if err := cmd.Start(); err != nil {
 		release()
@@ -201,6 +212,8 @@ func progressLine(st api.Status, attempt string, waited time.Duration) string {
 				what = "unhealthy: " + s.Reason
 			case !s.Enabled:
 				what = "its module is disabled"
+			case !s.FingerprintedAt.IsZero() && !s.Healthy:
+				what = "its fingerprint says unhealthy: " + s.Message
 			case s.BackoffUntil.After(st.Now):
 				what = fmt.Sprintf("backing off after failure %d (%s), retry in %s", s.Failures, s.Reason, s.BackoffUntil.Sub(st.Now).Round(time.Second))
 			}
@@ -279,4 +292,49 @@ func exitCode(ps *os.ProcessState) int {
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// writeServicesFile writes, mode 0600 in the temp dir, the file that tells
+// CMD what its lease uses (api.ServicesFile): the node, the lease, each
+// service and probe with its latest fingerprint's attrs, and the labels
+// every object the job creates must carry. It returns the file's path;
+// the caller removes it once CMD has ended.
+func writeServicesFile(g api.Grant) (string, error) {
+	labels := func(service string) map[string]string {
+		l := map[string]string{protocol.LabelAttemptID: g.Attempt, protocol.LabelNode: g.NodeID}
+		if service != "" {
+			l[protocol.LabelService] = service
+		}
+		return l
+	}
+	sf := api.ServicesFile{NodeID: g.NodeID, Lease: g.Lease, Attempt: g.Attempt, Services: []api.FileService{}, Probes: g.Uses.Probes}
+	for _, s := range g.Uses.Services {
+		sf.Services = append(sf.Services, api.FileService{UsedService: s, Labels: labels(s.Name)})
+	}
+	sf.Labels = labels("")
+	if len(sf.Services) == 1 {
+		sf.Labels = sf.Services[0].Labels
+	}
+	if sf.Probes == nil {
+		sf.Probes = []api.UsedProbe{}
+	}
+	b, err := json.MarshalIndent(sf, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("services file: %w", err)
+	}
+	// CreateTemp makes the file 0600: attrs may name sockets and paths
+	// other users have no business knowing.
+	f, err := os.CreateTemp("", "svcrun-services-*.json")
+	if err != nil {
+		return "", fmt.Errorf("services file: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("services file %s: %w", f.Name(), err)
+	}
+	return f.Name(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -60,29 +61,25 @@ func printStatus(out io.Writer, st api.Status) {
 	for _, p := range st.Pools {
 		pools[p.Service] = append(pools[p.Service], p)
 	}
+	// Each service is a row of short columns, then its indented lines: the
+	// latest fingerprint (health, message, attrs) and notes, which may be
+	// long, so that the table stays within 100 columns.
 	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILURES\tBACKOFF UNTIL\tPOOLS (RESERVED/OFFERED)\tCAPABILITIES\tFROZEN\tNOTE")
+	var rows []string
+	var below [][]string
 	for _, s := range st.Services {
 		var ps []string
 		for _, p := range pools[s.Name] {
 			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Offered))
 		}
-		backoff := "-"
-		if s.BackoffUntil.After(st.Now) {
-			backoff = fmt.Sprintf("%s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(st.Now).Round(time.Second))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Lifecycle, s.State, yesNo(s.Ready), s.Refs,
-			s.Failures, backoff, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ",")), yesNo(s.Frozen), dash(serviceNote(s)))
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Name, s.Lifecycle, s.State, yesNo(s.Ready), s.Refs,
+			s.Failures, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ","))))
+		below = append(below, serviceLines(st.Now, s))
 	}
-	if len(st.Services) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	tw.Flush()
+	printRows(out, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILS\tPOOLS (RES/OFFER)\tCAPABILITIES", rows, below)
 
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROBE\tCAPABILITY\tLAST RESULT\tCHECKED\tMESSAGE")
+	rows, below = rows[:0], below[:0]
 	for _, p := range st.Probes {
 		res := "unhealthy"
 		switch {
@@ -97,15 +94,20 @@ func printStatus(out io.Writer, st api.Status) {
 		if !p.CheckedAt.IsZero() {
 			checked = ago(st.Now, p.CheckedAt) + " ago"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, p.Capability, res, checked, dash(p.Message))
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s", p.Name, p.Capability, res, checked))
+		var lines []string
+		if p.Message != "" {
+			lines = append(lines, "message: "+p.Message)
+		}
+		if a := attrsText(p.Attrs); a != "" {
+			lines = append(lines, "attrs: "+a)
+		}
+		below = append(below, lines)
 	}
-	if len(st.Probes) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	tw.Flush()
+	printRows(out, "PROBE\tCAPABILITY\tLAST RESULT\tCHECKED", rows, below)
 
 	fmt.Fprintln(out)
-	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LEASE\tJOB\tATTEMPT\tSTATE\tSERVICES\tNEEDS\tEXPIRES")
 	for _, l := range st.Leases {
 		state := "waiting"
@@ -135,6 +137,80 @@ func sandboxNote(mode string) string {
 		return "ops run with the layers this host can apply; the missing ones are listed below"
 	}
 	return "unknown mode"
+}
+
+// printRows prints a table, header and rows of tab-separated cells, each
+// row followed by its lines from below, indented. The rows are aligned
+// first: tabwriter would end a column at every line without cells.
+func printRows(out io.Writer, header string, rows []string, below [][]string) {
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, r)
+	}
+	tw.Flush()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	for i, l := range lines {
+		fmt.Fprintln(out, strings.TrimRight(l, " "))
+		if i > 0 && i <= len(below) {
+			for _, b := range below[i-1] {
+				fmt.Fprintln(out, "    "+b)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(out, "(none)")
+	}
+}
+
+// serviceLines are the lines under a service's row: its latest
+// fingerprint, then its notes.
+func serviceLines(now time.Time, s api.ServiceStatus) []string {
+	var lines []string
+	switch {
+	case s.FingerprintedAt.IsZero():
+		lines = append(lines, "fingerprint: none yet")
+	case s.Healthy:
+		lines = append(lines, fmt.Sprintf("fingerprint %s ago: healthy", ago(now, s.FingerprintedAt)))
+	default:
+		lines = append(lines, fmt.Sprintf("fingerprint %s ago: UNHEALTHY: %s", ago(now, s.FingerprintedAt), dash(s.Message)))
+	}
+	if s.Healthy && s.Message != "" {
+		lines[0] += ": " + s.Message
+	}
+	if a := attrsText(s.Attrs); a != "" {
+		lines = append(lines, "attrs: "+a)
+	}
+	if s.BackoffUntil.After(now) {
+		lines = append(lines, fmt.Sprintf("backoff until %s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(now).Round(time.Second)))
+	}
+	if s.Frozen {
+		lines = append(lines, "frozen")
+	}
+	if n := serviceNote(s); n != "" {
+		lines = append(lines, "note: "+n)
+	}
+	return lines
+}
+
+// attrsText is attrs as key=value, sorted by key; strings unquoted unless
+// empty or holding a space or a comma.
+func attrsText(attrs map[string]any) string {
+	keys := make([]string, 0, len(attrs))
+	for k := range attrs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := fmt.Sprint(attrs[k])
+		if s, ok := attrs[k].(string); ok && (s == "" || strings.ContainsAny(s, " ,\"")) {
+			v = strconv.Quote(s)
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func serviceNote(s api.ServiceStatus) string {

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/protocol"
+)
+
+// bootOne boots an engine with one module of a service svc and a probe prb
+// (capability "sh") and returns it with the boot's effects.
+func bootOne(t *testing.T, extra string) (*Engine, time.Time, []Effect) {
+	t.Helper()
+	m, err := manifest.Parse("module.toml", []byte(`
+[module]
+name = "m"
+version = "1"
+[[services]]
+name = "svc"
+exec = ["bin/svc"]
+capabilities = ["kv"]
+`+extra+`
+[[probes]]
+name = "sh"
+exec = ["bin/probe"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New()
+	now := time.Unix(1_000_000, 0)
+	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	return e, now, append([]Effect(nil), out...)
+}
+
+// opOf finds the RunOp of op on target name ("m/svc") among effects.
+func opOf(t *testing.T, effects []Effect, name string, op protocol.Op) OpID {
+	t.Helper()
+	for _, f := range effects {
+		if r, ok := f.(RunOp); ok && r.Target.String() == name && r.Op == op {
+			return r.ID
+		}
+	}
+	t.Fatalf("no %s of %s in %v", op, name, effects)
+	return 0
+}
+
+// The status keeps each service's and probe's latest fingerprint: its
+// attrs, health and message (and when it came), which jobs and svcrun
+// status show.
+func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
+	no := false
+	tests := []struct {
+		name      string
+		svc, prb  Outcome
+		wantSvc   ServiceStatus
+		wantProbe ProbeStatus
+	}{{
+		name:      "healthy, with attrs",
+		svc:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no, Attrs: map[string]any{"socket": "/run/kv.sock", "port": 6379.0}}}},
+		prb:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Attrs: map[string]any{"shell": "/bin/sh"}}}},
+		wantSvc:   ServiceStatus{Healthy: true, Attrs: map[string]any{"socket": "/run/kv.sock", "port": 6379.0}},
+		wantProbe: ProbeStatus{Healthy: true, Attrs: map[string]any{"shell": "/bin/sh"}},
+	}, {
+		name:      "unhealthy, with a message",
+		svc:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: false, Running: &no, Message: "disk full"}}},
+		prb:       Outcome{Failure: FailTimeout, Message: "killed after 30s"},
+		wantSvc:   ServiceStatus{Healthy: false, Message: "disk full"},
+		wantProbe: ProbeStatus{Healthy: false, Message: "timeout: killed after 30s"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, now, out := bootOne(t, "")
+			if st := e.Status(); !st.Services[0].FingerprintedAt.IsZero() || st.Services[0].Attrs != nil {
+				t.Fatalf("before any fingerprint: %+v", st.Services[0])
+			}
+			svcFP, prbFP := opOf(t, out, "m/svc", protocol.OpFingerprint), opOf(t, out, "m/sh", protocol.OpFingerprint)
+			now = now.Add(time.Second)
+			e.Step(now, OpDone{ID: svcFP, Outcome: tt.svc})
+			e.Step(now, OpDone{ID: prbFP, Outcome: tt.prb})
+			st := e.Status()
+			s, p := st.Services[0], st.Probes[0]
+			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message || !maps.Equal(s.Attrs, tt.wantSvc.Attrs) || !s.FingerprintedAt.Equal(now) {
+				t.Errorf("service: healthy %v message %q attrs %v at %v; want %v %q %v at %v", s.Healthy, s.Message, s.Attrs, s.FingerprintedAt, tt.wantSvc.Healthy, tt.wantSvc.Message, tt.wantSvc.Attrs, now)
+			}
+			if p.Healthy != tt.wantProbe.Healthy || p.Message != tt.wantProbe.Message || !maps.Equal(p.Attrs, tt.wantProbe.Attrs) {
+				t.Errorf("probe: healthy %v message %q attrs %v; want %v %q %v", p.Healthy, p.Message, p.Attrs, tt.wantProbe.Healthy, tt.wantProbe.Message, tt.wantProbe.Attrs)
+			}
+			// A copy: changing it changes nothing in the engine.
+			if s.Attrs != nil {
+				s.Attrs["socket"] = "changed"
+				if e.Status().Services[0].Attrs["socket"] == "changed" {
+					t.Error("the status shares its attrs with the engine")
+				}
+			}
+		})
+	}
+}
