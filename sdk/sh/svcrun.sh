@@ -206,6 +206,19 @@ svcrun_owned_print() { printf '{"objects":[%s]}\n' "${SVCRUN_OWNED-}"; }
 # it returns 2 with a message, as does a file that is not a JSON object.
 # Keys are matched after unescaping; of duplicate keys the last wins.
 svcrun_setting() {
+	_svcrun_json_get "${OARBANK_SETTINGS_FILE:?OARBANK_SETTINGS_FILE is not set}" "$@"
+}
+
+# svcrun_tool NAME [DEFAULT] prints the absolute path of the granted tool
+# NAME of $OARBANK_TOOLS_FILE, as svcrun_setting does.
+svcrun_tool() {
+	_svcrun_json_get "${OARBANK_TOOLS_FILE:?OARBANK_TOOLS_FILE is not set}" "$@"
+}
+
+# _svcrun_json_get FILE KEY [DEFAULT] reads a top-level key of a JSON object.
+_svcrun_json_get() {
+	_svcrun_f=$1
+	shift
 	_svcrun_v=$(LC_ALL=C awk -v want="$1" '
 	function fail(m) { printf "svcrun.sh: %s: %s\n", FILENAME, m > "/dev/stderr"; bad = 1; exit 2 }
 	function ws() { while (p <= n && index(" \t\r\n", substr(s, p, 1))) p++ }
@@ -288,7 +301,7 @@ svcrun_setting() {
 		if (fkind == "composite") { printf "svcrun.sh: setting %s is an object or array, which svcrun_setting does not read\n", want > "/dev/stderr"; exit 2 }
 		# The x keeps trailing newlines of the value from $(...).
 		printf "%sx", fval
-	}' "${OARBANK_SETTINGS_FILE:?OARBANK_SETTINGS_FILE is not set}")
+	}' "$_svcrun_f")
 	case $? in
 	0) printf '%s' "${_svcrun_v%x}" ;;
 	1) [ $# -ge 2 ] || return 1; printf '%s' "$2" ;;
@@ -384,9 +397,9 @@ _svcrun_signal() {
 	fi
 }
 
-# svcrun_daemon_stop PIDFILE [GRACE_SECONDS] stops the daemon of PIDFILE:
-# SIGTERM, then after GRACE_SECONDS (default 10) SIGKILL, and removes the
-# pid file. It sets SVCRUN_STOPPED (false when it was not running) and
+# svcrun_daemon_stop PIDFILE [GRACE_SECONDS [SIGNAL]] stops the daemon of
+# PIDFILE: SIGNAL (default TERM; postgres shuts down fast on INT), then
+# after GRACE_SECONDS (default 10) SIGKILL, and removes the pid file. It sets SVCRUN_STOPPED (false when it was not running) and
 # SVCRUN_ESCALATED (true when SIGKILL was needed), and fails only when the
 # daemon outlives SIGKILL by 30 s.
 svcrun_daemon_stop() {
@@ -397,7 +410,7 @@ svcrun_daemon_stop() {
 	fi
 	_svcrun_p=$_svcrun_pid
 	SVCRUN_STOPPED=true
-	_svcrun_signal TERM "$_svcrun_p"
+	_svcrun_signal "${3:-TERM}" "$_svcrun_p"
 	if ! _svcrun_wait_pid "$_svcrun_p" "${2:-10}"; then
 		SVCRUN_ESCALATED=true
 		_svcrun_signal KILL "$_svcrun_p"

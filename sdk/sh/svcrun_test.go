@@ -223,6 +223,7 @@ func TestSetting(t *testing.T) {
 		{`svcrun_setting nested`, "", 2},
 		{`OARBANK_SETTINGS_FILE=` + broken + ` svcrun_setting x`, "", 2},
 		{`v=$(svcrun_setting maxmemory_mb) && echo "got $v"`, "got 64\n", 0},
+		{`OARBANK_TOOLS_FILE=$OARBANK_SETTINGS_FILE svcrun_tool utf8`, "漢字", 0},
 	}
 	forShells(t, func(t *testing.T, sh shell) {
 		for _, c := range cases {
@@ -259,10 +260,19 @@ func TestDaemon(t *testing.T) {
 	}{
 		{"ends on SIGTERM", `sleep 1000`, "false"},
 		{"ignores SIGTERM", `sh -c 'trap "" TERM; echo up; while :; do sleep 1; done'`, "true"},
+		// Another signal: HUP, since the background jobs of a shell ignore
+		// INT and a shell cannot trap what it was started ignoring.
+		{"ends on SIGHUP", `sh -c 'trap "" TERM; trap "exit 0" HUP; echo up; while :; do sleep 0.05; done'`, "false HUP"},
 	}
 	forShells(t, func(t *testing.T, sh shell) {
 		for _, c := range cases {
 			dir := t.TempDir()
+			escalated, sig, _ := strings.Cut(c.escalated, " ")
+			if sig != "" {
+				sig = "10 " + sig
+			} else {
+				sig = "1"
+			}
 			script := `pf=$D/d.pid lf=$D/d.log
 svcrun_daemon_alive "$pf" && echo alive-before
 svcrun_daemon_start "$pf" "$lf" ` + c.daemon + ` || echo start-failed
@@ -270,7 +280,7 @@ svcrun_daemon_start "$pf" "$lf" sleep 1 && echo started-twice
 svcrun_daemon_alive "$pf" && echo alive
 pid=$(svcrun_daemon_pid "$pf")
 [ "` + c.escalated + `" = false ] || until grep -q up "$lf"; do sleep 0.05; done
-svcrun_daemon_stop "$pf" 1 || echo stop-failed
+svcrun_daemon_stop "$pf" ` + sig + ` || echo stop-failed
 echo "stopped=$SVCRUN_STOPPED escalated=$SVCRUN_ESCALATED"
 kill -0 "$pid" 2>/dev/null && [ "$(cut -d' ' -f3 /proc/$pid/stat)" != Z ] && echo still-there
 [ -e "$pf" ] && echo pidfile-left
@@ -278,7 +288,7 @@ svcrun_daemon_stop "$pf" 1
 echo "again stopped=$SVCRUN_STOPPED"
 `
 			out, errs, code := sh.run(t, script, "D="+dir)
-			want := "alive\nstopped=true escalated=" + c.escalated + "\nagain stopped=false\n"
+			want := "alive\nstopped=true escalated=" + escalated + "\nagain stopped=false\n"
 			if out != want || code != 0 {
 				t.Errorf("%s: exit %d, stdout:\n%s\nstderr: %s\nwant:\n%s", c.name, code, out, errs, want)
 			}
