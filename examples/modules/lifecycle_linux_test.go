@@ -229,7 +229,8 @@ func (n *node) fingerprintReadOnly(svc string) result {
 }
 
 // processes lists the processes that run from the module data dir: their
-// command line or working directory lies in it.
+// command line or working directory lies in it, or they have an op's
+// environment.
 func (n *node) processes() []string {
 	var found []string
 	entries, _ := os.ReadDir("/proc")
@@ -240,7 +241,9 @@ func (n *node) processes() []string {
 		}
 		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		cwd, _ := os.Readlink("/proc/" + pid + "/cwd")
-		if strings.Contains(string(cmdline), n.data) || strings.HasPrefix(cwd, n.data) {
+		environ, _ := os.ReadFile("/proc/" + pid + "/environ")
+		if strings.Contains(string(cmdline), n.data) || strings.HasPrefix(cwd, n.data) ||
+			bytes.Contains(environ, []byte("OARBANK_MODULE_DATA="+n.data+"\x00")) {
 			found = append(found, pid+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 		}
 	}
