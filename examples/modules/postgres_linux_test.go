@@ -36,6 +36,13 @@ func TestPostgres(t *testing.T) {
 					if fp.Attrs["socket_dir"] != sockdir {
 						t.Errorf("fingerprint attrs %v: want socket_dir %s", fp.Attrs, sockdir)
 					}
+					sql(t, "postgres", "CREATE DATABASE byhand")
+					if objs := n.op("postgres", "list_owned").Objects; len(objs) != 0 {
+						t.Errorf("list_owned %+v: want no database without labels", objs)
+					}
+					if rep, _ := n.try("postgres", "destroy", "byhand", "--force"); rep.OK {
+						t.Errorf("destroy of a database without labels succeeded")
+					}
 					owned(t, "busy_a2", "a2")
 					session := exec.Command(psql, "-X", "-h", sockdir, "-U", "svcrun", "-d", "busy_a2", "-c", "SELECT pg_sleep(600)")
 					if err := session.Start(); err != nil {
