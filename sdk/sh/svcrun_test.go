@@ -224,6 +224,7 @@ func TestSetting(t *testing.T) {
 		{`OARBANK_SETTINGS_FILE=` + broken + ` svcrun_setting x`, "", 2},
 		{`v=$(svcrun_setting maxmemory_mb) && echo "got $v"`, "got 64\n", 0},
 		{`OARBANK_TOOLS_FILE=$OARBANK_SETTINGS_FILE svcrun_tool utf8`, "漢字", 0},
+		{`svcrun_json_get "$OARBANK_SETTINGS_FILE" bool`, "false", 0},
 	}
 	forShells(t, func(t *testing.T, sh shell) {
 		for _, c := range cases {

@@ -206,17 +206,19 @@ svcrun_owned_print() { printf '{"objects":[%s]}\n' "${SVCRUN_OWNED-}"; }
 # it returns 2 with a message, as does a file that is not a JSON object.
 # Keys are matched after unescaping; of duplicate keys the last wins.
 svcrun_setting() {
-	_svcrun_json_get "${OARBANK_SETTINGS_FILE:?OARBANK_SETTINGS_FILE is not set}" "$@"
+	svcrun_json_get "${OARBANK_SETTINGS_FILE:?OARBANK_SETTINGS_FILE is not set}" "$@"
 }
 
 # svcrun_tool NAME [DEFAULT] prints the absolute path of the granted tool
 # NAME of $OARBANK_TOOLS_FILE, as svcrun_setting does.
 svcrun_tool() {
-	_svcrun_json_get "${OARBANK_TOOLS_FILE:?OARBANK_TOOLS_FILE is not set}" "$@"
+	svcrun_json_get "${OARBANK_TOOLS_FILE:?OARBANK_TOOLS_FILE is not set}" "$@"
 }
 
-# _svcrun_json_get FILE KEY [DEFAULT] reads a top-level key of a JSON object.
-_svcrun_json_get() {
+# svcrun_json_get FILE KEY [DEFAULT] reads the top-level KEY of the JSON
+# object in FILE, as svcrun_setting does: for the module's own small JSON
+# files, such as an object's labels.
+svcrun_json_get() {
 	_svcrun_f=$1
 	shift
 	_svcrun_v=$(LC_ALL=C awk -v want="$1" '
