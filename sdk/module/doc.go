@@ -11,8 +11,9 @@
 // start, stop and destroy and {"message":...} for the others. The exit
 // status follows: 0 for a result, 1 for an error the method returned (or
 // the code of an error made by Exit), 2 for a wrong command line (an
-// unknown op, destroy without an id). Whatever the method prints goes
-// nowhere: stdout is the document's alone, and Call.Log writes to stderr.
+// unknown op, destroy without an id). stdout is the document's alone: under
+// Main, what a method prints on os.Stdout goes to stderr, where Call.Logf
+// writes too.
 //
 // Main also keeps the rules a method could forget: a service's fingerprint
 // must say running, ok is true exactly when the exit status is 0, and an

@@ -185,14 +185,21 @@ const (
 	exitUsage  = 2
 )
 
-// Main runs the op of os.Args of service s and exits.
+// Main runs the op of os.Args of service s and exits. While the op's
+// method runs, os.Stdout is stderr: a stray print cannot corrupt the one
+// document, which Main writes to the real stdout.
 func Main(s Service) {
-	os.Exit(Run(s, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	stdout := os.Stdout
+	os.Stdout = os.Stderr
+	os.Exit(Run(s, os.Args[1:], os.Getenv, stdout, os.Stderr))
 }
 
-// MainProbe runs the op of os.Args of probe p (only fingerprint) and exits.
+// MainProbe runs the op of os.Args of probe p (only fingerprint) and exits,
+// as Main does.
 func MainProbe(p Probe) {
-	os.Exit(RunProbe(p, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	stdout := os.Stdout
+	os.Stdout = os.Stderr
+	os.Exit(RunProbe(p, os.Args[1:], os.Getenv, stdout, os.Stderr))
 }
 
 // Run runs the op of args (the op, then its arguments) of service s, prints
