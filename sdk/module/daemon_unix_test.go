@@ -118,3 +118,25 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestDaemonCredential: as root, a daemon runs as its Credential, in its
+// Dir, and is still stopped.
+func TestDaemonCredential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing user needs root")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "d.log")
+	d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh", Args: []string{"-c", `echo "$(id -u) $(pwd)"; exec sleep 1000`},
+		LogFile: log, Dir: "/", Credential: &Credential{UID: 65534, GID: 65534}}
+	if _, err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { b, _ := os.ReadFile(log); return strings.Contains(string(b), "\n") })
+	if b, _ := os.ReadFile(log); string(b) != "65534 /\n" {
+		t.Errorf("the daemon said %q, want uid 65534 in /", b)
+	}
+	if stopped, _, err := d.Stop(10 * time.Second); !stopped || err != nil {
+		t.Errorf("stop: %v %v", stopped, err)
+	}
+}
