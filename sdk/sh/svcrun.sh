@@ -222,7 +222,10 @@ svcrun_json_get() {
 	_svcrun_f=$1
 	shift
 	_svcrun_v=$(LC_ALL=C awk -v want="$1" '
-	function fail(m) { printf "svcrun.sh: %s: %s\n", FILENAME, m > "/dev/stderr"; bad = 1; exit 2 }
+	# Not > "/dev/stderr": an awk that opens it as a file meets the sandbox,
+	# which grants no /dev but null, zero and urandom.
+	function warn(m) { print "svcrun.sh: " m | "cat 1>&2"; close("cat 1>&2") }
+	function fail(m) { warn(FILENAME ": " m); bad = 1; exit 2 }
 	function ws() { while (p <= n && index(" \t\r\n", substr(s, p, 1))) p++ }
 	function utf8(c) {
 		if (c < 128) return sprintf("%c", c)
@@ -300,7 +303,7 @@ svcrun_json_get() {
 			fail("expected , or }")
 		}
 		if (!found || fkind == "null") exit 1
-		if (fkind == "composite") { printf "svcrun.sh: setting %s is an object or array, which svcrun_setting does not read\n", want > "/dev/stderr"; exit 2 }
+		if (fkind == "composite") { warn("setting " want " is an object or array, which svcrun_setting does not read"); exit 2 }
 		# The x keeps trailing newlines of the value from $(...).
 		printf "%sx", fval
 	}' "$_svcrun_f")
