@@ -227,7 +227,11 @@ func run(impl Probe, role protocol.Role, args []string, getenv func(string) stri
 		case errors.As(err, &ee):
 			code = ee.code
 		}
-		fmt.Fprintf(stderr, "%s: %v\n", op, err)
+		who := string(op)
+		if who == "" {
+			who = "usage"
+		}
+		fmt.Fprintf(stderr, "%s: %v\n", who, err)
 		switch op {
 		case protocol.OpStart, protocol.OpStop, protocol.OpDestroy:
 			doc = protocol.OpResult{Message: err.Error()}
