@@ -13,7 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -309,9 +311,18 @@ func runService(t *testing.T, n *node, l lifecycle) {
 	if r := n.op(l.svc, "start"); !r.Changed {
 		t.Errorf("start: changed false")
 	}
+	// A failed test leaves no daemon behind: stop, and kill what stop
+	// could not.
 	t.Cleanup(func() {
-		if ps := n.processes(); len(ps) > 0 {
-			n.try(l.svc, "stop")
+		if len(n.processes()) == 0 {
+			return
+		}
+		n.try(l.svc, "stop")
+		for _, p := range n.processes() {
+			pid, _, _ := strings.Cut(p, ":")
+			if id, err := strconv.Atoi(pid); err == nil {
+				syscall.Kill(id, syscall.SIGKILL)
+			}
 		}
 	})
 	n.waitReady(l.svc)
