@@ -54,6 +54,13 @@
 // can never be passed to destroy. Every Object.ID in a decoded OwnedList
 // passes ValidObjectID.
 //
+// # Encoding
+//
+// Each result type has a MarshalJSON giving its wire document, for services
+// written in Go (the SDK, sdk/module): the types carry no JSON tags, so
+// nothing reads an op's output but Decode, and what they encode to is what
+// Decode accepts.
+//
 // # Performance
 //
 // Stdout is parsed once, by a small parser of this package that also checks

@@ -104,16 +104,16 @@ func Environ(in Input) ([]string, error) {
 	}
 
 	env := map[string]string{
-		"OARBANK_MODULE_DATA":   l.ModuleData,
-		"OARBANK_MODULE":        in.Module,
-		"OARBANK_SERVICE":       in.Service,
-		"OARBANK_NODE_ID":       in.NodeID,
-		"OARBANK_PLATFORM":      string(in.Platform),
-		"OARBANK_SETTINGS_FILE": l.SettingsFile,
-		"OARBANK_TOOLS_FILE":    l.ToolsFile,
-		"OARBANK_LIMITS_FILE":   l.LimitsFile,
-		"PATH":                  pathList,
-		"LANG":                  "C.UTF-8",
+		VarModuleData:   l.ModuleData,
+		VarModule:       in.Module,
+		VarService:      in.Service,
+		VarNodeID:       in.NodeID,
+		VarPlatform:     string(in.Platform),
+		VarSettingsFile: l.SettingsFile,
+		VarToolsFile:    l.ToolsFile,
+		VarLimitsFile:   l.LimitsFile,
+		"PATH":          pathList,
+		"LANG":          "C.UTF-8",
 	}
 	switch in.Platform {
 	case Linux:
