@@ -120,13 +120,13 @@ func TestRunCommand(t *testing.T) {
 		t.Errorf("run true: exit %d", code)
 	}
 
-	// Not admitted: the reason, exit 1, CMD never runs.
+	// Not admitted: the reason, exit 125 (run's own failure), CMD never runs.
 	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c", "echo ran")
-	if code != 1 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
+	if code != 125 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
 		t.Errorf("rejected run: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, _, errs = run(t, "run", "--socket", sock, "--capability", "nope", "--", "true")
-	if code != 1 || !strings.Contains(errs, "not admitted") || !strings.Contains(errs, "nope") {
+	if code != 125 || !strings.Contains(errs, "not admitted") || !strings.Contains(errs, "nope") {
 		t.Errorf("unknown capability: exit %d, %s", code, errs)
 	}
 	st2 := status(t, sock)
@@ -216,8 +216,9 @@ func TestLeaseCommands(t *testing.T) {
 		{[]string{"reload"}, 0, "configuration reloaded", ""},
 		{[]string{"reload", "--json"}, 0, `"restart_needed": []`, ""},
 		{[]string{"release"}, 2, "", "give LEASE"},
-		{[]string{"run", "--capability", "kv"}, 2, "", "give the command to run after --"},
-		{[]string{"run", "--pool", "kv-slots", "--", "true"}, 2, "", "use NAME=N"},
+		{[]string{"run", "--capability", "kv"}, 125, "", "give the command to run after --"},
+		{[]string{"run", "--pool", "kv-slots", "--", "true"}, 125, "", "use NAME=N"},
+		{[]string{"run", "--", "sh", "-c", "exit 2"}, 2, "", ""}, // the command's own 2 passes through
 		{[]string{"status", "--socket", "/nonexistent/s.sock"}, 1, "", "svcrun status: cannot reach svcrun at /nonexistent/s.sock: is `svcrun serve` running?"},
 	} {
 		code, out, errs := run(t, tc.args...)

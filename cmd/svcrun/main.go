@@ -5,8 +5,9 @@
 // manifest or configuration, a failed op, a lease not admitted, an unknown
 // lease, svcrun not reachable on its socket, an API request refused); 2 the
 // command line is wrong. `svcrun run` exits with CMD's status instead
-// (128+N when signal N killed CMD; 127 CMD not found, 126 not startable)
-// once CMD has started, and with 1 when the lease is not admitted.
+// (128+N when signal N killed CMD; 127 CMD not found, 126 not startable),
+// and with 125 for every failure of its own (a wrong command line, the
+// lease not admitted, svcrun unreachable).
 //
 // The commands that talk to the daemon (status, events, run, acquire,
 // renew, release, doctor, reap, reset, enable, disable, reload) find its socket in
@@ -41,7 +42,7 @@ var program = &cli.Program{
 		"check":    {Summary: "check that a bundle's services and probes follow the protocol", Run: runCheck},
 		"serve":    {Summary: "run svcrun: the daemon", Run: runServe},
 		"status":   {Summary: "show services, probes, memory and leases (--json)", Run: runStatus},
-		"run":      {Summary: "hold a lease while a command runs", Run: runRun},
+		"run":      {Summary: "hold a lease while a command runs", Run: runRun, OwnExit: 125},
 		"acquire":  {Summary: "acquire a lease and print its id (--json)", Run: runAcquire},
 		"renew":    {Summary: "renew a lease's TTL", Run: runRenew},
 		"release":  {Summary: "release a lease", Run: runRelease},
@@ -67,4 +68,6 @@ come first: after run's -- comes CMD, after op's SERVICE OP the op's own ARGS.
 // test keeps them the same).
 const exitCodes = `Exit codes of every svcrun command: 0 success, 1 a problem was found (an
 invalid file, a failed op, a rejected lease, svcrun unreachable), 2 a wrong
-command line; ` + "`svcrun run`" + ` exits with its command's status.`
+command line; ` + "`svcrun run`" + ` exits with its command's status, or 125
+when run itself failed (not admitted, svcrun unreachable, a wrong command
+line).`

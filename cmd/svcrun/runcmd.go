@@ -25,13 +25,17 @@ import (
 // runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
 // CMD runs.
 //
-// It acquires the lease (waiting up to --wait; on a terminal it shows what
-// it waits for every second), runs CMD with the caller's environment plus
+// It acquires the lease (waiting up to --wait, and saying what it waits
+// for: on a terminal every second, rewritten in place, else a line every
+// 10 s), runs CMD with the caller's environment plus
 // OARBANK_ATTEMPT_ID, OARBANK_LEASE_ID, OARBANK_NODE_ID and
 // OARBANK_SERVICES_FILE (see writeServicesFile), renews the lease every TTL/3,
 // forwards SIGINT and SIGTERM to CMD, releases the lease when CMD exits and
-// exits with CMD's status (128+N when a signal N killed it). Not admitted:
-// the reason, exit 1. CMD not found: 127; found but not startable: 126.
+// exits with CMD's status (128+N when a signal N killed it). CMD not
+// found: 127; found but not startable: 126. Every failure of run itself
+// (a wrong command line, not admitted, svcrun unreachable, interrupted
+// before CMD started) exits 125, as docker run and env do, so that a
+// caller tells it from CMD's own 1 or 2.
 //
 // SIGINT is not forwarded when stdin is a terminal: the terminal already
 // sent it to CMD, which is in the same foreground process group.
@@ -107,9 +111,9 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		release()
 		fmt.Fprintf(m.Stderr, "svcrun run: cannot run %s: %v\n", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return cli.ExitError{Code: 127}
+			return cli.ChildExit{Code: 127}
 		}
-		return cli.ExitError{Code: 126}
+		return cli.ChildExit{Code: 126}
 	}
 
 	renewCtx, stopRenew := context.WithCancel(bg)
@@ -145,23 +149,25 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		return fmt.Errorf("waiting for %s: %w", argv[0], werr)
 	}
 	if code := exitCode(cmd.ProcessState); code != 0 {
-		return cli.ExitError{Code: code}
+		return cli.ChildExit{Code: code}
 	}
 	return nil
 }
 
 // acquireShowing acquires, asking again while svcrun is away; while it
-// waits, with stderr on a terminal, it prints every second what the lease
-// waits for.
+// waits it shows on stderr what the lease waits for: on a terminal every
+// second, rewritten in place, else one line every 10 s (a job runner's log
+// gets a heartbeat, not a flood).
 func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
-	if !isTerminal(m.Stderr) {
-		return acquireRetrying(ctx, away, c, req)
-	}
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		showProgress(pctx, m.Stderr, c, req.Attempt, time.Now())
+		tty, every := isTerminal(m.Stderr), 10*time.Second
+		if tty {
+			every = time.Second
+		}
+		showProgress(pctx, m.Stderr, tty, every, c, req.Attempt, time.Now())
 	}()
 	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
@@ -169,12 +175,16 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 	return g, err
 }
 
-func showProgress(ctx context.Context, w io.Writer, c *api.Client, attempt string, start time.Time) {
-	t := time.NewTicker(time.Second)
+func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
+	t := time.NewTicker(every)
 	defer t.Stop()
+	shown := false
 	for {
 		select {
 		case <-ctx.Done():
+			if shown && tty {
+				fmt.Fprint(w, "\r\033[K") // the wait is over: its line goes
+			}
 			return
 		case <-t.C:
 		}
@@ -182,8 +192,14 @@ func showProgress(ctx context.Context, w io.Writer, c *api.Client, attempt strin
 		if err != nil {
 			continue
 		}
-		if line := progressLine(st, attempt, time.Since(start)); line != "" && ctx.Err() == nil {
-			fmt.Fprintln(w, line)
+		line := progressLine(st, attempt, time.Since(start))
+		switch {
+		case line == "" || ctx.Err() != nil:
+		case tty:
+			fmt.Fprint(w, "\r\033[K"+line)
+			shown = true
+		default:
+			fmt.Fprintln(w, "svcrun run: "+line)
 		}
 	}
 }

@@ -12,6 +12,7 @@
 package cli
 
 import (
+	"errors"
 	"slices"
 
 	"context"
@@ -32,7 +33,18 @@ type Env struct {
 type Command struct {
 	Summary string
 	Run     func(ctx context.Context, env *Env, args []string) error
+	// OwnExit, when not 0, is the exit code of the command's own failures
+	// (a wrong command line, a problem), instead of 2 and 1: a command that
+	// runs another one (svcrun run) exits with that one's status
+	// (ChildExit), and its callers must tell the two apart.
+	OwnExit int
 }
+
+// ChildExit is the exit status of a command that a command ran, passed
+// on as the command's own (never replaced by OwnExit).
+type ChildExit struct{ Code int }
+
+func (e ChildExit) Error() string { return fmt.Sprintf("the command's exit status %d", e.Code) }
 
 // UsageError is a wrong command line: exit 2, with the message.
 type UsageError struct{ Msg string }
@@ -82,7 +94,13 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	e.cmd = args[0]
-	return exit(&e, cmd.Run(ctx, &e, args[1:]))
+	err := cmd.Run(ctx, &e, args[1:])
+	code := exit(&e, err)
+	var child ChildExit
+	if cmd.OwnExit != 0 && code != 0 && !errors.As(err, &child) {
+		code = cmd.OwnExit
+	}
+	return code
 }
 
 func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }

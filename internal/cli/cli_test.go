@@ -147,3 +147,27 @@ func TestParseLeading(t *testing.T) {
 		t.Errorf("-h: %v, want flag.ErrHelp", err)
 	}
 }
+
+func TestOwnExit(t *testing.T) {
+	p := &Program{Name: "prog", Commands: map[string]Command{
+		"wrap": {Summary: "run a command", OwnExit: 125, Run: func(ctx context.Context, env *Env, args []string) error {
+			switch args[0] {
+			case "usage":
+				return UsageError{Msg: "bad"}
+			case "problem":
+				return errors.New("svcrun away")
+			case "printed":
+				return ExitError{Code: 1}
+			case "child":
+				return ChildExit{Code: 2}
+			}
+			return nil
+		}},
+	}}
+	for arg, want := range map[string]int{"usage": 125, "problem": 125, "printed": 125, "child": 2, "ok": 0} {
+		var out, errb bytes.Buffer
+		if code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, []string{"wrap", arg}); code != want {
+			t.Errorf("%s: exit %d, want %d (stderr %q)", arg, code, want, errb.String())
+		}
+	}
+}

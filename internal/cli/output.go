@@ -26,9 +26,12 @@ import (
 func exit(env *Env, err error) int {
 	var ue UsageError
 	var ee ExitError
+	var ce ChildExit
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.As(err, &ce):
+		return ce.Code
 	case errors.As(err, &ue):
 		env.Printf("%s\nRun '%s %s -h' for usage.", ue.Msg, env.prog, env.cmd)
 		return 2
