@@ -183,7 +183,7 @@ type Status struct {
 }
 
 // Status returns the view after the last stored step, without waiting for
-// the loop (see publishStatus).
+// the loop (see publishStatus), with Now the time it is asked.
 func (a *Agent) Status(ctx context.Context) (Status, error) {
 	snap := a.snap.Load()
 	if snap == nil { // before the boot step: wait for it
@@ -195,6 +195,9 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 		}
 	}
 	st := *snap
+	// The snapshot is as of the engine's last step, perhaps long ago on an
+	// idle node: "ago" and "in" are computed from when status is asked.
+	st.Now = a.opts.Clock.Now()
 	// Callers may sort or change what they get; the snapshot is shared.
 	st.Services, st.Probes, st.Leases, st.Pools = slices.Clone(st.Services), slices.Clone(st.Probes), slices.Clone(st.Leases), slices.Clone(st.Pools)
 	st.ContainerModes = map[string]string{}

@@ -165,3 +165,36 @@ func TestWithdrawWhileStopping(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusTimesAreAsOfTheAsking: status answers from the snapshot of the
+// last step, but its Now (which "ago" and "in" are counted from) is when
+// status is asked, also while the loop is busy and takes no step.
+func TestStatusTimesAreAsOfTheAsking(t *testing.T) {
+	mc := clock.NewMock()
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	mc.Set(t0)
+	a, err := Open(Options{ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, Clock: mc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	bg := context.Background()
+	if _, err := a.Status(bg); err != nil { // after the boot step
+		t.Fatal(err)
+	}
+	busy, release := make(chan struct{}), make(chan struct{})
+	go a.onLoop(bg, func() { close(busy); <-release })
+	<-busy
+	defer close(release)
+	mc.Add(45 * time.Second) // the timers' events queue behind the busy call: no step
+	st, err := a.Status(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := t0.Add(45 * time.Second); !st.Now.Equal(want) {
+		t.Errorf("status Now %v, want %v (when it was asked)", st.Now, want)
+	}
+}
