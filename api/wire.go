@@ -271,6 +271,12 @@ type LeaseStatus struct {
 	NeedsPools   []string         `json:"needs_pools,omitempty"`
 	Capabilities []string         `json:"capabilities,omitempty"`
 	Expires      time.Time        `json:"expires,omitzero"`
+	// While it waits: when it was asked for and until when it may wait.
+	AskedAt   time.Time `json:"asked_at,omitzero"`
+	WaitUntil time.Time `json:"wait_until,omitzero"`
+	// Waiting says what it waits for, while it waits: the service and its
+	// state, the probe, the pool and its tokens, or the memory budget.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // PoolStatus is one pool.

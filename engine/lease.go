@@ -25,6 +25,8 @@ type lease struct {
 	// waitless: acquired with no wait, it waits only while the thaw checks
 	// of its services run, the check being part of its admission.
 	waitless   bool
+	askedAt    time.Time // when the acquire came
+	waitUntil  time.Time // its deadline, while it waits
 	admitted   bool
 	admittedAt time.Time
 	expires    time.Time
@@ -160,7 +162,8 @@ func (e *Engine) acquire(a Acquire) {
 		reject(reason)
 		return
 	}
-	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs}
+	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs,
+		askedAt: e.now, waitUntil: e.now.Add(a.Wait)}
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
 	for _, s := range svcs {

@@ -76,6 +76,10 @@ type LeaseStatus struct {
 	Services []string
 	Requirements
 	Expires time.Time
+	// AskedAt is when the acquire came and WaitUntil its deadline: while
+	// it waits (zero once admitted, and for leases restored at boot).
+	AskedAt   time.Time
+	WaitUntil time.Time
 }
 
 // PoolStatus is one pool's capacity and reservations.
@@ -128,6 +132,9 @@ func (e *Engine) Status() Status {
 	for _, id := range ids {
 		l := e.leases[id]
 		ls := LeaseStatus{ID: l.id, Job: l.job, Attempt: l.attempt, Admitted: l.admitted, Requirements: l.req, Expires: l.expires}
+		if !l.admitted {
+			ls.AskedAt, ls.WaitUntil = l.askedAt, l.waitUntil
+		}
 		for _, s := range l.services {
 			ls.Services = append(ls.Services, s.name)
 		}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -207,58 +206,12 @@ func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duratio
 // progressLine says what the waiting lease of attempt waits for, e.g.
 // "waiting for demo/kv: starting, 12 s"; "" when there is no such lease.
 func progressLine(st api.Status, attempt string, waited time.Duration) string {
-	var l *api.LeaseStatus
-	for i := range st.Leases {
-		if st.Leases[i].Attempt == attempt && !st.Leases[i].Admitted {
-			l = &st.Leases[i]
+	for _, l := range st.Leases {
+		if l.Attempt == attempt && !l.Admitted {
+			return fmt.Sprintf("%s, %d s", api.WaitingFor(st, l), int(waited.Seconds()))
 		}
 	}
-	if l == nil {
-		return ""
-	}
-	var parts []string
-	for _, name := range l.Services {
-		for _, s := range st.Services {
-			if s.Name != name || s.Ready {
-				continue
-			}
-			what := s.State
-			switch {
-			case s.Unhealthy:
-				what = "unhealthy: " + s.Reason
-			case !s.Enabled:
-				what = "its module is disabled"
-			case !s.FingerprintedAt.IsZero() && !s.Healthy:
-				what = "its fingerprint says unhealthy: " + s.Message
-			case s.BackoffUntil.After(st.Now):
-				what = fmt.Sprintf("backing off after failure %d (%s), retry in %s", s.Failures, s.Reason, s.BackoffUntil.Sub(st.Now).Round(time.Second))
-			}
-			parts = append(parts, "waiting for "+name+": "+what)
-		}
-	}
-	for _, capName := range l.Capabilities {
-		for _, p := range st.Probes {
-			if p.Capability != capName || (p.Reported && p.Healthy) {
-				continue
-			}
-			what := "its probe has not reported yet"
-			if p.Reported {
-				what = "its probe reports unhealthy: " + p.Message
-			}
-			parts = append(parts, "waiting for capability "+capName+": "+what)
-		}
-	}
-	if len(parts) == 0 {
-		for _, p := range st.Pools {
-			if n, ok := l.Pools[p.Name]; ok && p.Capacity-p.Reserved < n {
-				parts = append(parts, fmt.Sprintf("waiting for pool %s: %d of %d tokens reserved, needs %d", p.Name, p.Reserved, p.Capacity, n))
-			}
-		}
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "waiting: earlier requests for the same pools go first")
-	}
-	return fmt.Sprintf("%s, %d s", strings.Join(parts, "; "), int(waited.Seconds()))
+	return ""
 }
 
 // keepRenewing renews the lease every ttl/3 until ctx is done. A failed
