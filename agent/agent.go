@@ -26,6 +26,23 @@
 // store.ErrFull; everything else goes on, and the store recovers by
 // itself. The journal failing never stops svcrun: its failures are
 // logged at most once a minute.
+//
+// # The node's signals
+//
+// Every SignalsEvery the loop reads the host's memory pressure
+// (/proc/pressure/memory) and compares the wall clock with the monotonic
+// one, from a timer event like the watchdog's. Pressure over the
+// [memory_pressure] thresholds is stepped as engine.MemoryPressure when it
+// begins (and every pressureRepeat while it lasts, never at each reading);
+// a clock jump of ClockJump or more as engine.Doctor. The engine stays
+// pure: these are its events as the simulator gives them.
+//
+// # Metrics
+//
+// WriteMetrics writes the exposition docs/metrics.md describes, from the
+// snapshot and from meters the loop updates at each step (op durations,
+// lease waits, store writes); with metrics_listen a TCP listener serves it
+// at GET /metrics and nothing else.
 package agent
 
 import (
