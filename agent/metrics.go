@@ -203,11 +203,13 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	x.sample("svcrun_memory_reserved_bytes", gbToBytes(st.MemoryUsedGB))
 
 	admitted, waiting := 0, 0
+	waitingIDs := map[engine.LeaseID]bool{}
 	for _, l := range st.Leases {
 		if l.Admitted {
 			admitted++
 		} else {
 			waiting++
+			waitingIDs[l.ID] = true
 		}
 	}
 	x.family("svcrun_leases", "gauge", "Leases held (admitted) and lease requests waiting for admission.")
@@ -266,8 +268,12 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	if !m.writing.IsZero() {
 		writing = max(now.Sub(m.writing), 0)
 	}
-	for _, since := range m.waiting {
-		oldest = max(oldest, now.Sub(since))
+	for id, since := range m.waiting {
+		// Only requests the engine has waiting count: a request whose end
+		// the meters missed must not age forever.
+		if waitingIDs[id] {
+			oldest = max(oldest, now.Sub(since))
+		}
 	}
 	x.family("svcrun_store_write_duration_seconds", "histogram", "Duration of the store's writes, one per engine step that changes the state.")
 	x.histogram("svcrun_store_write_duration_seconds", m.storeWrites)
