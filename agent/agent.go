@@ -26,6 +26,23 @@
 // store.ErrFull; everything else goes on, and the store recovers by
 // itself. The journal failing never stops svcrun: its failures are
 // logged at most once a minute.
+//
+// # The node's signals
+//
+// Every SignalsEvery the loop reads the host's memory pressure
+// (/proc/pressure/memory) and compares the wall clock with the monotonic
+// one, from a timer event like the watchdog's. Pressure over the
+// [memory_pressure] thresholds is stepped as engine.MemoryPressure when it
+// begins (and every pressureRepeat while it lasts, never at each reading);
+// a clock jump of ClockJump or more as engine.Doctor. The engine stays
+// pure: these are its events as the simulator gives them.
+//
+// # Metrics
+//
+// WriteMetrics writes the exposition docs/metrics.md describes, from the
+// snapshot and from meters the loop updates at each step (op durations,
+// lease waits, store writes); with metrics_listen a TCP listener serves it
+// at GET /metrics and nothing else.
 package agent
 
 import (
@@ -34,6 +51,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
 	"os/user"
 	"path/filepath"
 	"slices"
@@ -99,6 +117,13 @@ type Options struct {
 	// on a frozen disk) stops calling it and systemd restarts svcrun.
 	Watchdog      func()
 	WatchdogEvery time.Duration
+	// PressureFile is the memory pressure file read every SignalsEvery
+	// (SignalsEvery when 0); default DefaultPressureFile. WallClock is the
+	// wall clock compared with Clock's monotonic one; default Clock's Now
+	// without its monotonic reading. Tests fake both.
+	PressureFile string
+	SignalsEvery time.Duration
+	WallClock    func() time.Time
 }
 
 // Executor is what the agent needs of its executor.
@@ -169,6 +194,15 @@ type Agent struct {
 	// retired are the modules gone from the configuration whose services
 	// may still be stopping (Reload); owned by the loop.
 	retired []nodeconfig.LoadedModule
+
+	// meters are the loop's measurements for /metrics; signals the state
+	// of the node's signals (owned by the loop). metricsLn is the
+	// metrics_listen listener (nil without one), served by metricsSrv
+	// once Run has booted the engine.
+	meters     *meters
+	signals    signals
+	metricsLn  net.Listener
+	metricsSrv *metricsServer
 }
 
 // call is an agent-internal event: a closure run on the loop.
@@ -239,6 +273,7 @@ func Open(opts Options) (*Agent, error) {
 		quit:      make(chan struct{}),
 		persist:   db,
 		slowWrite: SlowWrite,
+		meters:    newMeters(),
 	}
 	if !opts.NoContainers {
 		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
@@ -280,6 +315,17 @@ func Open(opts Options) (*Agent, error) {
 		jour.Close()
 		db.Close()
 		return nil, err
+	}
+	if cfg.MetricsListen != "" {
+		if a.metricsLn, err = listenMetrics(cfg.MetricsListen); err != nil {
+			a.exec.Close()
+			if a.containers != nil {
+				a.containers.Close()
+			}
+			jour.Close()
+			db.Close()
+			return nil, fmt.Errorf("%s: %w", cfg.File, err)
+		}
 	}
 	return a, nil
 }
@@ -339,6 +385,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.opts.Watchdog != nil && a.opts.WatchdogEvery > 0 {
 		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
 	}
+	a.startSignals()
+	if a.metricsLn != nil {
+		a.metricsSrv = a.serveMetrics(a.metricsLn)
+	}
 	// The driver's loop steps events until ctx is done or the store fails.
 	err = a.driver.Run(ctx)
 	return a.shutdown(err)
@@ -353,6 +403,8 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 	case watchdogTick:
 		a.opts.Watchdog()
 		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
+	case signalsTick:
+		a.readSignals()
 	default:
 		return false, a.fatal
 	}
@@ -393,6 +445,11 @@ func (a *Agent) shutdown(cause error) error {
 	if a.containers != nil {
 		// The containers stay, with their daemons, for the next svcrun.
 		a.containers.Close()
+	}
+	if a.metricsSrv != nil {
+		a.metricsSrv.close()
+	} else if a.metricsLn != nil {
+		a.metricsLn.Close()
 	}
 	jerr := a.jour.Close()
 	derr := a.db.Close()
@@ -677,9 +734,10 @@ func (a *Agent) unwait(id engine.LeaseID, ch chan engine.Effect) {
 	}
 }
 
-// trace counts a step before the driver carries it out: the status its
-// answers publish counts it.
-func (a *Agent) trace(time.Time, engine.Event, []engine.Effect) {
+// trace counts and measures a step before the driver carries it out: the
+// status its answers publish counts it.
+func (a *Agent) trace(now time.Time, ev engine.Event, effects []engine.Effect) {
+	a.meters.step(now, ev, effects)
 	a.steps++
 	a.published = false
 }
@@ -707,7 +765,9 @@ type storeGate struct{ a *Agent }
 
 func (g storeGate) Apply(batch []engine.Effect) error {
 	done := g.a.watchWrite("store write", nil, "state_file", g.a.db.Path(), "effects", len(batch))
+	measured := g.a.meters.storeWrite(g.a.opts.Clock.Now(), g.a.opts.Clock.Now)
 	err := g.a.persist.Apply(batch)
+	measured()
 	done()
 	return err
 }

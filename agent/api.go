@@ -411,5 +411,7 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("status_period_s", old.StatusPeriod != cur.StatusPeriod)
 	check("fingerprint_period_s", old.FingerprintPeriod != cur.FingerprintPeriod)
 	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
+	check("metrics_listen", old.MetricsListen != cur.MetricsListen)
+	check("memory_pressure", old.MemoryPressure != cur.MemoryPressure)
 	return out
 }

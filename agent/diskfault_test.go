@@ -159,11 +159,21 @@ func TestStatusWhileStoreWriteStalls(t *testing.T) {
 		t.Errorf("metrics while a write waits: %v\n%s", err, m)
 	}
 	logs.waitFor("level=ERROR", "store write waiting for the disk")
+	if w := value(scrape(t, a), "svcrun_store_write_waiting_seconds"); w < a.slowWrite.Seconds() {
+		t.Errorf("svcrun_store_write_waiting_seconds %v once the write has waited %v", w, a.slowWrite)
+	}
 	release()
 	if err := <-acquired; err != nil {
 		t.Fatalf("Acquire after the disk came back: %v", err)
 	}
 	logs.waitFor("level=ERROR", `msg="slow store write" took=`)
+	fams := scrape(t, a)
+	if w := value(fams, "svcrun_store_write_waiting_seconds"); w != 0 {
+		t.Errorf("svcrun_store_write_waiting_seconds %v after the write", w)
+	}
+	if h := sample(fams, "svcrun_store_write_duration_seconds").GetHistogram(); h.GetSampleSum() < a.slowWrite.Seconds() {
+		t.Errorf("store write durations sum to %v s, less than the stalled write's %v", h.GetSampleSum(), a.slowWrite)
+	}
 	st, err = a.Status(guard)
 	if err != nil || len(st.Leases) != len(before.Leases)+1 {
 		t.Fatalf("status after the write: %d leases, %v", len(st.Leases), err)

@@ -119,6 +119,8 @@ type e2e struct {
 	shutdownGrace time.Duration
 	// logTo, when set before start, gets svcrun's log too.
 	logTo io.Writer
+	// tune, when set before start, changes the agent's Options.
+	tune func(*Options)
 
 	mu   sync.Mutex
 	recs []Record // the event stream: notes and answers
@@ -204,6 +206,9 @@ func (e *e2e) start() {
 			e.stopAsked = &shortStops{Executor: x, timeout: e.stopTimeout}
 			return e.stopAsked, nil
 		}
+	}
+	if e.tune != nil {
+		e.tune(&opts)
 	}
 	a, err := Open(opts)
 	if err != nil {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,30 @@ func TestRefuseRemovingAll(t *testing.T) {
 				if !strings.Contains(err.Error(), part) {
 					t.Errorf("%q does not say %q", err, part)
 				}
+			}
+		})
+	}
+}
+
+// The metrics listener and the pressure thresholds take effect at the next
+// start: a reload that changes them says so.
+func TestRestartOnlySignals(t *testing.T) {
+	base := nodeconfig.Config{MemoryPressure: nodeconfig.MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5}}
+	for _, tc := range []struct {
+		name   string
+		change func(*nodeconfig.Config)
+		want   []string
+	}{
+		{"nothing", func(*nodeconfig.Config) {}, nil},
+		{"metrics listener", func(c *nodeconfig.Config) { c.MetricsListen = "127.0.0.1:9464" }, []string{"metrics_listen"}},
+		{"a threshold", func(c *nodeconfig.Config) { c.MemoryPressure.FullAvg10 = 10 }, []string{"memory_pressure"}},
+		{"pressure off", func(c *nodeconfig.Config) { c.MemoryPressure.Enabled = false }, []string{"memory_pressure"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := base
+			tc.change(&cur)
+			if got := restartOnly(&base, &cur); !slices.Equal(got, tc.want) {
+				t.Errorf("restart needed for %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -116,6 +116,11 @@ type Config struct {
 	// Warnings are accepted oddities worth a log line.
 	Warnings []string
 
+	// MetricsListen is the TCP address of the /metrics listener; "" for
+	// none (the socket's /metrics stays).
+	MetricsListen  string
+	MemoryPressure MemoryPressure
+
 	name string // the file as messages name it; File when empty
 }
 
@@ -289,6 +294,8 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.FingerprintPeriod = t.Seconds("fingerprint_period_s", DefaultFingerprintPeriod, false)
 	c.ReapPeriod = t.Seconds("reap_period_s", DefaultReapPeriod, false)
 
+	c.MetricsListen = parseMetricsListen(t)
+	c.MemoryPressure = parsePressure(t.Table("memory_pressure"))
 	c.Limits = parseLimits(t.Table("limits"))
 
 	bundles := map[string]string{}

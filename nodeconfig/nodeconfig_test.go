@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock", SocketGID: -1,
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
-		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute,
+		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
 		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
@@ -62,6 +62,11 @@ max_concurrent_ops = 3
 status_period_s = 2.5
 fingerprint_period_s = 30
 reap_period_s = 120
+metrics_listen = "127.0.0.1:9464"
+
+[memory_pressure]
+some_avg10 = 35.5
+full_avg10 = 10
 
 [limits]
 mem_gb = 8
@@ -84,6 +89,7 @@ enabled = false
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock", SocketGroup: "jobs", SocketGID: 1500,
 		Platform: "macos", MemoryBudgetGB: 16, Sandbox: SandboxBestEffort, RunAs: "svc", MaxConcurrentOps: 3,
 		StatusPeriod: 2500 * time.Millisecond, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
+		MetricsListen: "127.0.0.1:9464", MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 35.5, FullAvg10: 10},
 		Limits: Limits{MemGB: 8, Pids: 1024},
 		Modules: []Module{
 			{
@@ -146,6 +152,18 @@ func TestInvalid(t *testing.T) {
 		{"tool empty", "[[modules]]\nbundle = \"a\"\ntools = { d = \"\" }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.d: the tool's path is empty`}},
 		{"tool not string", "[[modules]]\nbundle = \"a\"\ntools = { d = 1 }\n", nil, []string{`svcrun.toml:3:11: modules[0].tools.d: must be a string, got integer 1`}},
 		{"enabled string", "[[modules]]\nbundle = \"a\"\nenabled = \"yes\"\n", nil, []string{`svcrun.toml:3:1: modules[0].enabled: must be true or false, got string "yes"`}},
+		{"metrics listen typo", "metrics_listn = \"127.0.0.1:9464\"\n", nil, []string{`svcrun.toml:1:1: metrics_listn: unknown key (did you mean "metrics_listen"?)`}},
+		{"metrics listen no port", "metrics_listen = \"127.0.0.1\"\n", nil, []string{`svcrun.toml:1:1: metrics_listen: "127.0.0.1" is not HOST:PORT (such as "127.0.0.1:9464", or "[::1]:9464" for IPv6)`}},
+		{"metrics listen bad port", "metrics_listen = \"127.0.0.1:http\"\n", nil, []string{`svcrun.toml:1:1: metrics_listen: "127.0.0.1:http": the port "http" must be a number from 0 to 65535`}},
+		{"metrics listen port too big", "metrics_listen = \"127.0.0.1:70000\"\n", nil, []string{`svcrun.toml:1:1: metrics_listen: "127.0.0.1:70000": the port "70000" must be a number from 0 to 65535`}},
+		{"metrics listen bad host", "metrics_listen = \"my host:9464\"\n", nil, []string{`svcrun.toml:1:1: metrics_listen: "my host:9464": "my host" is neither an IP address nor a host name`}},
+		{"metrics listen empty", "metrics_listen = \"\"\n", nil, []string{`svcrun.toml:1:1: metrics_listen: must not be empty: leave it out for no /metrics listener`}},
+		{"metrics listen number", "metrics_listen = 9464\n", nil, []string{`svcrun.toml:1:1: metrics_listen: must be a string, got integer 9464`}},
+		{"pressure typo", "[memory_pressure]\nsome_avg_10 = 5\n", nil, []string{`svcrun.toml:2:1: memory_pressure.some_avg_10: unknown key (did you mean "some_avg10"?)`}},
+		{"pressure zero", "[memory_pressure]\nfull_avg10 = 0\n", nil, []string{`svcrun.toml:2:1: memory_pressure.full_avg10: must be more than 0 and at most 100 (percent), got 0: to ignore memory pressure, set enabled = false`}},
+		{"pressure over 100", "[memory_pressure]\nsome_avg10 = 150\n", nil, []string{`svcrun.toml:2:1: memory_pressure.some_avg10: must be more than 0 and at most 100 (percent), got 150: to ignore memory pressure, set enabled = false`}},
+		{"pressure string", "[memory_pressure]\nsome_avg10 = \"20%\"\n", nil, []string{`svcrun.toml:2:1: memory_pressure.some_avg10: must be a number, got string "20%"`}},
+		{"pressure not a table", "memory_pressure = true\n", nil, []string{`svcrun.toml:1:1: memory_pressure: must be a table, got boolean true`}},
 		{"several", "sandbox = \"x\"\nreap_period_s = 0\n[limits]\nmem_gb = -1\n", nil, []string{
 			`svcrun.toml:1:1: sandbox: "x" is not a sandbox mode: use "require" or "best_effort"`,
 			`svcrun.toml:2:1: reap_period_s: must be more than 0 seconds, got 0`,
@@ -376,5 +394,31 @@ func TestUnreadableBundle(t *testing.T) {
 	}, "\n")
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
+	}
+}
+
+func TestSignalsKeys(t *testing.T) {
+	cases := []struct {
+		name, toml string
+		listen     string
+		pressure   MemoryPressure
+	}{
+		{"absent", "", "", MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5}},
+		{"ipv6 loopback", "metrics_listen = \"[::1]:9464\"\n", "[::1]:9464", MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5}},
+		{"every interface", "metrics_listen = \":9464\"\n", ":9464", MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5}},
+		{"host name, any port", "metrics_listen = \"localhost:0\"\n", "localhost:0", MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5}},
+		{"pressure off", "[memory_pressure]\nenabled = false\n", "", MemoryPressure{SomeAvg10: 20, FullAvg10: 5}},
+		{"one threshold", "[memory_pressure]\nsome_avg10 = 100\n", "", MemoryPressure{Enabled: true, SomeAvg10: 100, FullAvg10: 5}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := parse(t, tc.toml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.MetricsListen != tc.listen || c.MemoryPressure != tc.pressure {
+				t.Errorf("metrics_listen %q, memory_pressure %+v; want %q, %+v", c.MetricsListen, c.MemoryPressure, tc.listen, tc.pressure)
+			}
+		})
 	}
 }

@@ -39,6 +39,7 @@ install -m 0644 packaging/svcrun.service "$root/usr/lib/systemd/system/svcrun.se
 install -m 0644 packaging/svcrun.toml "$root/etc/svcrun/svcrun.toml"
 install -m 0644 packaging/svcrun.default "$root/etc/default/svcrun"
 install -m 0644 docs/operating.md "$root/usr/share/doc/svcrun/operating.md"
+install -m 0644 docs/metrics.md packaging/svcrun-alerts.yml "$root/usr/share/doc/svcrun/"
 install -m 0755 packaging/postinst "$root/DEBIAN/postinst"
 install -m 0755 packaging/prerm "$root/DEBIAN/prerm"
 install -m 0755 packaging/postrm "$root/DEBIAN/postrm"

@@ -213,7 +213,7 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	m, err := c.Metrics(ctx)
-	if err != nil || !strings.Contains(m, `svcrun_service_up{service="demo/kv"`) || !strings.Contains(m, "# TYPE svcrun_leases gauge") {
+	if err != nil || !strings.Contains(m, `svcrun_service_ready{service="demo/kv"`) || !strings.Contains(m, "# TYPE svcrun_leases gauge") {
 		t.Errorf("metrics: %v\n%s", err, m)
 	}
 

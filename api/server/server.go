@@ -483,6 +483,6 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, "metrics", err)
 		return
 	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Header().Set("Content-Type", agent.MetricsContentType)
 	_, _ = io.WriteString(w, b.String())
 }
