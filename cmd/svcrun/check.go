@@ -72,7 +72,8 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	node.cfg.File = "(svcrun check --bundle " + mod.Dir + ")"
 	node.cfg.DataDir = state
-	if plan, err := sandbox.PlanFor(node.cfg, node.mod); err == nil {
+	plan, err := sandbox.PlanFor(node.cfg, node.mod)
+	if err == nil {
 		err = plan.Err()
 	}
 	if err != nil {

@@ -106,11 +106,11 @@ func TestAcquireJSONCarriesUses(t *testing.T) {
 func TestReapWaitsForTheRound(t *testing.T) {
 	_, sock := served(t)
 	t.Setenv(EnvSocket, sock)
-	code, out, errs := run(t, "acquire", "--capability", "kv", "--attempt", "attempt-live")
+	code, _, errs := run(t, "acquire", "--capability", "kv", "--attempt", "attempt-live")
 	if code != 0 {
 		t.Fatalf("acquire: %d %s", code, errs)
 	}
-	code, out, errs = run(t, "run", "--capability", "kv", "--attempt", "attempt-job", "--", "../../examples/make-volume.sh")
+	code, out, errs := run(t, "run", "--capability", "kv", "--attempt", "attempt-job", "--", "../../examples/make-volume.sh")
 	if code != 0 {
 		t.Fatalf("make-volume.sh: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
