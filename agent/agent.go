@@ -133,6 +133,8 @@ type Executor interface {
 	// ContainerMode says, for svcrun status, how a service's processes
 	// are contained.
 	ContainerMode(service string) string
+	// Procs lists the living processes in a service's container.
+	Procs(t engine.Target) []int
 	Close()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -250,6 +251,30 @@ func (a *Agent) Reset(ctx context.Context, service string) error {
 		return err
 	}
 	return a.post(engine.Reset{Service: t})
+}
+
+// Process is one process in a service's container.
+type Process struct {
+	PID     int
+	Command string // /proc/PID/comm, "" once it is gone
+}
+
+// Processes lists the living processes in service's container (its cgroup,
+// or its process groups in the fallback), for `svcrun status NAME`.
+func (a *Agent) Processes(ctx context.Context, service string) ([]Process, error) {
+	if err := a.knownService(ctx, service); err != nil {
+		return nil, err
+	}
+	t, err := engine.ServiceTarget(service)
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, pid := range a.exec.Procs(t) {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		out = append(out, Process{PID: pid, Command: strings.TrimSpace(string(comm))})
+	}
+	return out, nil
 }
 
 func (a *Agent) knownService(ctx context.Context, name string) error {

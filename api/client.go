@@ -274,6 +274,17 @@ func (c *Client) Reset(ctx context.Context, service string) (Done, error) {
 	return d, err
 }
 
+// Processes lists the processes in a service's container (MODULE/NAME).
+func (c *Client) Processes(ctx context.Context, service string) ([]Process, error) {
+	mod, name, ok := strings.Cut(service, "/")
+	if !ok || mod == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("service %q: name it MODULE/NAME, e.g. demo/kv (see svcrun status)", service)
+	}
+	var ps []Process
+	err := c.call(ctx, http.MethodGet, "/v1/services/"+url.PathEscape(mod)+"/"+url.PathEscape(name)+"/processes", nil, &ps)
+	return ps, err
+}
+
 // SetModuleEnabled enables or disables a module until the next reload or
 // restart.
 func (c *Client) SetModuleEnabled(ctx context.Context, module string, enabled bool) (Done, error) {

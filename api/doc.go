@@ -24,10 +24,11 @@
 //	POST   /v1/doctor                            -> Done (the probes run again)
 //	POST   /v1/reap                              -> ReapResult, once the round has ended
 //	POST   /v1/services/{module}/{service}/reset -> Done
+//	GET    /v1/services/{module}/{service}/processes -> []Process, those in its container
 //	POST   /v1/modules/{name}/enable             -> Done
 //	POST   /v1/modules/{name}/disable            -> Done
 //	POST   /v1/reload                            -> ReloadResult
-//	GET    /v1/events                            newline-delimited Record, until the client goes away
+//	GET    /v1/events[?since=T&last=N&follow=false] newline-delimited Record: the kept ones asked for, then new ones until the client goes away (EventsQuery)
 //	GET    /metrics                              Prometheus text format
 //
 // Durations in requests are strings ("30s"). Every error is an ErrorBody

@@ -224,7 +224,8 @@ type ServiceStatus struct {
 	Enabled      bool             `json:"enabled"`
 	Lifecycle    string           `json:"lifecycle"` // on_demand, always, manual (manifest.Lifecycle)
 	State        string           `json:"state"`     // unknown, stopped, starting, waiting-ready, ready, stopping
-	Ready        bool             `json:"ready"`     // usable by leases now
+	StateSince   time.Time        `json:"state_since,omitzero"`
+	Ready        bool             `json:"ready"` // usable by leases now
 	Refs         int              `json:"refs"`
 	Waiting      int              `json:"waiting"` // requests waiting for it
 	Failures     int              `json:"failures"`
@@ -288,6 +289,13 @@ type PoolStatus struct {
 	Capacity int64 `json:"capacity"`
 	Offered  int64 `json:"offered"`
 	Reserved int64 `json:"reserved"`
+}
+
+// Process is one process in a service's container, as GET
+// /v1/services/{module}/{service}/processes lists them.
+type Process struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"` // its name (comm), "" when it is gone
 }
 
 // Record is one line of GET /v1/events.

@@ -33,7 +33,8 @@ type service struct {
 	actorBase
 	spec *manifest.Service
 
-	state svcState
+	state      svcState
+	stateSince time.Time // when it took its state
 
 	refs, waiting int  // admitted and waiting leases that need it
 	idleTimer     bool // the idle timer is pending
@@ -188,6 +189,9 @@ func (s *service) setState(e *Engine, st svcState) {
 		// for memory can now make it yield (adopted, its lease gone while
 		// it started, or ready again after a status said not ready).
 		e.unblockMemory()
+	}
+	if st != s.state {
+		s.stateSince = e.now
 	}
 	s.state = st
 }

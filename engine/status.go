@@ -31,6 +31,7 @@ type ServiceStatus struct {
 	Enabled      bool
 	Lifecycle    manifest.Lifecycle
 	State        string // unknown, stopped, starting, waiting-ready, ready, stopping
+	StateSince   time.Time
 	Ready        bool   // usable by leases now
 	Refs         int
 	Waiting      int
@@ -101,7 +102,7 @@ func (e *Engine) Status() Status {
 	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.inflight}
 	for _, s := range e.svcOrder {
 		ss := ServiceStatus{
-			Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(),
+			Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(), StateSince: s.stateSince,
 			Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
 			Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB,
 			Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,

@@ -206,6 +206,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/doctor", s.handleDoctor)
 	mux.HandleFunc("POST /v1/reap", s.handleReap)
 	mux.HandleFunc("POST /v1/services/{module}/{service}/reset", s.handleReset)
+	mux.HandleFunc("GET /v1/services/{module}/{service}/processes", s.handleProcesses)
 	mux.HandleFunc("POST /v1/modules/{name}/enable", s.handleModule(true))
 	mux.HandleFunc("POST /v1/modules/{name}/disable", s.handleModule(false))
 	mux.HandleFunc("POST /v1/reload", s.handleReload)
@@ -399,6 +400,20 @@ func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reapOf(d))
+}
+
+func (s *Server) handleProcesses(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("module") + "/" + r.PathValue("service")
+	ps, err := s.a.Processes(r.Context(), name)
+	if err != nil {
+		s.fail(w, r, "processes of "+name, err)
+		return
+	}
+	out := []api.Process{}
+	for _, p := range ps {
+		out = append(out, api.Process{PID: p.PID, Command: p.Command})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,7 @@ func statusOf(st agent.Status) api.Status {
 	}
 	for _, s := range st.Services {
 		out.Services = append(out.Services, api.ServiceStatus{
-			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: string(s.Lifecycle), State: s.State, Ready: s.Ready,
+			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: string(s.Lifecycle), State: s.State, StateSince: s.StateSince, Ready: s.Ready,
 			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
 			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
 			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name],

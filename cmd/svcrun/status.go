@@ -41,18 +41,13 @@ func printStatus(out io.Writer, st api.Status) {
 		up = fmt.Sprintf(", up %s", ago(st.Now, st.StartedAt))
 	}
 	fmt.Fprintf(out, "node %s (%s)%s\nconfig %s, socket %s\n", st.NodeID, st.Platform, up, st.Config, st.Socket)
+	// The sandbox in one line per module; `svcrun sandbox` has the details.
 	fmt.Fprintf(out, "sandbox %s: %s\n", st.Sandbox, sandboxNote(st.Sandbox))
-	if st.SandboxHost != "" {
-		fmt.Fprintf(out, "  this host: %s\n", strings.ReplaceAll(strings.TrimSpace(st.SandboxHost), "\n", "\n  "))
-	}
-	if len(st.SandboxMissing) == 0 {
-		fmt.Fprintln(out, "  every module runs with every layer of its sandbox")
-	}
-	for _, g := range st.SandboxMissing {
-		fmt.Fprintf(out, "  %s\n", g)
+	for _, line := range sandboxLines(st.SandboxMissing) {
+		fmt.Fprintf(out, "  %s\n", line)
 	}
 	if st.Containers != "" {
-		fmt.Fprintf(out, "process containers:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(st.Containers), "\n", "\n  "))
+		fmt.Fprintf(out, "containers: %s\n", containersLine(st.Containers))
 	}
 	fmt.Fprintf(out, "memory budget: %.2f of %g GB reserved by running services; %d op(s) in flight\n",
 		st.Memory.UsedGB, st.Memory.BudgetGB, st.OpsInFlight)
@@ -107,8 +102,7 @@ func printStatus(out io.Writer, st api.Status) {
 	printRows(out, "PROBE\tCAPABILITY\tLAST RESULT\tCHECKED", rows, below)
 
 	fmt.Fprintln(out)
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEASE\tJOB\tATTEMPT\tSTATE\tSERVICES\tNEEDS\tEXPIRES")
+	rows, below = rows[:0], below[:0]
 	for _, l := range st.Leases {
 		state := "waiting"
 		if l.Admitted {
@@ -118,12 +112,10 @@ func printStatus(out io.Writer, st api.Status) {
 		if !l.Expires.IsZero() {
 			exp = fmt.Sprintf("%s (in %s)", l.Expires.Local().Format("15:04:05"), l.Expires.Sub(st.Now).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.ID, dash(l.Job), l.Attempt, state, dash(strings.Join(l.Services, ",")), dash(needs(l)), exp)
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.ID, dash(l.Job), l.Attempt, state, dash(strings.Join(l.Services, ",")), dash(needs(l)), exp))
+		below = append(below, leaseLines(st.Now, l))
 	}
-	if len(st.Leases) == 0 {
-		fmt.Fprintln(tw, "(none)")
-	}
-	tw.Flush()
+	printRows(out, "LEASE\tJOB\tATTEMPT\tSTATE\tSERVICES\tNEEDS\tEXPIRES", rows, below)
 	if len(st.Skipped) > 0 {
 		fmt.Fprintf(out, "\nnot loaded on %s: %s\n", st.Platform, strings.Join(st.Skipped, ", "))
 	}
@@ -132,9 +124,9 @@ func printStatus(out io.Writer, st api.Status) {
 func sandboxNote(mode string) string {
 	switch mode {
 	case "require":
-		return "an op whose sandbox cannot be applied whole is refused, naming the missing layer"
+		return "an op whose sandbox cannot be applied whole is refused (details: svcrun sandbox)"
 	case "best_effort":
-		return "ops run with the layers this host can apply; the missing ones are listed below"
+		return "ops run with the layers this host can apply (details: svcrun sandbox)"
 	}
 	return "unknown mode"
 }
@@ -273,4 +265,80 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// leaseLines are the lines under a waiting lease's row: since when it
+// waits, until when it may, and what for.
+func leaseLines(now time.Time, l api.LeaseStatus) []string {
+	if l.Admitted {
+		return nil
+	}
+	var when []string
+	if !l.AskedAt.IsZero() {
+		when = append(when, fmt.Sprintf("waiting %s (since %s)", ago(now, l.AskedAt), l.AskedAt.Local().Format("15:04:05")))
+	}
+	if !l.WaitUntil.IsZero() {
+		when = append(when, fmt.Sprintf("may wait until %s (in %s)", l.WaitUntil.Local().Format("15:04:05"), l.WaitUntil.Sub(now).Round(time.Second)))
+	}
+	lines := []string{strings.Join(when, ", ")}
+	if l.Waiting != "" {
+		lines = append(lines, l.Waiting)
+	}
+	return lines
+}
+
+// sandboxLines gives, for each module with layers missing, one line naming
+// them: "module demo lacks run_as, unix-sockets". The missing list has one
+// entry per layer, "module M: runs without LAYER: why".
+func sandboxLines(missing []string) []string {
+	if len(missing) == 0 {
+		return []string{"every module runs with every layer of its sandbox"}
+	}
+	var order []string
+	layers := map[string][]string{}
+	for _, m := range missing {
+		rest, ok := strings.CutPrefix(m, "module ")
+		mod, rest, ok2 := strings.Cut(rest, ": runs without ")
+		layer, _, _ := strings.Cut(rest, ":")
+		if !ok || !ok2 {
+			mod, layer = "", m
+		}
+		if _, seen := layers[mod]; !seen {
+			order = append(order, mod)
+		}
+		layers[mod] = append(layers[mod], layer)
+	}
+	var out []string
+	for _, mod := range order {
+		if mod == "" {
+			out = append(out, layers[mod]...)
+			continue
+		}
+		out = append(out, fmt.Sprintf("module %s lacks %s", mod, strings.Join(layers[mod], ", ")))
+	}
+	return out
+}
+
+// containersLine is the containers report in one line: its summary and
+// what is missing ("cgroup v2 (one per service, ops cloned into it);
+// missing: memory.max, pids.max").
+func containersLine(report string) string {
+	var summary string
+	var missing []string
+	for _, l := range strings.Split(strings.TrimSpace(report), "\n") {
+		l = strings.TrimSpace(l)
+		if rest, ok := strings.CutPrefix(l, "process containers: "); ok {
+			summary = rest
+		}
+		if name, _, ok := strings.Cut(l, ": missing"); ok {
+			missing = append(missing, name)
+		}
+	}
+	if summary == "" {
+		summary, _, _ = strings.Cut(strings.TrimSpace(report), "\n")
+	}
+	if len(missing) > 0 {
+		summary += "; missing: " + strings.Join(missing, ", ")
+	}
+	return summary
 }
