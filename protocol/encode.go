@@ -84,3 +84,50 @@ func (o Object) MarshalJSON() ([]byte, error) {
 		Busy      bool              `json:"busy,omitempty"`
 	}{o.ID, o.Kind, labels, created, o.Busy})
 }
+
+// UnmarshalJSON reads a reserve back from its wire form, for svcrun's own
+// journal, which stores op outcomes as MarshalJSON wrote them (journals
+// written before the wire form used the field name MemGB: read too). An
+// op's output is never read this way: Decode validates it.
+func (r *Reserve) UnmarshalJSON(b []byte) error {
+	var w struct {
+		MemGB  *float64 `json:"mem_gb"`
+		Legacy *float64 `json:"MemGB"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = Reserve{}
+	switch {
+	case w.MemGB != nil:
+		r.MemGB = *w.MemGB
+	case w.Legacy != nil:
+		r.MemGB = *w.Legacy
+	}
+	return nil
+}
+
+// UnmarshalJSON reads an object back from its wire form, for svcrun's own
+// journal (as Reserve's; the field name CreatedAt of older journals is
+// read too).
+func (o *Object) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID        string            `json:"id"`
+		Kind      string            `json:"kind"`
+		Labels    map[string]string `json:"labels"`
+		CreatedAt *time.Time        `json:"created_at"`
+		Legacy    *time.Time        `json:"CreatedAt"`
+		Busy      bool              `json:"busy"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = Object{ID: w.ID, Kind: w.Kind, Labels: w.Labels, Busy: w.Busy}
+	switch {
+	case w.CreatedAt != nil:
+		o.CreatedAt = *w.CreatedAt
+	case w.Legacy != nil:
+		o.CreatedAt = *w.Legacy
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -53,5 +54,36 @@ func TestEncodeDecodes(t *testing.T) {
 				t.Errorf("%s: decoded (-want +got):\n%s", data, d)
 			}
 		})
+	}
+}
+
+// TestJSONRoundTrip: what MarshalJSON writes, json.Unmarshal reads back
+// whole (svcrun's journal depends on it), and so are journals written
+// before the wire form, with Go's field names.
+func TestJSONRoundTrip(t *testing.T) {
+	running := true
+	created := time.Date(2026, 12, 1, 17, 0, 0, 5, time.UTC)
+	fp := Fingerprint{Healthy: true, Running: &running, Message: "m", Attrs: map[string]any{"socket": "/s"}, Pools: map[string]int64{"p": 2}, Reserve: &Reserve{MemGB: 1.5}}
+	list := OwnedList{Objects: []Object{{ID: "o1", Kind: "volume", Labels: map[string]string{"a": "b"}, CreatedAt: created, Busy: true}}}
+	for _, v := range []any{fp, list} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := reflect.New(reflect.TypeOf(v))
+		if err := json.Unmarshal(b, back.Interface()); err != nil {
+			t.Fatal(err)
+		}
+		if got := back.Elem().Interface(); !reflect.DeepEqual(got, v) {
+			t.Errorf("round trip of %s:\n got %+v\nwant %+v", b, got, v)
+		}
+	}
+	var r Reserve
+	var o Object
+	if err := json.Unmarshal([]byte(`{"MemGB": 2}`), &r); err != nil || r.MemGB != 2 {
+		t.Errorf("older journal's reserve: %+v %v", r, err)
+	}
+	if err := json.Unmarshal([]byte(`{"ID": "o", "CreatedAt": "2026-12-01T17:00:00.000000005Z"}`), &o); err != nil || !o.CreatedAt.Equal(created) || o.ID != "o" {
+		t.Errorf("older journal's object: %+v %v", o, err)
 	}
 }
