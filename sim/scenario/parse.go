@@ -33,12 +33,18 @@ type Scenario struct {
 	Inputs []Input
 	// Until is the virtual time (from Epoch) the scenario runs to.
 	Until time.Duration
+	// Window, when set, is the part of the run the trace shows.
+	Window *Window
 
 	// Head is the file up to and including the separator line (one is
 	// added when the file has none); Expected is the text after it.
 	Head        []byte
 	Expected    string
 	HasExpected bool
+
+	// onStep, when set, sees every engine step of a run: a replayed
+	// journal is checked against it.
+	onStep func(now time.Time, ev engine.Event, effects []engine.Effect)
 
 	behaviours []behaviourLine  // before the timeline, in file order
 	names      map[string]bool  // services and probes, by full name
@@ -205,10 +211,17 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			}
 			sc.Until = until
 			seenRun = true
+		case "window":
+			if seenAt || p.windowLine > 0 {
+				return nil, lineError(file, n, "`window` comes once, before the timeline")
+			}
+			if err := p.parseWindow(n, fields[1:]); err != nil {
+				return nil, err
+			}
 		case "end":
 			return nil, lineError(file, n, "`end` without `module`")
 		default:
-			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, at TIME ..., run", fields[0])
+			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, window, at TIME ..., run", fields[0])
 		}
 	}
 	if len(sc.Modules) == 0 {
@@ -235,6 +248,11 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			return nil, err
 		}
 	}
+	if sc.Window != nil && sc.Window.Service != "" {
+		if err := p.knownService(p.windowLine, sc.Window.Service); err != nil {
+			return nil, err
+		}
+	}
 	return sc, nil
 }
 
@@ -252,6 +270,8 @@ type parser struct {
 	sc      *Scenario
 	file    string
 	reloads map[string]int // `reload` inputs checked so far, by module
+	// windowLine is the line of the `window` command (0: none).
+	windowLine int
 }
 
 func parseKVs(args []string) []kv {
@@ -334,6 +354,8 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseRenew(&in, args)
 	case "crash":
 		err = p.parseCrash(&in, args)
+	case "emptied":
+		err = p.parseEmptied(&in, args)
 	case "owner-start", "owner-stop":
 		err = p.parseOwner(&in, args)
 	case "reset":
@@ -355,7 +377,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -372,7 +394,7 @@ func (p *parser) nargs(in *Input, args []string, n int, usage string) error {
 // known.
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
-	case "crash", "object", "reset":
+	case "crash", "emptied", "object", "reset", "owner-start", "owner-stop":
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)

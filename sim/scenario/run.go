@@ -97,6 +97,12 @@ func (sc *Scenario) Run() (*Result, error) {
 	w := sim.Build(sc.Config, specs, behaviours)
 	rec.add(Record{Kind: RecInput, Text: fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))})
 	w.Observe = rec.observe
+	if sc.onStep != nil {
+		w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
+			rec.observe(now, ev, effects)
+			sc.onStep(now, ev, effects)
+		}
+	}
 	steps := 0
 	w.Check = func(*sim.World) error {
 		if steps++; steps > maxSteps {
@@ -107,7 +113,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	w.Boot()
 	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, mods: mods, reloads: make([]int, len(mods)), enabled: enabled, removed: removed}
 	fail := func(err error) (*Result, error) {
-		res.Records = rec.records
+		res.Records = sc.Window.filter(rec.records)
 		return res, err
 	}
 	if err := pl.stopped(nil); err != nil {
@@ -127,7 +133,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	if err := pl.stopped(nil); err != nil {
 		return fail(err)
 	}
-	res.Records = rec.records
+	res.Records = sc.Window.filter(rec.records)
 	return res, nil
 }
 
@@ -149,6 +155,8 @@ func (pl *player) play(in *Input) error {
 	switch in.Name {
 	case "crash":
 		return pl.playCrash(in)
+	case "emptied":
+		return pl.playEmptied(in)
 	case "owner-start", "owner-stop":
 		return pl.playOwner(in)
 	case "object":
