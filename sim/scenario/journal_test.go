@@ -1,0 +1,143 @@
+package scenario
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/sim"
+)
+
+// journalOf runs a scenario file and keeps its steps as svcrun's journal
+// would.
+func journalOf(t *testing.T, file string) []sim.JournalLine {
+	t.Helper()
+	sc, err := ParseFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []sim.JournalLine
+	sc.onStep = func(now time.Time, ev engine.Event, effects []engine.Effect) {
+		j, err := engine.NewJournalEntry(now, ev, effects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Through JSON, as the journal keeps it.
+		b, _ := json.Marshal(j)
+		var back engine.JournalEntry
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		dec, err := back.DecodeEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, sim.JournalLine{File: "journal.jsonl", Line: len(lines) + 1, Entry: back, Event: dec})
+	}
+	if _, err := sc.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// TestFromJournalRoundTrip: a journal becomes a scenario whose own run
+// gives the trace written into it, and whose window hides what it must.
+func TestFromJournalRoundTrip(t *testing.T) {
+	lines := journalOf(t, "testdata/journal-source.txt")
+	for _, tc := range []struct {
+		name      string
+		win       JournalWindow
+		want, not []string
+	}{
+		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache", "behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)"}},
+		{name: "window", win: JournalWindow{From: 10 * time.Second, Service: "db/kv"},
+			want: []string{"window from=10s service=db/kv", "line(s) before this one not shown", "emptied db/kv"},
+			not:  []string{"admitted l2", "run db/cache", "acquire l1"}},
+		{name: "to", win: JournalWindow{To: 30 * time.Second}, want: []string{"run 30s"}, not: []string{"> restart"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text, err := FromJournal("svcsim replay journal --scenario x.txt", lines, tc.win)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := Parse("x.txt", text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sc.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sc.HasExpected || res.Trace() != sc.Expected {
+				t.Fatalf("the written trace is not the scenario's own:\n%s", unifiedDiff(sc.Expected, res.Trace(), "written", "run", 3, 40))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(text), w) {
+					t.Errorf("no %q in\n%s", w, text)
+				}
+			}
+			trace := sc.Expected
+			for _, n := range tc.not {
+				if strings.Contains(trace, n) {
+					t.Errorf("the trace shows %q:\n%s", n, trace)
+				}
+			}
+		})
+	}
+}
+
+// TestFromJournalUnsayable: what the scenario language cannot say, or a
+// journal the scenario does not reproduce, is an error naming the line.
+func TestFromJournalUnsayable(t *testing.T) {
+	base := journalOf(t, "testdata/tiny.txt")
+	firstDone := func(ls []sim.JournalLine) int {
+		for i, l := range ls {
+			if _, ok := l.Event.(engine.OpDone); ok {
+				return i
+			}
+		}
+		t.Fatal("no op-done")
+		return 0
+	}
+	for _, tc := range []struct {
+		name   string
+		edit   func([]sim.JournalLine) []sim.JournalLine
+		line   string // where the error must point
+		reason string
+	}{
+		{name: "no boot", edit: func(ls []sim.JournalLine) []sim.JournalLine { return ls[1:] }, reason: "no boot entry"},
+		{name: "spawn failure", edit: func(ls []sim.JournalLine) []sim.JournalLine {
+			i := firstDone(ls)
+			d := ls[i].Event.(engine.OpDone)
+			d.Outcome = engine.Outcome{Failure: engine.FailSpawn, Message: "exec format error"}
+			ls[i].Event = d
+			return ls
+		}, line: "journal.jsonl:2 (op-done)", reason: "no spawn failure"},
+		{name: "effects changed", edit: func(ls []sim.JournalLine) []sim.JournalLine {
+			i := firstDone(ls)
+			ls[i].Entry.Effects = append(ls[i].Entry.Effects, "kill db/kv")
+			return ls
+		}, line: "journal.jsonl:2 (op-done)", reason: "does not reproduce this step"},
+		{name: "stored state", edit: func(ls []sim.JournalLine) []sim.JournalLine {
+			b := ls[0].Event.(engine.Boot)
+			b.State.Services = []engine.ServiceRecord{{Name: "db/kv", Failures: 2}}
+			ls[0].Event = b
+			return ls
+		}, line: "journal.jsonl:1 (boot)", reason: "starts from an empty store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lines := tc.edit(append([]sim.JournalLine(nil), base...))
+			_, err := FromJournal("svcsim replay", lines, JournalWindow{})
+			if err == nil || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("got %v, want an error saying %q", err, tc.reason)
+			}
+			var u *Unsayable
+			if tc.line != "" && (!errors.As(err, &u) || u.Where != tc.line) {
+				t.Fatalf("got %v, want it at %s", err, tc.line)
+			}
+		})
+	}
+}
