@@ -144,6 +144,7 @@ type converter struct {
 	runHead map[string]bool            // `running` before the timeline
 	objects map[string]map[string]bool
 	inputs  []timedInput
+	stored  []string          // `stored` lines: the store at the boot
 	want    []sim.JournalLine // the steps the scenario must reproduce
 }
 
@@ -169,14 +170,38 @@ func unsayable(l sim.JournalLine, format string, args ...any) error {
 // boot takes the first boot: the node and its modules.
 func (c *converter) boot(l sim.JournalLine) error {
 	b := l.Event.(engine.Boot)
-	if len(b.State.Leases)+len(b.State.Services) > 0 {
-		return unsayable(l, "the store held %d lease(s) and %d service record(s) at this boot: a scenario starts from an empty store (replay a journal that begins with svcrun's first start on its data dir)",
-			len(b.State.Leases), len(b.State.Services))
-	}
 	c.cfg, c.mods, c.boot0 = b.Config, b.Modules, b.Modules
 	c.eng, c.store = engine.New(), sim.NewMemStore()
-	return c.run(l, 0, engine.Boot{Config: b.Config, Modules: b.Modules})
+	// What the store held: written as `stored` lines, and in the
+	// scenario's virtual time for its engine.
+	var err error
+	if c.stored, err = storedText(b.State, c.t0); err != nil {
+		return unsayable(l, "%v", err)
+	}
+	var batch []engine.Effect
+	for _, r := range b.State.Leases {
+		r.Admitted = c.virtual(r.Admitted)
+		if !r.Expires.IsZero() {
+			r.Expires = c.virtual(r.Expires)
+		}
+		batch = append(batch, engine.PutLease{Lease: r})
+	}
+	for _, r := range b.State.Services {
+		if !r.BackoffUntil.IsZero() {
+			r.BackoffUntil = c.virtual(r.BackoffUntil)
+		}
+		batch = append(batch, engine.PutService{Service: r})
+	}
+	if len(batch) > 0 {
+		if err := c.store.Apply(batch); err != nil {
+			return unsayable(l, "the store at this boot: %v", err)
+		}
+	}
+	return c.run(l, 0, engine.Boot{Config: b.Config, Modules: b.Modules, State: c.store.State()})
 }
+
+// virtual is a time of the journal on the scenario's virtual clock.
+func (c *converter) virtual(t time.Time) time.Time { return sim.Epoch.Add(t.Sub(c.t0)) }
 
 // run steps the virtual-time engine and keeps what the scenario needs of
 // its effects: timers, ops, the store.
@@ -833,6 +858,13 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 		}
 	}
 	b.WriteString("\n")
+	if len(c.stored) > 0 {
+		b.WriteString("# What svcrun's store held at the boot:\n")
+		for _, s := range c.stored {
+			b.WriteString(s + "\n")
+		}
+		b.WriteString("\n")
+	}
 	if win.From > 0 || win.Service != "" {
 		b.WriteString("window")
 		if win.From > 0 {

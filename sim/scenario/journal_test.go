@@ -3,6 +3,7 @@ package scenario
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,11 +48,19 @@ func journalOf(t *testing.T, file string) []sim.JournalLine {
 // gives the trace written into it, and whose window hides what it must.
 func TestFromJournalRoundTrip(t *testing.T) {
 	lines := journalOf(t, "testdata/journal-source.txt")
+	restart := slices.IndexFunc(lines[1:], func(l sim.JournalLine) bool { return l.Entry.Event == "boot" }) + 1
 	for _, tc := range []struct {
 		name      string
 		win       JournalWindow
 		want, not []string
+		from      int // the first line given
 	}{
+		// A journal whose files begin at a restart: the store held
+		// leases and failures, the daemons ran on.
+		{name: "from a restart", from: restart, want: []string{
+			"stored lease l1 attempt=a1 cap=kv pool=slots:1 admitted=-", "stored service db/kv failures=2 backoff_until=-36s reason: crashed: its process container emptied", "behaviour db/kv running",
+			"(store: leases l1, l2; services db/cache failures=1, db/kv failures=2)", "db/kv: adopted",
+		}},
 		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache", "behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)"}},
 		{name: "window", win: JournalWindow{From: 10 * time.Second, Service: "db/kv"},
 			want: []string{"window from=10s service=db/kv", "line(s) before this one not shown", "emptied db/kv"},
@@ -59,7 +68,7 @@ func TestFromJournalRoundTrip(t *testing.T) {
 		{name: "to", win: JournalWindow{To: 30 * time.Second}, want: []string{"run 30s"}, not: []string{"> restart"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text, err := FromJournal("svcsim replay journal --scenario x.txt", lines, tc.win)
+			text, err := FromJournal("svcsim replay journal --scenario x.txt", lines[tc.from:], tc.win)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -121,12 +130,12 @@ func TestFromJournalUnsayable(t *testing.T) {
 			ls[i].Entry.Effects = append(ls[i].Entry.Effects, "kill db/kv")
 			return ls
 		}, line: "journal.jsonl:2 (op-done)", reason: "does not reproduce this step"},
-		{name: "stored state", edit: func(ls []sim.JournalLine) []sim.JournalLine {
+		{name: "stored reason", edit: func(ls []sim.JournalLine) []sim.JournalLine {
 			b := ls[0].Event.(engine.Boot)
-			b.State.Services = []engine.ServiceRecord{{Name: "db/kv", Failures: 2}}
+			b.State.Services = []engine.ServiceRecord{{Name: "db/kv", Failures: 2, Reason: "start failed: #3"}}
 			ls[0].Event = b
 			return ls
-		}, line: "journal.jsonl:1 (boot)", reason: "starts from an empty store"},
+		}, line: "journal.jsonl:1 (boot)", reason: "not words separated by single spaces without #"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lines := tc.edit(append([]sim.JournalLine(nil), base...))

@@ -35,6 +35,9 @@ type Scenario struct {
 	Until time.Duration
 	// Window, when set, is the part of the run the trace shows.
 	Window *Window
+	// Stored is what the store holds at the start (PutLease and
+	// PutService effects), from `stored` lines.
+	Stored []engine.Effect
 
 	// Head is the file up to and including the separator line (one is
 	// added when the file has none); Expected is the text after it.
@@ -211,6 +214,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			}
 			sc.Until = until
 			seenRun = true
+		case "stored":
+			if seenAt {
+				return nil, lineError(file, n, "`stored` says what the store held at the start: it comes before the timeline")
+			}
+			if err := p.parseStored(n, fields[1:]); err != nil {
+				return nil, err
+			}
 		case "window":
 			if seenAt || p.windowLine > 0 {
 				return nil, lineError(file, n, "`window` comes once, before the timeline")
@@ -221,7 +231,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		case "end":
 			return nil, lineError(file, n, "`end` without `module`")
 		default:
-			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, window, at TIME ..., run", fields[0])
+			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, stored, window, at TIME ..., run", fields[0])
 		}
 	}
 	if len(sc.Modules) == 0 {
@@ -245,6 +255,11 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	}
 	for _, in := range sc.Inputs {
 		if err := p.checkInput(in); err != nil {
+			return nil, err
+		}
+	}
+	for _, st := range p.storedServices {
+		if err := p.knownService(st.line, st.name); err != nil {
 			return nil, err
 		}
 	}
@@ -272,6 +287,14 @@ type parser struct {
 	reloads map[string]int // `reload` inputs checked so far, by module
 	// windowLine is the line of the `window` command (0: none).
 	windowLine int
+	// storedServices are the services of `stored service` lines, checked
+	// once every module is known.
+	storedServices []storedAt
+}
+
+type storedAt struct {
+	line int
+	name string
 }
 
 func parseKVs(args []string) []kv {

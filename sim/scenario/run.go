@@ -95,7 +95,14 @@ func (sc *Scenario) Run() (*Result, error) {
 	res := &Result{Scenario: sc, Until: sc.Until}
 
 	w := sim.Build(sc.Config, specs, behaviours)
-	rec.add(Record{Kind: RecInput, Text: fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))})
+	boot := fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))
+	if len(sc.Stored) > 0 {
+		if err := w.Store.Apply(sc.Stored); err != nil {
+			return nil, lineError(sc.File, 1, "stored: %v", err)
+		}
+		boot += " (store: " + storeSummary(w.Store.State()) + ")"
+	}
+	rec.add(Record{Kind: RecInput, Text: boot})
 	w.Observe = rec.observe
 	if sc.onStep != nil {
 		w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
