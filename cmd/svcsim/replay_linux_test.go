@@ -16,9 +16,10 @@ import (
 )
 
 // TestReplayRealJournal closes the loop end to end: a real svcrun with the
-// demo module serves two leases (one start), its daemon is killed (a
-// crash, a cleanup stop, a restart after backoff), svcrun stops; its
-// journal directory becomes a scenario, and `svcsim test` passes on it.
+// demo module serves two leases (one start), is killed with SIGKILL and
+// started again (it adopts the daemon), the daemon is killed (a crash, a
+// cleanup stop, a start after the backoff), svcrun stops; its journal
+// directory becomes a scenario, and `svcsim test` passes on it.
 func TestReplayRealJournal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs svcrun")
@@ -50,12 +51,16 @@ func TestReplayRealJournal(t *testing.T) {
 		}
 	}
 
-	serve := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
+	var serve *exec.Cmd
 	var log bytes.Buffer
-	serve.Stderr = &log
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
+	start := func() {
+		serve = exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
+		serve.Stderr = &log
+		if err := serve.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	start()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -101,8 +106,15 @@ func TestReplayRealJournal(t *testing.T) {
 		return strings.Count(string(b), `"Op":"ready","Fingerprint":null,"OpResult":null,"Status":{"Running":true,"Ready":true`)
 	}
 	waitFor("ready demo/kv in the journal", func() bool { return readyCount() == 1 })
+	// svcrun dies (kill -9) and starts again: the journal goes on with a
+	// second boot, which adopts demo/kv and keeps the lease.
+	serve.Process.Signal(syscall.SIGKILL)
+	serve.Wait()
+	start()
+	waitFor("svcrun answering again", func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
+	waitFor("demo/kv adopted", func() bool { return readyCount() == 2 })
 	killDaemon()
-	waitFor("demo/kv restarted after its crash", func() bool { return readyCount() == 2 })
+	waitFor("demo/kv restarted after its crash", func() bool { return readyCount() == 3 })
 	cli("release", l1.Lease)
 	stop()
 
@@ -111,7 +123,7 @@ func TestReplayRealJournal(t *testing.T) {
 		t.Fatalf("replay --scenario: exit %d\n%s%s", code, stdout, stderr)
 	}
 	text, _ := os.ReadFile(out)
-	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "demo/kv: failure 1/3: crashed", "run demo/kv start #"} {
+	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "> restart (store: leases " + l1.Lease, "demo/kv: adopted", "demo/kv: failure 1/3: crashed", "run demo/kv start #"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the replayed scenario lacks %q:\n%s", want, text)
 		}

@@ -150,3 +150,29 @@ func TestFromJournalUnsayable(t *testing.T) {
 		})
 	}
 }
+
+// TestFromJournalLateTimer: svcrun's idle timer, due at 9s, fired only at
+// 9.5s, after a renew at 9.2s; the simulator fires it on time, so the
+// renew moves before it (halfway from the step before), and the steps
+// still come in the journal's order.
+func TestFromJournalLateTimer(t *testing.T) {
+	lines := journalOf(t, "testdata/tiny.txt")
+	fire := slices.IndexFunc(lines, func(l sim.JournalLine) bool {
+		return l.Entry.Event == "fire" && l.Entry.At.Equal(sim.Epoch.Add(9*time.Second))
+	})
+	if fire < 0 || lines[fire+1].Entry.Event != "op-done" {
+		t.Fatal("testdata/tiny.txt no longer idles out at 9s")
+	}
+	late := sim.Epoch.Add(9500 * time.Millisecond)
+	lines[fire].Entry.At, lines[fire+1].Entry.At = late, late
+	renew := sim.JournalLine{File: "journal.jsonl", Line: 99, Event: engine.Renew{Lease: "zz"},
+		Entry: engine.JournalEntry{At: sim.Epoch.Add(9200 * time.Millisecond), Event: "renew", Effects: []string{"unknown lease zz"}}}
+	lines = slices.Insert(lines, fire, renew)
+	text, err := FromJournal("svcsim replay", lines, JournalWindow{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "at 6.5s renew zz\n") || !strings.Contains(string(text), "op=stop duration=500ms") {
+		t.Fatalf("the renew is not before the timer, or the stop does not end at its time:\n%s", text)
+	}
+}
