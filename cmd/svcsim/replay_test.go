@@ -18,11 +18,11 @@ func TestReplayArguments(t *testing.T) {
 		code int
 		want string // in stdout+stderr
 	}{
-		{"check dir", []string{"replay", dir}, 0, "ok: 14 steps replayed"},
-		{"check file", []string{"replay", filepath.Join(dir, "journal.jsonl")}, 0, "ok: 14 steps replayed"},
+		{"check dir", []string{"replay", dir}, 0, "ok: 18 steps replayed"},
+		{"check file", []string{"replay", filepath.Join(dir, "journal.jsonl")}, 0, "ok: 18 steps replayed"},
 		{"scenario", []string{"replay", dir, "--scenario", out}, 0, "wrote " + out},
 		{"window offsets", []string{"replay", dir, "--scenario", out, "--from", "2s", "--to", "4s", "--service", "demo/kv"}, 0, "wrote"},
-		{"window time", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:22:21Z"}, 0, "wrote"},
+		{"window time", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:35:18Z"}, 0, "wrote"},
 		{"from before boot", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:00:00Z"}, 2, "before the journal's first boot"},
 		{"bad from", []string{"replay", dir, "--scenario", out, "--from", "soon"}, 2, "neither an offset"},
 		{"to before from", []string{"replay", dir, "--scenario", out, "--from", "3s", "--to", "2s"}, 2, "is before --from"},
@@ -39,6 +39,24 @@ func TestReplayArguments(t *testing.T) {
 	}
 	if code, stdout, stderr := run(t, "test", out); code != 0 {
 		t.Fatalf("test of the replayed scenario: exit %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestCommittedIncident: scenarios/incident-demo-crash.txt is what svcsim
+// replay makes of the journal kept in testdata (its header aside).
+func TestCommittedIncident(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "incident.txt")
+	if code, stdout, stderr := run(t, "replay", filepath.Join("testdata", "journal"), "--scenario", out); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	got, _ := os.ReadFile(out)
+	want, err := os.ReadFile(filepath.Join("..", "..", "scenarios", "incident-demo-crash.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func(b []byte) string { _, after, _ := strings.Cut(string(b), "\nnode "); return after }
+	if body(got) == "" || body(got) != body(want) {
+		t.Fatalf("the committed incident is not the replay of testdata/journal; replay it again:\n%s", got)
 	}
 }
 
@@ -61,7 +79,7 @@ func TestReplayRotatedInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, stdout, stderr := run(t, "replay", dir); code != 0 || !strings.Contains(stdout, "ok: 14 steps") {
+	if code, stdout, stderr := run(t, "replay", dir); code != 0 || !strings.Contains(stdout, "ok: 18 steps") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	// Out of order, the same lines diverge (or fail): the order matters.
