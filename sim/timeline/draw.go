@@ -93,6 +93,11 @@ func SVG(res *scenario.Result) []byte {
 		esc(res.Scenario.Config.NodeID), len(rows), shortDur(t.until))
 
 	drawAxis(&b, ax, top-6, axisY)
+	for _, at := range t.restarts {
+		xx := ax.x(at)
+		fmt.Fprintf(&b, `<g class="restart"><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444" stroke-dasharray="5,3"/><text x="%.1f" y="%.1f" font-size="9" fill="#444">svcrun restarts</text></g>`+"\n",
+			xx, top-12, xx, axisY, xx+3, top-14)
+	}
 
 	y := top
 	group := ""

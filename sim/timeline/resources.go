@@ -236,7 +236,9 @@ func (rs *resources) finish(until time.Duration, services map[string]*svcTrack) 
 			}
 		}
 	}
-	slices.SortStableFunc(rs.memory.holds, func(a, b hold) int { return int(a.from - b.from) })
+	// Stacked in the order of the services' names, so that a service's
+	// block keeps its place above the others.
+	slices.SortStableFunc(rs.memory.holds, func(a, b hold) int { return strings.Compare(a.who, b.who) })
 }
 
 // lanes are the resource lanes to draw: the memory budget when a service

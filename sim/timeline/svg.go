@@ -132,8 +132,9 @@ type timeline struct {
 	modProbe map[string][]string // module -> its probes
 	until    time.Duration
 
-	openOps map[engine.OpID]*lane // ops run and not done yet, by the lane they are on
-	res     resources
+	openOps  map[engine.OpID]*lane // ops run and not done yet, by the lane they are on
+	res      resources
+	restarts []time.Duration // when svcrun restarted
 }
 
 func buildTimeline(res *scenario.Result) *timeline {
@@ -217,6 +218,7 @@ func (t *timeline) record(r scenario.Record) {
 				s.frozen = false
 			}
 			t.endOps(r.At)
+			t.restarts = append(t.restarts, r.At)
 		case "acquire":
 			a := r.Event.(engine.Acquire)
 			id := string(a.Lease)
