@@ -18,7 +18,8 @@ import (
 // TestReplayRealJournal closes the loop end to end: a real svcrun with the
 // demo module serves two leases (one start), is killed with SIGKILL and
 // started again (it adopts the daemon), the daemon is killed (a crash, a
-// cleanup stop, a start after the backoff), svcrun stops; its journal
+// cleanup stop, a start after the backoff), the module is disabled and
+// enabled by hand, svcrun stops (stopping its services); its journal
 // directory becomes a scenario, and `svcsim test` passes on it.
 func TestReplayRealJournal(t *testing.T) {
 	if testing.Short() {
@@ -53,8 +54,8 @@ func TestReplayRealJournal(t *testing.T) {
 
 	var serve *exec.Cmd
 	var log bytes.Buffer
-	start := func() {
-		serve = exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
+	start := func(flags ...string) {
+		serve = exec.Command(bin, append([]string{"serve", "--config", cfg, "--log-format", "text"}, flags...)...)
 		serve.Stderr = &log
 		if err := serve.Start(); err != nil {
 			t.Fatal(err)
@@ -110,12 +111,15 @@ func TestReplayRealJournal(t *testing.T) {
 	// second boot, which adopts demo/kv and keeps the lease.
 	serve.Process.Signal(syscall.SIGKILL)
 	serve.Wait()
-	start()
+	start("--stop-services-on-exit")
 	waitFor("svcrun answering again", func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
 	waitFor("demo/kv adopted", func() bool { return readyCount() == 2 })
 	killDaemon()
 	waitFor("demo/kv restarted after its crash", func() bool { return readyCount() == 3 })
 	cli("release", l1.Lease)
+	// By hand, then at the exit: reloads with reasons of their own.
+	cli("disable", "demo")
+	cli("enable", "demo")
 	stop()
 
 	out := filepath.Join(t.TempDir(), "incident.txt")
@@ -123,7 +127,8 @@ func TestReplayRealJournal(t *testing.T) {
 		t.Fatalf("replay --scenario: exit %d\n%s%s", code, stdout, stderr)
 	}
 	text, _ := os.ReadFile(out)
-	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "> restart (store: leases " + l1.Lease, "demo/kv: adopted", "demo/kv: failure 1/3: crashed", "run demo/kv start #"} {
+	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "> restart (store: leases " + l1.Lease, "demo/kv: adopted", "demo/kv: failure 1/3: crashed", "run demo/kv start #",
+		"disable demo why: disabled through svcrun's API (svcrun disable)", "enable demo why: ", "disable demo why: svcrun is stopping (--stop-services-on-exit)"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the replayed scenario lacks %q:\n%s", want, text)
 		}

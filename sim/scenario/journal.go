@@ -101,6 +101,9 @@ type opRun struct {
 	start   time.Duration // virtual time
 	timeout time.Duration
 	args    []string
+	// running is whether the fake daemon ran when the op started: what
+	// the fake's op sees, whatever happens while it runs.
+	running bool
 }
 
 // script is what the scenario says of one op of one fake.
@@ -228,7 +231,7 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 			if c.calls[name] == nil {
 				c.calls[name] = map[protocol.Op]int{}
 			}
-			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout, args: f.Args}
+			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout, args: f.Args, running: c.running[name]}
 			c.calls[name][f.Op]++
 			c.setDuration(name, f.Op, c.calls[name][f.Op]-1, -1, "")
 		case engine.Kill:
@@ -393,8 +396,12 @@ func storeIDs(st engine.State) string {
 // reload is a configuration reload: one module enabled, disabled,
 // removed or given a new manifest, as the scenario's inputs say it.
 func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload) error {
+	why := ""
 	if r.Reason != "" {
-		return unsayable(l, "a module set changed for a reason of its own (%q): the scenario language says only configuration reloads", r.Reason)
+		if strings.Join(strings.Fields(stripComment(r.Reason)), " ") != r.Reason {
+			return unsayable(l, "the reload's reason %q: a scenario's reason is words separated by single spaces, without #", r.Reason)
+		}
+		why = " why: " + r.Reason
 	}
 	known := map[string]bool{}
 	for _, m := range c.boot0 {
@@ -432,21 +439,27 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 			changes = append(changes, "remove "+m.Module.Name)
 		}
 	}
-	switch len(changes) {
-	case 0:
+	allOff := len(r.Modules) == len(c.mods) && !slices.ContainsFunc(r.Modules, func(m engine.ModuleSpec) bool { return m.Enabled })
+	switch {
+	case len(changes) > 1 && allOff && !slices.ContainsFunc(changes, func(ch string) bool { return !strings.HasPrefix(ch, "disable ") }):
+		// svcrun stopping with --stop-services-on-exit.
+		changes = []string{"disable-all"}
+	case len(changes) == 0:
 		// A reload that changed nothing: enabling an enabled module says it.
 		if len(r.Modules) == 0 {
 			return unsayable(l, "a reload without any module")
 		}
 		changes = []string{map[bool]string{true: "enable ", false: "disable "}[r.Modules[0].Enabled] + r.Modules[0].Module.Name}
-	case 1:
-	default:
-		return unsayable(l, "one reload changed %d modules (%s): each scenario input changes one", len(changes), strings.Join(changes, ", "))
+	case len(changes) > 1:
+		return unsayable(l, "one reload changed %d modules (%s): each scenario input changes one, or disables all", len(changes), strings.Join(changes, ", "))
+	}
+	if why != "" && (strings.HasPrefix(changes[0], "remove ") || strings.HasPrefix(changes[0], "reload ")) {
+		return unsayable(l, "a %s with a reason of its own (%q): only enable, disable and disable-all say one", strings.Fields(changes[0])[0], r.Reason)
 	}
 	if len(r.Modules) > 0 && !sameOrder(r.Modules, c.boot0) {
 		return unsayable(l, "the reload lists the modules in another order than the boot: a scenario keeps the boot's order")
 	}
-	c.input(at, "%s", changes[0])
+	c.input(at, "%s%s", changes[0], why)
 	c.mods = r.Modules
 	return nil
 }
@@ -596,15 +609,23 @@ func (c *converter) done(l sim.JournalLine, at time.Duration, d engine.OpDone) (
 	if out == fakes.OK && (run.op == protocol.OpStart || run.op == protocol.OpStop) && o.Result.OpResult == nil {
 		return 0, unsayable(l, "a %s op succeeded without a result", run.op)
 	}
-	// What the fake's op does to its daemon, as it will in the scenario.
+	// What the fake's op does to its daemon, as it will in the scenario
+	// (when it starts: a container that emptied since has the last word).
 	switch {
 	case run.op == protocol.OpStart && (out == fakes.OK || out == fakes.Timeout):
-		c.running[name] = true
+		c.running[name] = !c.emptiedSince(name, run)
 	case run.op == protocol.OpStop && (out == fakes.OK || out == fakes.Escalated):
 		c.running[name] = false
 	}
 	c.setDuration(name, run.op, run.call, at-run.start, out)
 	return at, nil
+}
+
+// emptiedSince says whether the service's container emptied while the op
+// ran.
+func (c *converter) emptiedSince(name string, run opRun) bool {
+	at, ok := c.emptiedAt[name]
+	return ok && at > run.start
 }
 
 // before is just before an op started: where a change of a fake goes so
@@ -615,7 +636,7 @@ func before(run opRun) time.Duration { return run.start - time.Nanosecond }
 // found it: a daemon that died silently, or was started by hand.
 func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 	name := run.target.String()
-	if c.running[name] == running {
+	if run.running == running {
 		return nil
 	}
 	if at, ok := c.emptiedAt[name]; ok && at == run.start {
@@ -625,7 +646,11 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 		// steps says whether that matters.
 		return nil
 	}
-	c.running[name] = running
+	// The fake is made so from just before the op; unless its container
+	// emptied since, that is how it still is.
+	if !c.emptiedSince(name, run) {
+		c.running[name] = running
+	}
 	if run.start == 0 && c.calls[name][protocol.OpStart] == 0 && running {
 		c.runHead[name] = true // found running at the first boot
 		return nil

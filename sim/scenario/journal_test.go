@@ -61,7 +61,11 @@ func TestFromJournalRoundTrip(t *testing.T) {
 			"stored lease l1 attempt=a1 cap=kv pool=slots:1 admitted=-", "stored service db/kv failures=2 backoff_until=-36s reason: crashed: its process container emptied", "behaviour db/kv running",
 			"(store: leases l1, l2; services db/cache failures=1, db/kv failures=2)", "db/kv: adopted",
 		}},
-		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache", "behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)"}},
+		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache", "behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)",
+			"disable db why: disabled through svcrun's API (svcrun disable)", "enable db why: enabled", "disable-all why: svcrun is stopping (--stop-services-on-exit)", "at 1m2.5s emptied db/kv"},
+			// The stop found the daemon running: as the fake does, since it
+			// ran when the stop started.
+			not: []string{"owner-start"}},
 		{name: "window", win: JournalWindow{From: 10 * time.Second, Service: "db/kv"},
 			want: []string{"window from=10s service=db/kv", "line(s) before this one not shown", "emptied db/kv"},
 			not:  []string{"admitted l2", "run db/cache", "acquire l1"}},

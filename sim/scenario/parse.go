@@ -78,6 +78,7 @@ type Input struct {
 	object    fakes.Object   // object
 	createdAt *time.Duration // object: created= (nil: the input's time)
 	behaviour []kv           // behaviour
+	why       string         // enable, disable, disable-all: the reload's reason
 }
 
 type behaviourLine struct {
@@ -383,7 +384,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseOwner(&in, args)
 	case "reset":
 		err = p.parseReset(&in, args)
-	case "enable", "disable", "remove":
+	case "enable", "disable", "remove", "disable-all":
 		err = p.parseModuleSwitch(&in, args)
 	case "reload":
 		err = p.parseReload(&in, args)
@@ -400,7 +401,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }

@@ -172,7 +172,7 @@ func (pl *player) play(in *Input) error {
 		return pl.playBehaviour(in)
 	case "restart":
 		return pl.playRestart(in)
-	case "enable", "disable", "remove":
+	case "enable", "disable", "remove", "disable-all":
 		return pl.playModuleSwitch(in)
 	case "reload":
 		return pl.playReload(in)

@@ -145,6 +145,9 @@ func TestScenarioErrors(t *testing.T) {
 		{"stored service unknown", base + "stored service db/zz failures=1\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
 		{"stored service key", base + "stored service db/kv colour=red\nrun 1s\n", "x.txt:9: stored service db/kv: unknown argument \"colour\""},
 		{"stored what", base + "stored probe db/kv\nrun 1s\n", "x.txt:9: usage: stored lease ID"},
+		{"why without reason", base + "at 1s disable db why:\nrun 1s\n", "x.txt:9: disable: why: needs the reason after it"},
+		{"remove with why", base + "at 1s remove db why: gone\nrun 1s\n", "x.txt:9: usage: at T remove MODULE"},
+		{"disable-all module", base + "at 1s disable-all db\nrun 1s\n", "x.txt:9: usage: at T disable-all [why: TEXT]"},
 		{"stored in timeline", base + "at 1s reap\nstored service db/kv failures=1\nrun 1s\n", "x.txt:10: `stored` says what the store held"},
 	}
 	for _, c := range cases {
