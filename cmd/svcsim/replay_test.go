@@ -27,7 +27,7 @@ func TestReplayArguments(t *testing.T) {
 		{"bad from", []string{"replay", dir, "--scenario", out, "--from", "soon"}, 2, "neither an offset"},
 		{"to before from", []string{"replay", dir, "--scenario", out, "--from", "3s", "--to", "2s"}, 2, "is before --from"},
 		{"window without scenario", []string{"replay", dir, "--from", "2s"}, 2, "choose the window of a --scenario"},
-		{"unknown service", []string{"replay", dir, "--scenario", out, "--service", "demo/nope"}, 1, `no service "demo/nope"`},
+		{"unknown service", []string{"replay", dir, "--scenario", out, "--service", "demo/nope"}, 1, "--service demo/nope: no such service in the journal's modules; they have: demo/kv"},
 		{"no journal", []string{"replay", t.TempDir()}, 1, "no journal.jsonl nor journal-*.jsonl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -60,11 +60,14 @@ func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]
 		}
 		last = l
 	}
+	if win.Service != "" && !slices.Contains(c.serviceNames(), win.Service) {
+		return nil, fmt.Errorf("--service %s: no such service in the journal's modules; they have: %s", win.Service, strings.Join(c.serviceNames(), ", "))
+	}
 	until := c.now
 	if win.To > 0 {
 		until = max(until, win.To)
 	}
-	text, err := c.write(command, lines[first], last, skipped(lines[:first]), win, until)
+	text, err := c.write(command, lines[first], last, first, win, until)
 	if err != nil {
 		return nil, err
 	}
@@ -76,12 +79,18 @@ func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]
 		return nil, err
 	}
 	var got []engine.JournalEntry
+	var stepErr error
 	sc.onStep = func(now time.Time, ev engine.Event, effects []engine.Effect) {
-		if j, err := engine.NewJournalEntry(now, ev, effects); err == nil {
-			got = append(got, j)
+		j, err := engine.NewJournalEntry(now, ev, effects)
+		if err != nil && stepErr == nil {
+			stepErr = err
 		}
+		got = append(got, j)
 	}
 	res, err := sc.Run()
+	if err == nil {
+		err = stepErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("the replayed scenario fails: %w", err)
 	}
@@ -91,7 +100,22 @@ func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]
 	return sc.Rewritten(res.Trace()), nil
 }
 
-func skipped(before []sim.JournalLine) int { return len(before) }
+// serviceNames are the services of the scenario's modules, at the boot
+// and after its reloads.
+func (c *converter) serviceNames() []string {
+	var out []string
+	mods := slices.Clone(c.later)
+	for _, m := range c.boot0 {
+		mods = append(mods, m.Module)
+	}
+	for _, m := range mods {
+		for _, s := range m.Services {
+			out = append(out, s.FullName())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // opRun is an op the engine started, as the scenario's fake will run it.
 type opRun struct {
