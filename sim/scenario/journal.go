@@ -51,11 +51,15 @@ func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]
 		return nil, err
 	}
 	last := lines[first]
-	for _, l := range lines[first+1:] {
+	for i, l := range lines[first+1:] {
 		if win.To > 0 && l.Entry.At.Sub(c.t0) > win.To {
 			break
 		}
-		if err := c.step(l); err != nil {
+		var next *sim.JournalLine
+		if j := first + 2 + i; j < len(lines) {
+			next = &lines[j]
+		}
+		if err := c.step(l, next); err != nil {
 			return nil, err
 		}
 		last = l
@@ -125,6 +129,8 @@ type opRun struct {
 	start   time.Duration // virtual time
 	timeout time.Duration
 	args    []string
+	step    int // the journal step that ran it
+	seq     int // its completion's place in the scheduling order
 	// running is whether the fake daemon ran when the op started: what
 	// the fake's op sees, whatever happens while it runs.
 	running bool
@@ -143,8 +149,16 @@ type fingerprintSays struct {
 	healthy bool
 }
 
+// ownedObject is an object a fake owns: its `object` input, and whether
+// it survives destroys without --force.
+type ownedObject struct {
+	input    int // in converter.inputs
+	stubborn bool
+}
+
 type timedInput struct {
 	at   time.Duration
+	seq  int // 2 * its step, and 2 * step - 1 for a change before that step
 	text string
 }
 
@@ -162,34 +176,53 @@ type converter struct {
 	now    time.Duration
 	timers map[engine.TimerKey]time.Duration
 	ops    map[engine.OpID]opRun
+	// sched numbers what the engine schedules, as the simulator's
+	// scheduler will; timerSeq is each pending timer's number; prev
+	// describes the last step taken.
+	sched    int
+	timerSeq map[engine.TimerKey]int
+	prev     stepInfo
+	// stepAt and stepInput are each step's virtual time and whether it
+	// is an input.
+	stepAt    []time.Duration
+	stepInput []bool
 
 	calls   map[string]map[protocol.Op]int
 	scripts map[string]map[protocol.Op]*script
 	running map[string]bool // the fake daemons, as the scenario leaves them
 	// emptiedAt is when each service's container last emptied.
 	emptiedAt map[string]time.Duration
-	fp        map[string]fingerprintSays
-	fpHead    map[string]fingerprintSays // before the timeline
-	runHead   map[string]bool            // `running` before the timeline
-	objects   map[string]map[string]bool
-	inputs    []timedInput
-	stored    []string          // `stored` lines: the store at the boot
-	want      []sim.JournalLine // the steps the scenario must reproduce
+	// looked says which daemons an op has looked at.
+	looked map[string]bool
+	// lost are the starts and stops a restart lost, by service, until
+	// an op looks at the daemon again.
+	lost    map[string]opRun
+	fp      map[string]fingerprintSays
+	fpHead  map[string]fingerprintSays // before the timeline
+	runHead map[string]bool            // `running` before the timeline
+	objects map[string]map[string]*ownedObject
+	inputs  []timedInput
+	stored  []string          // `stored` lines: the store at the boot
+	want    []sim.JournalLine // the steps the scenario must reproduce
 }
 
 func newConverter(boot sim.JournalLine) *converter {
 	return &converter{
 		t0:        boot.Entry.At,
 		timers:    map[engine.TimerKey]time.Duration{},
+		timerSeq:  map[engine.TimerKey]int{},
+		prev:      stepInfo{input: true},
 		ops:       map[engine.OpID]opRun{},
 		calls:     map[string]map[protocol.Op]int{},
 		scripts:   map[string]map[protocol.Op]*script{},
 		running:   map[string]bool{},
 		emptiedAt: map[string]time.Duration{},
+		lost:      map[string]opRun{},
+		looked:    map[string]bool{},
 		fp:        map[string]fingerprintSays{},
 		fpHead:    map[string]fingerprintSays{},
 		runHead:   map[string]bool{},
-		objects:   map[string]map[string]bool{},
+		objects:   map[string]map[string]*ownedObject{},
 	}
 }
 
@@ -247,7 +280,9 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	for _, f := range effects {
 		switch f := f.(type) {
 		case engine.SetTimer:
+			c.sched++
 			c.timers[f.Key] = f.At.Sub(sim.Epoch)
+			c.timerSeq[f.Key] = c.sched
 		case engine.CancelTimer:
 			delete(c.timers, f.Key)
 		case engine.RunOp:
@@ -255,7 +290,8 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 			if c.calls[name] == nil {
 				c.calls[name] = map[protocol.Op]int{}
 			}
-			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout, args: f.Args, running: c.running[name]}
+			c.sched++
+			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout, args: f.Args, step: len(c.want), seq: c.sched, running: c.running[name]}
 			c.calls[name][f.Op]++
 			c.setDuration(name, f.Op, c.calls[name][f.Op]-1, -1, "")
 		case engine.Kill:
@@ -271,6 +307,9 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	}
 	c.now = at
 	c.want = append(c.want, l)
+	_, done := ev.(engine.OpDone)
+	_, fire := ev.(engine.Fire)
+	c.stepAt, c.stepInput = append(c.stepAt, at), append(c.stepInput, !done && !fire)
 	return nil
 }
 
@@ -295,16 +334,67 @@ func (c *converter) setDuration(name string, op protocol.Op, n int, d time.Durat
 }
 
 func (c *converter) input(at time.Duration, format string, args ...any) {
-	c.inputs = append(c.inputs, timedInput{at: at, text: fmt.Sprintf(format, args...)})
+	c.inputs = append(c.inputs, timedInput{at: at, seq: 2 * len(c.want), text: fmt.Sprintf(format, args...)})
+}
+
+// stepInfo is what the simulator's order of a step at an instant depends
+// on. At one instant it runs the events due (timers and op completions) in
+// the order they were scheduled, then the inputs, each followed by what it
+// scheduled for that instant. The converter numbers what its engine
+// schedules (RunOp and SetTimer effects, in order) as the simulator's
+// scheduler will.
+type stepInfo struct {
+	index int // in the journal, from the boot
+	input bool
+	done  bool
+	fire  bool
+	// A completion: the step that ran the op; a completion or a fire:
+	// its place in the scheduling order.
+	opStep int
+	seq    int
+}
+
+// info describes journal line l, the next step.
+func (c *converter) info(l sim.JournalLine) stepInfo {
+	in := stepInfo{index: len(c.want)}
+	switch e := l.Event.(type) {
+	case engine.Fire:
+		in.fire, in.seq = true, c.timerSeq[e.Timer]
+	case engine.OpDone:
+		run := c.ops[e.ID]
+		in.done, in.opStep, in.seq = true, run.step, run.seq
+	default:
+		in.input = true
+	}
+	return in
+}
+
+func nextDone(next *sim.JournalLine) (engine.OpDone, bool) {
+	if next == nil {
+		return engine.OpDone{}, false
+	}
+	d, ok := next.Event.(engine.OpDone)
+	return d, ok
+}
+
+// scheduledBefore says whether completion e, at the instant of step p,
+// would run before p: against the journal's order.
+func scheduledBefore(e, p stepInfo) bool {
+	if p.input {
+		return e.opStep < p.index // due before the input is played
+	}
+	return e.seq < p.seq
 }
 
 // when is the virtual time of a step. A timer fires at its time in the
 // simulator, while svcrun's came a little late (more on a loaded host);
-// any other step keeps its time from the boot, unless a timer that fired
-// after it in production is due by then: the step then goes halfway
-// between the step before it and that timer, which leaves room for the
-// next steps that came before the timer too.
-func (c *converter) when(l sim.JournalLine) (time.Duration, error) {
+// any other step keeps its time from the boot (an op lasts what it
+// lasted), unless a timer that fired after it in production would fire
+// first: the step then goes halfway between the step before it and that
+// timer, which leaves room for the next steps that came before the timer
+// too. A completion that the simulator would run before the step before
+// it at the same instant comes a nanosecond later.
+func (c *converter) when(l sim.JournalLine, in stepInfo, next *sim.JournalLine) (time.Duration, error) {
 	if f, ok := l.Event.(engine.Fire); ok {
 		at, set := c.timers[f.Timer]
 		if !set {
@@ -312,28 +402,50 @@ func (c *converter) when(l sim.JournalLine) (time.Duration, error) {
 		}
 		return max(at, c.now), nil
 	}
-	at := max(l.Entry.At.Sub(c.t0), c.now+time.Nanosecond)
-	first, due := engine.TimerKey{}, time.Duration(-1)
-	for k, t := range c.timers {
-		if due < 0 || t < due || t == due && k.Slot < first.Slot {
-			first, due = k, t
+	lo := c.now
+	if in.done && scheduledBefore(in, c.prev) {
+		lo += time.Nanosecond
+	}
+	at := max(l.Entry.At.Sub(c.t0), lo)
+	// An input followed at its instant by the completion of an op already
+	// running would come after that completion in the simulator: it goes a
+	// nanosecond earlier, rather than the completion later (which would
+	// move every timer set from it).
+	if d, ok := nextDone(next); ok && in.input && next.Entry.At.Equal(l.Entry.At) && at-time.Nanosecond >= lo {
+		if run, running := c.ops[d.ID]; running && run.step < in.index {
+			at -= time.Nanosecond
 		}
 	}
-	if due >= 0 && due <= at {
-		at = c.now + (due-c.now)/2
-		if at <= c.now {
-			return 0, unsayable(l, "the timer %s %s, due at %v, fired only after this step in production; the simulator fires timers on time, and has no room to put this step before it", first.Kind, first.Subject, due)
+	// The step must come before every pending timer: strictly, unless it
+	// is a completion scheduled before the timer.
+	var first engine.TimerKey
+	bound := time.Duration(-1)
+	for k, t := range c.timers {
+		limit := t
+		if in.done && in.seq < c.timerSeq[k] {
+			limit = t + time.Nanosecond
 		}
+		if bound < 0 || limit < bound || limit == bound && k.Slot < first.Slot {
+			first, bound = k, limit
+		}
+	}
+	if bound >= 0 && at >= bound {
+		if bound <= lo {
+			return 0, unsayable(l, "the timer %s %s, due at %v, fired only after this step in production; the simulator fires timers on time, and has no room to put this step before it", first.Kind, first.Subject, c.timers[first])
+		}
+		at = lo + (bound-lo)/2
 	}
 	return at, nil
 }
 
 // step takes one journal line after the first boot.
-func (c *converter) step(l sim.JournalLine) error {
-	at, err := c.when(l)
+func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
+	in := c.info(l)
+	at, err := c.when(l, in, next)
 	if err != nil {
 		return err
 	}
+	defer func() { c.prev = in }()
 	ev := l.Event
 	switch e := ev.(type) {
 	case engine.Boot:
@@ -399,7 +511,22 @@ func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) 
 	c.input(at, "restart")
 	c.eng = engine.New()
 	clear(c.timers)
-	clear(c.ops) // their completions are lost with the old svcrun
+	// The ops in flight are lost with the old svcrun: their completions
+	// never come (they last past the end). How a lost start or stop
+	// ended, the next look at its daemon tells; until then it counts as
+	// ok.
+	for _, run := range c.ops {
+		name := run.target.String()
+		switch run.op {
+		case protocol.OpStart:
+			c.running[name] = !c.emptiedSince(name, run)
+			c.lost[name] = run
+		case protocol.OpStop:
+			c.running[name] = false
+			c.lost[name] = run
+		}
+	}
+	clear(c.ops)
 	return c.run(l, at, engine.Boot{Config: c.cfg, Modules: c.mods, State: c.store.State()})
 }
 
@@ -647,19 +774,59 @@ func (c *converter) done(l sim.JournalLine, at time.Duration, d engine.OpDone) (
 
 // emptiedSince says whether the service's container emptied while the op
 // ran.
+// untouched says whether nothing before op run could have changed the
+// fake daemon: no start or stop ran on it, its container never emptied,
+// and no op looked at it. Its state then is the one it began with.
+func (c *converter) untouched(name string, run opRun) bool {
+	_, emptied := c.emptiedAt[name]
+	return !emptied && !c.looked[name] && c.calls[name][protocol.OpStart] == 0 && c.calls[name][protocol.OpStop] == 0
+}
+
 func (c *converter) emptiedSince(name string, run opRun) bool {
 	at, ok := c.emptiedAt[name]
 	return ok && at > run.start
 }
 
-// before is just before an op started: where a change of a fake goes so
-// that the op sees it.
-func before(run opRun) time.Duration { return run.start - time.Nanosecond }
+// change is an input that changes a fake as late as it can before the
+// step that ran op run, so that the op sees it and the ops before it do
+// not. An input is played only between the inputs of an instant, after
+// all it caused: before the input that led to that step (the step itself,
+// or the last input of its instant before it), or else just before the
+// instant.
+func (c *converter) change(l sim.JournalLine, run opRun, format string, args ...any) error {
+	text := fmt.Sprintf(format, args...)
+	k := run.step
+	at := c.stepAt[k]
+	j := k
+	for j > 0 && !c.stepInput[j] && c.stepAt[j-1] == at {
+		j--
+	}
+	if !c.stepInput[j] {
+		at -= time.Nanosecond
+	}
+	if j == 0 || at < 0 {
+		return unsayable(l, "%s would have to happen before svcrun's boot", text)
+	}
+	c.inputs = append(c.inputs, timedInput{at: at, seq: 2*j - 1, text: text})
+	return nil
+}
 
 // observe makes the fake daemon running or not when the op ran, as the op
 // found it: a daemon that died silently, or was started by hand.
 func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 	name := run.target.String()
+	defer func() { c.looked[name] = true }()
+	if lost, ok := c.lost[name]; ok {
+		// A start or stop lost in a restart ended so that its daemon is
+		// as this op finds it.
+		delete(c.lost, name)
+		started := lost.op == protocol.OpStart
+		if c.running[name] != running && !c.emptiedSince(name, lost) {
+			c.setDuration(name, lost.op, lost.call, -1, map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
+			c.running[name] = running
+			return nil
+		}
+	}
 	if run.running == running {
 		return nil
 	}
@@ -675,15 +842,11 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 	if !c.emptiedSince(name, run) {
 		c.running[name] = running
 	}
-	if run.start == 0 && c.calls[name][protocol.OpStart] == 0 && running {
-		c.runHead[name] = true // found running at the first boot
+	if running && c.untouched(name, run) {
+		c.runHead[name] = true // running from before svcrun's boot
 		return nil
 	}
-	if before(run) < 0 {
-		return unsayable(l, "%s was found %s at the boot", name, map[bool]string{true: "running", false: "not running"}[running])
-	}
-	c.input(before(run), "%s %s", map[bool]string{true: "owner-start", false: "owner-stop"}[running], name)
-	return nil
+	return c.change(l, run, "%s %s", map[bool]string{true: "owner-start", false: "owner-stop"}[running], name)
 }
 
 // result maps a successful op's result to the fake's outcome.
@@ -713,11 +876,12 @@ func (c *converter) result(l sim.JournalLine, run opRun, r protocol.Result) (fak
 		prev, seen := c.fp[name]
 		c.fp[name] = says
 		switch {
-		case !seen && run.start == 0:
+		case !seen:
 			c.fpHead[name] = says
-		case !seen && says.isDefault():
-		case !seen || !reflect.DeepEqual(prev, says):
-			c.input(before(run), "behaviour %s %s", name, says.args())
+		case !reflect.DeepEqual(prev, says):
+			if err := c.change(l, run, "behaviour %s %s", name, says.args()); err != nil {
+				return "", err
+			}
 		}
 		return fakes.OK, nil
 	case protocol.OpStart:
@@ -761,10 +925,22 @@ func (c *converter) result(l sim.JournalLine, run opRun, r protocol.Result) (fak
 			return "", unsayable(l, "a destroy op without its result or its object")
 		}
 		name, id := run.target.String(), run.args[0]
-		if !r.OpResult.Changed && c.objects[name][id] {
-			return "", unsayable(l, "object %s of %s survived its destroy: the scenario language says that only as `stubborn` when the object appears", id, name)
+		force := slices.Contains(run.args[1:], "--force")
+		o := c.objects[name][id]
+		switch {
+		case o == nil:
+		case r.OpResult.Changed && !force && o.stubborn:
+			return "", unsayable(l, "object %s of %s went with a destroy without --force, after surviving one: a scenario's object is stubborn or not", id, name)
+		case r.OpResult.Changed:
+			delete(c.objects[name], id)
+		case force:
+			return "", unsayable(l, "object %s of %s survived a destroy --force: the scenario language cannot say that", id, name)
+		case !o.stubborn:
+			// It survives destroys without --force: it was stubborn
+			// from the start.
+			o.stubborn = true
+			c.inputs[o.input].text += " stubborn"
 		}
-		delete(c.objects[name], id)
 		return fakes.OK, nil
 	}
 	return "", unsayable(l, "op %s: the scenario's fakes do not run it", run.op)
@@ -801,20 +977,22 @@ func (c *converter) owned(l sim.JournalLine, run opRun, list *protocol.OwnedList
 		return unsayable(l, "a list_owned op without its list")
 	}
 	if c.objects[name] == nil {
-		c.objects[name] = map[string]bool{}
+		c.objects[name] = map[string]*ownedObject{}
 	}
 	listed := map[string]bool{}
 	for _, o := range list.Objects {
 		listed[o.ID] = true
-		if c.objects[name][o.ID] {
+		if c.objects[name][o.ID] != nil {
 			continue
 		}
 		text, err := objectText(name, o, c.t0)
 		if err != nil {
 			return unsayable(l, "%v", err)
 		}
-		c.objects[name][o.ID] = true
-		c.input(before(run), "%s", text)
+		c.objects[name][o.ID] = &ownedObject{input: len(c.inputs)}
+		if err := c.change(l, run, "%s", text); err != nil {
+			return err
+		}
 	}
 	for id := range c.objects[name] {
 		if !listed[id] {
@@ -941,7 +1119,10 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 		}
 		b.WriteString("\n\n")
 	}
-	sort.SliceStable(c.inputs, func(i, j int) bool { return c.inputs[i].at < c.inputs[j].at })
+	sort.SliceStable(c.inputs, func(i, j int) bool {
+		a, b := c.inputs[i], c.inputs[j]
+		return a.at < b.at || a.at == b.at && a.seq < b.seq
+	})
 	for _, in := range c.inputs {
 		fmt.Fprintf(&b, "at %v %s\n", in.at, in.text)
 	}

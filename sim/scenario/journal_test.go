@@ -20,6 +20,13 @@ func journalOf(t *testing.T, file string) []sim.JournalLine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return recordJournal(t, sc)
+}
+
+// recordJournal runs a scenario and keeps its steps as svcrun's journal
+// would.
+func recordJournal(t *testing.T, sc *Scenario) []sim.JournalLine {
+	t.Helper()
 	var lines []sim.JournalLine
 	sc.onStep = func(now time.Time, ev engine.Event, effects []engine.Effect) {
 		j, err := engine.NewJournalEntry(now, ev, effects)
