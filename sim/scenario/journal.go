@@ -276,6 +276,16 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	if err != nil {
 		return unsayable(l, "%v", err)
 	}
+	// A journal the engine does not replay cannot become a scenario
+	// that does.
+	got, err := engine.NewJournalEntry(sim.Epoch.Add(at), ev, effects)
+	if err != nil {
+		return unsayable(l, "%v", err)
+	}
+	if want, have := timeless(l.Entry.Effects), timeless(got.Effects); !slices.Equal(want, have) {
+		return unsayable(l, "the engine decides otherwise than the journal recorded (svcsim replay JOURNAL shows where): the journal has\n    %s\nthe engine now\n    %s",
+			strings.Join(want, "\n    "), strings.Join(have, "\n    "))
+	}
 	var batch []engine.Effect
 	for _, f := range effects {
 		switch f := f.(type) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/sim"
 )
 
@@ -140,7 +141,7 @@ func TestFromJournalUnsayable(t *testing.T) {
 			i := firstDone(ls)
 			ls[i].Entry.Effects = append(ls[i].Entry.Effects, "kill db/kv")
 			return ls
-		}, line: "journal.jsonl:2 (op-done)", reason: "does not reproduce this step"},
+		}, line: "journal.jsonl:2 (op-done)", reason: "the engine decides otherwise than the journal recorded"},
 		{name: "stored reason", edit: func(ls []sim.JournalLine) []sim.JournalLine {
 			b := ls[0].Event.(engine.Boot)
 			b.State.Services = []engine.ServiceRecord{{Name: "db/kv", Failures: 2, Reason: "start failed: #3"}}
@@ -185,5 +186,46 @@ func TestFromJournalLateTimer(t *testing.T) {
 	}
 	if !strings.Contains(string(text), "at 6.5s renew zz\n") || !strings.Contains(string(text), "op=stop duration=500ms") {
 		t.Fatalf("the renew is not before the timer, or the stop does not end at its time:\n%s", text)
+	}
+}
+
+// TestFromJournalNotReproduced: a failed start's message, which the fakes
+// cannot give, ends in a rejection reason; the scenario, run before it is
+// written, does not reproduce that step, and says which.
+func TestFromJournalNotReproduced(t *testing.T) {
+	sc, err := ParseFile("testdata/tiny.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := engine.New()
+	var lines []sim.JournalLine
+	step := func(at time.Duration, ev engine.Event) engine.OpID {
+		effects := e.Step(sim.Epoch.Add(at), ev)
+		j, err := engine.NewJournalEntry(sim.Epoch.Add(at), ev, effects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, sim.JournalLine{File: "journal.jsonl", Line: len(lines) + 1, Entry: j, Event: ev})
+		for _, f := range effects {
+			if r, ok := f.(engine.RunOp); ok {
+				return r.ID
+			}
+		}
+		return 0
+	}
+	no := false
+	fp := step(0, engine.Boot{Config: sc.Config, Modules: []engine.ModuleSpec{{Module: sc.Modules[0].Module, Enabled: true}}})
+	step(time.Second, engine.OpDone{ID: fp, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Running: &no, Healthy: true}}}})
+	start := step(2*time.Second, engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	stop := step(3*time.Second, engine.OpDone{ID: start, Outcome: engine.Outcome{Failure: engine.FailOp, Message: "exit status 3: disk full"}})
+	step(3500*time.Millisecond, engine.OpDone{ID: stop, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpStop, OpResult: &protocol.OpResult{OK: true}}}})
+	step(3600*time.Millisecond, engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Capabilities: []string{"kv"}}})
+	if !strings.Contains(strings.Join(lines[5].Entry.Effects, " "), "disk full") {
+		t.Fatalf("the rejection of l2 does not say the failure: %v", lines[5].Entry.Effects)
+	}
+	_, err = FromJournal("svcsim replay", lines, JournalWindow{})
+	var u *Unsayable
+	if !errors.As(err, &u) || u.Where != "journal.jsonl:6 (acquire)" || !strings.Contains(u.Reason, "does not reproduce this step") || !strings.Contains(u.Reason, "exit status 1") {
+		t.Fatalf("got %v, want the acquire at line 6 not reproduced", err)
 	}
 }
