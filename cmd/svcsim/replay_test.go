@@ -60,6 +60,27 @@ func TestCommittedIncident(t *testing.T) {
 	}
 }
 
+// TestReplayTornLine: a line svcrun tore (a write that failed on a full
+// disk) is an error naming the file and the line, not a replay without it.
+func TestReplayTornLine(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "journal", "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[3] = lines[3][:len(lines[3])/2] + "\n"
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "journal.jsonl"), []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "journal.jsonl") + ":4: "
+	for _, args := range [][]string{{"replay", dir}, {"replay", dir, "--scenario", filepath.Join(dir, "out.txt")}} {
+		if code, _, stderr := run(t, args...); code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("%v: exit %d, want 1 naming %s\n%s", args, code, want, stderr)
+		}
+	}
+}
+
 // TestReplayRotatedInOrder: the rotated files of a journal directory come
 // before the live one, oldest first.
 func TestReplayRotatedInOrder(t *testing.T) {
