@@ -36,7 +36,11 @@ const (
 // OpScript is how one op of a service behaves.
 type OpScript struct {
 	Duration time.Duration `json:"duration,omitempty"`
-	Outcomes []Outcome     `json:"outcomes,omitempty"` // in turn; the last repeats; empty means ok
+	// Durations, when set, are the durations of the calls in turn (the
+	// last repeats), instead of Duration: a journal replayed as a
+	// scenario gives each op the time it took in production.
+	Durations []time.Duration `json:"durations,omitempty"`
+	Outcomes  []Outcome       `json:"outcomes,omitempty"` // in turn; the last repeats; empty means ok
 }
 
 // Object is an object a fake service owns.
@@ -210,6 +214,13 @@ func (b *Behaviour) script(op protocol.Op) OpScript {
 	return b.Ops[op]
 }
 
+func (s OpScript) duration(n int) time.Duration {
+	if len(s.Durations) == 0 {
+		return s.Duration
+	}
+	return s.Durations[min(n, len(s.Durations)-1)]
+}
+
 func (s OpScript) outcome(n int) Outcome {
 	if len(s.Outcomes) == 0 {
 		return OK
@@ -233,7 +244,7 @@ func (x *Executor) Run(op engine.RunOp) {
 		out = Hang // the daemon ignores SIGTERM: stop runs into its timeout
 	}
 	now := x.sched.Now()
-	d := sc.Duration
+	d := sc.duration(n)
 	var o engine.Outcome
 	switch out {
 	case Timeout, Hang:

@@ -12,9 +12,11 @@
 //     seed order (explorations share nothing, so a seed gives the same
 //     result alone or among others), and ShardSeeds splits a run's seeds;
 //   - Workload, the generated large-node benchmark;
-//   - Replay, which re-runs an svcrun event journal and reports divergence.
+//   - ReadJournal, which reads an svcrun event journal (a file, or the
+//     journal directory with its rotated files, oldest first), and Replay
+//     and ReplayLines, which re-run it and report divergence.
 //
 // It does not read or write scenario files: package sim/scenario owns the
 // scenario language and its traces, and builds on World. Nothing here
-// touches the clock, the network or the file system.
+// touches the clock or the network; only ReadJournal reads files.
 package sim

@@ -7,7 +7,10 @@
 //	svcsim explore --seeds N [--seed S]  random nodes and histories, every invariant checked
 //	               [--workers W] [--shard I/N]  on W cores; only shard I of N of the seeds
 //	svcsim bench                         the 10,000-service, 7-day workload; last line events/s N
-//	svcsim replay JOURNAL                re-run svcrun's event journal and report divergence
+//	svcsim replay JOURNAL                re-run svcrun's event journal (a file, or the directory
+//	                                     with its rotated files) and report divergence
+//	              --scenario OUT.txt     write it as a scenario with its expected trace instead
+//	              [--from T] [--to T] [--service MODULE/NAME]  only a window of it in the trace
 //
 // Exit codes: 0 success; 1 a scenario, exploration or replay failed; 2 the
 // command line is wrong.
@@ -27,7 +30,7 @@ var program = &cli.Program{
 		"test":    {Summary: "replay the scenarios of a directory against their expected traces", Run: runTest},
 		"explore": {Summary: "random nodes and histories from seeds, every invariant after every step", Run: runExplore},
 		"bench":   {Summary: "the generated 10,000-service, 7-day workload; prints events/s", Run: runBench},
-		"replay":  {Summary: "re-run an svcrun event journal through the engine and report divergence", Run: runReplay},
+		"replay":  {Summary: "re-run an svcrun event journal through the engine and report divergence (--scenario: write it as a scenario)", Run: runReplay},
 	},
 	Footer: "The scenario format: scenarios/README.md. Run 'svcsim <command> -h' for a command's flags.",
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/protocol"
@@ -65,7 +66,7 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 				return fmt.Errorf("%s= needs op= on the same line (op=start duration=2s outcomes=fail,ok)", a.Key)
 			}
 			if a.Key == "duration" {
-				script.Duration, err = parseDuration(a.Value)
+				err = parseDurations(script, a.Value)
 				break
 			}
 			script.Outcomes = nil
@@ -113,6 +114,25 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 	}
 	if script != nil {
 		b.Ops[op] = *script
+	}
+	return nil
+}
+
+// parseDurations reads `duration=D` (every call lasts D) or
+// `duration=D1,D2,...` (the calls in turn, the last repeating).
+func parseDurations(script *fakes.OpScript, v string) error {
+	list := strings.Split(v, ",")
+	ds := make([]time.Duration, len(list))
+	for i, x := range list {
+		d, err := parseDuration(x)
+		if err != nil {
+			return fmt.Errorf("%q: %v", x, err)
+		}
+		ds[i] = d
+	}
+	script.Duration, script.Durations = ds[0], nil
+	if len(ds) > 1 {
+		script.Durations = ds
 	}
 	return nil
 }

@@ -3,12 +3,15 @@
 // the line), runs it in a sim.World (Scenario.Run) into a trace of inputs,
 // events and effects (Result, Record), checks the trace against the
 // expected one below the ---- line and renders the difference (CheckFile;
-// the line diff lives here because only the check uses it), and writes an
-// exploration back as a scenario (Explored). Package sim/timeline draws a
-// Result as SVG.
+// the line diff lives here because only the check uses it), writes an
+// exploration back as a scenario (Explored), and turns svcrun's event
+// journal into a scenario that reproduces it step by step (FromJournal,
+// journal*.go; it lives here, not in package sim, because it writes and
+// runs scenarios). Package sim/timeline draws a Result as SVG.
 //
 // Each command of the language has one file: node.go, module.go,
-// behaviour.go, and one file per timeline input (acquire.go, crash.go, ...)
+// behaviour.go, stored.go, window.go, and one file per timeline input
+// (acquire.go, crash.go, emptied.go, ...)
 // holding its parsing and what it does to the world. parse.go holds the
 // file structure and what every command shares.
 //

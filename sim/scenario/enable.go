@@ -1,11 +1,35 @@
 package scenario
 
-import "github.com/oarbank/svcrun/engine"
+import (
+	"slices"
+	"strings"
+
+	"github.com/oarbank/svcrun/engine"
+)
 
 // parseModuleSwitch reads `enable`, `disable` and `remove MODULE`: a
-// configuration reload that changes one module.
+// configuration reload that changes one module; and `disable-all`, every
+// module disabled in one reload, as svcrun stopping with
+// --stop-services-on-exit does. `why: TEXT` at the end (not for remove)
+// gives the reload a reason of its own: `svcrun enable` and `svcrun
+// disable` say theirs, and the engine then neither says "configuration
+// reload" nor runs the probes again.
 func (p *parser) parseModuleSwitch(in *Input, args []string) error {
-	if err := p.nargs(in, args, 1, in.Name+" MODULE"); err != nil {
+	if i := slices.Index(args, "why:"); i >= 0 && in.Name != "remove" {
+		in.why = strings.Join(args[i+1:], " ")
+		args = args[:i]
+		if in.why == "" {
+			return lineError(p.file, in.Line, "%s: why: needs the reason after it", in.Name)
+		}
+	}
+	if in.Name == "disable-all" {
+		return p.nargs(in, args, 0, "disable-all [why: TEXT]")
+	}
+	usage := in.Name + " MODULE"
+	if in.Name != "remove" {
+		usage += " [why: TEXT]"
+	}
+	if err := p.nargs(in, args, 1, usage); err != nil {
 		return err
 	}
 	in.target = args[0]
@@ -16,11 +40,16 @@ func (p *parser) parseModuleSwitch(in *Input, args []string) error {
 // disabled or removed; a removed module comes back with either of the
 // first two.
 func (pl *player) playModuleSwitch(in *Input) error {
-	i := pl.sc.modNames[in.target]
-	if in.Name == "remove" {
-		pl.removed[i] = true
-	} else {
+	switch in.Name {
+	case "disable-all":
+		for i := range pl.enabled {
+			pl.enabled[i] = false
+		}
+	case "remove":
+		pl.removed[pl.sc.modNames[in.target]] = true
+	default:
+		i := pl.sc.modNames[in.target]
 		pl.enabled[i], pl.removed[i] = in.Name == "enable", false
 	}
-	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed)})
+	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed), Reason: in.why})
 }

@@ -33,12 +33,21 @@ type Scenario struct {
 	Inputs []Input
 	// Until is the virtual time (from Epoch) the scenario runs to.
 	Until time.Duration
+	// Window, when set, is the part of the run the trace shows.
+	Window *Window
+	// Stored is what the store holds at the start (PutLease and
+	// PutService effects), from `stored` lines.
+	Stored []engine.Effect
 
 	// Head is the file up to and including the separator line (one is
 	// added when the file has none); Expected is the text after it.
 	Head        []byte
 	Expected    string
 	HasExpected bool
+
+	// onStep, when set, sees every engine step of a run: a replayed
+	// journal is checked against it.
+	onStep func(now time.Time, ev engine.Event, effects []engine.Effect)
 
 	behaviours []behaviourLine  // before the timeline, in file order
 	names      map[string]bool  // services and probes, by full name
@@ -69,6 +78,7 @@ type Input struct {
 	object    fakes.Object   // object
 	createdAt *time.Duration // object: created= (nil: the input's time)
 	behaviour []kv           // behaviour
+	why       string         // enable, disable, disable-all: the reload's reason
 }
 
 type behaviourLine struct {
@@ -205,10 +215,24 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			}
 			sc.Until = until
 			seenRun = true
+		case "stored":
+			if seenAt {
+				return nil, lineError(file, n, "`stored` says what the store held at the start: it comes before the timeline")
+			}
+			if err := p.parseStored(n, fields[1:]); err != nil {
+				return nil, err
+			}
+		case "window":
+			if seenAt || p.windowLine > 0 {
+				return nil, lineError(file, n, "`window` comes once, before the timeline")
+			}
+			if err := p.parseWindow(n, fields[1:]); err != nil {
+				return nil, err
+			}
 		case "end":
 			return nil, lineError(file, n, "`end` without `module`")
 		default:
-			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, at TIME ..., run", fields[0])
+			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, stored, window, at TIME ..., run", fields[0])
 		}
 	}
 	if len(sc.Modules) == 0 {
@@ -235,6 +259,16 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			return nil, err
 		}
 	}
+	for _, st := range p.storedServices {
+		if err := p.knownService(st.line, st.name); err != nil {
+			return nil, err
+		}
+	}
+	if sc.Window != nil && sc.Window.Service != "" {
+		if err := p.knownService(p.windowLine, sc.Window.Service); err != nil {
+			return nil, err
+		}
+	}
 	return sc, nil
 }
 
@@ -252,6 +286,16 @@ type parser struct {
 	sc      *Scenario
 	file    string
 	reloads map[string]int // `reload` inputs checked so far, by module
+	// windowLine is the line of the `window` command (0: none).
+	windowLine int
+	// storedServices are the services of `stored service` lines, checked
+	// once every module is known.
+	storedServices []storedAt
+}
+
+type storedAt struct {
+	line int
+	name string
 }
 
 func parseKVs(args []string) []kv {
@@ -334,11 +378,13 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseRenew(&in, args)
 	case "crash":
 		err = p.parseCrash(&in, args)
+	case "emptied":
+		err = p.parseEmptied(&in, args)
 	case "owner-start", "owner-stop":
 		err = p.parseOwner(&in, args)
 	case "reset":
 		err = p.parseReset(&in, args)
-	case "enable", "disable", "remove":
+	case "enable", "disable", "remove", "disable-all":
 		err = p.parseModuleSwitch(&in, args)
 	case "reload":
 		err = p.parseReload(&in, args)
@@ -355,7 +401,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -372,7 +418,7 @@ func (p *parser) nargs(in *Input, args []string, n int, usage string) error {
 // known.
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
-	case "crash", "object", "reset":
+	case "crash", "emptied", "object", "reset", "owner-start", "owner-stop":
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)

@@ -95,8 +95,21 @@ func (sc *Scenario) Run() (*Result, error) {
 	res := &Result{Scenario: sc, Until: sc.Until}
 
 	w := sim.Build(sc.Config, specs, behaviours)
-	rec.add(Record{Kind: RecInput, Text: fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))})
+	boot := fmt.Sprintf("boot node %s (%s): modules %s", sc.Config.NodeID, sc.Config.Platform, strings.Join(names, ", "))
+	if len(sc.Stored) > 0 {
+		if err := w.Store.Apply(sc.Stored); err != nil {
+			return nil, lineError(sc.File, 1, "stored: %v", err)
+		}
+		boot += " (store: " + storeSummary(w.Store.State()) + ")"
+	}
+	rec.add(Record{Kind: RecInput, Text: boot})
 	w.Observe = rec.observe
+	if sc.onStep != nil {
+		w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
+			rec.observe(now, ev, effects)
+			sc.onStep(now, ev, effects)
+		}
+	}
 	steps := 0
 	w.Check = func(*sim.World) error {
 		if steps++; steps > maxSteps {
@@ -107,7 +120,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	w.Boot()
 	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, mods: mods, reloads: make([]int, len(mods)), enabled: enabled, removed: removed}
 	fail := func(err error) (*Result, error) {
-		res.Records = rec.records
+		res.Records = sc.Window.filter(rec.records)
 		return res, err
 	}
 	if err := pl.stopped(nil); err != nil {
@@ -127,7 +140,7 @@ func (sc *Scenario) Run() (*Result, error) {
 	if err := pl.stopped(nil); err != nil {
 		return fail(err)
 	}
-	res.Records = rec.records
+	res.Records = sc.Window.filter(rec.records)
 	return res, nil
 }
 
@@ -149,6 +162,8 @@ func (pl *player) play(in *Input) error {
 	switch in.Name {
 	case "crash":
 		return pl.playCrash(in)
+	case "emptied":
+		return pl.playEmptied(in)
 	case "owner-start", "owner-stop":
 		return pl.playOwner(in)
 	case "object":
@@ -157,7 +172,7 @@ func (pl *player) play(in *Input) error {
 		return pl.playBehaviour(in)
 	case "restart":
 		return pl.playRestart(in)
-	case "enable", "disable", "remove":
+	case "enable", "disable", "remove", "disable-all":
 		return pl.playModuleSwitch(in)
 	case "reload":
 		return pl.playReload(in)

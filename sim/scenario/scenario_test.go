@@ -135,6 +135,20 @@ func TestScenarioErrors(t *testing.T) {
 		{"twice", base + base + "run 1s\n", "x.txt:9: module \"db\" is embedded twice"},
 		{"reload without later", base + "at 1s reload db\nrun 1s\n", "x.txt:9: reload db: reload #1 of it, but only 0 `module later` block(s)"},
 		{"reload unknown module", base + "at 1s reload web\nrun 1s\n", "x.txt:9: no module \"web\""},
+		{"bad duration list", base + "behaviour db/kv op=start duration=1s,soon\nrun 1s\n", "x.txt:9: behaviour db/kv: duration=1s,soon: \"soon\": not a duration"},
+		{"emptied unknown", base + "at 1s emptied db/zz\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
+		{"window unknown key", base + "window until=3s\nrun 1s\n", "x.txt:9: window: unknown argument \"until\""},
+		{"window service", base + "window service=db/zz\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
+		{"window in timeline", base + "at 1s reap\nwindow from=1s\nrun 1s\n", "x.txt:10: `window` comes once, before the timeline"},
+		{"stored lease unadmitted", base + "stored lease l1 attempt=a1\nrun 1s\n", "x.txt:9: stored lease l1: admitted= is required"},
+		{"stored lease ttl alone", base + "stored lease l1 attempt=a1 admitted=-1s ttl=5s\nrun 1s\n", "x.txt:9: stored lease l1: ttl= and expires= go together"},
+		{"stored service unknown", base + "stored service db/zz failures=1\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
+		{"stored service key", base + "stored service db/kv colour=red\nrun 1s\n", "x.txt:9: stored service db/kv: unknown argument \"colour\""},
+		{"stored what", base + "stored probe db/kv\nrun 1s\n", "x.txt:9: usage: stored lease ID"},
+		{"why without reason", base + "at 1s disable db why:\nrun 1s\n", "x.txt:9: disable: why: needs the reason after it"},
+		{"remove with why", base + "at 1s remove db why: gone\nrun 1s\n", "x.txt:9: usage: at T remove MODULE"},
+		{"disable-all module", base + "at 1s disable-all db\nrun 1s\n", "x.txt:9: usage: at T disable-all [why: TEXT]"},
+		{"stored in timeline", base + "at 1s reap\nstored service db/kv failures=1\nrun 1s\n", "x.txt:10: `stored` says what the store held"},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.txt", []byte(c.text))

@@ -123,6 +123,9 @@ func writeModule(b *strings.Builder, m *manifest.Module) {
 	fmt.Fprintf(b, "[module]\nname = %q\nversion = %q\n", m.Name, m.Version)
 	for _, s := range m.Services {
 		fmt.Fprintf(b, "\n[[services]]\nname = %q\nexec = %s\nlifecycle = %q\n", s.Name, tomlList(s.Exec), s.Lifecycle)
+		if s.Platforms != nil {
+			fmt.Fprintf(b, "platforms = %s\n", tomlList(s.Platforms))
+		}
 		fmt.Fprintf(b, "idle_timeout_s = %v\nstart_timeout_s = %v\n", s.IdleTimeout.Seconds(), s.StartTimeout.Seconds())
 		if len(s.Pools) > 0 {
 			fmt.Fprintf(b, "pools = %s\n", tomlList(s.Pools))
@@ -137,6 +140,9 @@ func writeModule(b *strings.Builder, m *manifest.Module) {
 	}
 	for _, p := range m.Probes {
 		fmt.Fprintf(b, "\n[[probes]]\nname = %q\nexec = %s\nperiod_s = %v\n", p.Name, tomlList(p.Exec), p.Period.Seconds())
+		if p.Platforms != nil {
+			fmt.Fprintf(b, "platforms = %s\n", tomlList(p.Platforms))
+		}
 	}
 }
 

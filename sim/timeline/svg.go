@@ -1,11 +1,8 @@
 package timeline
 
 import (
-	"bytes"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +61,7 @@ type lane struct {
 	bands  []band
 	marks  []mark
 	refs   []refStep // services: refcount over time
+	ops    []opSpan  // services and probes: each op, run to done
 	cur    string
 	since  time.Duration
 	detail string // leases: what it asked for
@@ -72,6 +70,15 @@ type lane struct {
 type refStep struct {
 	at time.Duration
 	n  int
+}
+
+// opSpan is one op from its run to its done (or to the end, or to a
+// restart that lost it).
+type opSpan struct {
+	from, to time.Duration
+	op       protocol.Op
+	failed   string // the failure kind, "" when it succeeded
+	open     bool
 }
 
 func (l *lane) set(at time.Duration, st string) {
@@ -124,17 +131,25 @@ type timeline struct {
 	leaseSvc map[string][]string
 	modProbe map[string][]string // module -> its probes
 	until    time.Duration
+
+	openOps  map[engine.OpID]*lane // ops run and not done yet, by the lane they are on
+	res      resources
+	restarts []time.Duration // when svcrun restarted
 }
 
 func buildTimeline(res *scenario.Result) *timeline {
 	t := &timeline{
 		services: map[string]*svcTrack{}, probes: map[string]*lane{}, leases: map[string]*lane{},
 		leaseSvc: map[string][]string{}, modProbe: map[string][]string{}, until: res.Until,
+		openOps: map[engine.OpID]*lane{}, res: newResources(res.Scenario.Config.MemoryBudgetGB),
 	}
 	for _, m := range res.Scenario.Modules {
 		for _, s := range m.Module.Services {
 			n := s.FullName()
 			t.services[n] = &svcTrack{lane: &lane{name: n, kind: "service", cur: stUnknown}}
+			if s.ReservesHostMemory {
+				t.res.reserves[n] = true
+			}
 		}
 		for _, p := range m.Module.Probes {
 			n := m.Module.Name + "/" + p.Name
@@ -155,7 +170,36 @@ func buildTimeline(res *scenario.Result) *timeline {
 	for _, l := range t.leases {
 		l.finish(t.until)
 	}
+	t.endOps(t.until)
+	t.res.finish(t.until, t.services)
 	return t
+}
+
+// endOps ends the ops still open: at the end of the run, or at a restart
+// that lost them.
+func (t *timeline) endOps(at time.Duration) {
+	for id, l := range t.openOps {
+		if n := len(l.ops); n > 0 {
+			for i := n - 1; i >= 0; i-- {
+				if l.ops[i].open {
+					l.ops[i].to, l.ops[i].open = at, false
+					break
+				}
+			}
+		}
+		delete(t.openOps, id)
+	}
+}
+
+// opLane is the lane an op's target is drawn on.
+func (t *timeline) opLane(target engine.Target) *lane {
+	if target.Probe {
+		return t.probes[target.String()]
+	}
+	if s := t.services[target.String()]; s != nil {
+		return s.lane
+	}
+	return nil
 }
 
 func (t *timeline) record(r scenario.Record) {
@@ -173,6 +217,8 @@ func (t *timeline) record(r scenario.Record) {
 				s.set(r.At, stUnknown)
 				s.frozen = false
 			}
+			t.endOps(r.At)
+			t.restarts = append(t.restarts, r.At)
 		case "acquire":
 			a := r.Event.(engine.Acquire)
 			id := string(a.Lease)
@@ -188,14 +234,27 @@ func (t *timeline) record(r scenario.Record) {
 			}
 			t.leases[id] = l
 			l.set(r.At, stWaiting)
+			t.res.acquire(r.At, a)
 		}
 	case scenario.RecEvent:
 		switch ev := r.Event.(type) {
 		case engine.ContainerEmptied:
 			if s := t.services[ev.Service.String()]; s != nil {
-				s.marks = append(s.marks, mark{r.At, "crash", "process container emptied"})
+				s.marks = append(s.marks, mark{r.At, "crash", "crash: process container emptied"})
 			}
 		case engine.OpDone:
+			if l := t.openOps[ev.ID]; l != nil {
+				delete(t.openOps, ev.ID)
+				for i := len(l.ops) - 1; i >= 0; i-- {
+					if l.ops[i].open {
+						l.ops[i].to, l.ops[i].open, l.ops[i].failed = r.At, false, string(ev.Outcome.Failure)
+						break
+					}
+				}
+			}
+			if fp := ev.Outcome.Result.Fingerprint; fp != nil && ev.Outcome.Failure == engine.FailNone && !r.Op.Target.Probe {
+				t.res.fingerprint(r.At, r.Op.Target.String(), fp)
+			}
 			s := t.services[r.Op.Target.String()]
 			if s == nil || r.Op.Target.Probe {
 				return
@@ -220,6 +279,10 @@ func (t *timeline) record(r scenario.Record) {
 func (t *timeline) effect(r scenario.Record) {
 	switch f := r.Effect.(type) {
 	case engine.RunOp:
+		if l := t.opLane(f.Target); l != nil {
+			l.ops = append(l.ops, opSpan{from: r.At, op: f.Op, open: true})
+			t.openOps[f.ID] = l
+		}
 		s := t.services[f.Target.String()]
 		if s == nil || f.Target.Probe {
 			return
@@ -257,11 +320,13 @@ func (t *timeline) effect(r scenario.Record) {
 		if l := t.leases[id]; l != nil {
 			l.set(r.At, stHeld)
 		}
+		t.res.admitted(r.At, id)
 	case engine.Rejected:
 		if l := t.leases[string(f.Lease)]; l != nil && l.cur == stWaiting {
 			l.marks = append(l.marks, mark{r.At, "rejected", "rejected: " + f.Reason})
 			l.finish(r.At)
 		}
+		t.res.rejected(r.At, string(f.Lease), f.Reason)
 	case engine.Released, engine.Expired:
 		var id string
 		if x, ok := f.(engine.Released); ok {
@@ -280,6 +345,7 @@ func (t *timeline) effect(r scenario.Record) {
 		for _, n := range t.leaseSvc[id] {
 			t.ref(n, r.At, -1)
 		}
+		t.res.released(r.At, id)
 		delete(t.leaseSvc, id)
 		if l := t.leases[id]; l != nil {
 			l.finish(r.At)
@@ -332,6 +398,9 @@ func (t *timeline) note(at time.Duration, n engine.Note) {
 	switch {
 	case strings.HasPrefix(text, "starting"):
 		s.set(at, stStarting)
+		t.res.memoryWaitEnds(at, n.Subject)
+	case strings.HasPrefix(text, "waits for memory"):
+		t.res.memoryWait(at, n.Subject)
 	case text == "ready" || strings.HasPrefix(text, "ready (") || strings.HasPrefix(text, "running (manual)"):
 		if s.frozen {
 			s.set(at, stFrozen)
@@ -382,204 +451,18 @@ func (t *timeline) note(at time.Duration, n engine.Note) {
 	}
 }
 
-// SVG draws a run as an SVG timeline: a lane per service (its
-// state as coloured bands, failures and crashes as marks, its refcount as a
-// step line with numbers), a lane per probe, and a lane per lease (waiting,
-// then held). Hovering a mark shows its note.
-func SVG(res *scenario.Result) []byte {
-	t := buildTimeline(res)
-	const (
-		left   = 210.0
-		plotW  = 1000.0
-		right  = 30.0
-		top    = 56.0
-		laneH  = 26.0
-		bandH  = 18.0
-		legend = 64.0
-	)
-	until := t.until
-	if until <= 0 {
-		until = time.Second
-	}
-	x := func(d time.Duration) float64 { return left + plotW*float64(d)/float64(until) }
-
-	svcNames := slices.Sorted(maps.Keys(t.services))
-	prbNames := slices.Sorted(maps.Keys(t.probes))
-	type row struct {
-		l     *lane
-		group string
-	}
-	var rows []row
-	for _, n := range svcNames {
-		rows = append(rows, row{t.services[n].lane, "services"})
-	}
-	for _, n := range prbNames {
-		rows = append(rows, row{t.probes[n], "probes"})
-	}
-	for _, n := range t.order {
-		rows = append(rows, row{t.leases[n], "leases"})
-	}
-	height := top + laneH*float64(len(rows)) + 30 + legend
-	width := left + plotW + right
-
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="white"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(res.Scenario.File))
-	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">node %s, %d lane(s), 0 to %s of virtual time</text>`+"\n",
-		esc(res.Scenario.Config.NodeID), len(rows), shortDur(t.until))
-
-	// Time axis and grid.
-	step := tickStep(until)
-	axisY := top + laneH*float64(len(rows)) + 4
-	for d := time.Duration(0); d <= until; d += step {
-		xx := x(d)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e6e6e6"/>`+"\n", xx, top-4, xx, axisY)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", xx, axisY+14, shortDur(d))
-	}
-
-	group := ""
-	for i, r := range rows {
-		y := top + laneH*float64(i)
-		if r.group != group {
-			group = r.group
-			if i > 0 {
-				fmt.Fprintf(&b, `<line x1="0" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#999"/>`+"\n", y-1, width, y-1)
-			}
-		}
-		label := r.l.name
-		if r.l.kind == "lease" {
-			label = "lease " + label
-		}
-		title := label
-		if r.l.detail != "" {
-			title += ": " + r.l.detail
-		}
-		fmt.Fprintf(&b, `<text x="10" y="%.1f"><title>%s</title>%s</text>`+"\n", y+bandH/2+4, esc(title), esc(clip(label, 30)))
-		for _, bd := range r.l.bands {
-			x0, x1 := x(bd.from), x(bd.to)
-			w := max(x1-x0, 0.5)
-			fill := stateColour[bd.state]
-			extra := ""
-			if bd.state == stWaiting {
-				extra = ` stroke="#e69138" stroke-dasharray="3,2"`
-			}
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s %s..%s</title></rect>`+"\n",
-				x0, y, w, bandH, fill, extra, bd.state, shortDur(bd.from), shortDur(bd.to))
-			if w > float64(len(bd.state))*6+6 && bd.state != stStopped {
-				fg := "#222"
-				if bd.state == stUnhealthy || bd.state == stHeld {
-					fg = "white"
-				}
-				fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="9" fill="%s">%s</text>`+"\n", x0+3, y+bandH/2+3, fg, bd.state)
-			}
-		}
-		drawRefs(&b, r.l.refs, x, y, bandH, x(until))
-		for _, m := range r.l.marks {
-			drawMark(&b, m, x(m.at), y, bandH)
-		}
-	}
-
-	// Legend.
-	ly := axisY + 34
-	lx := 10.0
-	for _, st := range []string{stUnknown, stStopped, stStarting, stWaitingReady, stReady, stFrozen, stStopping, stBackoff, stUnhealthy, stWaiting, stHeld} {
-		name := st
-		switch st {
-		case stWaiting:
-			name = "lease waiting"
-		case stHeld:
-			name = "lease held"
-		}
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s" stroke="#999"/>`, lx, ly-10, stateColour[st])
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+16, ly, name)
-		lx += float64(len(name))*6.4 + 32
-	}
-	ly += 22
-	lx = 10
-	for _, m := range []struct{ kind, name string }{{"failure", "failure"}, {"crash", "crash"}, {"kill", "kill"}, {"unhealthy-fp", "reports unhealthy"}, {"reaped", "object reaped"}, {"rejected", "rejected"}, {"expired", "expired"}} {
-		drawMark(&b, mark{kind: m.kind}, lx+6, ly-13, bandH)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+16, ly, m.name)
-		lx += float64(len(m.name))*6.4 + 32
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#333">black step line and numbers: leases referencing the service</text>`+"\n", lx+10, ly)
-	b.WriteString("</svg>\n")
-	return b.Bytes()
-}
-
-func drawRefs(b *bytes.Buffer, refs []refStep, x func(time.Duration) float64, y, h, xEnd float64) {
-	if len(refs) == 0 {
-		return
-	}
-	base := y + h - 1
-	level := func(n int) float64 { return base - float64(min(n, 4))*3.5 }
-	var pts []string
-	n := 0
-	prevX := x(0)
-	pts = append(pts, fmt.Sprintf("%.1f,%.1f", prevX, level(0)))
-	for _, r := range refs {
-		xx := x(r.at)
-		pts = append(pts, fmt.Sprintf("%.1f,%.1f", xx, level(n)), fmt.Sprintf("%.1f,%.1f", xx, level(r.n)))
-		n = r.n
-	}
-	pts = append(pts, fmt.Sprintf("%.1f,%.1f", xEnd, level(n)))
-	fmt.Fprintf(b, `<polyline points="%s" fill="none" stroke="black" stroke-width="1"/>`+"\n", strings.Join(pts, " "))
-	lastX := -100.0
-	for _, r := range refs {
-		xx := x(r.at)
-		if xx-lastX < 10 {
-			continue // keep the numbers legible where changes crowd
-		}
-		lastX = xx
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="8" fill="black">%d</text>`+"\n", xx+1, y-1, r.n)
-	}
-}
-
-func drawMark(b *bytes.Buffer, m mark, xx, y, h float64) {
-	title := ""
-	if m.title != "" {
-		title = "<title>" + esc(strings.TrimSpace(scenario.FormatOffset(m.at))+" "+m.title) + "</title>"
-	}
-	switch m.kind {
-	case "failure":
-		fmt.Fprintf(b, `<path d="M%.1f,%.1f l-5,-7 h10 z" fill="#cc0000" stroke="white" stroke-width="0.5">%s</path>`+"\n", xx, y+8, title)
-	case "crash", "kill", "rejected":
-		colour := "#cc0000"
-		if m.kind == "kill" {
-			colour = "black"
-		}
-		fmt.Fprintf(b, `<g stroke="%s" stroke-width="2">%s<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`+"\n",
-			colour, title, xx-4, y+h/2-4, xx+4, y+h/2+4, xx-4, y+h/2+4, xx+4, y+h/2-4)
-	case "unhealthy-fp":
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="4" fill="#e69138" stroke="white">%s</circle>`+"\n", xx, y+h/2, title)
-	case "reaped":
-		fmt.Fprintf(b, `<path d="M%.1f,%.1f l4,5 l-4,5 l-4,-5 z" fill="#666">%s</path>`+"\n", xx, y+h/2-5, title)
-	case "expired":
-		fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#cc0000" stroke-width="2">%s</circle>`+"\n", xx, y+h/2, title)
-	}
-}
-
-// tickStep picks a round tick interval giving at most about 12 ticks.
-func tickStep(until time.Duration) time.Duration {
-	for _, s := range []time.Duration{
-		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
-		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
-		time.Hour, 2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
-	} {
-		if until/s <= 12 {
-			return s
-		}
-	}
-	return until / 12
-}
-
-// shortDur renders a duration without zero units: 90s is "1m30s", 2h is
-// "2h".
+// shortDur renders a duration for people: to 4 significant digits (a
+// replayed journal's times have nanoseconds), without zero units: 90s is
+// "1m30s", 2h is "2h".
 func shortDur(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
-	s := d.String()
+	unit := time.Duration(1)
+	for x := d.Abs(); x >= 10_000; x /= 10 {
+		unit *= 10
+	}
+	s := d.Round(unit).String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")
 	}
