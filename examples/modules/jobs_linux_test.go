@@ -256,3 +256,16 @@ func TestJDKJob(t *testing.T) {
 		})
 	}
 }
+
+// TestDemoJob: demo/job.sh finds the demo's objects directory in the
+// services file and makes a labelled object there, which reap removes once
+// its attempt has ended. As root only: the job runs as root, and its
+// object would be root's, which a run_as op could not remove.
+func TestDemoJob(t *testing.T) {
+	n := newNode(t, "demo", "demo", mode{"root+best_effort", "best_effort", ""}, "slots = 2")
+	runJob(t, n, "demo", job{
+		capability: "kv",
+		svc:        "kv",
+		object:     func(a string) string { return "job-" + a },
+	})
+}
