@@ -17,8 +17,8 @@ import (
 
 // serve runs a real `svcrun serve` of the node until the test ends, when
 // it is stopped with the services it started. Its only reap rounds are
-// the one it runs as it starts and those the test asks for: a round of its
-// own could destroy a job's object before the test has seen it.
+// those the test asks for: a periodic round could destroy a job's object
+// before the test has seen it.
 func (n *node) serve(t *testing.T) {
 	t.Helper()
 	cfg, err := os.ReadFile(n.cfg)
@@ -122,7 +122,8 @@ type job struct {
 // and once the lease has ended `svcrun reap` destroys it.
 func runJob(t *testing.T, n *node, bundle string, j job) {
 	n.serve(t)
-	// The round svcrun runs as it starts is over when this returns.
+	// A round already under way when svcrun started is over when this
+	// returns.
 	n.svcrun(t, "reap", "--config", n.cfg)
 	script, err := filepath.Abs(filepath.Join(bundle, "job.sh"))
 	if err != nil {
