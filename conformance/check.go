@@ -41,6 +41,9 @@ type Config struct {
 	// Logger gets what the executor does on its own (a stop's leftovers
 	// killed); nil discards it.
 	Logger *slog.Logger
+	// Job, when set, is run by each service's list-owned-labels while the
+	// service runs, so that there are objects to list and destroy.
+	Job JobRunner
 }
 
 // ErrUnknownName is wrapped by the error of a name that is no service or
@@ -75,7 +78,7 @@ func Check(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("check module %s: %w", cfg.Module.Manifest.Name, err)
 	}
-	s := &session{ctx: ctx, x: x, node: cfg.Node, mod: cfg.Module.Manifest}
+	s := &session{ctx: ctx, x: x, node: cfg.Node, mod: cfg.Module.Manifest, job: cfg.Job}
 	rep := &Report{Module: s.mod.Name, DataDir: cfg.Node.ModuleDataDir(s.mod.Name), SandboxMissing: []string{}}
 	if plan, err := sandbox.PlanFor(cfg.Node, cfg.Module); err == nil {
 		for _, l := range plan.Missing {
@@ -178,6 +181,7 @@ type session struct {
 	x    *executor.Executor
 	node *nodeconfig.Config
 	mod  *manifest.Module
+	job  JobRunner
 	ids  engine.OpID
 }
 

@@ -81,6 +81,7 @@ type run struct {
 	check   string
 	ops     []OpRun
 	started bool // a start ran: the service is stopped afterwards
+	job     *JobRun
 }
 
 // op runs an op and keeps its evidence.
@@ -331,10 +332,26 @@ func checkFingerprintRunning(c *run) verdict {
 }
 
 // checkLabels: every object list_owned reports while the service runs
-// carries the three labels, with this node and this service.
+// carries the three labels, with this node and this service. With a job
+// (svcrun check --job), the job runs first, as svcrun run would run it;
+// list_owned must then report its objects, and a destroy of one must
+// remove it.
 func checkLabels(c *run) verdict {
 	if _, v := c.startReady(); v != nil {
 		return *v
+	}
+	attempt := ""
+	if c.s.job != nil {
+		fp, v := c.must(protocol.OpFingerprint) // its attrs are what the job reads
+		if v != nil {
+			return *v
+		}
+		attempt = "svcrun-check-job-" + randomHex()
+		j := c.s.job(c.s.ctx, c.s.grant(c.t, attempt, fp.result.Fingerprint.Attrs))
+		c.job = &j
+		if why := j.failed(); why != "" {
+			return fail("the job %s (attempt %s) failed after %s: %s", j.Command, attempt, fmtMS(j.DurationMS), why)
+		}
 	}
 	r, v := c.must(protocol.OpListOwned)
 	if v != nil {
@@ -363,17 +380,56 @@ func checkLabels(c *run) verdict {
 	if len(bad) > 0 {
 		return fail("%d of %d objects are not labelled for this node and service (svcrun would never reap them): %s", len(bad), len(objs), strings.Join(bad, "; "))
 	}
+	if c.s.job != nil {
+		return c.destroyJobObject(r, attempt)
+	}
 	if len(objs) == 0 {
 		return pass("%s: no objects", r.brief())
 	}
 	return pass("%s: %d objects, each labelled with node %s and service %s", r.brief(), len(objs), c.s.node.NodeID, c.t)
 }
 
+// destroyJobObject judges the objects the job of attempt made, which
+// list (the labels of every object passed) must report: a destroy of one
+// must remove it from list_owned.
+func (c *run) destroyJobObject(list OpRun, attempt string) verdict {
+	var mine []string
+	for _, o := range list.result.OwnedList.Objects {
+		if o.Labels[protocol.LabelAttemptID] == attempt {
+			mine = append(mine, o.ID)
+		}
+	}
+	if len(mine) == 0 {
+		return fail("the job %s ran (exit 0, %s), then %s reported no object of its attempt %s among %d: a job's objects must be listed with its labels, or svcrun never reaps them",
+			c.job.Command, fmtMS(c.job.DurationMS), list.brief(), attempt, len(list.result.OwnedList.Objects))
+	}
+	id := mine[0]
+	d, v := c.must(protocol.OpDestroy, id)
+	if v != nil {
+		return *v
+	}
+	after, v := c.must(protocol.OpListOwned)
+	if v != nil {
+		return *v
+	}
+	for _, o := range after.result.OwnedList.Objects {
+		if o.ID == id {
+			return fail("%s said ok, changed %t, yet %s still reports %s", d.brief(), d.result.OpResult.Changed, after.brief(), id)
+		}
+	}
+	return pass("the job %s (%s) made %s, labelled with attempt %s, node %s and service %s; %s removed it from list_owned",
+		c.job.Command, fmtMS(c.job.DurationMS), strings.Join(mine, ", "), attempt, c.s.node.NodeID, c.t, d.brief())
+}
+
 // unknownID is an object id no service has.
 func unknownID() string {
+	return "svcrun-check-absent-" + randomHex()
+}
+
+func randomHex() string {
 	b := make([]byte, 6)
 	rand.Read(b)
-	return "svcrun-check-absent-" + hex.EncodeToString(b)
+	return hex.EncodeToString(b)
 }
 
 // checkDestroyUnknown: destroy of an id the service never had succeeds.

@@ -2,14 +2,18 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
+	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/svcenv"
 )
 
@@ -41,7 +45,12 @@ func configFor(t *testing.T, bundle string, noContainers bool) Config {
 // module is left running afterwards.
 func check(t *testing.T, bundle string, noContainers bool) *Report {
 	t.Helper()
-	cfg := configFor(t, bundle, noContainers)
+	return checkConfig(t, configFor(t, bundle, noContainers))
+}
+
+// checkConfig runs Check of cfg as check does.
+func checkConfig(t *testing.T, cfg Config) *Report {
+	t.Helper()
 	rep, err := Check(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -76,10 +85,14 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 	rows := map[string]bool{}
 	for _, tc := range []struct {
 		dir     string
+		job     bool // with the job of good-job (svcrun check --job)
 		failed  []string
 		skipped []string
 	}{
 		{dir: "good"},
+		{dir: "good-job", job: true},
+		{dir: "flaw-job-labels", job: true, failed: []string{"svc list-owned-labels"}},
+		{dir: "flaw-job-destroy", job: true, failed: []string{"svc list-owned-labels"}},
 		{dir: "good-probe"},
 		{dir: "flaw-fingerprint", failed: []string{"svc fingerprint"}},
 		{dir: "flaw-lifecycle", failed: []string{"svc lifecycle"}, skipped: dependents},
@@ -100,7 +113,11 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 			noContainers bool
 		}{{"containers", false}, {"process_groups", true}} {
 			t.Run(tc.dir+"/"+mode.name, func(t *testing.T) {
-				rep := check(t, filepath.Join("testdata", tc.dir), mode.noContainers)
+				cfg := configFor(t, filepath.Join("testdata", tc.dir), mode.noContainers)
+				if tc.job {
+					cfg.Job = shJob(t, "testdata/good-job/job.sh")
+				}
+				rep := checkConfig(t, cfg)
 				failed, skipped := outcome(rep, Fail), outcome(rep, Skip)
 				if !slices.Equal(failed, orEmpty(tc.failed)) || !slices.Equal(skipped, orEmpty(tc.skipped)) {
 					t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", failed, skipped, orEmpty(tc.failed), orEmpty(tc.skipped))
@@ -193,5 +210,37 @@ func TestUnknownName(t *testing.T) {
 	cfg.Names = []string{"nope"}
 	if _, err := Check(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("Check with an unknown name: %v", err)
+	}
+}
+
+// shJob runs the sh script as a job with the services file of its grant:
+// a stand-in for svcrun's own writer, which cmd/svcrun tests with svcrun
+// check --job.
+func shJob(t *testing.T, script string) JobRunner {
+	return func(ctx context.Context, g api.Grant) JobRun {
+		sf := api.ServicesFile{NodeID: g.NodeID, Lease: g.Lease, Attempt: g.Attempt, Probes: g.Uses.Probes}
+		for _, s := range g.Uses.Services {
+			sf.Services = append(sf.Services, api.FileService{UsedService: s, Labels: map[string]string{
+				protocol.LabelAttemptID: g.Attempt, protocol.LabelNode: g.NodeID, protocol.LabelService: s.Name}})
+		}
+		b, err := json.Marshal(sf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "services.json")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.CommandContext(ctx, "sh", script)
+		cmd.Env = append(os.Environ(), "OARBANK_SERVICES_FILE="+file, "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_NODE_ID="+g.NodeID)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState == nil {
+			t.Fatalf("sh %s: %v", script, err)
+		}
+		j := JobRun{Command: script, Attempt: g.Attempt, Stdout: string(out), ExitCode: cmd.ProcessState.ExitCode()}
+		if err != nil {
+			j.StderrTail = string(out)
+		}
+		return j
 	}
 }

@@ -58,6 +58,8 @@ type Result struct {
 	// Ops are the ops the check ran, in order, with their evidence; for
 	// output and timeouts, the ops of the target that broke the rule.
 	Ops []OpRun `json:"ops"`
+	// Job is the job list-owned-labels ran (svcrun check --job).
+	Job *JobRun `json:"job,omitempty"`
 }
 
 // Name is the check's name with its target, as the text report shows it.

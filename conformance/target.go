@@ -42,6 +42,7 @@ func (s *session) checkTarget(t engine.Target) []Result {
 			v = d.judge(c)
 			c.ops = append(c.ops, s.cleanup(t, c.started)...)
 			r.Ops = append(r.Ops, c.ops...)
+			r.Job = c.job
 			all = append(all, c.ops...)
 		}
 		r.Status, r.Summary = v.status, v.summary

@@ -1,20 +1,25 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/conformance"
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/sandbox"
 )
 
-const checkSynopsis = `--bundle DIR [NAME...] [--json] [--data DIR] [--settings FILE] [--node-id ID]
+const checkSynopsis = `--bundle DIR [NAME...] [--json] [--data DIR] [--settings FILE] [--node-id ID] [--job CMD]
 
 Checks that the services and probes of a module bundle (the NAMEd ones, or
 all) follow service protocol 1, running their ops exactly as the agent runs
@@ -26,6 +31,12 @@ Each check of each service and probe is reported as PASS, FAIL or SKIP
 out, which the checks output and timeouts report) with its evidence; the
 checks are listed in docs/check.md. Whatever the checks start is stopped
 and killed before svcrun check exits, a failing module included.
+
+--job CMD: each service's list-owned-labels runs CMD (with sh -c) while
+the service runs, as svcrun run would run it (OARBANK_SERVICES_FILE,
+OARBANK_NODE_ID, OARBANK_ATTEMPT_ID, OARBANK_LEASE_ID); list_owned must
+then report the objects of its attempt, and a destroy of one must remove
+it.
 
 Exit status: 0 when every check passed, 1 when one did not (or the bundle
 is invalid), 2 for a wrong command line.
@@ -40,6 +51,7 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
 	asJSON := fs.Bool("json", false, "print one JSON document with every check and its evidence")
+	job := fs.String("job", "", "a job's shell command `CMD`, run by each service's list-owned-labels as svcrun run runs its command")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -54,6 +66,9 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 		if _, err := findTarget(mod, name); err != nil {
 			return err
 		}
+	}
+	if *job != "" && !checksService(mod, fs.Args()) {
+		return cli.Usagef("--job: module %s has no service to check (a job runs against a service)", mod.Name)
 	}
 	// The executor's records of ops in flight, and the module data dir
 	// unless --data names one, go to a directory of this check's own.
@@ -79,10 +94,14 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("module %s: %w", mod.Name, err)
 	}
-	rep, err := conformance.Check(ctx, conformance.Config{
+	cfg := conformance.Config{
 		Node: node.cfg, Module: node.mod, Names: fs.Args(),
 		User: node.id.User, Owner: node.id.Owner,
-	})
+	}
+	if *job != "" {
+		cfg.Job = func(ctx context.Context, g api.Grant) conformance.JobRun { return runCheckJob(ctx, *job, g) }
+	}
+	rep, err := conformance.Check(ctx, cfg)
 	if errors.Is(err, conformance.ErrUnknownName) {
 		return cli.UsageError{Msg: err.Error()}
 	}
@@ -118,6 +137,16 @@ func printCheckReport(m *cli.Env, rep *conformance.Report, kept bool) {
 		if r.Status != conformance.Fail {
 			continue
 		}
+		if j := r.Job; j != nil && (j.Error != "" || j.ExitCode != 0) {
+			what := fmt.Sprintf("exit %d", j.ExitCode)
+			if j.Error != "" {
+				what = j.Error
+			}
+			fmt.Fprintf(w, "    job %s: %s\n", j.Command, what)
+			for _, l := range lastLines(j.StderrTail, checkEvidenceLines) {
+				fmt.Fprintf(w, "      | %s\n", l)
+			}
+		}
 		for _, o := range r.Ops {
 			if o.OK {
 				continue
@@ -145,4 +174,65 @@ func clipString(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// checksService says whether the check covers a service of mod: the
+// services among names, or any when names is empty.
+func checksService(mod *manifest.Module, names []string) bool {
+	for _, s := range mod.Services {
+		if len(names) == 0 || slices.Contains(names, s.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// jobTimeout bounds a job of svcrun check --job: a job that hangs must not
+// hang the check.
+const jobTimeout = 10 * time.Minute
+
+// runCheckJob runs the job command line cmd with sh -c as runRun runs its
+// CMD: the caller's environment plus the lease's variables, the services
+// file written by writeServicesFile and removed afterwards; stdin is
+// /dev/null.
+func runCheckJob(ctx context.Context, cmdline string, g api.Grant) (j conformance.JobRun) {
+	j = conformance.JobRun{Command: cmdline, Attempt: g.Attempt, ExitCode: -1}
+	t0 := time.Now()
+	defer func() { j.DurationMS = float64(time.Since(t0).Microseconds()) / 1000 }()
+	file, err := writeServicesFile(g)
+	if err != nil {
+		j.Error = err.Error()
+		return j
+	}
+	defer os.Remove(file)
+	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
+	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease,
+		"OARBANK_NODE_ID="+g.NodeID, "OARBANK_SERVICES_FILE="+file)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A background process the job left holding its pipes is not waited
+	// for.
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	j.Stdout, j.StderrTail = clipString(stdout.String(), stdoutBytesShown), tail(stderr.String(), 4<<10)
+	if cmd.ProcessState != nil {
+		j.ExitCode = exitCode(cmd.ProcessState)
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		j.Error = fmt.Sprintf("still running after %s: killed", jobTimeout)
+	case err != nil && cmd.ProcessState == nil:
+		j.Error = fmt.Sprintf("cannot run sh -c %q: %v", cmdline, err)
+	}
+	return j
+}
+
+// tail keeps the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/conformance"
 )
 
@@ -116,5 +118,49 @@ func TestCheckFlawAndUsage(t *testing.T) {
 		if code != tc.code || !strings.Contains(errs, tc.err) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.err)
 		}
+	}
+}
+
+// TestCheckJob: svcrun check --job runs the job as svcrun run would, with
+// the services file of runRun's writer, and list-owned-labels judges its
+// objects: the good module passes, a module listing them with another
+// node fails that check only; --job needs a service to run against.
+func TestCheckJob(t *testing.T) {
+	dir := t.TempDir()
+	job := "cp \"$OARBANK_SERVICES_FILE\" " + dir + "/services.json && env > " + dir + "/env && sh ../../conformance/testdata/good-job/job.sh"
+	code, out, errs := run(t, "check", "--bundle", "../../conformance/testdata/good-job", "--node-id", "node-7", "--job", job)
+	if code != 0 || !strings.Contains(out, "PASS good-job/svc list-owned-labels: the job ") {
+		t.Fatalf("good-job: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "services.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sf api.ServicesFile
+	if err := json.Unmarshal(b, &sf); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"oarbank.attempt_id": sf.Attempt, "oarbank.node": "node-7", "oarbank.service": "good-job/svc"}
+	if len(sf.Services) != 1 || sf.NodeID != "node-7" || !strings.HasPrefix(sf.Attempt, "svcrun-check-job-") ||
+		!maps.Equal(sf.Labels, want) || !maps.Equal(sf.Services[0].Labels, want) || sf.Services[0].Attrs["objects_dir"] == nil {
+		t.Errorf("services file:\n%s", b)
+	}
+	env, _ := os.ReadFile(filepath.Join(dir, "env"))
+	for _, v := range []string{"OARBANK_NODE_ID=node-7", "OARBANK_ATTEMPT_ID=" + sf.Attempt, "OARBANK_LEASE_ID=" + sf.Lease, "OARBANK_SERVICES_FILE="} {
+		if !strings.Contains(string(env), "\n"+v) {
+			t.Errorf("the job's environment lacks %s", v)
+		}
+	}
+
+	code, out, _ = run(t, "check", "--bundle", "../../conformance/testdata/flaw-job-labels", "--job", "sh ../../conformance/testdata/good-job/job.sh")
+	if code != 1 || !strings.Contains(out, "FAIL flaw-job-labels/svc list-owned-labels: 1 of 1 objects are not labelled") || strings.Count(out, "FAIL") != 1 {
+		t.Errorf("flaw-job-labels: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "check", "--bundle", "../../conformance/testdata/good-job", "--job", "echo broken >&2; exit 3")
+	if code != 1 || !strings.Contains(out, "FAIL good-job/svc list-owned-labels: the job echo broken >&2; exit 3 (attempt ") || !strings.Contains(out, "failed after") || !strings.Contains(out, "      | broken") {
+		t.Errorf("a failing job: exit %d\n%s", code, out)
+	}
+	if code, _, errs := run(t, "check", "--bundle", "../../examples/modules/jdk", "--job", "true"); code != 2 || !strings.Contains(errs, "no service") {
+		t.Errorf("--job of a bundle without services: exit %d, %s", code, errs)
 	}
 }

@@ -236,6 +236,50 @@ func TestSetting(t *testing.T) {
 	})
 }
 
+// TestJSONAt: svcrun_json_at follows keys and array indexes down a
+// services file as svcrun run writes it; what is absent returns 1, an
+// object or array 2.
+func TestJSONAt(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "services.json")
+	if err := os.WriteFile(file, []byte(`{
+  "node_id": "node-1",
+  "labels": {"oarbank.attempt_id": "a1", "oarbank.node": "node-1", "oarbank.service": "redis/redis"},
+  "services": [
+    {"name": "other/x", "capabilities": [], "attrs": {"socket": "wrong"}, "labels": {}},
+    {"name": "redis/redis", "capabilities": ["kv", "redis"], "attrs": {"databases": 4, "socket": "/d/run/redis \"s\".sock", "ok": true, "gone": null}, "labels": {}}
+  ],
+  "probes": []
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		script, want string
+		code         int
+	}{
+		{`svcrun_json_at "$F" node_id`, "node-1", 0},
+		{`svcrun_json_at "$F" labels oarbank.service`, "redis/redis", 0},
+		{`svcrun_json_at "$F" services 1 attrs socket`, `/d/run/redis "s".sock`, 0},
+		{`svcrun_json_at "$F" services 1 attrs databases`, "4", 0},
+		{`svcrun_json_at "$F" services 1 attrs ok`, "true", 0},
+		{`svcrun_json_at "$F" services 1 capabilities 1`, "redis", 0},
+		{`svcrun_json_at "$F" services 1 attrs gone`, "", 1},
+		{`svcrun_json_at "$F" services 2 name`, "", 1},
+		{`svcrun_json_at "$F" probes 0 name`, "", 1},
+		{`svcrun_json_at "$F" node_id x`, "", 1},
+		{`svcrun_json_at "$F" services 1`, "", 2},
+		{`svcrun_json_at "$F"`, "", 2},
+	}
+	forShells(t, func(t *testing.T, sh shell) {
+		for _, c := range cases {
+			out, errs, code := sh.run(t, c.script, "F="+file)
+			if out != c.want || code != c.code {
+				t.Errorf("%s: %q exit %d (stderr %q), want %q exit %d", c.script, out, code, errs, c.want, c.code)
+			}
+		}
+	})
+}
+
 // TestLabels: the labels of an object are this node's and service's, and
 // svcrun_owns accepts them and nothing else.
 func TestLabels(t *testing.T) {

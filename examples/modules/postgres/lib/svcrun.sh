@@ -221,6 +221,36 @@ svcrun_tool() {
 svcrun_json_get() {
 	_svcrun_f=$1
 	shift
+	_svcrun_json "$_svcrun_f" "$1" && return
+	_svcrun_rc=$?
+	[ "$_svcrun_rc" = 1 ] && [ $# -ge 2 ] || return "$_svcrun_rc"
+	printf '%s' "$2"
+}
+
+# svcrun_json_at FILE STEP... prints the value at a path in the JSON object
+# in FILE, each STEP a key of an object or an index (from 0) of an array,
+# as svcrun_json_get prints it; absent or null returns 1. For a job's
+# $OARBANK_SERVICES_FILE:
+#
+#	sock=$(svcrun_json_at "$OARBANK_SERVICES_FILE" services 0 attrs socket)
+#	svc=$(svcrun_json_at "$OARBANK_SERVICES_FILE" labels oarbank.service)
+svcrun_json_at() {
+	_svcrun_f=$1 _svcrun_p=
+	shift
+	[ $# -ge 1 ] || { _svcrun_err "svcrun_json_at: give FILE and at least one step"; return; }
+	# The steps travel to awk joined by a byte no key of ours holds.
+	for _svcrun_s in "$@"; do
+		_svcrun_p="$_svcrun_p${_svcrun_p:+$(printf '\034')}$_svcrun_s"
+	done
+	_svcrun_json "$_svcrun_f" "$_svcrun_p"
+}
+
+# _svcrun_json FILE PATH prints the value at PATH (steps joined by \034);
+# 1 when it is absent or null, 2 when FILE is not a JSON object or the
+# value is an object or array.
+_svcrun_json() {
+	_svcrun_f=$1
+	shift
 	_svcrun_v=$(LC_ALL=C awk -v want="$1" '
 	# Not > "/dev/stderr": an awk that opens it as a file meets the sandbox,
 	# which grants no /dev but null, zero and urandom.
@@ -283,35 +313,57 @@ svcrun_json_get() {
 		else if (val ~ /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/) kind = "number"
 		else fail("bad value " val)
 	}
+	# at reads the value at p, d steps of the path down: the one wanted
+	# when d is the length of the path, else the object or array to go into;
+	# every other value is skipped.
+	function at(d,   c, key, i) {
+		ws()
+		if (d == np) { skip(); found = 1; fkind = kind; fval = val; return }
+		c = substr(s, p, 1)
+		if (c == "{") {
+			p++; ws()
+			if (substr(s, p, 1) == "}") { p++; return }
+			while (1) {
+				ws()
+				if (substr(s, p, 1) != "\"") fail("expected a key")
+				key = str(); ws()
+				if (substr(s, p, 1) != ":") fail("expected : after key " key)
+				p++
+				if (key == step[d + 1]) at(d + 1); else skip()
+				ws(); c = substr(s, p, 1); p++
+				if (c == ",") continue
+				if (c == "}") return
+				fail("expected , or }")
+			}
+		}
+		if (c == "[") {
+			p++; ws()
+			if (substr(s, p, 1) == "]") { p++; return }
+			for (i = 0; ; i++) {
+				if (step[d + 1] == i "") at(d + 1); else skip()
+				ws(); c = substr(s, p, 1); p++
+				if (c == ",") continue
+				if (c == "]") return
+				fail("expected , or ]")
+			}
+		}
+		skip()
+	}
 	{ s = s $0 "\n" }
 	END {
 		if (bad) exit 2
 		n = length(s); p = 1; ws()
 		if (substr(s, p, 1) != "{") fail("not a JSON object")
-		p++; found = 0
-		while (1) {
-			ws()
-			if (substr(s, p, 1) == "}") break
-			if (substr(s, p, 1) != "\"") fail("expected a key")
-			key = str(); ws()
-			if (substr(s, p, 1) != ":") fail("expected : after key " key)
-			p++; skip()
-			if (key == want) { found = 1; fkind = kind; fval = val }
-			ws(); c = substr(s, p, 1)
-			if (c == ",") { p++; continue }
-			if (c == "}") break
-			fail("expected , or }")
-		}
+		np = split(want, step, "\034"); found = 0
+		at(0)
 		if (!found || fkind == "null") exit 1
-		if (fkind == "composite") { warn("setting " want " is an object or array, which svcrun_setting does not read"); exit 2 }
+		if (fkind == "composite") { gsub("\034", " ", want); warn(want " is an object or array, which svcrun.sh does not read"); exit 2 }
 		# The x keeps trailing newlines of the value from $(...).
 		printf "%sx", fval
 	}' "$_svcrun_f")
-	case $? in
-	0) printf '%s' "${_svcrun_v%x}" ;;
-	1) [ $# -ge 2 ] || return 1; printf '%s' "$2" ;;
-	*) return 2 ;;
-	esac
+	_svcrun_rc=$?
+	[ "$_svcrun_rc" = 0 ] || return "$_svcrun_rc"
+	printf '%s' "${_svcrun_v%x}"
 }
 
 # Daemons. A daemon is known by its pid file, which lies under the module
