@@ -32,7 +32,7 @@ type ServiceStatus struct {
 	Lifecycle    manifest.Lifecycle
 	State        string // unknown, stopped, starting, waiting-ready, ready, stopping
 	StateSince   time.Time
-	Ready        bool   // usable by leases now
+	Ready        bool // usable by leases now
 	Refs         int
 	Waiting      int
 	Failures     int

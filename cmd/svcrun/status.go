@@ -14,25 +14,55 @@ import (
 	"github.com/oarbank/svcrun/internal/cli"
 )
 
-// runStatus is `svcrun status [--json]`: services, probes, memory, leases.
+const statusSynopsis = `[--json] [--socket PATH | --config FILE] [NAME]
+
+Without NAME: the node, its services, probes, leases and memory. With NAME
+(a service MODULE/SERVICE, a probe, or a lease id) that one in detail, as
+systemctl status does: its state and since when, the processes in its
+container, failures and the last reason, its latest fingerprint, pools and
+leases, and its recent events.
+
+Flags:`
+
+// runStatus is `svcrun status [--json] [NAME]`.
 func runStatus(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("status", "[--json] [--socket PATH | --config FILE]")
+	fs := m.FlagSet("status", statusSynopsis)
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status)")
-	c, err := connect(fs, sock, args)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	st, err := c.Status(ctx)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return cli.PrintJSON(m.Stdout, st)
-	}
-	printStatus(m.Stdout, st)
-	return nil
+	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status; with NAME, that one's part, its processes and events)")
+	err := func() error {
+		if err := cli.Parse(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() > 1 {
+			return cli.Usagef("unexpected argument %q: svcrun status takes at most one NAME", fs.Arg(1))
+		}
+		c, err := sock.dial()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if fs.NArg() == 1 {
+			d, err := detailOf(ctx, c, st, fs.Arg(0))
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				return cli.PrintJSON(m.Stdout, d)
+			}
+			printDetail(m.Stdout, st, d)
+			return nil
+		}
+		if *asJSON {
+			return cli.PrintJSON(m.Stdout, st)
+		}
+		printStatus(m.Stdout, st)
+		return nil
+	}()
+	return failed(m, "status", *asJSON, err)
 }
 
 func printStatus(out io.Writer, st api.Status) {

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/api"
+)
+
+func TestStatusName(t *testing.T) {
+	_, sock := served(t)
+	code, lease, errs := run(t, "acquire", "--socket", sock, "--pool", "kv-slots=2", "--job", "j-held")
+	if code != 0 {
+		t.Fatalf("acquire: %d %s", code, errs)
+	}
+	lease = strings.TrimSpace(lease)
+	// A second request waits for the held tokens.
+	c, err := api.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitCtx, stopWaiting := context.WithCancel(context.Background())
+	defer stopWaiting()
+	go c.Acquire(waitCtx, api.AcquireRequest{Attempt: "attempt-waits", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Hour)})
+	for st := status(t, sock); len(st.Leases) < 2; st = status(t, sock) {
+		time.Sleep(10 * time.Millisecond) // polling the real daemon for the request to arrive
+	}
+
+	code, out, errs := run(t, "status", "--socket", sock, "demo/kv")
+	for _, want := range []string{"demo/kv: ready since ", "  processes:    ", "  pools:        kv-slots 2 reserved of 2 offered", lease + " (admitted)", " (waiting)", "recent events:", "admitted " + lease + " (demo/kv)"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("status demo/kv: exit %d, lacks %q\n%s%s", code, want, out, errs)
+		}
+	}
+	code, out, _ = run(t, "status", "--socket", sock, "--json", "demo/kv")
+	var d detail
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.Service == nil || d.Service.Name != "demo/kv" || len(d.Processes) == 0 || d.Processes[0].PID == 0 || len(d.Leases) != 2 {
+		t.Errorf("status --json demo/kv: exit %d, %v: %+v", code, err, d)
+	}
+	code, out, _ = run(t, "status", "--socket", sock, "demo/posix-sh")
+	if code != 0 || !strings.Contains(out, "demo/posix-sh: probe of capability posix-sh, healthy") {
+		t.Errorf("status of the probe: exit %d\n%s", code, out)
+	}
+	code, out, _ = run(t, "status", "--socket", sock, lease)
+	if code != 0 || !strings.Contains(out, lease+": admitted") || !strings.Contains(out, "  job:          j-held") {
+		t.Errorf("status of the lease: exit %d\n%s", code, out)
+	}
+	// The whole status: the waiting lease says since when, until when, what for.
+	code, out, _ = run(t, "status", "--socket", sock)
+	if code != 0 || !strings.Contains(out, "may wait until ") || !strings.Contains(out, "    waiting for pool kv-slots: 2 of 2 tokens reserved, needs 1") {
+		t.Errorf("status: the waiting lease's lines are missing\n%s", out)
+	}
+
+	code, _, errs = run(t, "status", "--socket", sock, "demo/k")
+	if code != 1 || !strings.Contains(errs, `svcrun status: no service, probe or lease "demo/k"; services and probes: demo/kv, demo/posix-sh`) {
+		t.Errorf("unknown name: exit %d, %s", code, errs)
+	}
+	if code, _, errs = run(t, "status", "--socket", sock, "a", "b"); code != 2 || !strings.Contains(errs, "at most one NAME") {
+		t.Errorf("two names: exit %d, %s", code, errs)
+	}
+}
+
+func TestMentions(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"demo/kv: ready", true},
+		{"admitted lease-1 (demo/kv)", true},
+		{"admitted lease-1 (demo/kv2, demo/kv)", true},
+		{"demo/kv2: ready", false},
+		{"admitted lease-1 (demo/kvx)", false},
+		{"nothing here", false},
+	} {
+		if got := mentions(tc.text, "demo/kv"); got != tc.want {
+			t.Errorf("mentions(%q) = %v", tc.text, got)
+		}
+	}
+}
