@@ -422,6 +422,9 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 func (e *Engine) respec(s *service, sp *manifest.Service) {
 	old := s.spec.Restart.ResetAfter
 	s.spec = sp
+	// What it should do may have changed with it (a lifecycle now always,
+	// an idle timeout, a reservation): it is reconsidered.
+	e.markDirty(s)
 	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
 		// The timer set when it became ready is for the old reset_after_s:
 		// after a lengthening it would find the failures not yet due and
