@@ -4,9 +4,14 @@
 // min-heap ordered by (time, insertion); the loop pops the earliest, and
 // its handler schedules the event's next occurrence, as a periodic timer
 // or a job's next arrival would. No interfaces, no allocation, no engine.
+// RunBoxed is the same loop over the textbook queue (container/heap,
+// interface events, one allocated per occurrence), for comparison.
 package desloop
 
-import "time"
+import (
+	"container/heap"
+	"time"
+)
 
 type event struct {
 	at  int64 // virtual nanoseconds
@@ -16,10 +21,10 @@ type event struct {
 
 func (a event) before(b event) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
 
-// heap is a binary min-heap of events.
-type heap []event
+// minHeap is a binary min-heap of events.
+type minHeap []event
 
-func (h *heap) push(e event) {
+func (h *minHeap) push(e event) {
 	*h = append(*h, e)
 	q := *h
 	for i := len(q) - 1; i > 0; {
@@ -32,7 +37,7 @@ func (h *heap) push(e event) {
 	}
 }
 
-func (h *heap) pop() event {
+func (h *minHeap) pop() event {
 	q := *h
 	top := q[0]
 	n := len(q) - 1
@@ -71,7 +76,7 @@ func Run(pending, events int, meanGap time.Duration, seed uint64) (time.Duration
 		x ^= x >> 27
 		return int64((x * 2685821657736338717) % uint64(2*meanGap))
 	}
-	h := make(heap, 0, pending)
+	h := make(minHeap, 0, pending)
 	var seq uint64
 	for i := 0; i < pending; i++ {
 		seq++
@@ -84,6 +89,62 @@ func Run(pending, events int, meanGap time.Duration, seed uint64) (time.Duration
 		sum += uint64(e.id)
 		seq++
 		h.push(event{at: e.at + next(), seq: seq, id: e.id})
+	}
+	return time.Since(begin), sum
+}
+
+// Event is an event of RunBoxed: an interface value, as a general
+// simulator's events are, one allocated per occurrence.
+type Event interface{ At() int64 }
+
+type tick struct {
+	at  int64
+	seq uint64
+	id  int32
+}
+
+func (t *tick) At() int64 { return t.at }
+
+// boxedHeap is a container/heap of Events, the textbook Go event queue.
+type boxedHeap []Event
+
+func (h boxedHeap) Len() int { return len(h) }
+func (h boxedHeap) Less(i, j int) bool {
+	a, b := h[i].(*tick), h[j].(*tick)
+	return a.at < b.at || a.at == b.at && a.seq < b.seq
+}
+func (h boxedHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *boxedHeap) Push(x any)   { *h = append(*h, x.(Event)) }
+func (h *boxedHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// RunBoxed is Run with the textbook queue: container/heap over interface
+// events, a new event allocated for each occurrence.
+func RunBoxed(pending, events int, meanGap time.Duration, seed uint64) (time.Duration, uint64) {
+	x := seed | 1
+	next := func() int64 {
+		x ^= x >> 12
+		x ^= x << 25
+		x ^= x >> 27
+		return int64((x * 2685821657736338717) % uint64(2*meanGap))
+	}
+	h := make(boxedHeap, 0, pending)
+	var seq uint64
+	for i := 0; i < pending; i++ {
+		seq++
+		heap.Push(&h, &tick{at: next(), seq: seq, id: int32(i)})
+	}
+	var sum uint64
+	begin := time.Now()
+	for i := 0; i < events; i++ {
+		e := heap.Pop(&h).(*tick)
+		sum += uint64(e.id)
+		seq++
+		heap.Push(&h, &tick{at: e.at + next(), seq: seq, id: e.id})
 	}
 	return time.Since(begin), sum
 }

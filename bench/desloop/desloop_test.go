@@ -12,9 +12,25 @@ func BenchmarkHeapLoop(b *testing.B) {
 	b.ReportMetric(float64(b.N)/d.Seconds(), "events/s")
 }
 
+// BenchmarkBoxedLoop is the same with container/heap and interface
+// events.
+func BenchmarkBoxedLoop(b *testing.B) {
+	d, _ := RunBoxed(10000, b.N, time.Minute, 1)
+	b.ReportMetric(float64(b.N)/d.Seconds(), "events/s")
+}
+
+// TestLoopsAgree checks both loops handle the same events.
+func TestLoopsAgree(t *testing.T) {
+	_, a := Run(100, 10000, time.Minute, 7)
+	_, b := RunBoxed(100, 10000, time.Minute, 7)
+	if a != b {
+		t.Fatalf("checksums %d and %d", a, b)
+	}
+}
+
 // TestRunOrders checks the heap hands events out in time order.
 func TestRunOrders(t *testing.T) {
-	var h heap
+	var h minHeap
 	for i, at := range []int64{5, 3, 9, 1, 3, 7} {
 		h.push(event{at: at, seq: uint64(i), id: int32(i)})
 	}
