@@ -51,7 +51,11 @@ type Driver struct {
 	Own func(ev Event) (bool, error)
 
 	timers []clockwork.TimerID // by TimerKey.Slot; 0: none pending
-	batch  []Effect
+	// fires holds, by slot, the Fire last scheduled, boxed: a timer set
+	// again with the same key (a status poll's, every period) reuses it
+	// instead of boxing a new one.
+	fires []Event
+	batch []Effect
 }
 
 // Step feeds one event to the engine at the scheduler's time and carries out
@@ -92,11 +96,17 @@ func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
 		case SetTimer:
 			for int(f.Key.Slot) >= len(d.timers) {
 				d.timers = append(d.timers, make([]clockwork.TimerID, len(d.timers)+64)...)
+				d.fires = append(d.fires, make([]Event, len(d.timers)-len(d.fires))...)
 			}
 			if id := d.timers[f.Key.Slot]; id != 0 {
 				d.Sched.Cancel(id)
 			}
-			d.timers[f.Key.Slot] = d.Sched.At(f.At, Fire{Timer: f.Key})
+			fire := d.fires[f.Key.Slot]
+			if old, ok := fire.(Fire); !ok || old.Timer != f.Key {
+				fire = Fire{Timer: f.Key}
+				d.fires[f.Key.Slot] = fire
+			}
+			d.timers[f.Key.Slot] = d.Sched.At(f.At, fire)
 		case CancelTimer:
 			if int(f.Key.Slot) < len(d.timers) {
 				if id := d.timers[f.Key.Slot]; id != 0 {

@@ -38,14 +38,7 @@ func (e *Engine) boot(b Boot) {
 			enable = append(enable, m)
 			continue
 		}
-		// The last svcrun may have left a service of a now disabled
-		// module running: fingerprinted like the others, it is charged
-		// against the budget and stopped (see fingerprinted).
-		for _, s := range m.services {
-			s.setState(e, sUnknown)
-			s.fpDue = true
-			e.markDirty(s)
-		}
+		e.fingerprintFirst(m.services)
 	}
 	e.rebuildIndex()
 	for _, r := range b.State.Services {
@@ -66,6 +59,18 @@ func (e *Engine) boot(b Boot) {
 		e.restoreLease(r)
 	}
 	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
+}
+
+// fingerprintFirst has services fingerprinted before anything else: the
+// last svcrun, an earlier configuration or its owner may have left one
+// running, which is then adopted and charged against the budget, or, in a
+// disabled module, stopped (see fingerprinted).
+func (e *Engine) fingerprintFirst(services []*service) {
+	for _, s := range services {
+		s.setState(e, sUnknown)
+		s.fpDue = true
+		e.markDirty(s)
+	}
 }
 
 func sortedSpecs(specs []ModuleSpec) []ModuleSpec {
@@ -308,6 +313,8 @@ func (e *Engine) reload(specs []ModuleSpec, reason string) {
 			if ms.Enabled {
 				e.note("module "+m.name, "added and enabled")
 				e.enableModule(m)
+			} else {
+				e.fingerprintFirst(m.services)
 			}
 			continue
 		}
@@ -365,15 +372,11 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			}
 			continue
 		}
-		s := e.newService(m, sp)
-		if m.enabled {
-			// As at boot: it may already run (left by an earlier
-			// configuration or its owner), so it is fingerprinted before
-			// anything starts, to be adopted and its memory counted.
-			s.setState(e, sUnknown)
-			s.fpDue = true
-			e.markDirty(s)
-		}
+		// As at boot: it may already run (left by an earlier
+		// configuration or its owner), so it is fingerprinted before
+		// anything starts, to be adopted and its memory counted, or, in a
+		// disabled module, stopped.
+		e.fingerprintFirst([]*service{e.newService(m, sp)})
 	}
 	for _, s := range m.services {
 		if !known[s.name] && !s.removed {
@@ -422,6 +425,9 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 func (e *Engine) respec(s *service, sp *manifest.Service) {
 	old := s.spec.Restart.ResetAfter
 	s.spec = sp
+	// What it should do may have changed with it (a lifecycle now always,
+	// an idle timeout, a reservation): it is reconsidered.
+	e.markDirty(s)
 	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
 		// The timer set when it became ready is for the old reset_after_s:
 		// after a lengthening it would find the failures not yet due and

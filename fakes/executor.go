@@ -152,6 +152,10 @@ func (x *Executor) Running(name string) bool { return x.proc(name).running }
 // Starts is how many start ops ran on the service.
 func (x *Executor) Starts(name string) int { return x.proc(name).starts }
 
+// Behaviour is what the fake service or probe does, to be changed in
+// place: the change holds from its next op on.
+func (x *Executor) Behaviour(name string) *Behaviour { return x.proc(name).b }
+
 // Objects are the objects the fake service still owns.
 func (x *Executor) Objects(name string) []Object { return x.proc(name).objects }
 
@@ -412,7 +416,9 @@ func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
 
 // Rebind moves the executor to a new scheduler, as when the agent restarts:
 // completions of ops in flight are lost with the old agent, while the fake
-// daemons go on, so their pending crashes are scheduled again.
+// daemons go on, so their pending crashes are scheduled again. A container
+// the old agent left frozen is thawed, as svcrun's container manager does
+// when it takes the containers over, so that ops can run in it.
 func (x *Executor) Rebind(sched *clockwork.Virtual[engine.Event]) {
 	x.sched = sched
 	names := make([]string, 0, len(x.procs))
@@ -423,6 +429,7 @@ func (x *Executor) Rebind(sched *clockwork.Virtual[engine.Event]) {
 	now := sched.Now()
 	for _, n := range names {
 		p := x.procs[n]
+		p.frozen = false
 		if p.running && p.b.CrashAfter > 0 {
 			at := p.startAt.Add(p.b.CrashAfter)
 			if at.Before(now) {

@@ -6,8 +6,16 @@
 //   - World: one simulated node (New, Build, Boot, Do, RunFor, Restart),
 //     deterministic for a given configuration and behaviours;
 //   - Explore: a random node and history from a seed, every safety
-//     invariant checked after every step and effect, then a liveness phase
-//     (the same generator and invariants drive the property tests);
+//     invariant checked after every step and effect and the settled node
+//     after every input, then a liveness phase (the same generator and
+//     invariants drive the property tests). The node has one to three
+//     modules, next manifests for their reloads and at times a disabled
+//     module shadowing another's capability; the history mixes leases,
+//     crashes, silent deaths (also of frozen daemons), fingerprints that
+//     change mem_gb and pools, reloads, enables, disables, removals and
+//     agent restarts. The settled checks: nothing of a disabled module
+//     runs or is charged, and no wanted service sits stopped while its
+//     memory fits or idle yieldable services could make room;
 //     ExploreSeeds runs many on several goroutines and reports them in
 //     seed order (explorations share nothing, so a seed gives the same
 //     result alone or among others), and ShardSeeds splits a run's seeds;

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
@@ -25,28 +24,35 @@ type Exploration struct {
 const exploreNode = "n1"
 
 // Explore runs a random node from seed: a safety phase of steps random
-// inputs with faults (failing and hanging ops, crashes, agent restarts,
-// stops that need a kill, leaked objects), every invariant checked after
-// every step; then a liveness phase without faults in which every service
-// must become usable for a lease, every orphan of a running service must be
-// reaped, and every idle on_demand service must stop.
+// inputs with faults (failing and hanging ops, crashes and silent deaths,
+// frozen daemons that die, agent restarts, stops that need a kill, leaked
+// objects, fingerprints that change, module reloads, enables, disables and
+// removals), every invariant checked after every step and the settled node
+// after every input; then a liveness phase without faults, every module
+// back and enabled, in which every service must become usable for a
+// lease, every orphan of a running service must be reaped, and every idle
+// on_demand service must stop.
 func Explore(seed uint64, steps int) Exploration {
 	draw := seededDraw(seed)
-	cfg, mods, behaviours := genNode(draw, exploreNode)
-	w := New(cfg, mods, behaviours)
-	inv := watchInvariants(w, mods, exploreNode)
+	n := genNode(draw, exploreNode)
+	w := New(n.Config, n.Modules, n.Behaviours)
+	inv := watchInvariants(w, n.Modules, exploreNode)
 	w.RunFor(0)
-	a := &actor{W: w, Node: exploreNode, Services: inv.ServiceNames()}
+	a := newActor(w, n, inv)
 	x := Exploration{Seed: seed, Steps: steps}
 	finish := func(err error) Exploration {
 		x.Inputs = a.Inputs
+		if err == nil {
+			err = inv.err()
+		}
 		x.Err = err
 		if err != nil {
 			x.Recent = inv.Recent(60)
 		}
 		return x
 	}
-	for i := 0; i < steps && w.Err() == nil; i++ {
+	failed := func() bool { return w.Err() != nil || len(inv.failures) > 0 }
+	for i := 0; i < steps && !failed(); i++ {
 		kind := pick(draw, "action", actionKinds)
 		if kind == "agent restart" {
 			before := admittedLeases(w)
@@ -58,39 +64,69 @@ func Explore(seed uint64, steps int) Exploration {
 		}
 		a.Act(kind, draw)
 	}
-	if err := w.Err(); err != nil {
-		return finish(err)
+	if failed() {
+		return finish(w.Err())
 	}
 
-	// Liveness: no more faults.
+	// Liveness: no more faults, and every module back with its latest
+	// manifest, enabled, but the shadow, which would clash.
 	for _, name := range a.Services {
-		b := behaviours[name]
+		b := n.Behaviours[name]
 		b.Ops, b.CrashAfter, b.StopIgnored, b.Healthy = nil, 0, false, nil
 		a.record("behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
+	}
+	if b := n.Behaviours["m0/cap-probe"]; b.Healthy != nil {
+		b.Healthy = nil
+		a.record("behaviour m0/cap-probe healthy=true")
 	}
 	for _, id := range a.Leases {
 		a.record("release %s", id)
 		w.Do(engine.Release{Lease: id})
 	}
 	a.Leases = nil
+	// The shadow goes first, so that the module it shadows can come back.
+	for pass := 0; pass < 2; pass++ {
+		for i, m := range a.mods {
+			shadow := m.Name == shadowModule
+			if shadow != (pass == 0) {
+				continue
+			}
+			switch {
+			case shadow && a.enabled[i] && !a.removed[i]:
+				a.enabled[i] = false
+				a.record("disable %s", m.Name)
+			case !shadow && (!a.enabled[i] || a.removed[i]):
+				a.enabled[i], a.removed[i] = true, false
+				a.record("enable %s", m.Name)
+			default:
+				continue
+			}
+			inv.setModules(a.moduleSet())
+			w.Do(engine.Reload{Modules: a.moduleSet()})
+		}
+	}
 	// Ops begun under faults (a start that hangs to its timeout) end
 	// first; then failures are cleared.
 	w.RunFor(10 * time.Minute)
-	for _, s := range a.Services {
-		a.record("reset %s", s)
-		w.Do(engine.Reset{Service: serviceTarget(s)})
+	var configured []engine.ServiceStatus
+	for _, s := range w.Engine.Status().Services {
+		if s.Enabled {
+			configured = append(configured, s)
+		}
+	}
+	for _, s := range configured {
+		a.record("reset %s", s.Name)
+		w.Do(engine.Reset{Service: s.Target})
 	}
 	a.record("doctor liveness phase")
 	w.Do(engine.Doctor{Reason: "liveness phase"})
 	w.RunFor(10 * time.Minute)
-	specs := map[string]*manifest.Service{}
-	for _, m := range mods {
-		for i := range m.Module.Services {
-			specs[m.Module.Services[i].FullName()] = &m.Module.Services[i]
-		}
+	if failed() {
+		return finish(w.Err())
 	}
-	for i, name := range a.Services {
-		spec := specs[name]
+	for i, s := range configured {
+		name := s.Name
+		spec := inv.specs[name]
 		if spec.Lifecycle == manifest.Manual && !w.Exec.Running(name) {
 			continue // nobody starts it
 		}
@@ -110,9 +146,13 @@ func Explore(seed uint64, steps int) Exploration {
 		default:
 			return finish(fmt.Errorf("liveness: no answer for %s 16 minutes into the fault-free phase: %v", name, ans))
 		}
-		// Held through enough reap rounds for --force, every orphan must go.
-		w.RunFor(time.Duration(5+4) * cfg.ReapPeriod)
+		// Held through enough reap rounds for --force, every orphan must
+		// go; but a manual service's, which svcrun only fingerprints.
+		w.RunFor(time.Duration(5+4) * n.Config.ReapPeriod)
 		for _, o := range w.Exec.Objects(name) {
+			if spec.Lifecycle == manifest.Manual {
+				break
+			}
 			l := o.Labels
 			if l[protocol.LabelNode] == exploreNode && l[protocol.LabelService] == name && l[protocol.LabelAttemptID] != "" && l[protocol.LabelAttemptID] != "live" {
 				return finish(fmt.Errorf("liveness: orphan %s of %s (attempt %s) survived %d reap periods", o.ID, name, l[protocol.LabelAttemptID], 9))
@@ -124,8 +164,8 @@ func Explore(seed uint64, steps int) Exploration {
 		if spec.Lifecycle == manifest.OnDemand && w.Exec.Running(name) {
 			return finish(fmt.Errorf("liveness: %s still runs %v after its last lease", name, spec.IdleTimeout+5*time.Minute))
 		}
-		if err := w.Err(); err != nil {
-			return finish(err)
+		if failed() {
+			return finish(w.Err())
 		}
 	}
 	return finish(w.Err())
@@ -142,8 +182,9 @@ func admittedLeases(w *World) string {
 }
 
 // Node regenerates the exploration's node from its seed: its
-// configuration, modules and the behaviours of their services.
-func (x Exploration) Node() (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
+// configuration, modules (with their later manifests) and the behaviours
+// of their services.
+func (x Exploration) Node() Node {
 	return genNode(seededDraw(x.Seed), exploreNode)
 }
 

@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,10 +30,28 @@ func seconds(draw drawer, name string, lo, hi int) time.Duration {
 	return time.Duration(draw(name, lo, hi)) * time.Second
 }
 
-// genNode draws a node: one to four services in one or two modules, their
-// manifests and their fake behaviours (failing starts, crashes, stops that
-// need a kill, pools, memory), and a probe.
-func genNode(draw drawer, node string) (engine.Config, []engine.ModuleSpec, map[string]*fakes.Behaviour) {
+// Node is a generated node: its configuration, its modules as booted, the
+// next manifests of each module (for reload inputs, in turn) and the fake
+// behaviours of every service and probe any of those manifests holds.
+type Node struct {
+	Config     engine.Config
+	Modules    []engine.ModuleSpec
+	Later      map[string][]*manifest.Module
+	Behaviours map[string]*fakes.Behaviour
+}
+
+// shadowModule is the generated module, disabled at boot, that declares the
+// capability and pool of service 0 too: enabled only while no enabled
+// module declares them, it takes over what another module offered.
+const shadowModule = "mx"
+
+// genNode draws a node: one to three modules holding one to five services,
+// their manifests (and up to three next versions of each: restart tables,
+// memory, pools, lifecycles changing; services added, removed and back),
+// their fake behaviours (failing starts, crashes, stops that need a kill,
+// pools, memory), a probe, and at times a disabled module shadowing a
+// capability of another.
+func genNode(draw drawer, node string) Node {
 	cfg := engine.Config{
 		NodeID: node, Platform: "linux",
 		MemoryBudgetGB:    float64(draw("budget_gb", 2, 6)),
@@ -40,72 +60,254 @@ func genNode(draw drawer, node string) (engine.Config, []engine.ModuleSpec, map[
 		FingerprintPeriod: seconds(draw, "fingerprint_s", 20, 120),
 		ReapPeriod:        seconds(draw, "reap_s", 20, 120),
 	}
-	behaviours := map[string]*fakes.Behaviour{}
-	mods := []*manifest.Module{{Name: "m0", Version: "1"}, {Name: "m1", Version: "1"}}
-	n := draw("services", 1, 4)
-	outcomes := []fakes.Outcome{fakes.OK, fakes.OK, fakes.Fail, fakes.Timeout, fakes.Protocol}
-	for i := 0; i < n; i++ {
-		m := mods[draw("module", 0, 1)]
-		initial := seconds(draw, "backoff_initial_s", 1, 5)
-		s := manifest.Service{
-			Module: m.Name, Name: fmt.Sprintf("s%d", i), Exec: []string{"bin/s"},
-			Lifecycle:          pick(draw, "lifecycle", []manifest.Lifecycle{manifest.OnDemand, manifest.OnDemand, manifest.OnDemand, manifest.Always, manifest.Manual}),
-			IdleTimeout:        seconds(draw, "idle_s", 5, 90),
-			StartTimeout:       seconds(draw, "start_timeout_s", 5, 30),
-			Pools:              []string{fmt.Sprintf("p%d", i)},
-			Capabilities:       []string{fmt.Sprintf("c%d", i)},
-			ReservesHostMemory: draw("reserves", 0, 1) == 1,
-			Yieldable:          draw("yieldable", 0, 1) == 1,
-			FreezeOK:           draw("freeze_ok", 0, 1) == 1,
-			Restart: manifest.Restart{
-				BackoffInitial: initial,
-				BackoffMax:     initial * time.Duration(draw("backoff_factor", 1, 16)),
-				MaxFailures:    draw("max_failures", 1, 4),
-				ResetAfter:     seconds(draw, "reset_after_s", 10, 300),
-			},
+	n := Node{Config: cfg, Later: map[string][]*manifest.Module{}, Behaviours: map[string]*fakes.Behaviour{}}
+	var mods []*manifest.Module
+	for i, k := 0, draw("modules", 1, 3); i < k; i++ {
+		mods = append(mods, &manifest.Module{Name: fmt.Sprintf("m%d", i), Version: "1"})
+	}
+	next := 0 // the number of the next service drawn, in any module or version
+	newService := func(mod string, running bool) manifest.Service {
+		i := next
+		next++
+		s := genService(draw, mod, i)
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, running)
+		return s
+	}
+	for i, k := 0, draw("services", len(mods), 5); i < k; i++ {
+		// The first services go one to each module: a manifest holds
+		// at least one service or probe.
+		m := mods[min(i, len(mods)-1)]
+		if i >= len(mods) {
+			m = mods[draw("module", 0, len(mods)-1)]
 		}
-		m.Services = append(m.Services, s)
-		var starts []fakes.Outcome
-		for j, k := 0, draw("start_outcomes", 0, 4); j < k; j++ {
-			starts = append(starts, pick(draw, "start_outcome", outcomes))
-		}
-		b := &fakes.Behaviour{
-			ReadyAfterPolls: draw("ready_after_polls", 0, 3),
-			Pools:           map[string]int64{s.Pools[0]: int64(draw("capacity", 0, 3))},
-			MemGB:           float64(draw("mem_half_gb", 1, 4)) / 2,
-			StopIgnored:     draw("stop_ignored", 0, 9) == 0,
-			Running:         s.Lifecycle == manifest.Manual && draw("manual_running", 0, 1) == 1,
-			Ops: map[protocol.Op]fakes.OpScript{
-				protocol.OpStart: {Duration: seconds(draw, "start_s", 0, 3), Outcomes: starts},
-			},
-		}
-		if draw("crashes", 0, 3) == 0 {
-			b.CrashAfter = seconds(draw, "crash_after_s", 10, 200)
-		}
-		behaviours[s.FullName()] = b
+		m.Services = append(m.Services, newService(m.Name, false))
 	}
 	mods[0].Probes = []manifest.Probe{{Module: "m0", Name: "cap-probe", Exec: []string{"bin/p"}, Period: time.Minute}}
-	var specs []engine.ModuleSpec
+	n.Behaviours["m0/cap-probe"] = &fakes.Behaviour{}
 	for _, m := range mods {
-		specs = append(specs, engine.ModuleSpec{Module: m, Enabled: true})
+		prev := m
+		var gone []manifest.Service
+		for v, k := 2, draw("versions", 0, 3); v < k+2; v++ {
+			nm := nextVersion(draw, prev, v, &gone, func() manifest.Service {
+				// A service a reload adds may run already, left by an
+				// earlier configuration or its owner.
+				return newService(prev.Name, draw("added_running", 0, 2) == 0)
+			})
+			n.Later[m.Name] = append(n.Later[m.Name], nm)
+			prev = nm
+		}
 	}
-	return cfg, specs, behaviours
+	for _, m := range mods {
+		n.Modules = append(n.Modules, engine.ModuleSpec{Module: m, Enabled: true})
+	}
+	if draw("shadow", 0, 2) == 0 {
+		s := genService(draw, shadowModule, 0)
+		s.Name = "sh"
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false)
+		n.Modules = append(n.Modules, engine.ModuleSpec{Module: &manifest.Module{Name: shadowModule, Version: "1", Services: []manifest.Service{s}}})
+	}
+	return n
+}
+
+// genService draws service number i of module mod: it offers capability
+// ci and pool pi.
+func genService(draw drawer, mod string, i int) manifest.Service {
+	return manifest.Service{
+		Module: mod, Name: fmt.Sprintf("s%d", i), Exec: []string{"bin/s"},
+		Lifecycle:          pick(draw, "lifecycle", []manifest.Lifecycle{manifest.OnDemand, manifest.OnDemand, manifest.OnDemand, manifest.Always, manifest.Manual}),
+		IdleTimeout:        seconds(draw, "idle_s", 5, 90),
+		StartTimeout:       seconds(draw, "start_timeout_s", 5, 30),
+		Pools:              []string{fmt.Sprintf("p%d", i)},
+		Capabilities:       []string{fmt.Sprintf("c%d", i)},
+		ReservesHostMemory: draw("reserves", 0, 1) == 1,
+		Yieldable:          draw("yieldable", 0, 1) == 1,
+		FreezeOK:           draw("freeze_ok", 0, 2) > 0,
+		Restart:            genRestart(draw),
+	}
+}
+
+func genRestart(draw drawer) manifest.Restart {
+	initial := seconds(draw, "backoff_initial_s", 1, 5)
+	return manifest.Restart{
+		BackoffInitial: initial,
+		BackoffMax:     initial * time.Duration(draw("backoff_factor", 1, 16)),
+		MaxFailures:    draw("max_failures", 1, 4),
+		ResetAfter:     seconds(draw, "reset_after_s", 10, 300),
+	}
+}
+
+// genBehaviour draws what the fake daemon of s does.
+func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviour {
+	outcomes := []fakes.Outcome{fakes.OK, fakes.OK, fakes.Fail, fakes.Timeout, fakes.Protocol}
+	var starts []fakes.Outcome
+	for j, k := 0, draw("start_outcomes", 0, 4); j < k; j++ {
+		starts = append(starts, pick(draw, "start_outcome", outcomes))
+	}
+	b := &fakes.Behaviour{
+		ReadyAfterPolls: draw("ready_after_polls", 0, 3),
+		// The second pool a later manifest may declare has its capacity
+		// too.
+		Pools:       map[string]int64{s.Pools[0]: int64(draw("capacity", 0, 3)), s.Pools[0] + "b": int64(draw("capacity", 0, 3))},
+		MemGB:       float64(draw("mem_half_gb", 1, 4)) / 2,
+		StopIgnored: draw("stop_ignored", 0, 9) == 0,
+		Running:     running || s.Lifecycle == manifest.Manual && draw("manual_running", 0, 1) == 1,
+		Ops: map[protocol.Op]fakes.OpScript{
+			protocol.OpStart: {Duration: seconds(draw, "start_s", 0, 3), Outcomes: starts},
+		},
+	}
+	if draw("crashes", 0, 3) == 0 {
+		b.CrashAfter = seconds(draw, "crash_after_s", 10, 200)
+	}
+	return b
+}
+
+// nextVersion draws version v of module prev: each service may change its
+// restart table, memory reservation, yielding, freezing, idle timeout,
+// lifecycle (on_demand and always swap) or second pool, or leave the
+// manifest; one that left may come back, and add draws a new one.
+func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Service, add func() manifest.Service) *manifest.Module {
+	m := &manifest.Module{Name: prev.Name, Version: fmt.Sprint(v), Probes: prev.Probes}
+	for _, s := range prev.Services {
+		if draw("drop_service", 0, 5) == 0 {
+			*gone = append(*gone, s)
+			continue
+		}
+		s.Pools = slices.Clone(s.Pools)
+		switch draw("change", 0, 7) {
+		case 0:
+			s.Restart = genRestart(draw)
+		case 1:
+			s.ReservesHostMemory = !s.ReservesHostMemory
+		case 2:
+			s.Yieldable = !s.Yieldable
+		case 3:
+			s.FreezeOK = !s.FreezeOK
+		case 4:
+			s.IdleTimeout = seconds(draw, "idle_s", 5, 90)
+		case 5:
+			switch s.Lifecycle {
+			case manifest.OnDemand:
+				s.Lifecycle = manifest.Always
+			case manifest.Always:
+				s.Lifecycle = manifest.OnDemand
+			}
+		case 6:
+			// A second pool, p<i>b, comes or goes.
+			if len(s.Pools) > 1 {
+				s.Pools = s.Pools[:1]
+			} else {
+				s.Pools = append(s.Pools, s.Pools[0]+"b")
+			}
+		}
+		m.Services = append(m.Services, s)
+	}
+	if len(*gone) > 0 && draw("back_service", 0, 2) == 0 {
+		m.Services = append(m.Services, (*gone)[0])
+		*gone = (*gone)[1:]
+	}
+	if draw("add_service", 0, 2) == 0 || len(m.Services)+len(m.Probes) == 0 {
+		m.Services = append(m.Services, add())
+	}
+	return m
 }
 
 // actor applies random inputs to a world and writes each one down as a
-// timeline line, so that a failing history can be replayed.
+// timeline line in scenario syntax, so that a failing history can be
+// replayed (svcsim explore writes them under the node, scenario.Explored).
 type actor struct {
 	W        *World
 	Node     string
-	Services []string
+	Services []string // every service of any manifest, sorted
 	Leases   []engine.LeaseID
 	Inputs   []string // "at <offset> <input>" lines
 	next     int
 	objects  int
+	numbers  int // services are s0 to s<numbers-1>, offering c<i> and p<i>
+
+	// The module set as the configuration has it now, in the order of
+	// the node's modules: a reload input sends it whole, as a scenario's
+	// reload, enable, disable and remove do.
+	mods             []*manifest.Module
+	enabled, removed []bool
+	later            [][]*manifest.Module
+	reloads          []int
+
+	// inv, when set, is told of the new manifests and of silent deaths,
+	// and checks the settled node after every input.
+	inv *invariants
+}
+
+// newActor returns the actor of a node booted in w; inv may be nil.
+func newActor(w *World, n Node, inv *invariants) *actor {
+	a := &actor{W: w, Node: n.Config.NodeID, inv: inv}
+	names := map[string]bool{}
+	for _, ms := range n.Modules {
+		a.mods = append(a.mods, ms.Module)
+		a.enabled = append(a.enabled, ms.Enabled)
+		a.removed = append(a.removed, false)
+		a.later = append(a.later, n.Later[ms.Module.Name])
+		a.reloads = append(a.reloads, 0)
+		for _, m := range append([]*manifest.Module{ms.Module}, n.Later[ms.Module.Name]...) {
+			for _, s := range m.Services {
+				names[s.FullName()] = true
+				var i int
+				if _, err := fmt.Sscanf(s.Name, "s%d", &i); err == nil {
+					a.numbers = max(a.numbers, i+1)
+				}
+			}
+		}
+	}
+	a.Services = slices.Sorted(maps.Keys(names))
+	return a
+}
+
+// moduleSet is the configuration's module set, as a Reload carries it.
+func (a *actor) moduleSet() []engine.ModuleSpec {
+	var out []engine.ModuleSpec
+	for i, m := range a.mods {
+		if !a.removed[i] {
+			out = append(out, engine.ModuleSpec{Module: m, Enabled: a.enabled[i]})
+		}
+	}
+	return out
+}
+
+// clashes says module i, enabled with manifest m, would declare a
+// capability or pool that another enabled module declares: the node
+// configuration refuses that, so the actor never asks for it.
+func (a *actor) clashes(i int, m *manifest.Module) bool {
+	names := map[string]bool{}
+	for _, s := range m.Services {
+		for _, c := range s.Capabilities {
+			names["capability "+c] = true
+		}
+		for _, p := range s.Pools {
+			names["pool "+p] = true
+		}
+	}
+	for j, o := range a.mods {
+		if j == i || !a.enabled[j] || a.removed[j] {
+			continue
+		}
+		for _, s := range o.Services {
+			for _, c := range s.Capabilities {
+				if names["capability "+c] {
+					return true
+				}
+			}
+			for _, p := range s.Pools {
+				if names["pool "+p] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // actionKinds are the kinds of input an actor knows.
-var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset"}
+var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset",
+	"module", "silent death", "fingerprint", "probe health", "owner start"}
 
 func (a *actor) record(format string, args ...any) {
 	a.Inputs = append(a.Inputs, fmt.Sprintf("at %s %s", fmtOffset(a.W.Now().Sub(Epoch)), fmt.Sprintf(format, args...)))
@@ -115,18 +317,66 @@ func fmtOffset(d time.Duration) string {
 	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.3f", d.Seconds()), "0"), "0") + "s"
 }
 
-// Act applies one input of kind; it reports false when the kind does not
-// apply now (nothing to release).
+// frozen lists the short names (s<i>) of the services whose container is
+// frozen.
+func (a *actor) frozen() []string {
+	var out []string
+	for _, n := range a.Services {
+		if a.W.Exec.Frozen(n) {
+			_, short, _ := strings.Cut(n, "/")
+			out = append(out, short)
+		}
+	}
+	return out
+}
+
+// victim picks a service whose daemon runs, a frozen one half of the time
+// when there is one (a frozen daemon that dies is seen only once thawed);
+// "" when none runs.
+func (a *actor) victim(draw drawer) string {
+	var running, frozen []string
+	for _, n := range a.Services {
+		if a.W.Exec.Running(n) {
+			running = append(running, n)
+			if a.W.Exec.Frozen(n) {
+				frozen = append(frozen, n)
+			}
+		}
+	}
+	if len(frozen) > 0 && draw("frozen_victim", 0, 1) == 0 {
+		return pick(draw, "victim", frozen)
+	}
+	if len(running) == 0 {
+		return ""
+	}
+	return pick(draw, "victim", running)
+}
+
+// Act applies one input of kind, and then checks the settled node; it
+// reports false when the kind does not apply now (nothing to release).
 func (a *actor) Act(kind string, draw drawer) bool {
+	done := a.act(kind, draw)
+	if done && a.inv != nil && a.W.Err() == nil {
+		a.inv.checkSettled()
+	}
+	return done
+}
+
+func (a *actor) act(kind string, draw drawer) bool {
 	w := a.W
 	switch kind {
 	case "acquire":
 		a.next++
 		id := engine.LeaseID(fmt.Sprintf("l%d", a.next))
-		i := draw("service", 0, len(a.Services)-1)
+		i := draw("service", 0, a.numbers-1)
+		if f := a.frozen(); len(f) > 0 && draw("wake_frozen", 0, 1) == 0 {
+			// A lease for a frozen service thaws it: whether its daemon
+			// is still there must be checked first.
+			fmt.Sscanf(pick(draw, "frozen", f), "s%d", &i)
+		}
 		req := engine.Requirements{}
 		arg := ""
-		switch draw("kind", 0, 3) {
+		switch draw("kind", 0, 4) {
 		case 0:
 			req.Capabilities = []string{fmt.Sprintf("c%d", i)}
 			arg = fmt.Sprintf("cap=c%d", i)
@@ -140,6 +390,11 @@ func (a *actor) Act(kind string, draw drawer) bool {
 		case 3:
 			req.Capabilities = []string{"cap-probe", fmt.Sprintf("c%d", i)}
 			arg = fmt.Sprintf("cap=cap-probe,c%d", i)
+		case 4:
+			// Two services, maybe of two modules.
+			j := draw("second_service", 0, a.numbers-1)
+			req.Capabilities = []string{fmt.Sprintf("c%d", i), fmt.Sprintf("c%d", j)}
+			arg = fmt.Sprintf("cap=c%d,c%d", i, j)
 		}
 		attempt := fmt.Sprintf("a%d", draw("attempt", 1, 6))
 		wait := seconds(draw, "wait_s", 0, 120)
@@ -161,12 +416,70 @@ func (a *actor) Act(kind string, draw drawer) bool {
 			w.Do(engine.Renew{Lease: id})
 		}
 	case "time passes":
-		w.RunFor(seconds(draw, "seconds", 1, 300))
+		// Short steps half the time: what happens within an idle timeout
+		// or a backoff (a frozen daemon dying, a lease coming back) needs
+		// them.
+		if draw("short", 0, 1) == 0 {
+			w.RunFor(seconds(draw, "seconds", 1, 10))
+		} else {
+			w.RunFor(seconds(draw, "seconds", 1, 300))
+		}
 	case "crash":
 		name := pick(draw, "service", a.Services)
+		if v := a.victim(draw); v != "" && draw("crash_running", 0, 2) > 0 {
+			name = v
+		}
 		a.record("crash %s", name)
 		w.Exec.Crash(name)
 		w.RunFor(0)
+	case "silent death":
+		// The daemon dies and its container empties unseen (a missed
+		// event, a process that outlives its group's leader): only the
+		// next status, ready or fingerprint can tell.
+		name := a.victim(draw)
+		if name == "" {
+			return false
+		}
+		a.record("owner-stop %s", name)
+		w.Exec.SetRunning(name, false)
+		if a.inv != nil {
+			a.inv.diedSilently(name)
+		}
+	case "owner start":
+		var manual []string
+		for _, m := range a.mods {
+			for _, s := range m.Services {
+				if s.Lifecycle == manifest.Manual && !w.Exec.Running(s.FullName()) {
+					manual = append(manual, s.FullName())
+				}
+			}
+		}
+		if len(manual) == 0 {
+			return false
+		}
+		name := pick(draw, "manual", manual)
+		a.record("owner-start %s", name)
+		w.Exec.SetRunning(name, true)
+	case "fingerprint":
+		// What the daemon's next fingerprint reports changes: its memory
+		// reservation and its pools' capacities.
+		name := pick(draw, "service", a.Services)
+		b := w.Exec.Behaviour(name)
+		b.MemGB = float64(draw("mem_half_gb", 1, 6)) / 2
+		pools := make(map[string]int64, len(b.Pools))
+		var args []string
+		for _, p := range slices.Sorted(maps.Keys(b.Pools)) {
+			pools[p] = int64(draw("capacity", 0, 3))
+			args = append(args, fmt.Sprintf("%s:%d", p, pools[p]))
+		}
+		b.Pools = pools
+		a.record("behaviour %s mem_gb=%v pools=%s", name, b.MemGB, strings.Join(args, ","))
+	case "probe health":
+		h := draw("probe_healthy", 0, 1) == 1
+		w.Exec.Behaviour("m0/cap-probe").Healthy = &h
+		a.record("behaviour m0/cap-probe healthy=%v", h)
+	case "module":
+		return a.changeModules(draw)
 	case "agent restart":
 		a.record("restart")
 		w.Restart()
@@ -211,6 +524,47 @@ func (a *actor) Act(kind string, draw drawer) bool {
 	default:
 		panic("unknown action " + kind)
 	}
+	return true
+}
+
+// changeModules reloads the configuration with one module changed: its
+// next manifest, or enabled, disabled or removed. It reports false when the
+// change drawn does not apply (no manifest left, already so, or a clash of
+// names the configuration would refuse).
+func (a *actor) changeModules(draw drawer) bool {
+	i := draw("module", 0, len(a.mods)-1)
+	name := a.mods[i].Name
+	switch change := pick(draw, "module_change", []string{"reload", "reload", "enable", "disable", "remove"}); change {
+	case "reload":
+		if a.reloads[i] >= len(a.later[i]) {
+			return false
+		}
+		m := a.later[i][a.reloads[i]]
+		if a.enabled[i] && !a.removed[i] && a.clashes(i, m) {
+			return false
+		}
+		a.mods[i] = m
+		a.reloads[i]++
+		a.record("reload %s", name)
+	case "enable", "disable":
+		on := change == "enable"
+		if a.enabled[i] == on && !a.removed[i] || on && a.clashes(i, a.mods[i]) {
+			return false
+		}
+		a.enabled[i], a.removed[i] = on, false
+		a.record("%s %s", change, name)
+	case "remove":
+		if a.removed[i] {
+			return false
+		}
+		a.removed[i] = true
+		a.record("remove %s", name)
+	}
+	set := a.moduleSet()
+	if a.inv != nil {
+		a.inv.setModules(set)
+	}
+	a.W.Do(engine.Reload{Modules: set})
 	return true
 }
 

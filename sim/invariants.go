@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,41 +11,53 @@ import (
 )
 
 // invariants checks a world after every step and every effect: the safety
-// rules that must hold whatever happens. Property tests and
-// svcsim explore install it with watchInvariants.
+// rules that must hold whatever happens; and, after every input once the
+// node has settled, that nothing is left undone (checkSettled). Property
+// tests and svcsim explore install it with watchInvariants.
 type invariants struct {
 	w        *World
 	node     string
-	specs    map[string]*manifest.Service
+	specs    map[string]*manifest.Service // the latest manifest entry of every service configured so far
 	failures []string
 	log      []string // the recent trace, shown on failure
 
 	readySince map[string]time.Time // services in state ready, since when (continuously)
+	state      map[string]string    // each service's state after the last step
+	// blind holds the services whose daemon died silently (no
+	// container-emptied event) and that no status, ready or fingerprint
+	// has looked at since, nor a thaw: a lease admitted on one of them is
+	// no fault of the engine, which cannot know.
+	blind map[string]bool
+	// ops maps the ops in flight to their targets; fpUnhealthy holds the
+	// services whose latest fingerprint said healthy:false.
+	ops         map[engine.OpID]engine.Target
+	fpUnhealthy map[string]bool
 }
 
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
-	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}}
+	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{},
+		state: map[string]string{}, blind: map[string]bool{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{}}
+	c.setModules(mods)
+	w.Observe = c.observe
+	w.Check = c.check
+	return c
+}
+
+// setModules takes the manifests of a new module set: services keep the
+// entry of their latest manifest, also once gone from it, as the engine
+// keeps it until they are forgotten.
+func (c *invariants) setModules(mods []engine.ModuleSpec) {
 	for _, m := range mods {
 		for i := range m.Module.Services {
 			s := &m.Module.Services[i]
 			c.specs[s.FullName()] = s
 		}
 	}
-	w.Observe = c.observe
-	w.Check = c.check
-	return c
 }
 
-// ServiceNames lists the services, sorted.
-func (c *invariants) ServiceNames() []string {
-	names := make([]string, 0, len(c.specs))
-	for n := range c.specs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+// diedSilently records that the daemon of service died unseen.
+func (c *invariants) diedSilently(service string) { c.blind[service] = true }
 
 // Failf records a broken invariant; the world stops at its next step.
 func (c *invariants) Failf(format string, args ...any) {
@@ -73,24 +84,62 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	if len(c.log) > 400 {
 		c.log = c.log[len(c.log)-200:]
 	}
+	if d, ok := ev.(engine.OpDone); ok {
+		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
+			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
+		}
+		delete(c.ops, d.ID)
+	}
 	st := c.w.Engine.Status()
 	svc := map[string]engine.ServiceStatus{}
 	for _, s := range st.Services {
 		svc[s.Name] = s
 	}
+	probes := map[string]engine.ProbeStatus{}  // by capability
+	probeOf := map[string]engine.ProbeStatus{} // by name
+	for _, p := range st.Probes {
+		probes[p.Capability] = p
+		probeOf[p.Name] = p
+	}
 	live := map[string]bool{}
 	for _, a := range st.LiveAttempts {
 		live[a] = true
 	}
-	killed := map[string]bool{} // effects run in order: a kill precedes what follows it
+	// Effects run in order: a kill or a thaw precedes what follows it.
+	killed := map[string]bool{}
+	thawed := map[string]bool{} // true: thawed, false: frozen, by this step
+	frozen := func(name string) bool {
+		if t, ok := thawed[name]; ok {
+			return !t
+		}
+		return c.w.Exec.Frozen(name)
+	}
 	for _, f := range effects {
 		switch f := f.(type) {
 		case engine.Kill:
 			killed[f.Service.String()] = true
+			thawed[f.Service.String()] = true
+		case engine.Freeze:
+			thawed[f.Service.String()] = false
+		case engine.Thaw:
+			thawed[f.Service.String()] = true
+			delete(c.blind, f.Service.String())
 		case engine.RunOp:
+			c.ops[f.ID] = f.Target
 			name := f.Target.String()
+			if f.Target.Probe {
+				if p := probeOf[name]; !p.Enabled {
+					c.Failf("probe %s run while its module is disabled", name)
+				}
+				continue
+			}
 			s := svc[name]
+			if frozen(name) {
+				c.Failf("%s of %s while it is frozen", f.Op, name)
+			}
 			switch f.Op {
+			case protocol.OpStatus, protocol.OpReady, protocol.OpFingerprint:
+				delete(c.blind, name)
 			case protocol.OpStart:
 				if c.w.Exec.Running(name) && !killed[name] {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
@@ -100,6 +149,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				}
 				if s.Unhealthy {
 					c.Failf("start of unhealthy %s", name)
+				}
+				if !s.Enabled {
+					c.Failf("start of %s while it is not enabled", name)
 				}
 			case protocol.OpStop:
 				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" {
@@ -113,21 +165,30 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				if s := svc[name]; !s.Ready {
 					c.Failf("lease %s admitted while %s is %s", f.Lease, name, s.State)
 				}
-				if !c.w.Exec.Running(name) {
+				if !c.w.Exec.Running(name) && !c.blind[name] {
 					c.Failf("lease %s admitted while the daemon of %s is down", f.Lease, name)
+				}
+				if frozen(name) {
+					c.Failf("lease %s admitted while %s is frozen", f.Lease, name)
 				}
 			}
 			// Capacity may drop later (a crash withdraws it); at the
-			// admission, the lease's own pools must fit.
-			var mine map[string]int64
+			// admission, the lease's own pools must fit, and the probes
+			// it needs must report healthy.
+			var mine engine.LeaseStatus
 			for _, l := range st.Leases {
 				if l.ID == f.Lease {
-					mine = l.Pools
+					mine = l
 				}
 			}
 			for _, p := range st.Pools {
-				if _, ok := mine[p.Name]; ok && p.Reserved > p.Capacity {
+				if _, ok := mine.Pools[p.Name]; ok && p.Reserved > p.Capacity {
 					c.Failf("pool %s: %d reserved of %d at the admission of %s", p.Name, p.Reserved, p.Capacity, f.Lease)
+				}
+			}
+			for _, cp := range mine.Capabilities {
+				if p, ok := probes[cp]; ok && (!p.Enabled || !p.Reported || !p.Healthy) {
+					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease, p.Name, cp, p.Enabled, p.Reported, p.Healthy)
 				}
 			}
 		case engine.PutService:
@@ -184,7 +245,14 @@ func (c *invariants) checkDestroy(service, id string, live map[string]bool) {
 
 // check runs after every step: the state-wide invariants.
 func (c *invariants) check(w *World) error {
-	st := w.Engine.Status()
+	c.checkState(w.Engine.Status())
+	return c.err()
+}
+
+// checkState checks the engine's view st against itself, the store and
+// the world.
+func (c *invariants) checkState(st engine.Status) {
+	w := c.w
 	refs, waits := map[string]int{}, map[string]int{}
 	var admitted []string
 	for _, l := range st.Leases {
@@ -210,27 +278,109 @@ func (c *invariants) check(w *World) error {
 		if s.Refs != refs[s.Name] || s.Waiting != waits[s.Name] {
 			c.Failf("%s: refcount %d/%d, but %d admitted and %d waiting leases need it", s.Name, s.Refs, s.Waiting, refs[s.Name], waits[s.Name])
 		}
+		// Freezing: only an idle service between ops is frozen, and the
+		// engine and the world agree on which.
+		if s.Frozen && s.Refs > 0 {
+			c.Failf("%s frozen while %d lease(s) hold it", s.Name, s.Refs)
+		}
+		if s.Frozen && s.OpInFlight != "" {
+			c.Failf("%s frozen while its %s runs", s.Name, s.OpInFlight)
+		}
+		if s.Frozen != w.Exec.Frozen(s.Name) {
+			c.Failf("%s: the engine says frozen=%v, its container frozen=%v", s.Name, s.Frozen, w.Exec.Frozen(s.Name))
+		}
+		// What the agent starts must fit the budget: checked as the start
+		// is decided (the account may grow later, by a fingerprint).
+		if s.State == "starting" && c.state[s.Name] != "starting" && s.Charged && st.MemoryUsedGB > st.MemoryBudgetGB+1e-9 {
+			c.Failf("%s started with %v GB reserved of a budget of %v GB", s.Name, st.MemoryUsedGB, st.MemoryBudgetGB)
+		}
+		c.state[s.Name] = s.State
 	}
 	if stored := w.Store.Leases(); strings.Join(stored, ",") != strings.Join(admitted, ",") {
 		c.Failf("store holds leases %v, the engine %v", stored, admitted)
 	}
-	// Manual services run whether the agent likes it or not; what the
-	// agent starts must fit the budget.
-	started := 0.0
+}
+
+// err is the broken invariants with the end of the trace, or nil.
+func (c *invariants) err() error {
+	if len(c.failures) == 0 {
+		return nil
+	}
+	tail := c.log
+	if len(tail) > 80 {
+		tail = tail[len(tail)-80:]
+	}
+	return fmt.Errorf("%s\nrecent trace:\n%s", strings.Join(c.failures, "\n"), strings.Join(tail, "\n"))
+}
+
+// settled says the node has nothing left to do now: no op in flight and
+// no event due at this instant.
+func (c *invariants) settled() bool {
+	if c.w.Engine.Status().OpsInFlight > 0 {
+		return false
+	}
+	at, ok := c.w.Sched.Peek()
+	return !ok || at.After(c.w.Now())
+}
+
+// checkSettled runs after every input, once the node has settled: nothing
+// of a disabled module runs or is charged, every probe of an enabled
+// module has reported, every enabled service has been fingerprinted, and
+// no wanted service sits stopped while it could start: its memory fits, or
+// idle yieldable services could make room (unless it backs off, is
+// unhealthy, or its latest fingerprint says unhealthy).
+func (c *invariants) checkSettled() {
+	if c.settled() {
+		c.checkSettledState(c.w.Engine.Status())
+	}
+}
+
+// checkSettledState is checkSettled on the engine's view st of a settled
+// node.
+func (c *invariants) checkSettledState(st engine.Status) {
+	for _, p := range st.Probes {
+		if p.Enabled && !p.Reported {
+			c.Failf("settled, and probe %s of an enabled module has never reported", p.Name)
+		}
+	}
 	for _, s := range st.Services {
-		if s.Charged && s.Lifecycle != manifest.Manual {
-			started += s.MemGB
+		spec := c.specs[s.Name]
+		if !s.Enabled {
+			if s.State != "stopped" {
+				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
+			}
+			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) {
+				c.Failf("settled, and the daemon of %s runs while it is not enabled", s.Name)
+			}
+			continue
+		}
+		if s.State == "unknown" {
+			c.Failf("settled, and %s has never been fingerprinted", s.Name)
+			continue
+		}
+		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0
+		// A service whose latest fingerprint says unhealthy may be
+		// withheld from starts until one says healthy.
+		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || c.fpUnhealthy[s.Name] {
+			continue
+		}
+		if !spec.ReservesHostMemory || st.MemoryUsedGB+s.MemGB <= st.MemoryBudgetGB+1e-9 {
+			c.Failf("settled, and %s is wanted (%d lease(s), %s) but stopped, though its %v GB fit (%v of %v GB in use)",
+				s.Name, s.Refs+s.Waiting, s.Lifecycle, s.MemGB, st.MemoryUsedGB, st.MemoryBudgetGB)
+			continue
+		}
+		need := st.MemoryUsedGB + s.MemGB - st.MemoryBudgetGB
+		var yieldable []string
+		freeing := 0.0
+		for _, o := range st.Services {
+			os := c.specs[o.Name]
+			if o.Name != s.Name && o.State == "ready" && o.Refs+o.Waiting == 0 && os.ReservesHostMemory && os.Yieldable && o.Lifecycle == manifest.OnDemand && o.MemGB > 0 {
+				freeing += o.MemGB
+				yieldable = append(yieldable, o.Name)
+			}
+		}
+		if freeing >= need-1e-9 {
+			c.Failf("settled, and %s is wanted but waits for memory (%v GB more needed), though idle yieldable %v hold %v GB", s.Name, need, yieldable, freeing)
 		}
 	}
-	if started > st.MemoryBudgetGB+1e-9 {
-		c.Failf("services the agent started reserve %v GB, budget %v GB", started, st.MemoryBudgetGB)
-	}
-	if len(c.failures) > 0 {
-		tail := c.log
-		if len(tail) > 80 {
-			tail = tail[len(tail)-80:]
-		}
-		return fmt.Errorf("%s\nrecent trace:\n%s", strings.Join(c.failures, "\n"), strings.Join(tail, "\n"))
-	}
-	return nil
 }

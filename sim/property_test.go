@@ -31,14 +31,17 @@ func rapidDraw(t *rapid.T) drawer {
 // checks every invariant after every step.
 func TestProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		cfg, mods, behaviours := genNode(rapidDraw(t), propNode)
-		w := New(cfg, mods, behaviours)
-		c := watchInvariants(w, mods, propNode)
+		n := genNode(rapidDraw(t), propNode)
+		w := New(n.Config, n.Modules, n.Behaviours)
+		c := watchInvariants(w, n.Modules, propNode)
 		w.RunFor(0)
-		a := &actor{W: w, Node: propNode, Services: c.ServiceNames()}
+		a := newActor(w, n, c)
 		actions := map[string]func(*rapid.T){
 			"": func(t *rapid.T) {
 				if err := w.Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.err(); err != nil {
 					t.Fatal(err)
 				}
 			},

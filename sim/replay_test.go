@@ -15,8 +15,8 @@ import (
 func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
 	t.Helper()
 	draw := seededDraw(seed)
-	cfg, mods, behaviours := genNode(draw, "n1")
-	w := Build(cfg, mods, behaviours)
+	n := genNode(draw, "n1")
+	w := Build(n.Config, n.Modules, n.Behaviours)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
@@ -29,12 +29,7 @@ func journalOf(t *testing.T, seed uint64) *bytes.Buffer {
 		}
 	}
 	w.Boot()
-	a := &actor{W: w, Node: "n1", Services: []string{}}
-	for _, m := range mods {
-		for _, s := range m.Module.Services {
-			a.Services = append(a.Services, s.FullName())
-		}
-	}
+	a := newActor(w, n, nil)
 	for i := 0; i < 300; i++ {
 		a.Act(pick(draw, "action", actionKinds), draw)
 	}

@@ -101,6 +101,11 @@ func (w *World) Err() error { return w.err }
 func (w *World) Now() time.Time { return w.Sched.Now() }
 
 func (w *World) step(ev engine.Event) {
+	if r, ok := ev.(engine.Reload); ok {
+		// The configuration changed: an agent restarting later boots
+		// with it, as svcrun reads its configuration again at start.
+		w.modules = r.Modules
+	}
 	if w.err == nil {
 		w.err = w.Driver.Handle(ev)
 	}

@@ -1,13 +1,15 @@
 package scenario
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/oarbank/svcrun/sim"
 )
 
 // TestExplorationAsScenario checks that an exploration's inputs read back
-// as a scenario file that runs.
+// as a scenario file that runs. Seed 3's holds every kind of module change
+// and a disabled module shadowing an enabled one's capability and pool.
 func TestExplorationAsScenario(t *testing.T) {
 	for _, seed := range []uint64{3, 11, 29} {
 		text := Explored(sim.Explore(seed, 150))
@@ -17,6 +19,14 @@ func TestExplorationAsScenario(t *testing.T) {
 		}
 		if _, err := sc.Run(); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
+		}
+		if seed != 3 {
+			continue
+		}
+		for _, want := range []string{"module disabled\n", "module later\n", " reload m", " enable m", " disable m", " remove m", " owner-stop m", " mem_gb=", " restart\n"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("seed %d: no %q in the scenario:\n%s", seed, want, text)
+			}
 		}
 	}
 }

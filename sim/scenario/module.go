@@ -72,13 +72,16 @@ func (p *parser) module(line int, args []string, rest []string) (int, error) {
 	return end, nil
 }
 
-// checkSet checks the embedded modules together.
+// checkSet checks the modules enabled at boot together, as the node
+// configuration checks its enabled modules: a disabled module may declare
+// a capability or pool of an enabled one, and offer it once enabled in its
+// place.
 func (p *parser) checkSet() error {
 	var mods []*manifest.Module
 	for _, m := range p.sc.Modules {
-		mods = append(mods, m.Module)
+		if m.Enabled {
+			mods = append(mods, m.Module)
+		}
 	}
-	// Every module may be enabled at some point of the timeline: the
-	// node-wide names must not clash among any of them.
 	return manifest.CheckSet(mods)
 }

@@ -22,15 +22,15 @@ func Explored(x sim.Exploration) string {
 	if x.Err != nil {
 		fmt.Fprintf(&b, "# failed: %s\n", strings.ReplaceAll(x.Err.Error(), "\n", "\n# "))
 	}
-	cfg, mods, behaviours := x.Node()
-	b.WriteString(writeScenario(cfg, mods, behaviours, x.Inputs))
+	n := x.Node()
+	b.WriteString(writeScenario(n.Config, n.Modules, n.Later, n.Behaviours, x.Inputs))
 	return b.String()
 }
 
 // writeScenario writes a node, its behaviours and a timeline as a scenario
 // file (without an expected trace), so that a generated history can be read
 // and replayed with `svcsim run`.
-func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour, inputs []string) string {
+func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, later map[string][]*manifest.Module, behaviours map[string]*fakes.Behaviour, inputs []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v\n\n",
 		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)
@@ -45,6 +45,12 @@ func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, behaviours map[s
 		}
 		writeModule(&b, ms.Module)
 		b.WriteString("end\n\n")
+		// The manifests its reload inputs load, in turn.
+		for _, m := range later[ms.Module.Name] {
+			b.WriteString("module later\n")
+			writeModule(&b, m)
+			b.WriteString("end\n\n")
+		}
 	}
 	names := make([]string, 0, len(behaviours))
 	for n := range behaviours {
