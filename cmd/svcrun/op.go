@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
@@ -330,71 +329,19 @@ func visible(r rune) rune {
 	return r
 }
 
-// The normalised results: the wire format of protocol 1 as the agent
-// understood it, with fields in the schemas' order and defaults spelled out
-// where the agent reads them (ok, changed, running, ready).
-type (
-	fingerprintJSON struct {
-		Healthy bool             `json:"healthy"`
-		Running *bool            `json:"running,omitempty"`
-		Message string           `json:"message,omitempty"`
-		Attrs   map[string]any   `json:"attrs,omitempty"`
-		Pools   map[string]int64 `json:"pools,omitempty"`
-		Reserve *reserveJSON     `json:"reserve,omitempty"`
-	}
-	reserveJSON struct {
-		MemGB float64 `json:"mem_gb"`
-	}
-	opResultJSON struct {
-		OK        bool   `json:"ok"`
-		Changed   bool   `json:"changed"`
-		Escalated bool   `json:"escalated,omitempty"`
-		Message   string `json:"message,omitempty"`
-	}
-	statusJSON struct {
-		Running bool   `json:"running"`
-		Ready   bool   `json:"ready"`
-		Message string `json:"message,omitempty"`
-	}
-	ownedListJSON struct {
-		Objects []objectJSON `json:"objects"`
-	}
-	objectJSON struct {
-		ID        string            `json:"id"`
-		Kind      string            `json:"kind"`
-		Labels    map[string]string `json:"labels"`
-		CreatedAt string            `json:"created_at,omitempty"`
-		Busy      bool              `json:"busy,omitempty"`
-	}
-)
-
+// normalise is the result as the agent understood it, in the wire format
+// (protocol's MarshalJSON: the schemas' fields, with the defaults the agent
+// reads spelled out: ok, changed, running, ready).
 func normalise(r protocol.Result) any {
 	switch {
 	case r.Fingerprint != nil:
-		f := r.Fingerprint
-		out := fingerprintJSON{Healthy: f.Healthy, Running: f.Running, Message: f.Message, Attrs: f.Attrs, Pools: f.Pools}
-		if f.Reserve != nil {
-			out.Reserve = &reserveJSON{MemGB: f.Reserve.MemGB}
-		}
-		return out
+		return *r.Fingerprint
 	case r.OpResult != nil:
-		o := r.OpResult
-		return opResultJSON{OK: o.OK, Changed: o.Changed, Escalated: o.Escalated, Message: o.Message}
+		return *r.OpResult
 	case r.Status != nil:
-		return statusJSON{Running: r.Status.Running, Ready: r.Status.Ready, Message: r.Status.Message}
+		return *r.Status
 	case r.OwnedList != nil:
-		out := ownedListJSON{Objects: []objectJSON{}}
-		for _, o := range r.OwnedList.Objects {
-			j := objectJSON{ID: o.ID, Kind: o.Kind, Labels: o.Labels, Busy: o.Busy}
-			if j.Labels == nil {
-				j.Labels = map[string]string{}
-			}
-			if !o.CreatedAt.IsZero() {
-				j.CreatedAt = o.CreatedAt.Format(time.RFC3339Nano)
-			}
-			out.Objects = append(out.Objects, j)
-		}
-		return out
+		return *r.OwnedList
 	}
 	return nil
 }

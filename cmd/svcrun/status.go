@@ -106,15 +106,7 @@ func printStatus(out io.Writer, st api.Status) {
 	fmt.Fprintln(out)
 	rows, below = rows[:0], below[:0]
 	for _, p := range st.Probes {
-		res := "unhealthy"
-		switch {
-		case !p.Enabled:
-			res = "disabled"
-		case !p.Reported:
-			res = "not reported yet"
-		case p.Healthy:
-			res = "healthy"
-		}
+		res := probeResult(p)
 		checked := "-"
 		if !p.CheckedAt.IsZero() {
 			checked = ago(st.Now, p.CheckedAt) + " ago"
@@ -371,4 +363,17 @@ func containersLine(report string) string {
 		summary += "; missing: " + strings.Join(missing, ", ")
 	}
 	return summary
+}
+
+// probeResult is a probe's last result in a word or three.
+func probeResult(p api.ProbeStatus) string {
+	switch {
+	case !p.Enabled:
+		return "disabled"
+	case !p.Reported:
+		return "not reported yet"
+	case p.Healthy:
+		return "healthy"
+	}
+	return "unhealthy"
 }

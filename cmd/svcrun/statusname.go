@@ -181,16 +181,7 @@ func printDetail(out io.Writer, st api.Status, d detail) {
 		field("memory", mem)
 	case d.Probe != nil:
 		p := d.Probe
-		res := "unhealthy"
-		switch {
-		case !p.Enabled:
-			res = "disabled"
-		case !p.Reported:
-			res = "not reported yet"
-		case p.Healthy:
-			res = "healthy"
-		}
-		fmt.Fprintf(out, "%s: probe of capability %s, %s\n", p.Name, p.Capability, res)
+		fmt.Fprintf(out, "%s: probe of capability %s, %s\n", p.Name, p.Capability, probeResult(*p))
 		if !p.CheckedAt.IsZero() {
 			field("checked", p.CheckedAt.Local().Format("15:04:05")+" ("+ago(now, p.CheckedAt)+" ago)")
 		}
