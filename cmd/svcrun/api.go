@@ -130,6 +130,8 @@ type failureJSON struct {
 	Code   string `json:"code,omitempty"`   // the API's error code (rejected, unknown_lease, refused, not_found, ...), unreachable or interrupted
 	Reason string `json:"reason,omitempty"` // a rejection's reason
 	Hint   string `json:"hint,omitempty"`
+	// Errors are every error of an invalid file, one a line (validate).
+	Errors []string `json:"errors,omitempty"`
 }
 
 // hinted is a failure explained for the command line: its message, its

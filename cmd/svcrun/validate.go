@@ -15,7 +15,8 @@ import (
 // runValidate checks bundles or a node configuration, prints one line per
 // module, service and probe when valid, and every error when not.
 func runValidate(_ context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("validate", "--bundle DIR... | --config FILE")
+	fs := m.FlagSet("validate", "[--json] --bundle DIR... | --config FILE")
+	asJSON := fs.Bool("json", false, "print one JSON document: ok, and the node and modules as loaded, or the errors")
 	var bundles cli.StringList
 	fs.Var(&bundles, "bundle", "a module bundle `DIR` to check (repeatable: the set is checked for clashes too)")
 	config := fs.String("config", "", "a node configuration `FILE` to check, with every module it lists")
@@ -30,10 +31,140 @@ func runValidate(_ context.Context, m *cli.Env, args []string) error {
 	case len(bundles) > 0 && *config != "":
 		return cli.UsageError{Msg: "give either --bundle or --config, not both"}
 	}
+	if *asJSON {
+		return validateJSON(m, bundles, *config)
+	}
 	if *config != "" {
 		return validateConfig(m, *config)
 	}
 	return validateBundles(m, bundles)
+}
+
+// The answer of validate --json when everything is valid: what the text
+// summary says, as data.
+type (
+	validJSON struct {
+		OK       bool         `json:"ok"` // true
+		Node     *nodeJSON    `json:"node,omitempty"`
+		Modules  []moduleJSON `json:"modules"`
+		Warnings []string     `json:"warnings"`
+	}
+	nodeJSON struct {
+		NodeID           string            `json:"node_id"`
+		File             string            `json:"file"`
+		Platform         string            `json:"platform"`
+		DataDir          string            `json:"data_dir"`
+		Socket           string            `json:"socket"`
+		MemoryBudgetGB   float64           `json:"memory_budget_gb"`
+		Sandbox          string            `json:"sandbox"`
+		MaxConcurrentOps int               `json:"max_concurrent_ops"`
+		Limits           nodeconfig.Limits `json:"limits"`
+	}
+	moduleJSON struct {
+		Name     string        `json:"name"`
+		Version  string        `json:"version"`
+		Dir      string        `json:"dir"`
+		Enabled  bool          `json:"enabled"`
+		Network  string        `json:"network"`
+		Services []serviceJSON `json:"services"`
+		Probes   []probeJSON   `json:"probes"`
+		Warnings []string      `json:"warnings"`
+	}
+	serviceJSON struct {
+		Name          string   `json:"name"` // module/service
+		Lifecycle     string   `json:"lifecycle"`
+		Pools         []string `json:"pools"`
+		Capabilities  []string `json:"capabilities"`
+		Platforms     []string `json:"platforms,omitempty"` // all when absent
+		StartTimeoutS float64  `json:"start_timeout_s"`
+		IdleTimeoutS  float64  `json:"idle_timeout_s"`
+		Loaded        bool     `json:"loaded"` // false: not on this node's platform
+	}
+	probeJSON struct {
+		Name       string   `json:"name"`
+		Capability string   `json:"capability"`
+		PeriodS    float64  `json:"period_s"`
+		Platforms  []string `json:"platforms,omitempty"`
+		Loaded     bool     `json:"loaded"`
+	}
+)
+
+func moduleOf(mod *manifest.Module, enabled bool, platform string) moduleJSON {
+	out := moduleJSON{Name: mod.Name, Version: mod.Version, Dir: mod.Dir, Enabled: enabled, Network: string(mod.Sandbox.Network),
+		Services: []serviceJSON{}, Probes: []probeJSON{}, Warnings: append([]string{}, mod.Warnings...)}
+	for _, s := range mod.Services {
+		out.Services = append(out.Services, serviceJSON{Name: s.FullName(), Lifecycle: string(s.Lifecycle), Pools: nonNilStrings(s.Pools),
+			Capabilities: nonNilStrings(s.Capabilities), Platforms: s.Platforms, StartTimeoutS: s.StartTimeout.Seconds(),
+			IdleTimeoutS: s.IdleTimeout.Seconds(), Loaded: platform == "" || s.RunsOn(platform)})
+	}
+	for _, p := range mod.Probes {
+		out.Probes = append(out.Probes, probeJSON{Name: mod.Name + "/" + p.Name, Capability: p.Name, PeriodS: p.Period.Seconds(),
+			Platforms: p.Platforms, Loaded: platform == "" || p.RunsOn(platform)})
+	}
+	return out
+}
+
+func nonNilStrings(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// validateJSON is validate --json: the node and modules as loaded, or the
+// errors in the one failure shape (every error a line of errors).
+func validateJSON(m *cli.Env, dirs []string, config string) error {
+	out := validJSON{OK: true, Modules: []moduleJSON{}, Warnings: []string{}}
+	var errs []string
+	if config != "" {
+		c, err := nodeconfig.Load(config)
+		if err == nil {
+			var mods []nodeconfig.LoadedModule
+			if mods, err = nodeconfig.LoadModules(c); err == nil {
+				out.Node = &nodeJSON{NodeID: c.NodeID, File: c.File, Platform: c.Platform, DataDir: c.DataDir, Socket: c.Socket,
+					MemoryBudgetGB: c.MemoryBudgetGB, Sandbox: string(c.Sandbox), MaxConcurrentOps: c.MaxConcurrentOps, Limits: c.Limits}
+				out.Warnings = append(out.Warnings, c.Warnings...)
+				for _, mod := range mods {
+					out.Modules = append(out.Modules, moduleOf(mod.Manifest, mod.Config.Enabled, c.Platform))
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	} else {
+		var mods []*manifest.Module
+		for _, d := range dirs {
+			mod, err := manifest.Load(d)
+			if err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+			mods = append(mods, mod)
+		}
+		if len(errs) == 0 {
+			if err := manifest.CheckSet(mods); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		for _, mod := range mods {
+			out.Modules = append(out.Modules, moduleOf(mod, true, ""))
+		}
+	}
+	if len(errs) > 0 {
+		var lines []string
+		for _, e := range errs {
+			lines = append(lines, strings.Split(e, "\n")...)
+		}
+		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: fmt.Sprintf("invalid: %d error%s", len(lines), plural(len(lines))), Code: "invalid", Errors: lines}); err != nil {
+			return err
+		}
+		return cli.ExitError{Code: 1}
+	}
+	for _, mod := range out.Modules {
+		out.Warnings = append(out.Warnings, mod.Warnings...)
+	}
+	return cli.PrintJSON(m.Stdout, out)
 }
 
 func validateBundles(m *cli.Env, dirs []string) error {
