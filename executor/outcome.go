@@ -22,21 +22,22 @@ import (
 //     FailProtocol for a *protocol.ProtocolError (or a bad call), whose
 //     violations are kept in Reasons.
 //
-// Message is one line for people: the op, what went wrong and, where it
-// helps, the last line of stderr. The result's warnings (an owned object
+// Message is one line for people: what went wrong and, where it helps, the
+// last line of stderr; not the op nor the kind of failure, which whoever
+// shows it names ("start failed: exit status 1: ...", as the engine says). The result's warnings (an owned object
 // skipped for a bad id) stay in Outcome.Result.Warnings.
 func Outcome(op protocol.Op, role protocol.Role, res Result) engine.Outcome {
 	switch {
 	case res.SpawnErr != nil:
-		return engine.Outcome{Failure: engine.FailSpawn, Message: fmt.Sprintf("%s: cannot run: %v", op, res.SpawnErr)}
+		return engine.Outcome{Failure: engine.FailSpawn, Message: res.SpawnErr.Error()}
 	case res.Canceled && res.Pid == 0:
-		return engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started", op)}
+		return engine.Outcome{Failure: engine.FailTimeout, Message: "canceled before it started"}
 	case res.TimedOut || res.Canceled:
 		var b strings.Builder
 		if res.TimedOut {
-			fmt.Fprintf(&b, "%s: timed out after %v; its process group got SIGTERM", op, roundDuration(res.Timeout))
+			fmt.Fprintf(&b, "killed after %v; its process group got SIGTERM", roundDuration(res.Timeout))
 		} else {
-			fmt.Fprintf(&b, "%s: canceled after %v; its process group got SIGTERM", op, roundDuration(res.Duration))
+			fmt.Fprintf(&b, "canceled after %v; its process group got SIGTERM", roundDuration(res.Duration))
 		}
 		if res.Escalated {
 			b.WriteString(", then SIGKILL")
@@ -62,18 +63,23 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) engine.Outcome {
 	}
 	switch {
 	case errors.As(err, &oe):
-		msg := err.Error()
+		msg := oe.Detail()
 		if res.Signal != 0 && oe.Message == "" {
 			var b strings.Builder
-			fmt.Fprintf(&b, "%s: killed by signal %d (%v)", op, int(res.Signal), res.Signal)
+			fmt.Fprintf(&b, "killed by signal %d (%v)", int(res.Signal), res.Signal)
 			stderrLine(&b, res.StderrTail)
 			msg = b.String()
 		}
 		return engine.Outcome{Failure: engine.FailOp, Message: msg}
-	case res.StdoutTruncated:
-		return engine.Outcome{Failure: engine.FailProtocol, Message: err.Error() + " (the op was killed)", Reasons: reasons}
 	}
-	return engine.Outcome{Failure: engine.FailProtocol, Message: err.Error(), Reasons: reasons}
+	msg := err.Error() // a bad call, not the op's output
+	if pe != nil {
+		msg = pe.Detail()
+	}
+	if res.StdoutTruncated {
+		msg += " (the op was killed)"
+	}
+	return engine.Outcome{Failure: engine.FailProtocol, Message: msg, Reasons: reasons}
 }
 
 func stderrLine(b *strings.Builder, tail []byte) {

@@ -30,9 +30,14 @@ type ProtocolError struct {
 const maxReasonsShown = 8
 
 func (e *ProtocolError) Error() string {
+	return string(e.Op) + ": protocol error: " + e.Detail()
+}
+
+// Detail is the error without its op and kind: the reasons and stderr's
+// last line, for messages that name the op and the kind already ("start
+// protocol: DETAIL").
+func (e *ProtocolError) Detail() string {
 	var b strings.Builder
-	b.WriteString(string(e.Op))
-	b.WriteString(": protocol error: ")
 	for i, r := range e.Reasons {
 		if i == maxReasonsShown {
 			fmt.Fprintf(&b, "; and %d more", len(e.Reasons)-i)
@@ -64,8 +69,15 @@ type OpError struct {
 }
 
 func (e *OpError) Error() string {
+	return fmt.Sprintf("%s: failed with %s", e.Op, e.Detail())
+}
+
+// Detail is the error without its op: "exit status N", the service's
+// message and stderr's last line, for messages that name the op and the
+// kind already ("start failed: DETAIL").
+func (e *OpError) Detail() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: failed with exit status %d", e.Op, e.ExitCode)
+	fmt.Fprintf(&b, "exit status %d", e.ExitCode)
 	if m := oneLine(e.Message, maxLineShown); m != "" {
 		b.WriteString(": ")
 		b.WriteString(m)

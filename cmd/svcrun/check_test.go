@@ -95,8 +95,8 @@ func TestCheckFlawAndUsage(t *testing.T) {
 		t.Errorf("flaw-stop-twice: exit %d, want 1\n%s", code, out)
 	}
 	for _, want := range []string{
-		"\nFAIL stop-twice/svc stop-twice: stop failed: stop: failed with exit status 1: not running\n",
-		"\n    stop (stop-twice): stop: failed with exit status 1: not running\n",
+		"\nFAIL stop-twice/svc stop-twice: stop failed: exit status 1: not running\n",
+		"\n    stop (stop-twice): exit status 1: not running\n",
 		"\nstop-twice: 11 checks: 10 passed, 1 failed, 0 skipped in ",
 	} {
 		if !strings.Contains(out, want) {

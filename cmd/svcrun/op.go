@@ -258,6 +258,14 @@ type opReport struct {
 	stdout []byte // of a protocol error, to show its beginning
 }
 
+// failureWords say how an op failed, before its message.
+var failureWords = map[engine.FailureKind]string{
+	engine.FailOp:       "failed",
+	engine.FailTimeout:  "timed out",
+	engine.FailProtocol: "broke the protocol",
+	engine.FailSpawn:    "could not be run",
+}
+
 // Limits of the text report.
 const (
 	stderrLinesShown = 20
@@ -273,7 +281,7 @@ func (r *opReport) print(m *cli.Env, t opTarget) {
 		return
 	}
 	w := m.Stderr
-	m.Printf("%s %s", t.fullName(), r.Message)
+	m.Printf("%s %s %s: %s", t.fullName(), r.Op, failureWords[engine.FailureKind(r.Failure)], r.Message)
 	if len(r.Reasons) > 0 {
 		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
 		for _, reason := range r.Reasons {

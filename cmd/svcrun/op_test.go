@@ -130,17 +130,17 @@ func TestOpFailures(t *testing.T) {
 		errs []string
 	}{
 		{"protocol error", []string{"svc", "fingerprint"}, []string{
-			"svcrun op: bad/svc fingerprint: protocol error: ",
+			"svcrun op: bad/svc fingerprint broke the protocol: /pools/x: must be >= 0; ",
 			"  protocol violations (3):\n    /pools/x: must be >= 0\n    /runing: unknown property\n    /running: missing required property (a service must report it)\n",
 			`  stdout: "{\"healthy\":true,\"runing\":false,\"pools\":{\"x\":-1}}\n"`,
 			"  module data dir: " + data,
 		}},
 		{"op error", []string{"svc", "start"}, []string{
-			"svcrun op: bad/svc start: failed with exit status 1: port taken (stderr: error: port 8080 is taken)\n",
+			"svcrun op: bad/svc start failed: exit status 1: port taken (stderr: error: port 8080 is taken)\n",
 			"  stderr (last 2 lines):\n    | starting\n    | error: port 8080 is taken\n",
 		}},
 		{"timeout", []string{"--timeout", "300ms", "svc", "status"}, []string{
-			"svcrun op: bad/svc status: timed out after 300ms; its process group got SIGTERM (stderr: waiting for ever)\n",
+			"svcrun op: bad/svc status timed out: killed after 300ms; its process group got SIGTERM (stderr: waiting for ever)\n",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
