@@ -337,11 +337,11 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	defer a.reload.Unlock()
 	cfg, err := nodeconfig.Load(a.file)
 	if err != nil {
-		return nil, fmt.Errorf("reload: %w", err)
+		return nil, err
 	}
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("reload: %w", err)
+		return nil, err
 	}
 	var stepErr error
 	done := a.onLoop(ctx, func() {
@@ -352,7 +352,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		notes = restartOnly(a.cfg, cfg)
 		retired := a.stillStopping(mods)
 		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
-			stepErr = fmt.Errorf("reload: %w", err)
+			stepErr = err
 			return
 		}
 		a.retired = retired
@@ -412,7 +412,7 @@ func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config
 	if len(enabled) == 0 {
 		return nil
 	}
-	return fmt.Errorf("reload: %s lists no modules: %w (%s); to stop them all on purpose, keep them in the file with enabled = false and reload, then remove them",
+	return fmt.Errorf("%s lists no modules: %w (%s); to stop them all on purpose, keep them in the file with enabled = false and reload, then remove them",
 		cur.File, ErrRemovesEveryModule, strings.Join(enabled, ", "))
 }
 

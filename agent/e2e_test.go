@@ -1313,7 +1313,7 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 
 	rec := e.waitRecord("e2e/hangstop: stop timeout")
 	for _, part := range []string{
-		"stop timeout", "timed out after " + stopTimeout.String(), "its process group got SIGTERM, then SIGKILL",
+		"stop timeout", "killed after " + stopTimeout.String(), "its process group got SIGTERM, then SIGKILL",
 		"escalated to a kill of its process container",
 	} {
 		if !strings.Contains(rec.Text, part) {

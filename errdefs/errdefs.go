@@ -23,7 +23,7 @@ var ErrStopping = errors.New("svcrun is stopping")
 
 // ErrRejected is a lease that was not admitted; a *RejectedError has the
 // engine's reason.
-var ErrRejected = errors.New("not admitted")
+var ErrRejected = errors.New("rejected")
 
 // ErrFull is the data dir full: new and renewed leases wait for space.
 // package store returns it (store.ErrFull).
@@ -53,7 +53,7 @@ func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
 // RejectedError is a lease that was not admitted, with the engine's reason.
 type RejectedError struct{ Reason string }
 
-func (e *RejectedError) Error() string { return "not admitted: " + e.Reason }
+func (e *RejectedError) Error() string { return "rejected: " + e.Reason }
 
 // Is makes a RejectedError match ErrRejected.
 func (e *RejectedError) Is(target error) bool { return target == ErrRejected }

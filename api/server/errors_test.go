@@ -29,7 +29,7 @@ func TestErrorAnswers(t *testing.T) {
 		is     error // what the client's error matches
 	}{
 		{"bad request", &BadRequestError{Field: "ttl", Reason: "too long"}, http.StatusBadRequest, api.CodeBadRequest, "bad request: ttl: too long", errdefs.ErrInvalid},
-		{"rejected", &errdefs.RejectedError{Reason: "pool kv-slots: 1 free"}, http.StatusConflict, api.CodeRejected, "not admitted: pool kv-slots: 1 free", errdefs.ErrRejected},
+		{"rejected", &errdefs.RejectedError{Reason: "pool kv-slots: 1 free"}, http.StatusConflict, api.CodeRejected, "rejected: pool kv-slots: 1 free", errdefs.ErrRejected},
 		{"unknown lease", errdefs.ErrUnknownLease, http.StatusNotFound, api.CodeUnknownLease, "lease l1: no such lease (never admitted, released, or expired)", errdefs.ErrUnknownLease},
 		{"lease ended", &errdefs.LeaseEndedError{Reason: "its module was removed"}, http.StatusNotFound, api.CodeUnknownLease, "lease l1: the lease has ended: its module was removed", errdefs.ErrUnknownLease},
 		{"store full", fmt.Errorf("%w: /data: no space left on device", store.ErrFull), http.StatusInsufficientStorage, api.CodeStoreFull, "lease l1: the data dir is full: /data: no space left on device", store.ErrFull},

@@ -156,7 +156,7 @@ func admission(ctx context.Context, c *api.Client, req api.AcquireRequest, err e
 		if serr != nil {
 			st = api.Status{}
 		}
-		return &hinted{err: err, msg: "not admitted: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason, hint: resetHint(st, req)}
+		return &hinted{err: err, msg: "rejected: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason, hint: resetHint(st, req)}
 	case errors.Is(err, context.Canceled):
 		return &hinted{err: err, msg: "interrupted while waiting for admission: the request was withdrawn", code: "interrupted"}
 	}

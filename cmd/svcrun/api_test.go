@@ -122,11 +122,11 @@ func TestRunCommand(t *testing.T) {
 
 	// Not admitted: the reason, exit 125 (run's own failure), CMD never runs.
 	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c", "echo ran")
-	if code != 125 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: not admitted: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
+	if code != 125 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: rejected: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
 		t.Errorf("rejected run: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, _, errs = run(t, "run", "--socket", sock, "--capability", "nope", "--", "true")
-	if code != 125 || !strings.Contains(errs, "not admitted") || !strings.Contains(errs, "nope") {
+	if code != 125 || !strings.Contains(errs, "rejected: ") || !strings.Contains(errs, "nope") {
 		t.Errorf("unknown capability: exit %d, %s", code, errs)
 	}
 	st2 := status(t, sock)
@@ -194,7 +194,7 @@ func TestLeaseCommands(t *testing.T) {
 		t.Errorf("renew unknown: %d %s", code, errs)
 	}
 	code, _, errs = run(t, "acquire", "--pool", "kv-slots=9", "--wait", "0s")
-	if code != 1 || !strings.Contains(errs, "not admitted: pool kv-slots") {
+	if code != 1 || !strings.Contains(errs, "rejected: pool kv-slots") {
 		t.Errorf("acquire rejected: %d %s", code, errs)
 	}
 
