@@ -56,8 +56,20 @@ go build ./... && go vet ./engine ./sim/...
 # whose case body ran (the rule of the fix proposed upstream, #299); the
 # mutants of the conditions of cases no test enters stay "not covered".
 mkdir "$work/.bin"
+#
+# The same go runs each mutant's `go test ./...` as two: the engine's and
+# the scenarios' tests first, the simulator's slower explorations only if
+# those pass. The verdict is the same (a mutant is killed when any test
+# fails); a mutant the first tests kill costs half as much.
 cat >"$work/.bin/go" <<'WRAPPER'
 #!/bin/sh
+case "$*" in
+"test "*" -failfast ./...")
+	set -- $(echo "$*" | sed 's| \./\.\.\.$||')
+	"$MUTATION_REAL_GO" "$@" ./engine ./sim/scenario ./sim/timeline || exit
+	exec "$MUTATION_REAL_GO" "$@" ./sim
+	;;
+esac
 "$MUTATION_REAL_GO" "$@"
 rc=$?
 prof= prev=
@@ -88,6 +100,6 @@ export MUTATION_REAL_GO="$(command -v go)" MUTATION_MODULE="$module" MUTATION_EN
 export PATH="$work/.bin:$PATH"
 
 start=$(date +%s)
-"$gremlins" unleash --integration --coverpkg "$module/engine" --workers 1 --timeout-coefficient 6 \
+"$gremlins" unleash --integration --coverpkg "$module/engine" --workers 1 --timeout-coefficient 2 \
 	--output "$out" "$@" "$work/engine"
 echo "mutation run: $(($(date +%s) - start)) s, results in $out"
