@@ -39,7 +39,7 @@ func TestLeaseTTL(t *testing.T) {
 		}},
 		{name: "TTL renewed and restarted", steps: []step{
 			{0, acquire("l1", 30*time.Second), "admitted l1 (m/a)"},
-			{10 * time.Second, engine.Renew{Lease: "l1"}, "renewed l1 until "+at(40*time.Second).String()},
+			{10 * time.Second, engine.Renew{Lease: "l1"}, "renewed l1 until " + at(40*time.Second).String()},
 			{20 * time.Second, acquire("l2", 30*time.Second), fmt.Sprintf("answered l2 with l1 until %s", at(50*time.Second))},
 			{49 * time.Second, engine.Renew{Lease: "l1"}, fmt.Sprintf("renewed l1 until %s", at(79*time.Second))},
 			{80 * time.Second, engine.Renew{Lease: "l1"}, "unknown lease l1"},

@@ -47,7 +47,7 @@ func TestRestoredLeases(t *testing.T) {
 		{name: "capability gone",
 			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "gone")},
 			stays:  []string{"l1"}, live: []string{"a1"},
-			note:   `lease l1: restored, but no module on this node offers capability "gone" (capabilities: ca, cb)`},
+			note: `lease l1: restored, but no module on this node offers capability "gone" (capabilities: ca, cb)`},
 		{name: "several of an attempt: the same request wins",
 			stored:  []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb")},
 			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("cb")},
