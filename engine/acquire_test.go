@@ -37,6 +37,16 @@ exec = ["bin/many"]
 capabilities = ["k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9"]
 `
 
+const eightCapabilities = `
+[module]
+name = "c"
+version = "1"
+[[services]]
+name = "eight"
+exec = ["bin/eight"]
+capabilities = ["k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8"]
+`
+
 const noOffers = `
 [module]
 name = "z"
@@ -88,6 +98,9 @@ func TestAcquireAnswers(t *testing.T) {
 		{name: "unknown capability among many", tomls: []string{manyCapabilities},
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (capabilities: k1, k2, k3, k4, k5, k6, k7, k8, ...)`},
+		{name: "unknown capability among eight", tomls: []string{eightCapabilities},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
+			reason:  `no module on this node offers capability "cx" (capabilities: k1, k2, k3, k4, k5, k6, k7, k8)`},
 		{name: "no capability at all", tomls: []string{noOffers},
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (it offers no capabilities)`},
