@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 const probeModule = `
@@ -109,3 +111,40 @@ name = "w"
 exec = ["bin/w"]
 lifecycle = "always"
 `
+
+// TestReenableForgetsFailures: re-enabling a module is a fresh start for
+// its services' failure records (docs/architecture.md, Backoff): a
+// service with failures has them forgotten, with a note and a store
+// write; one without has nothing to forget, and gets neither.
+func TestReenableForgetsFailures(t *testing.T) {
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices), map[string]*fakes.Behaviour{
+		"m/a": {Ops: map[protocol.Op]fakes.OpScript{protocol.OpStart: {Outcomes: []fakes.Outcome{fakes.Fail, fakes.OK}}}}})
+	w.RunFor(time.Minute)
+	if f := status(w, "m/a").Failures; f != 1 {
+		t.Fatalf("m/a has %d failures, want 1 (its first start fails)\n%s", f, rec)
+	}
+	off := modules(t, twoServices)
+	off[0].Enabled = false
+	w.Do(engine.Reload{Modules: off})
+	w.RunFor(time.Minute)
+	from := len(rec.lines)
+	w.Do(engine.Reload{Modules: modules(t, twoServices)})
+	w.RunFor(time.Minute)
+	after := &recorded{lines: rec.lines[from:]}
+	for _, tt := range []struct {
+		line string
+		want int
+	}{
+		{"m/a: module re-enabled: 1 failure(s) forgotten", 1},
+		{"persist m/a failures=0 unhealthy=false", 1},
+		{"m/b: module re-enabled", 0},
+		{"persist m/b", 0},
+	} {
+		if n := after.count(tt.line); n != tt.want {
+			t.Errorf("%d lines %q after the re-enable, want %d\n%s", n, tt.line, tt.want, after)
+		}
+	}
+	if f := status(w, "m/a").Failures; f != 0 {
+		t.Errorf("m/a has %d failures after the re-enable, want 0", f)
+	}
+}
