@@ -19,7 +19,7 @@ name = "a"
 exec = ["bin/a"]
 lifecycle = "always"
 capabilities = ["ca"]
-pools = ["p"]
+pools = ["p", "q"]
 [[services]]
 name = "b"
 exec = ["bin/b"]
@@ -107,9 +107,12 @@ func TestAcquireAnswers(t *testing.T) {
 		{name: "no pool at all", tomls: []string{noOffers},
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 1})},
 			reason:  `no module on this node offers pool "q" (it offers no pools)`},
+		{name: "over two offers: the first in name order is named",
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 5, "p": 5})},
+			reason:  "pool p: needs 5 token(s), but m/a offers 2 in all (its latest fingerprint while running)"},
 		{name: "unknown pool",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 1})},
-			reason:  `no module on this node offers pool "q" (pools: p)`},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"x": 1})},
+			reason:  `no module on this node offers pool "x" (pools: p, q)`},
 		{name: "another request of the attempt",
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a1", Job: "j2", TTL: time.Minute, Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, NeedsPools: []string{"p"}}},
 			reason:  "attempt a1 already holds lease l1 for job=j1 cap=ca; this acquire asks for job=j2 pool=p:1 needs=p ttl=1m0s: an attempt holds one lease, so release l1 first or use another attempt id"},
@@ -120,7 +123,7 @@ func TestAcquireAnswers(t *testing.T) {
 			if tt.tomls != nil {
 				specs = modules(t, tt.tomls...)
 			}
-			w, rec := newWorld(t, testConfig(), specs, map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2}}})
+			w, rec := newWorld(t, testConfig(), specs, map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
 			w.RunFor(time.Second)
 			if tt.tomls == nil {
 				w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Job: "j1", Requirements: caps("ca")})
