@@ -148,3 +148,20 @@ func TestReenableForgetsFailures(t *testing.T) {
 		t.Errorf("m/a has %d failures after the re-enable, want 0", f)
 	}
 }
+
+// TestRemovedProbeFailsWaiting: a request waiting for a probe's
+// capability is rejected at once, saying why, when a reload removes the
+// probe (docs/architecture.md, Modules): nothing will serve it.
+func TestRemovedProbeFailsWaiting(t *testing.T) {
+	unhealthy := false
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices, probeModule), map[string]*fakes.Behaviour{"p/jdk": {Healthy: &unhealthy}})
+	w.RunFor(time.Second)
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Wait: time.Hour, Requirements: caps("jdk")})
+	gone := modules(t, twoServices, probeModule)
+	gone[1].Module.Probes = nil
+	w.Do(engine.Reload{Modules: gone})
+	want := "rejected l1: probe p/jdk was removed from its module"
+	if got := engine.FormatEffect(answer(t, w, "l1")); got != want {
+		t.Errorf("%s, want %s\n%s", got, want, rec)
+	}
+}
