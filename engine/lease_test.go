@@ -92,3 +92,24 @@ func TestLeaseTTL(t *testing.T) {
 		})
 	}
 }
+
+// TestReleaseReturnsItsTokens: pools are reserved atomically and a
+// release returns the lease's tokens only (docs/protocol.md): the tokens
+// of the leases still held stay reserved, so a request for more than is
+// free waits.
+func TestReleaseReturnsItsTokens(t *testing.T) {
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices), map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2}}})
+	w.RunFor(time.Second)
+	one := engine.Requirements{Pools: map[string]int64{"p": 1}}
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: one})
+	w.Do(engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: one})
+	w.Do(engine.Release{Lease: "l1"})
+	w.Do(engine.Acquire{Lease: "l3", Attempt: "a3", Requirements: engine.Requirements{Pools: map[string]int64{"p": 2}}})
+	want := "rejected l3: pool p: needs 2 token(s), 1 of 2 reserved"
+	if got := engine.FormatEffect(answer(t, w, "l3")); got != want {
+		t.Errorf("%s, want %s\n%s", got, want, rec)
+	}
+	if p := w.Engine.Status().Pools; len(p) == 0 || p[0].Name != "p" || p[0].Reserved != 1 {
+		t.Errorf("pools %+v, want p with 1 token reserved (l2's)", p)
+	}
+}
