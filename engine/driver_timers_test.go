@@ -58,6 +58,7 @@ reset_after_s = 20
 // its to cancel), a cancelled or replaced timer never fires, a Fire never
 // comes early, and a step's persistence effects reach the store together,
 // in their order, once per step that has any and never as an empty batch.
+// A lease's timers are cancelled when it ends: none fires after.
 func TestDriverTimersAndStore(t *testing.T) {
 	type input struct {
 		at time.Duration
@@ -100,6 +101,7 @@ func TestDriverTimersAndStore(t *testing.T) {
 			exec := fakes.NewExecutor(sched.Virtual, nil)
 			store := &batchStore{}
 			pending := map[engine.TimerKey]time.Time{}
+			ended := map[string]bool{} // leases released or expired
 			var errs []string
 			fires, before := 0, 0
 			var persist []engine.Effect
@@ -116,6 +118,9 @@ func TestDriverTimersAndStore(t *testing.T) {
 						errs = append(errs, fmt.Sprintf("%s: fire of %s %s set for %s: early", now.Sub(epoch), f.Timer.Kind, f.Timer.Subject, at.Sub(epoch)))
 					}
 					delete(pending, f.Timer)
+					if ended[f.Timer.Subject] && (f.Timer.Kind == engine.TimerLeaseTTL || f.Timer.Kind == engine.TimerLeaseWait) {
+						errs = append(errs, fmt.Sprintf("%s: %s timer of %s, which has ended: its timers are cancelled when it ends", now.Sub(epoch), f.Timer.Kind, f.Timer.Subject))
+					}
 				}
 				persist = persist[:0]
 				for _, f := range effects {
@@ -126,6 +131,10 @@ func TestDriverTimersAndStore(t *testing.T) {
 						delete(pending, f.Key)
 					case engine.PutLease, engine.DeleteLease, engine.PutService:
 						persist = append(persist, f)
+					case engine.Released:
+						ended[string(f.Lease)] = true
+					case engine.Expired:
+						ended[string(f.Lease)] = true
 					}
 				}
 				before = len(store.batches)
