@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestTimerKindNames: the journal and traces name each timer by its kind
 // (FormatEffect's "timer KIND SUBJECT at T"); a kind this engine does not
@@ -33,5 +36,34 @@ func TestTimerKindNames(t *testing.T) {
 	}
 	if int(TimerReap) >= timerKinds {
 		t.Errorf("%d timer kinds do not fit in an owner's %d slots", TimerReap, timerKinds)
+	}
+}
+
+// TestDoctorDebounce: doctor events arriving within the debounce window
+// run the probes once, at its end; the window is the node's setting, 1 s
+// when unset (Config).
+func TestDoctorDebounce(t *testing.T) {
+	tests := []struct {
+		debounce time.Duration
+		want     time.Duration
+	}{
+		{0, time.Second},
+		{3 * time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		e := New()
+		now := time.Unix(1_000_000, 0)
+		e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", DoctorDebounce: tt.debounce}})
+		var at []time.Duration
+		for _, ev := range []Event{Doctor{Reason: "one"}, Doctor{Reason: "two"}} {
+			for _, f := range e.Step(now, ev) {
+				if s, ok := f.(SetTimer); ok && s.Key.Kind == TimerDoctor {
+					at = append(at, s.At.Sub(now))
+				}
+			}
+		}
+		if len(at) != 1 || at[0] != tt.want {
+			t.Errorf("debounce %v: doctor timers %v, want one at %v", tt.debounce, at, tt.want)
+		}
 	}
 }
