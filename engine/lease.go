@@ -204,15 +204,13 @@ func (e *Engine) noWait(l *lease) {
 // an attempt holds one lease.
 func (e *Engine) acquireAgain(a Acquire) bool {
 	// Stores written before this rule may hold several leases of an
-	// attempt: one that matches wins, then an admitted one, then the
-	// lowest id, so that replays choose alike.
+	// attempt, all admitted (a waiting request is alone in its attempt:
+	// every later acquire of the attempt comes here): one that matches
+	// wins, then the lowest id, so that replays choose alike.
 	var l *lease
 	rank := func(x *lease) int {
 		r := 0
 		if sameRequest(x, a) {
-			r += 2
-		}
-		if x.admitted {
 			r++
 		}
 		return r

@@ -1,0 +1,102 @@
+package engine_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/sim"
+)
+
+// TestRestoredLeases holds the rules of leases taken back from the store
+// at boot (docs/architecture.md, Waiting requests and restarts; An attempt
+// holds one lease): an admitted lease is restored with its TTL, and one
+// whose TTL ran out while svcrun was down expires at the boot, its holder
+// told; a lease whose capability is gone is kept, so its attempt stays
+// live. A store written before the one-lease-per-attempt rule may hold
+// several leases of an attempt: a repeated acquire gets the one with the
+// same requirements, else is refused naming the lowest id.
+func TestRestoredLeases(t *testing.T) {
+	lease := func(id, attempt string, ttl time.Duration, expires time.Duration, c string) engine.LeaseRecord {
+		r := engine.LeaseRecord{ID: engine.LeaseID(id), Attempt: attempt, Requirements: caps(c), TTL: ttl, Admitted: sim.Epoch}
+		if ttl > 0 {
+			r.Expires = sim.Epoch.Add(expires)
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		stored  []engine.LeaseRecord
+		boot    time.Duration // the boot's time
+		acquire *engine.Acquire
+		want    []string // answers, in order
+		stays   []string // stored leases after
+		live    []string // live attempts after
+		note    string
+	}{
+		{name: "expired while down", boot: time.Minute,
+			stored: []engine.LeaseRecord{lease("l1", "a1", 30*time.Second, 30*time.Second, "ca")},
+			want:   []string{"expired l1"}, note: "lease l1: expired while svcrun was down"},
+		{name: "expires at the boot", boot: time.Minute,
+			stored: []engine.LeaseRecord{lease("l1", "a1", time.Minute, time.Minute, "ca")},
+			want:   []string{"expired l1"}, note: "lease l1: expired while svcrun was down"},
+		{name: "TTL left", boot: time.Minute,
+			stored: []engine.LeaseRecord{lease("l1", "a1", time.Minute, 2*time.Minute, "ca")},
+			stays:  []string{"l1"}, live: []string{"a1"}},
+		{name: "capability gone",
+			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "gone")},
+			stays:  []string{"l1"}, live: []string{"a1"},
+			note: `lease l1: restored, but no module on this node offers capability "gone" (capabilities: ca, cb)`},
+		{name: "several of an attempt: the same request wins",
+			stored:  []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb")},
+			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("cb")},
+			want:    []string{"answered l3 with l2, already held by its attempt (m/b)"},
+			stays:   []string{"l1", "l2"}, live: []string{"a1"}},
+		{name: "several of an attempt: the lowest id is named",
+			stored:  []engine.LeaseRecord{lease("l2", "a1", 0, 0, "cb"), lease("l1", "a1", 0, 0, "ca")},
+			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("ca", "cb")},
+			want:    []string{"rejected l3: attempt a1 already holds lease l1 for cap=ca; this acquire asks for cap=ca,cb: an attempt holds one lease, so release l1 first or use another attempt id"},
+			stays:   []string{"l1", "l2"}, live: []string{"a1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := sim.Build(testConfig(), modules(t, twoServices), nil)
+			var batch []engine.Effect
+			for _, r := range tt.stored {
+				batch = append(batch, engine.PutLease{Lease: r})
+			}
+			if err := w.Store.Apply(batch); err != nil {
+				t.Fatal(err)
+			}
+			rec := record(w)
+			if err := w.Sched.AdvanceTo(sim.Epoch.Add(tt.boot)); err != nil {
+				t.Fatal(err)
+			}
+			w.Boot()
+			w.RunFor(time.Second)
+			if tt.acquire != nil {
+				w.Do(*tt.acquire)
+			}
+			if err := w.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, a := range w.Answers {
+				got = append(got, engine.FormatEffect(a.Effect))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("answers %q, want %q\n%s", got, tt.want, rec)
+			}
+			if fmt.Sprint(w.Store.Leases()) != fmt.Sprint(tt.stays) {
+				t.Errorf("stored leases %v, want %v", w.Store.Leases(), tt.stays)
+			}
+			if live := w.Engine.Status().LiveAttempts; fmt.Sprint(live) != fmt.Sprint(tt.live) {
+				t.Errorf("live attempts %v, want %v", live, tt.live)
+			}
+			if tt.note != "" && !rec.has(tt.note) {
+				t.Errorf("no note %q\n%s", tt.note, rec)
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"testing"
+	"time"
+)
+
+// TestTimerKindNames: the journal and traces name each timer by its kind
+// (FormatEffect's "timer KIND SUBJECT at T"); a kind this engine does not
+// know, from a journal of a newer svcrun, reads "timer?" instead of
+// failing the replay.
+func TestTimerKindNames(t *testing.T) {
+	tests := []struct {
+		kind TimerKind
+		name string
+	}{
+		{TimerIdle, "idle"},
+		{TimerBackoff, "backoff"},
+		{TimerReadyPoll, "ready-poll"},
+		{TimerStartDeadline, "start-deadline"},
+		{TimerStatus, "status"},
+		{TimerFingerprint, "fingerprint"},
+		{TimerResetAfter, "reset-after"},
+		{TimerProbe, "probe"},
+		{TimerDoctor, "doctor"},
+		{TimerLeaseWait, "lease-wait"},
+		{TimerLeaseTTL, "lease-ttl"},
+		{TimerReap, "reap"},
+		{TimerReap + 1, "timer?"},
+		{TimerReap + 2, "timer?"},
+	}
+	for _, tt := range tests {
+		if got := tt.kind.String(); got != tt.name {
+			t.Errorf("TimerKind(%d): %q, want %q", tt.kind, got, tt.name)
+		}
+	}
+	if int(TimerReap) >= timerKinds {
+		t.Errorf("%d timer kinds do not fit in an owner's %d slots", TimerReap, timerKinds)
+	}
+}
+
+// TestDoctorDebounce: doctor events arriving within the debounce window
+// run the probes once, at its end; the window is the node's setting, 1 s
+// when unset (Config).
+func TestDoctorDebounce(t *testing.T) {
+	tests := []struct {
+		debounce time.Duration
+		want     time.Duration
+	}{
+		{0, time.Second},
+		{3 * time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		e := New()
+		now := time.Unix(1_000_000, 0)
+		e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", DoctorDebounce: tt.debounce}})
+		var at []time.Duration
+		for _, ev := range []Event{Doctor{Reason: "one"}, Doctor{Reason: "two"}} {
+			for _, f := range e.Step(now, ev) {
+				if s, ok := f.(SetTimer); ok && s.Key.Kind == TimerDoctor {
+					at = append(at, s.At.Sub(now))
+				}
+			}
+		}
+		if len(at) != 1 || at[0] != tt.want {
+			t.Errorf("debounce %v: doctor timers %v, want one at %v", tt.debounce, at, tt.want)
+		}
+	}
+}
