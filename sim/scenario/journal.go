@@ -399,9 +399,23 @@ func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) 
 			c.running[name] = false
 			c.lost[name] = run
 		}
+		if run.op == protocol.OpStart || run.op == protocol.OpStop {
+			c.setDuration(name, run.op, run.call, lostDuration(run), "")
+		}
 	}
 	clear(c.ops)
 	return c.run(l, at, engine.Boot{Config: c.cfg, Modules: c.mods, State: c.store.State()})
+}
+
+// lostDuration is how long the fake's start or stop lost in a restart
+// lasts: its timeout, which the restart came before (the restart drops
+// its completion). Longer, the fake would make it a timeout, which stops
+// no daemon; an op without a timeout lasts past the end.
+func lostDuration(run opRun) time.Duration {
+	if run.timeout > 0 {
+		return run.timeout
+	}
+	return -1
 }
 
 func storeIDs(st engine.State) string {

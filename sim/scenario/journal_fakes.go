@@ -164,7 +164,7 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 		delete(c.lost, name)
 		started := lost.op == protocol.OpStart
 		if c.running[name] != running && !c.emptiedSince(name, lost) {
-			c.setDuration(name, lost.op, lost.call, -1, map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
+			c.setDuration(name, lost.op, lost.call, lostDuration(lost), map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
 			c.running[name] = running
 			return nil
 		}

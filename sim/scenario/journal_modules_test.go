@@ -40,7 +40,8 @@ behaviour db/kv ready_after_polls=1 op=start duration=1s
 // module reloaded, then back with its new manifest; every module removed;
 // a reset and an emptied container of a service no manifest loaded yet; a
 // manual daemon whose container emptied and that its owner started again
-// at the instant of the reload that fingerprints it.
+// at the instant of the reload that fingerprints it; a stop lost in a
+// restart, whose daemon the boot's fingerprint finds stopped.
 func TestFromJournalModuleChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -59,6 +60,9 @@ func TestFromJournalModuleChanges(t *testing.T) {
 		{"emptied and started by hand at one instant",
 			"behaviour db/vm running\nat 1s reload db\nat 5s crash db/vm\nat 5s owner-start db/vm\nat 5s disable db\nat 5s enable db\nat 6s acquire l1 attempt=a1 cap=vm\n",
 			[]string{"at 5s owner-start db/vm\n"}},
+		{"a stop lost in a restart",
+			"behaviour db/kv op=stop duration=3s\nat 1s acquire l1 attempt=a1 cap=kv wait=10s\nat 3s release l1\nat 9s restart\nat 12s acquire l2 attempt=a2 cap=kv wait=10s\n",
+			[]string{"at 9s restart\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, err := Parse("source.txt", []byte(journalModules+tc.timeline+"run 30s\n"))
