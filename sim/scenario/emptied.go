@@ -6,9 +6,11 @@ import "github.com/oarbank/svcrun/engine"
 // container emptied, whether its daemon crashed or was stopped. Unlike
 // `crash`, the engine hears of it even when the fake daemon was not
 // running: svcrun's journal records every container-emptied event, and a
-// replayed journal must give each one to the engine.
+// replayed journal must give each one to the engine (`unknown`: of a
+// service no manifest of the scenario holds).
 func (p *parser) parseEmptied(in *Input, args []string) error {
-	if err := p.nargs(in, args, 1, "emptied MODULE/SERVICE"); err != nil {
+	args = p.unknownFlag(in, args)
+	if err := p.nargs(in, args, 1, "emptied MODULE/SERVICE [unknown]"); err != nil {
 		return err
 	}
 	in.target = args[0]

@@ -139,6 +139,9 @@ type timedInput struct {
 	at   time.Duration
 	seq  int // 2 * its step, and 2 * step - 1 for a change before that step
 	text string
+	// service is the service of a `reset` or `emptied`: one no manifest
+	// of the scenario holds is written `unknown`.
+	service string
 }
 
 type converter struct {
@@ -169,8 +172,9 @@ type converter struct {
 	calls   map[string]map[protocol.Op]int
 	scripts map[string]map[protocol.Op]*script
 	running map[string]bool // the fake daemons, as the scenario leaves them
-	// emptiedAt is when each service's container last emptied.
-	emptiedAt map[string]time.Duration
+	// emptiedStep is the step at which each service's container last
+	// emptied.
+	emptiedStep map[string]int
 	// looked says which daemons an op has looked at.
 	looked map[string]bool
 	// lost are the starts and stops a restart lost, by service, until
@@ -187,21 +191,21 @@ type converter struct {
 
 func newConverter(boot sim.JournalLine) *converter {
 	return &converter{
-		t0:        boot.Entry.At,
-		timers:    map[engine.TimerKey]time.Duration{},
-		timerSeq:  map[engine.TimerKey]int{},
-		prev:      stepInfo{input: true},
-		ops:       map[engine.OpID]opRun{},
-		calls:     map[string]map[protocol.Op]int{},
-		scripts:   map[string]map[protocol.Op]*script{},
-		running:   map[string]bool{},
-		emptiedAt: map[string]time.Duration{},
-		lost:      map[string]opRun{},
-		looked:    map[string]bool{},
-		fp:        map[string]fingerprintSays{},
-		fpHead:    map[string]fingerprintSays{},
-		runHead:   map[string]bool{},
-		objects:   map[string]map[string]*ownedObject{},
+		t0:          boot.Entry.At,
+		timers:      map[engine.TimerKey]time.Duration{},
+		timerSeq:    map[engine.TimerKey]int{},
+		prev:        stepInfo{input: true},
+		ops:         map[engine.OpID]opRun{},
+		calls:       map[string]map[protocol.Op]int{},
+		scripts:     map[string]map[protocol.Op]*script{},
+		running:     map[string]bool{},
+		emptiedStep: map[string]int{},
+		lost:        map[string]opRun{},
+		looked:      map[string]bool{},
+		fp:          map[string]fingerprintSays{},
+		fpHead:      map[string]fingerprintSays{},
+		runHead:     map[string]bool{},
+		objects:     map[string]map[string]*ownedObject{},
 	}
 }
 
@@ -340,8 +344,9 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 		c.input(at, "release %s", e.Lease)
 	case engine.ContainerEmptied:
 		c.input(at, "emptied %s", e.Service)
+		c.inputs[len(c.inputs)-1].service = e.Service.String()
 		c.running[e.Service.String()] = false
-		c.emptiedAt[e.Service.String()] = at
+		c.emptiedStep[e.Service.String()] = len(c.want)
 	case engine.Doctor:
 		if e.Reason == "" || strings.Join(strings.Fields(stripComment(e.Reason)), " ") != e.Reason {
 			return unsayable(l, "doctor reason %q: a scenario's doctor reason is words separated by single spaces, without #", e.Reason)
@@ -351,6 +356,7 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 		c.input(at, "pressure")
 	case engine.Reset:
 		c.input(at, "reset %s", e.Service)
+		c.inputs[len(c.inputs)-1].service = e.Service.String()
 	case engine.ReapNow:
 		c.input(at, "reap")
 	case engine.Fire:
@@ -393,9 +399,23 @@ func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) 
 			c.running[name] = false
 			c.lost[name] = run
 		}
+		if run.op == protocol.OpStart || run.op == protocol.OpStop {
+			c.setDuration(name, run.op, run.call, lostDuration(run), "")
+		}
 	}
 	clear(c.ops)
 	return c.run(l, at, engine.Boot{Config: c.cfg, Modules: c.mods, State: c.store.State()})
+}
+
+// lostDuration is how long the fake's start or stop lost in a restart
+// lasts: its timeout, which the restart came before (the restart drops
+// its completion). Longer, the fake would make it a timeout, which stops
+// no daemon; an op without a timeout lasts past the end.
+func lostDuration(run opRun) time.Duration {
+	if run.timeout > 0 {
+		return run.timeout
+	}
+	return -1
 }
 
 func storeIDs(st engine.State) string {
@@ -439,18 +459,21 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 			return unsayable(l, "module %s appears in a reload; a scenario's modules are those of its boot", name)
 		}
 		o, was := old[name]
+		prev := o.Module
+		if !was {
+			prev = c.manifestOf(name)
+		}
+		onOff := map[bool]string{true: "enable", false: "disable"}[m.Enabled]
 		switch {
-		case !sameManifest(o.Module, m.Module) && was:
-			if o.Enabled != m.Enabled {
-				return unsayable(l, "module %s changed its manifest and was %s in one reload: the scenario language says one of the two", name, map[bool]string{true: "enabled", false: "disabled"}[m.Enabled])
-			}
+		case !sameManifest(prev, m.Module):
 			c.later = append(c.later, m.Module)
-			changes = append(changes, "reload "+name)
-		case !was || o.Enabled != m.Enabled:
-			if !was && !sameManifest(c.manifestOf(name), m.Module) {
-				return unsayable(l, "module %s came back with another manifest", name)
+			if was && o.Enabled == m.Enabled {
+				changes = append(changes, "reload "+name)
+			} else {
+				changes = append(changes, "reload "+name+" "+onOff)
 			}
-			changes = append(changes, map[bool]string{true: "enable ", false: "disable "}[m.Enabled]+name)
+		case !was || o.Enabled != m.Enabled:
+			changes = append(changes, onOff+" "+name)
 		}
 	}
 	for _, m := range c.mods {
@@ -465,8 +488,13 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 		changes = []string{"disable-all"}
 	case len(changes) == 0:
 		// A reload that changed nothing: enabling an enabled module says it.
+		// With every module removed, removing one again says it.
 		if len(r.Modules) == 0 {
-			return unsayable(l, "a reload without any module")
+			if len(c.boot0) == 0 {
+				return unsayable(l, "a reload without any module, in a scenario without modules")
+			}
+			changes = []string{"remove " + c.boot0[0].Module.Name}
+			break
 		}
 		changes = []string{map[bool]string{true: "enable ", false: "disable "}[r.Modules[0].Enabled] + r.Modules[0].Module.Name}
 	case len(changes) > 1:

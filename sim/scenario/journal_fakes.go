@@ -113,13 +113,13 @@ func (c *converter) done(l sim.JournalLine, at time.Duration, d engine.OpDone) (
 // fake daemon: no start or stop ran on it, its container never emptied,
 // and no op looked at it. Its state then is the one it began with.
 func (c *converter) untouched(name string, run opRun) bool {
-	_, emptied := c.emptiedAt[name]
+	_, emptied := c.emptiedStep[name]
 	return !emptied && !c.looked[name] && c.calls[name][protocol.OpStart] == 0 && c.calls[name][protocol.OpStop] == 0
 }
 
 func (c *converter) emptiedSince(name string, run opRun) bool {
-	at, ok := c.emptiedAt[name]
-	return ok && at > run.start
+	k, ok := c.emptiedStep[name]
+	return ok && k > run.step
 }
 
 // change is an input that changes a fake as late as it can before the
@@ -130,6 +130,17 @@ func (c *converter) emptiedSince(name string, run opRun) bool {
 // instant.
 func (c *converter) change(l sim.JournalLine, run opRun, format string, args ...any) error {
 	text := fmt.Sprintf(format, args...)
+	at, j := c.changeSlot(run)
+	if j == 0 || at < 0 {
+		return unsayable(l, "%s would have to happen before svcrun's boot", text)
+	}
+	c.inputs = append(c.inputs, timedInput{at: at, seq: 2*j - 1, text: text})
+	return nil
+}
+
+// changeSlot is where change puts an input for op run: its time, and the
+// step it goes before.
+func (c *converter) changeSlot(run opRun) (time.Duration, int) {
 	k := run.step
 	at := c.stepAt[k]
 	j := k
@@ -139,11 +150,7 @@ func (c *converter) change(l sim.JournalLine, run opRun, format string, args ...
 	if !c.stepInput[j] {
 		at -= time.Nanosecond
 	}
-	if j == 0 || at < 0 {
-		return unsayable(l, "%s would have to happen before svcrun's boot", text)
-	}
-	c.inputs = append(c.inputs, timedInput{at: at, seq: 2*j - 1, text: text})
-	return nil
+	return at, j
 }
 
 // observe makes the fake daemon running or not when the op ran, as the op
@@ -157,7 +164,7 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 		delete(c.lost, name)
 		started := lost.op == protocol.OpStart
 		if c.running[name] != running && !c.emptiedSince(name, lost) {
-			c.setDuration(name, lost.op, lost.call, -1, map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
+			c.setDuration(name, lost.op, lost.call, lostDuration(lost), map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
 			c.running[name] = running
 			return nil
 		}
@@ -165,12 +172,15 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 	if run.running == running {
 		return nil
 	}
-	if at, ok := c.emptiedAt[name]; ok && at == run.start {
-		// The op ran in the step of its container's emptying (a cleanup
-		// stop that still found a dying daemon): nothing can come between
-		// the two, so the fake answers as it is; the comparison of the
-		// steps says whether that matters.
-		return nil
+	if k, ok := c.emptiedStep[name]; ok && k <= run.step {
+		if _, j := c.changeSlot(run); k >= j {
+			// The op ran in the step of its container's emptying, or
+			// after it with no input between the two (a cleanup stop
+			// that still found a dying daemon): nothing can come
+			// between them, so the fake answers as it is; the
+			// comparison of the steps says whether that matters.
+			return nil
+		}
 	}
 	// The fake is made so from just before the op; unless its container
 	// emptied since, that is how it still is.

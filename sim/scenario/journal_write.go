@@ -160,8 +160,13 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 		a, b := c.inputs[i], c.inputs[j]
 		return a.at < b.at || a.at == b.at && a.seq < b.seq
 	})
+	services := c.serviceNames()
 	for _, in := range c.inputs {
-		fmt.Fprintf(&b, "at %v %s\n", in.at, in.text)
+		fmt.Fprintf(&b, "at %v %s", in.at, in.text)
+		if in.service != "" && !slices.Contains(services, in.service) {
+			b.WriteString(" unknown")
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "run %v\n", until)
 	return b.String(), nil

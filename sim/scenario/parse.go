@@ -79,6 +79,11 @@ type Input struct {
 	createdAt *time.Duration // object: created= (nil: the input's time)
 	behaviour []kv           // behaviour
 	why       string         // enable, disable, disable-all: the reload's reason
+	// switchTo is `enable` or `disable` after `reload MODULE`: the new
+	// manifest comes with the module enabled or disabled (back if removed).
+	switchTo string
+	// unknown marks a `reset` or `emptied` of a name no manifest holds.
+	unknown bool
 }
 
 type behaviourLine struct {
@@ -418,7 +423,9 @@ func (p *parser) nargs(in *Input, args []string, n int, usage string) error {
 // known.
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
-	case "crash", "emptied", "object", "reset", "owner-start", "owner-stop":
+	case "reset", "emptied":
+		return p.checkService(in)
+	case "crash", "object", "owner-start", "owner-stop":
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)

@@ -2,10 +2,15 @@ package scenario
 
 import "github.com/oarbank/svcrun/engine"
 
-// parseReload reads `reload MODULE`: a configuration reload with the
-// module's next manifest (its next `module later` block).
+// parseReload reads `reload MODULE [enable|disable]`: a configuration
+// reload with the module's next manifest (its next `module later` block),
+// and with `enable` or `disable` the module so in the same reload (a
+// removed module comes back with it).
 func (p *parser) parseReload(in *Input, args []string) error {
-	if err := p.nargs(in, args, 1, "reload MODULE"); err != nil {
+	if len(args) == 2 && (args[1] == "enable" || args[1] == "disable") {
+		in.switchTo, args = args[1], args[:1]
+	}
+	if err := p.nargs(in, args, 1, "reload MODULE [enable|disable]"); err != nil {
 		return err
 	}
 	in.target = args[0]
@@ -22,10 +27,14 @@ func (p *parser) checkReload(in Input, m *Module) error {
 }
 
 // playReload reloads the configuration with the module's next manifest;
-// whether it is enabled or removed stays as it was.
+// whether it is enabled or removed stays as it was, unless the input says
+// enable or disable.
 func (pl *player) playReload(in *Input) error {
 	i := pl.sc.modNames[in.target]
 	pl.mods[i] = pl.sc.Modules[i].Later[pl.reloads[i]]
 	pl.reloads[i]++
+	if in.switchTo != "" {
+		pl.enabled[i], pl.removed[i] = in.switchTo == "enable", false
+	}
 	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed)})
 }

@@ -2,10 +2,14 @@ package scenario
 
 import "github.com/oarbank/svcrun/engine"
 
-// parseReset reads `reset MODULE/SERVICE`: svcrun reset of an unhealthy
-// service.
+// parseReset reads `reset MODULE/SERVICE [unknown]`: svcrun reset of an
+// unhealthy service. `unknown` says that no manifest of the scenario
+// holds the name (svcrun reset of a typo, or of a service only a manifest
+// never loaded declares), so that a journal's reset of it replays: the
+// engine only notes it.
 func (p *parser) parseReset(in *Input, args []string) error {
-	if err := p.nargs(in, args, 1, "reset MODULE/SERVICE"); err != nil {
+	args = p.unknownFlag(in, args)
+	if err := p.nargs(in, args, 1, "reset MODULE/SERVICE [unknown]"); err != nil {
 		return err
 	}
 	in.target = args[0]
