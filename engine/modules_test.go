@@ -45,7 +45,9 @@ func TestReloads(t *testing.T) {
 				specs[2].Enabled = false
 				return engine.Reload{Modules: specs}
 			},
-			not: []string{"module q: added and enabled", "run q/w "}},
+			// Fingerprinted (a daemon left running would be stopped), never started.
+			notes: []string{"run q/w fingerprint"},
+			not:   []string{"module q: added and enabled", "run q/w start", "q/w: starting"}},
 		{name: "module disabled for a reason",
 			reload: func(t *testing.T) engine.Reload {
 				specs := modules(t, twoServices, probeModule)
