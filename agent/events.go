@@ -39,7 +39,7 @@ type subscriber struct {
 }
 
 // Subscribe returns the kept records at or after since (none for a zero
-// since), the last `last` of them when last > 0, and then streams every
+// since and no last), the last `last` of them when last > 0, and then streams every
 // new record until ctx is done. A reader that falls behind by more than
 // subscriberBuffer records loses records rather than slowing the loop,
 // and is told: a record of kind "lost" with the count comes first once it
@@ -49,8 +49,8 @@ func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past 
 	sub := &subscriber{ch: make(chan Record, subscriberBuffer)}
 	a.mu.Lock()
 	l := &a.events
-	if !since.IsZero() {
-		if !l.evicted.IsZero() && !since.After(l.evicted) {
+	if !since.IsZero() || last > 0 {
+		if !l.evicted.IsZero() && !since.After(l.evicted) && last == 0 {
 			past = append(past, Record{At: l.evicted, Kind: "truncated", Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the last %d; its journal has them all)", l.evicted.Format(time.RFC3339Nano), keptRecords)})
 		}
 		var kept []Record

@@ -29,6 +29,10 @@ func TestEventLog(t *testing.T) {
 	if len(past) != 5 || !strings.HasSuffix(past[0].Text, fmt.Sprint(keptRecords+5)) || !strings.HasSuffix(past[4].Text, fmt.Sprint(keptRecords+9)) {
 		t.Errorf("since: %d records %+v", len(past), past)
 	}
+	past, _ = a.Subscribe(ctx, time.Time{}, 2) // last alone: the last two kept
+	if len(past) != 2 || !strings.HasSuffix(past[1].Text, fmt.Sprint(keptRecords+9)) {
+		t.Errorf("last 2 without since: %+v", past)
+	}
 	past, _ = a.Subscribe(ctx, at(100), 3)
 	if len(past) != 3 || !strings.HasSuffix(past[2].Text, fmt.Sprint(keptRecords+9)) {
 		t.Errorf("last 3: %+v", past)

@@ -258,7 +258,9 @@ func (e *Engine) acquireAgain(a Acquire) bool {
 		e.noWait(l)
 		return true
 	}
-	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+	// It keeps its place in line (askedAt) and gets the new deadline.
+	l.waitUntil = e.now.Add(a.Wait)
+	e.setTimer(l.slot, TimerLeaseWait, string(l.id), l.waitUntil)
 	return true
 }
 

@@ -81,6 +81,9 @@ type LeaseStatus struct {
 	// it waits (zero once admitted, and for leases restored at boot).
 	AskedAt   time.Time
 	WaitUntil time.Time
+	// WaitingFor is what it waits for, in the words of the rejection
+	// it gets if its wait ends first; "" once admitted.
+	WaitingFor string
 }
 
 // PoolStatus is one pool's capacity and reservations.
@@ -134,7 +137,7 @@ func (e *Engine) Status() Status {
 		l := e.leases[id]
 		ls := LeaseStatus{ID: l.id, Job: l.job, Attempt: l.attempt, Admitted: l.admitted, Requirements: l.req, Expires: l.expires}
 		if !l.admitted {
-			ls.AskedAt, ls.WaitUntil = l.askedAt, l.waitUntil
+			ls.AskedAt, ls.WaitUntil, ls.WaitingFor = l.askedAt, l.waitUntil, e.waitingReason(l)
 		}
 		for _, s := range l.services {
 			ls.Services = append(ls.Services, s.name)

@@ -12,3 +12,11 @@ const (
 	VarToolsFile    = "OARBANK_TOOLS_FILE"
 	VarLimitsFile   = "OARBANK_LIMITS_FILE"
 )
+
+// The variables a job run under a lease gets (svcrun run, svcrun check
+// --job), besides VarNodeID.
+const (
+	VarAttemptID    = "OARBANK_ATTEMPT_ID"
+	VarLeaseID      = "OARBANK_LEASE_ID"
+	VarServicesFile = "OARBANK_SERVICES_FILE"
+)

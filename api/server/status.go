@@ -31,13 +31,10 @@ func statusOf(st agent.Status) api.Status {
 	for _, l := range st.Leases {
 		out.Leases = append(out.Leases, api.LeaseStatus{ID: string(l.ID), Job: l.Job, Attempt: l.Attempt, Admitted: l.Admitted,
 			Services: l.Services, Pools: l.Pools, NeedsPools: l.NeedsPools, Capabilities: l.Capabilities, Expires: l.Expires,
-			AskedAt: l.AskedAt, WaitUntil: l.WaitUntil})
+			AskedAt: l.AskedAt, WaitUntil: l.WaitUntil, Waiting: l.WaitingFor})
 	}
 	for _, p := range st.Pools {
 		out.Pools = append(out.Pools, api.PoolStatus{Name: p.Name, Service: p.Service, Capacity: p.Capacity, Offered: p.Offered, Reserved: p.Reserved})
-	}
-	for i, l := range out.Leases {
-		out.Leases[i].Waiting = api.WaitingFor(out, l)
 	}
 	return out
 }

@@ -208,14 +208,20 @@ func runCheckJob(ctx context.Context, cmdline string, g api.Grant) (j conformanc
 	ctx, cancel := context.WithTimeout(ctx, jobTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", cmdline)
-	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease,
-		"OARBANK_NODE_ID="+g.NodeID, "OARBANK_SERVICES_FILE="+file)
+	cmd.Env = jobEnv(g, file)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// The job runs in a process group of its own, killed whole at its
+	// timeout and when it ends: nothing it started outlives the check.
+	ownGroup(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd) }
 	// A background process the job left holding its pipes is not waited
 	// for.
 	cmd.WaitDelay = 5 * time.Second
 	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = killGroup(cmd)
+	}
 	j.Stdout, j.StderrTail = clipString(stdout.String(), stdoutBytesShown), tail(stderr.String(), 4<<10)
 	if cmd.ProcessState != nil {
 		j.ExitCode = exitCode(cmd.ProcessState)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/oarbank/svcrun/api"
@@ -62,10 +63,12 @@ func runEvents(ctx context.Context, m *cli.Env, args []string) error {
 			case err == nil:
 			case ctx.Err() != nil: // interrupted: the usual end of -f
 				return nil
-			case !*follow:
+			case !*follow && errors.Is(err, io.EOF):
 				return nil // the end of the kept records
-			default:
+			case *follow && errors.Is(err, io.EOF):
 				return errors.New("the event stream ended: svcrun stopped or went away")
+			default:
+				return fmt.Errorf("the event stream broke off: %w", err)
 			}
 			if *asJSON {
 				if err := cli.PrintJSONLine(m.Stdout, r); err != nil {

@@ -44,7 +44,7 @@ func TestShowProgress(t *testing.T) {
 		if tty {
 			// "\r\033[K" + line, never a newline: read the first report.
 			buf := make([]byte, 4096)
-			for !strings.Contains(got, "waiting for pool kv-slots") {
+			for !strings.Contains(got, "waiting: pool kv-slots") {
 				n, err := r.Read(buf)
 				if err != nil {
 					t.Fatal(err)
@@ -59,7 +59,7 @@ func TestShowProgress(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(line, "svcrun run: waiting for pool kv-slots: 2 of 2 tokens reserved, needs 1") {
+			if !strings.HasPrefix(line, "svcrun run: waiting: pool kv-slots: needs 1 token(s), 2 of 2 reserved") {
 				t.Errorf("log line %q", line)
 			}
 		}

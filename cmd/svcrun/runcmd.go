@@ -19,6 +19,7 @@ import (
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/protocol"
+	"github.com/oarbank/svcrun/svcenv"
 )
 
 // runRun is `svcrun run [lease flags] -- CMD [ARGS]...`: hold a lease while
@@ -103,8 +104,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	defer os.Remove(file)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_LEASE_ID="+g.Lease,
-		"OARBANK_NODE_ID="+g.NodeID, "OARBANK_SERVICES_FILE="+file)
+	cmd.Env = jobEnv(g, file)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, m.Stdout, m.Stderr
 	if err := cmd.Start(); err != nil {
 		release()
@@ -208,7 +208,7 @@ func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duratio
 func progressLine(st api.Status, attempt string, waited time.Duration) string {
 	for _, l := range st.Leases {
 		if l.Attempt == attempt && !l.Admitted {
-			return fmt.Sprintf("%s, %d s", api.WaitingFor(st, l), int(waited.Seconds()))
+			return fmt.Sprintf("waiting: %s, %d s", l.Waiting, int(waited.Seconds()))
 		}
 	}
 	return ""
@@ -261,6 +261,14 @@ func exitCode(ps *os.ProcessState) int {
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// jobEnv is the environment of a job run under grant g (svcrun run,
+// svcrun check --job): the caller's, plus the attempt, the lease, the node
+// and the services file.
+func jobEnv(g api.Grant, servicesFile string) []string {
+	return append(os.Environ(), svcenv.VarAttemptID+"="+g.Attempt, svcenv.VarLeaseID+"="+g.Lease,
+		svcenv.VarNodeID+"="+g.NodeID, svcenv.VarServicesFile+"="+servicesFile)
 }
 
 // writeServicesFile writes, mode 0600 in the temp dir, the file that tells

@@ -304,7 +304,7 @@ func leaseLines(now time.Time, l api.LeaseStatus) []string {
 	}
 	lines := []string{strings.Join(when, ", ")}
 	if l.Waiting != "" {
-		lines = append(lines, l.Waiting)
+		lines = append(lines, "waiting: "+l.Waiting)
 	}
 	return lines
 }

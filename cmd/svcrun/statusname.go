@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -80,8 +81,11 @@ func detailOf(ctx context.Context, c *api.Client, st api.Status, name string) (d
 	d.Events = []api.Record{}
 	for {
 		r, err := ev.Next()
-		if err != nil {
+		if errors.Is(err, io.EOF) {
 			break
+		}
+		if err != nil {
+			return d, fmt.Errorf("the events of %s: %w", name, err)
 		}
 		if mentions(r.Text, name) {
 			d.Events = append(d.Events, r)

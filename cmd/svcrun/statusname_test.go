@@ -51,7 +51,7 @@ func TestStatusName(t *testing.T) {
 	}
 	// The whole status: the waiting lease says since when, until when, what for.
 	code, out, _ = run(t, "status", "--socket", sock)
-	if code != 0 || !strings.Contains(out, "may wait until ") || !strings.Contains(out, "    waiting for pool kv-slots: 2 of 2 tokens reserved, needs 1") {
+	if code != 0 || !strings.Contains(out, "may wait until ") || !strings.Contains(out, "    waiting: pool kv-slots: needs 1 token(s), 2 of 2 reserved") {
 		t.Errorf("status: the waiting lease's lines are missing\n%s", out)
 	}
 

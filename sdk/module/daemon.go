@@ -101,12 +101,16 @@ func (d Daemon) Start() (started bool, err error) {
 		return false, fmt.Errorf("start %s: %w", d.Path, err)
 	}
 	pid := cmd.Process.Pid
+	if err := writeFileAtomic(d.PIDFile, []byte(strconv.Itoa(pid)+"\n")); err != nil {
+		// Without its pid file no later op would find it, and the next
+		// start would run a second one: it goes.
+		_ = kill(pid)
+		_, _ = cmd.Process.Wait()
+		return false, fmt.Errorf("start %s: its pid file: %w (the daemon was killed)", d.Path, err)
+	}
 	// The daemon is not waited for: the op exits and svcrun's subreaper
 	// (or init) reaps it.
 	_ = cmd.Process.Release()
-	if err := writeFileAtomic(d.PIDFile, []byte(strconv.Itoa(pid)+"\n")); err != nil {
-		return true, err
-	}
 	return true, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,25 @@ func TestDaemonCredential(t *testing.T) {
 	}
 	if stopped, _, err := d.Stop(10 * time.Second); !stopped || err != nil {
 		t.Errorf("stop: %v %v", stopped, err)
+	}
+}
+
+// TestDaemonPIDFileFailure: a daemon whose pid file cannot be written is
+// killed, so that no later start runs a second one beside it.
+func TestDaemonPIDFileFailure(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "daemon.pid")
+	d := Daemon{PIDFile: filepath.Join(dir, "missing", "d.pid"), Path: "/bin/sh", Args: []string{"-c", "echo $$ > " + mark + "; exec sleep 1000"}}
+	started, err := d.Start()
+	if started || err == nil || !strings.Contains(err.Error(), "the daemon was killed") {
+		t.Fatalf("Start: %v, %v", started, err)
+	}
+	b, err := os.ReadFile(mark)
+	if err != nil { // killed before its first line: nothing ran on
+		return
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if alive(pid) {
+		t.Errorf("the daemon %d outlived its failed start", pid)
 	}
 }

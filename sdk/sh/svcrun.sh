@@ -384,7 +384,15 @@ svcrun_daemon_start() {
 	else
 		"$@" </dev/null >>"$_svcrun_lf" 2>&1 &
 	fi
-	printf '%s\n' "$!" >"$_svcrun_pf.tmp" && mv -f "$_svcrun_pf.tmp" "$_svcrun_pf"
+	_svcrun_new=$!
+	if ! { printf '%s\n' "$_svcrun_new" >"$_svcrun_pf.tmp" && mv -f "$_svcrun_pf.tmp" "$_svcrun_pf"; }; then
+		# Without its pid file no later op would find it, and the next
+		# start would run a second one: it goes.
+		kill -KILL "-$_svcrun_new" 2>/dev/null || kill -KILL "$_svcrun_new" 2>/dev/null
+		wait "$_svcrun_new" 2>/dev/null
+		printf 'svcrun_daemon_start: cannot write the pid file %s: the daemon was killed\n' "$_svcrun_pf" >&2
+		return 2
+	fi
 }
 
 # svcrun_daemon_pid PIDFILE prints the pid of PIDFILE; it fails when there is

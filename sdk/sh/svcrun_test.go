@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -355,6 +356,28 @@ svcrun_daemon_alive "$pf" || echo not-alive
 `, "D="+dir)
 		if out != "still-running\nended\nnot-alive\n" {
 			t.Errorf("stdout %q, stderr %s", out, errs)
+		}
+	})
+}
+
+// TestDaemonPIDFileFailure: a daemon whose pid file cannot be written is
+// killed, so that no later start runs a second one beside it.
+func TestDaemonPIDFileFailure(t *testing.T) {
+	forShells(t, func(t *testing.T, sh shell) {
+		dir := t.TempDir()
+		arg := strconv.Itoa(500000 + os.Getpid()%100000) // a sleep nobody else runs
+		script := `svcrun_daemon_start "$D/missing/d.pid" "$D/d.log" sleep ` + arg + `
+echo "code=$?"
+`
+		out, errs, _ := sh.run(t, script, "D="+dir)
+		if out != "code=2\n" || !strings.Contains(errs, "cannot write the pid file") {
+			t.Errorf("stdout:\n%s\nstderr: %s", out, errs)
+		}
+		procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+		for _, f := range procs {
+			if b, _ := os.ReadFile(f); string(b) == "sleep\x00"+arg+"\x00" {
+				t.Errorf("the daemon outlived its failed start: %s", f)
+			}
 		}
 	})
 }
