@@ -181,7 +181,11 @@ nginx)
 		printf '{"ok":true,"changed":true}\n'
 		;;
 	stop)
-		kill -KILL "$(cat "$data/master.pid")"
+		# Like nginx -s stop: the master is gone when the stop returns
+		# (dead or a zombie for the subreaper); its worker stays.
+		m=$(cat "$data/master.pid")
+		kill -KILL "$m"
+		while [ -r "/proc/$m/stat" ] && ! grep -q ') Z' "/proc/$m/stat"; do sleep 0.005; done
 		printf '{"ok":true,"changed":true}\n'
 		;;
 	*)
