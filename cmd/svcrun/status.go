@@ -182,30 +182,46 @@ func printRows(out io.Writer, header string, rows []string, below [][]string) {
 // fingerprint, then its notes.
 func serviceLines(now time.Time, s api.ServiceStatus) []string {
 	var lines []string
-	switch {
-	case s.FingerprintedAt.IsZero():
-		lines = append(lines, "fingerprint: none yet")
-	case s.Healthy:
-		lines = append(lines, fmt.Sprintf("fingerprint %s ago: healthy", ago(now, s.FingerprintedAt)))
-	default:
-		lines = append(lines, fmt.Sprintf("fingerprint %s ago: UNHEALTHY: %s", ago(now, s.FingerprintedAt), dash(s.Message)))
-	}
-	if s.Healthy && s.Message != "" {
-		lines[0] += ": " + s.Message
-	}
-	if a := attrsText(s.Attrs); a != "" {
-		lines = append(lines, "attrs: "+a)
-	}
-	if s.BackoffUntil.After(now) {
-		lines = append(lines, fmt.Sprintf("backoff until %s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(now).Round(time.Second)))
-	}
-	if s.Frozen {
-		lines = append(lines, "frozen")
-	}
-	if n := serviceNote(s); n != "" {
-		lines = append(lines, "note: "+n)
+	for _, f := range serviceFacts(now, s) {
+		lines = append(lines, f.line())
 	}
 	return lines
+}
+
+// fact is one thing known of a service, for its lines under the table
+// (key, sep, value: "fingerprint 4s ago: healthy", "attrs: a=1") and for
+// status NAME's fields (key and value; a flag such as frozen has none).
+type fact struct{ key, sep, value string }
+
+func (f fact) line() string { return f.key + f.sep + f.value }
+
+// serviceFacts are a service's latest fingerprint, then its notes.
+func serviceFacts(now time.Time, s api.ServiceStatus) []fact {
+	var facts []fact
+	switch {
+	case s.FingerprintedAt.IsZero():
+		facts = append(facts, fact{"fingerprint", ": ", "none yet"})
+	case s.Healthy:
+		facts = append(facts, fact{"fingerprint", " ", fmt.Sprintf("%s ago: healthy", ago(now, s.FingerprintedAt))})
+	default:
+		facts = append(facts, fact{"fingerprint", " ", fmt.Sprintf("%s ago: UNHEALTHY: %s", ago(now, s.FingerprintedAt), dash(s.Message))})
+	}
+	if s.Healthy && s.Message != "" {
+		facts[0].value += ": " + s.Message
+	}
+	if a := attrsText(s.Attrs); a != "" {
+		facts = append(facts, fact{"attrs", ": ", a})
+	}
+	if s.BackoffUntil.After(now) {
+		facts = append(facts, fact{"backoff until", " ", fmt.Sprintf("%s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(now).Round(time.Second))})
+	}
+	if s.Frozen {
+		facts = append(facts, fact{"frozen", "", ""})
+	}
+	if n := serviceNote(s); n != "" {
+		facts = append(facts, fact{"note", ": ", n})
+	}
+	return facts
 }
 
 // attrsText is attrs as key=value, sorted by key; strings unquoted unless

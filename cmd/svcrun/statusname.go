@@ -162,15 +162,11 @@ func printDetail(out io.Writer, st api.Status, d detail) {
 			fails += " (UNHEALTHY: svcrun reset " + s.Name + ")"
 		}
 		field("failures", fails)
-		for _, line := range serviceLines(now, *s) {
-			k, v, ok := strings.Cut(line, ": ")
-			switch {
-			case strings.HasPrefix(line, "fingerprint"):
-				k, v = "fingerprint", strings.TrimPrefix(strings.TrimPrefix(line, "fingerprint"), " ")
-			case !ok:
-				k, v = line, "yes"
+		for _, f := range serviceFacts(now, *s) {
+			if f.value == "" {
+				f.value = "yes"
 			}
-			field(k, v)
+			field(f.key, f.value)
 		}
 		var pools []string
 		for _, p := range d.Pools {
