@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/tomldoc"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
@@ -130,21 +132,21 @@ func validateJSON(m *cli.Env, dirs []string, config string) error {
 			}
 		}
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, errorLines(err)...)
 		}
 	} else {
 		var mods []*manifest.Module
 		for _, d := range dirs {
 			mod, err := manifest.Load(d)
 			if err != nil {
-				errs = append(errs, err.Error())
+				errs = append(errs, errorLines(err)...)
 				continue
 			}
 			mods = append(mods, mod)
 		}
 		if len(errs) == 0 {
 			if err := manifest.CheckSet(mods); err != nil {
-				errs = append(errs, err.Error())
+				errs = append(errs, errorLines(err)...)
 			}
 		}
 		for _, mod := range mods {
@@ -152,11 +154,7 @@ func validateJSON(m *cli.Env, dirs []string, config string) error {
 		}
 	}
 	if len(errs) > 0 {
-		var lines []string
-		for _, e := range errs {
-			lines = append(lines, strings.Split(e, "\n")...)
-		}
-		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: fmt.Sprintf("invalid: %d error%s", len(lines), plural(len(lines))), Code: "invalid", Errors: lines}); err != nil {
+		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: fmt.Sprintf("invalid: %d error%s", len(errs), plural(len(errs))), Code: "invalid", Errors: errs}); err != nil {
 			return err
 		}
 		return cli.ExitError{Code: 1}
@@ -173,14 +171,14 @@ func validateBundles(m *cli.Env, dirs []string) error {
 	for _, d := range dirs {
 		mod, err := manifest.Load(d)
 		if err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, errorLines(err)...)
 			continue
 		}
 		mods = append(mods, mod)
 	}
 	if len(errs) == 0 {
 		if err := manifest.CheckSet(mods); err != nil {
-			errs = append(errs, err.Error())
+			errs = append(errs, errorLines(err)...)
 		}
 	}
 	if len(errs) > 0 {
@@ -195,11 +193,11 @@ func validateBundles(m *cli.Env, dirs []string) error {
 func validateConfig(m *cli.Env, file string) error {
 	c, err := nodeconfig.Load(file)
 	if err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	mods, err := nodeconfig.LoadModules(c)
 	if err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	limits := "none"
 	if c.Limits.MemGB > 0 || c.Limits.Pids > 0 {
@@ -216,15 +214,26 @@ func validateConfig(m *cli.Env, file string) error {
 	return nil
 }
 
+// errorLines is a loading error as its mistakes, one string each: a
+// tomldoc.ErrorList gives one per mistake, any other error is one, even
+// if its text spans lines.
+func errorLines(err error) []string {
+	var l tomldoc.ErrorList
+	if errors.As(err, &l) {
+		lines := make([]string, len(l))
+		for i, e := range l {
+			lines[i] = e.Error()
+		}
+		return lines
+	}
+	return []string{err.Error()}
+}
+
 func invalid(m *cli.Env, errs []string) error {
 	for _, e := range errs {
 		fmt.Fprintln(m.Stderr, e)
 	}
-	n := 0
-	for _, e := range errs {
-		n += strings.Count(e, "\n") + 1
-	}
-	fmt.Fprintf(m.Stderr, "invalid: %d error%s\n", n, plural(n))
+	fmt.Fprintf(m.Stderr, "invalid: %d error%s\n", len(errs), plural(len(errs)))
 	return cli.ExitError{Code: 1}
 }
 

@@ -3,14 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/tomldoc"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -152,6 +155,28 @@ func TestValidateConfigBundles(t *testing.T) {
 			want := strings.ReplaceAll(strings.Join(tc.want, "\n"), "CONFIG", file) + "\n"
 			if diff := cmp.Diff(want, errs); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestErrorLines: validate counts and lists mistakes, not lines of text: an
+// ErrorList (wrapped or not) is one entry per mistake, and any other error
+// is one entry even when its text spans lines.
+func TestErrorLines(t *testing.T) {
+	list := tomldoc.ErrorList{{File: "m.toml", Field: "a", Reason: "bad"}, {File: "m.toml", Field: "b", Reason: "worse"}}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want []string
+	}{
+		{"list", list, []string{"m.toml: a: bad", "m.toml: b: worse"}},
+		{"wrapped list", fmt.Errorf("load: %w", list), []string{"m.toml: a: bad", "m.toml: b: worse"}},
+		{"multi-line error", errors.New("cannot read\nthe second line"), []string{"cannot read\nthe second line"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorLines(tc.err); !slices.Equal(got, tc.want) {
+				t.Errorf("errorLines = %q, want %q", got, tc.want)
 			}
 		})
 	}
