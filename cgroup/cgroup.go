@@ -104,8 +104,8 @@ type Options struct {
 // Feature is one capability of the host, a layer of the process container
 // or of the sandbox: whether it works here, and why not.
 type Feature struct {
-	OK     bool
-	Reason string // why it is missing; "" when OK
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"` // why it is missing; "" when OK
 }
 
 func (f Feature) String() string {
@@ -119,29 +119,30 @@ func (f Feature) String() string {
 // reasons. It is printed by svcrun status and svcrun sandbox.
 type Support struct {
 	// Mount is the cgroup2 mount point; "" when there is none.
-	Mount string
+	Mount string `json:"mount"`
 	// Own is svcrun's own cgroup, from /proc/self/cgroup ("/" for the root).
-	Own string
+	Own string `json:"own"`
 	// Parent is <Mount><Own> (or Options.Parent): where the base is.
-	Parent string
+	Parent string `json:"parent"`
 	// Base is the base cgroup, <Parent>/<name>, parent of the modules'.
-	Base string
+	Base string `json:"base"`
 	// Containers says whether per-service cgroups can be created and ops
 	// cloned into them (a writable base with cgroup.events). Without it
 	// svcrun falls back to process groups and signals.
-	Containers Feature
+	Containers Feature `json:"containers"`
 	// Kill is cgroup.kill (Linux 5.14); without it Kill signals every pid
 	// of cgroup.procs.
-	Kill Feature
+	Kill Feature `json:"kill"`
 	// Freeze is cgroup.freeze (Linux 5.2); without it Freeze and Thaw
 	// signal SIGSTOP and SIGCONT to every pid of cgroup.procs.
-	Freeze Feature
+	Freeze Feature `json:"freeze"`
 	// Controllers are the controllers available to the base's parent
 	// (its cgroup.controllers).
-	Controllers []string
+	Controllers []string `json:"controllers"`
 	// Memory and Pids say whether memory.max and pids.max can be set on
 	// the containers (the controller is enabled down to them).
-	Memory, Pids Feature
+	Memory Feature `json:"memory"`
+	Pids   Feature `json:"pids"`
 }
 
 // Available reports whether containers work.

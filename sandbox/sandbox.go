@@ -46,8 +46,8 @@ var ScopeSignals = false
 
 // Missing is a layer that a module's ops run without, and why.
 type Missing struct {
-	Layer  Layer
-	Reason string
+	Layer  Layer  `json:"layer"`
+	Reason string `json:"reason"`
 }
 
 func (m Missing) String() string { return string(m.Layer) + ": " + m.Reason }
@@ -70,6 +70,9 @@ const (
 	Device
 )
 
+// MarshalText writes an access as String names it, in svcrun sandbox --json.
+func (a Access) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
 func (a Access) String() string {
 	switch a {
 	case ReadExec:
@@ -87,42 +90,43 @@ func (a Access) String() string {
 // Rule is one Landlock rule: Access beneath Path, a clean absolute path
 // with its symbolic links resolved.
 type Rule struct {
-	Path   string
-	Access Access
+	Path   string `json:"path"`
+	Access Access `json:"access"`
 	// What says where the rule comes from: "system", "bundle", "proc",
 	// "device", "data dir", "read grant", "write grant", "tool NAME".
-	What string
+	What string `json:"what"`
 }
 
 // Account is the user ops run as.
 type Account struct {
-	Name     string
-	UID, GID int
+	Name string `json:"name"`
+	UID  int    `json:"uid"`
+	GID  int    `json:"gid"`
 	// Groups are the supplementary groups the op gets.
-	Groups []int
+	Groups []int `json:"groups"`
 }
 
 // Plan is how one module's ops are sandboxed on this host: the same for
 // every service and probe of the module.
 type Plan struct {
-	Module  string
-	Mode    nodeconfig.SandboxMode
-	Network manifest.Network
+	Module  string                 `json:"module"`
+	Mode    nodeconfig.SandboxMode `json:"mode"`
+	Network manifest.Network       `json:"network"`
 	// Landlock is the Landlock ABI the rules are enforced with; 0 means
 	// no Landlock (Missing says why).
-	Landlock int
+	Landlock int `json:"landlock"`
 	// Rules are the Landlock rules; nothing outside them is reachable.
-	Rules []Rule
+	Rules []Rule `json:"rules"`
 	// NetNS says ops enter an empty network namespace (network "none").
-	NetNS bool
+	NetNS bool `json:"net_ns"`
 	// RunAs is the user ops run as; nil means svcrun's own.
-	RunAs *Account
+	RunAs *Account `json:"run_as,omitempty"`
 	// Missing are the layers the ops run without. In require mode any
 	// makes Err fail.
-	Missing []Missing
+	Missing []Missing `json:"missing"`
 	// Notes are facts worth a log line that weaken nothing: a grant that
 	// does not exist (so it is not granted), a dropped group.
-	Notes []string
+	Notes []string `json:"notes"`
 }
 
 // Err is nil when the module's ops may run: always in best_effort mode,

@@ -12,29 +12,31 @@ import (
 type Support struct {
 	// OS is the platform (runtime.GOOS); Enforced is false outside Linux,
 	// where no layer is applied and Reason says so.
-	OS       string
-	Enforced bool
-	Reason   string
+	OS       string `json:"os"`
+	Enforced bool   `json:"enforced"`
+	Reason   string `json:"reason,omitempty"`
 	// Kernel is the kernel release (uname -r) on Linux.
-	Kernel string
+	Kernel string `json:"kernel"`
 	// EUID is svcrun's effective user id (run_as and network namespaces
 	// need 0).
-	EUID int
+	EUID int `json:"euid"`
 	// Landlock is the kernel's Landlock ABI version, 0 when Landlock is
 	// unusable (LandlockReason says why).
-	Landlock       int
-	LandlockReason string
+	Landlock       int    `json:"landlock"`
+	LandlockReason string `json:"landlock_reason,omitempty"`
 	// NoNewPrivs, NetNS and UserNS say whether a thread can set
 	// no_new_privs, enter a new network namespace, and whether a child can
 	// be cloned into a new user namespace (informational: the sandbox
 	// does not use user namespaces).
-	NoNewPrivs, NetNS, UserNS cgroup.Feature
+	NoNewPrivs cgroup.Feature `json:"no_new_privs"`
+	NetNS      cgroup.Feature `json:"net_ns"`
+	UserNS     cgroup.Feature `json:"user_ns"`
 	// CoreHard says whether the hard RLIMIT_CORE of run_as ops can be
 	// lowered to 0 too (prlimit on another user's process needs
 	// CAP_SYS_RESOURCE); their soft limit is 0 in any case.
-	CoreHard cgroup.Feature
+	CoreHard cgroup.Feature `json:"core_hard"`
 	// Cgroup is the process container's support (cgroup.Probe).
-	Cgroup cgroup.Support
+	Cgroup cgroup.Support `json:"cgroup"`
 }
 
 // landlockFeatures names what each ABI adds, as String prints it.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 )
 
@@ -51,6 +52,31 @@ func TestValidateAndSandboxJSON(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &m); err != nil || code != tc.code || !tc.check(m) {
 				t.Errorf("exit %d (want %d), %v\nstdout: %s\nstderr: %s", code, tc.code, err, out, errs)
 			}
+			if bad := badKeys(m, ""); len(bad) > 0 {
+				t.Errorf("keys not in snake_case: %v", bad)
+			}
 		})
 	}
+}
+
+var snakeKey = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// badKeys lists, with their paths, the keys of a JSON document that are not
+// snake_case: a Go field name without its json tag.
+func badKeys(v any, path string) []string {
+	var bad []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if !snakeKey.MatchString(k) {
+				bad = append(bad, path+"."+k)
+			}
+			bad = append(bad, badKeys(e, path+"."+k)...)
+		}
+	case []any:
+		for _, e := range v {
+			bad = append(bad, badKeys(e, path+"[]")...)
+		}
+	}
+	return bad
 }
