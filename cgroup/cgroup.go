@@ -74,6 +74,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -223,16 +224,19 @@ var ErrInUse = errors.New("cgroup: process containers in use by another svcrun")
 // DefaultWait is the bound the tests and the CLI give Kill, Freeze and Thaw.
 const DefaultWait = 2 * time.Second
 
+// The name patterns are compiled on first use: their counted repetitions
+// make big programs, and every command of the binary, a client's too, would
+// compile them at start.
 var (
-	serviceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	baseNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`)
+	serviceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
+	baseNameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`) })
 )
 
 // splitService checks a service's full name module/name and returns its
 // parts.
 func splitService(service string) (module, name string, err error) {
 	module, name, ok := strings.Cut(service, "/")
-	if !ok || !serviceNameRE.MatchString(module) || !serviceNameRE.MatchString(name) {
+	if !ok || !serviceNameRE().MatchString(module) || !serviceNameRE().MatchString(name) {
 		return "", "", fmt.Errorf("cgroup: %q is not a service name (module/name, each [a-z0-9][a-z0-9-]*)", service)
 	}
 	return module, name, nil
@@ -247,7 +251,7 @@ func (o Options) baseName() (string, error) {
 			name += "-" + o.NodeID
 		}
 	}
-	if !baseNameRE.MatchString(name) || strings.HasPrefix(name, "cgroup.") {
+	if !baseNameRE().MatchString(name) || strings.HasPrefix(name, "cgroup.") {
 		return "", fmt.Errorf("cgroup: %q cannot name the base cgroup", name)
 	}
 	return name, nil

@@ -48,7 +48,7 @@ func FuzzLoad(f *testing.F) {
 
 func checkModule(t *testing.T, m *Module, root string) {
 	t.Helper()
-	if !moduleNameRE.MatchString(m.Name) || m.Version == "" || m.Dir != root {
+	if !moduleNameRE().MatchString(m.Name) || m.Version == "" || m.Dir != root {
 		t.Fatalf("bad module header: %+v", m)
 	}
 	if len(m.Services)+len(m.Probes) == 0 {
@@ -56,7 +56,7 @@ func checkModule(t *testing.T, m *Module, root string) {
 	}
 	names := map[string]bool{}
 	for _, s := range m.Services {
-		if !moduleNameRE.MatchString(s.Name) || names["s"+s.Name] {
+		if !moduleNameRE().MatchString(s.Name) || names["s"+s.Name] {
 			t.Fatalf("bad or duplicate service name %q", s.Name)
 		}
 		names["s"+s.Name] = true
@@ -74,14 +74,14 @@ func checkModule(t *testing.T, m *Module, root string) {
 			t.Fatalf("bad lifecycle %q", s.Lifecycle)
 		}
 		for _, p := range s.Pools {
-			if p == ContainersPool || !resourceNameRE.MatchString(p) {
+			if p == ContainersPool || !resourceNameRE().MatchString(p) {
 				t.Fatalf("bad pool %q", p)
 			}
 		}
 		checkPlatforms(t, s.Platforms)
 	}
 	for _, p := range m.Probes {
-		if !resourceNameRE.MatchString(p.Name) || names["p"+p.Name] || p.Period <= 0 {
+		if !resourceNameRE().MatchString(p.Name) || names["p"+p.Name] || p.Period <= 0 {
 			t.Fatalf("bad probe %+v", p)
 		}
 		names["p"+p.Name] = true

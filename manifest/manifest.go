@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -156,12 +157,15 @@ func runsOn(platforms []string, p string) bool {
 	return false
 }
 
+// The name patterns are compiled on first use: their counted repetitions
+// make big programs, and every command of the binary, a client's too, would
+// compile them at start.
 var (
-	moduleNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	moduleNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
 	// Pools and capabilities are node-wide names that jobs spell in their
 	// requirements; dots and underscores are allowed for names like
 	// "java.17" or "gpu_slots".
-	resourceNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	resourceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 )
 
 // Load reads and checks the manifest of the bundle at dir.
@@ -234,7 +238,7 @@ func parse(doc *tomldoc.Doc) (*Module, []execRef) {
 		if root.Has("module") {
 			mod.Errorf("name", "is required")
 		}
-	case !moduleNameRE.MatchString(m.Name):
+	case !moduleNameRE().MatchString(m.Name):
 		mod.Errorf("name", "%q is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit", m.Name)
 	}
 	m.Version = mod.String("version", "")
@@ -463,7 +467,7 @@ func parseService(m *Module, t *tomldoc.Table) (Service, execRef) {
 	switch {
 	case !t.Has("name"):
 		t.Errorf("name", "is required")
-	case !moduleNameRE.MatchString(s.Name):
+	case !moduleNameRE().MatchString(s.Name):
 		t.Errorf("name", "%q is not a valid service name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit", s.Name)
 		s.Name = ""
 	}
@@ -534,7 +538,7 @@ func parseProbe(m *Module, t *tomldoc.Table) (Probe, execRef) {
 	switch {
 	case !t.Has("name"):
 		t.Errorf("name", "is required (the capability the probe establishes)")
-	case !resourceNameRE.MatchString(p.Name):
+	case !resourceNameRE().MatchString(p.Name):
 		t.Errorf("name", "%q is not a valid capability name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", p.Name)
 		p.Name = ""
 	}
@@ -557,7 +561,7 @@ func resourceNames(t *tomldoc.Table, key, kind string) []string {
 	seen := map[string]bool{}
 	for i, n := range list {
 		switch {
-		case !resourceNameRE.MatchString(n):
+		case !resourceNameRE().MatchString(n):
 			t.ElemErrorf(key, i, "%q is not a valid %s name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", n, kind)
 		case seen[n]:
 			t.ElemErrorf(key, i, "%s %q is listed twice", kind, n)

@@ -41,6 +41,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -159,10 +160,13 @@ func (c *Config) ModuleDataDir(name string) string {
 	return filepath.Join(c.DataDir, "modules", name)
 }
 
+// The name patterns are compiled on first use: their counted repetitions
+// make big programs, and every command of the binary, a client's too, would
+// compile them at start.
 var (
-	nodeIDRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`)
-	userRE     = regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`)
-	toolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`)
+	nodeIDRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$`) })
+	userRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_.-]{0,31}\$?$`) })
+	toolNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$`) })
 )
 
 // Load reads the node configuration at file, with the facts of this host.
@@ -223,7 +227,7 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c := &Config{File: abs, name: file}
 
 	c.NodeID = t.String("node_id", host.Hostname)
-	if !nodeIDRE.MatchString(c.NodeID) {
+	if !nodeIDRE().MatchString(c.NodeID) {
 		if t.Has("node_id") {
 			t.Errorf("node_id", "%q is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", c.NodeID)
 		} else {
@@ -274,7 +278,7 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.RunAs = t.String("run_as", "")
 	if t.Has("run_as") {
 		switch {
-		case !userRE.MatchString(c.RunAs):
+		case !userRE().MatchString(c.RunAs):
 			t.Errorf("run_as", "%q is not a valid user name", c.RunAs)
 		case c.RunAs == "root":
 			t.Errorf("run_as", "must name an unprivileged user, not root: leave it out to run ops as svcrun's own user")
@@ -393,7 +397,7 @@ func parseModule(t *tomldoc.Table, base string, c *Config) Module {
 
 	tools := t.Table("tools")
 	for _, name := range tools.Keys() {
-		if !toolNameRE.MatchString(name) {
+		if !toolNameRE().MatchString(name) {
 			tools.Errorf(name, "%q is not a valid tool name: use letters, digits, '.', '_', '+' and '-'", name)
 			continue
 		}
@@ -657,7 +661,7 @@ func socketGID(t *tomldoc.Table, group string, host Host) int {
 		}
 		return gid
 	}
-	if !userRE.MatchString(group) {
+	if !userRE().MatchString(group) {
 		t.Errorf("socket_group", "%q is not a valid group name", group)
 		return -1
 	}

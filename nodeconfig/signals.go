@@ -4,6 +4,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"github.com/oarbank/svcrun/internal/tomldoc"
 )
@@ -26,8 +27,11 @@ type MemoryPressure struct {
 	FullAvg10 float64
 }
 
-// hostRE is a host name as metrics_listen may give it.
-var hostRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+// hostRE is a host name as metrics_listen may give it (compiled on first
+// use, as nodeIDRE).
+var hostRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*$`)
+})
 
 // parseMetricsListen reads metrics_listen, the TCP address of the
 // /metrics listener: "" (absent) for none.
@@ -51,7 +55,7 @@ func parseMetricsListen(t *tomldoc.Table) string {
 		t.Errorf("metrics_listen", "%q: the port %q must be a number from 0 to 65535", addr, port)
 		return ""
 	}
-	if host != "" && net.ParseIP(host) == nil && !hostRE.MatchString(host) {
+	if host != "" && net.ParseIP(host) == nil && !hostRE().MatchString(host) {
 		t.Errorf("metrics_listen", "%q: %q is neither an IP address nor a host name", addr, host)
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -45,7 +46,9 @@ const (
 	opPutService  byte = 3
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoliTable is made on first use: making it at start would cost
+// every command of the binary, a client's too.
+var castagnoliTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // logFile is the open log.
 type logFile struct {
@@ -99,7 +102,7 @@ func logHeader(id string, size int64) []byte {
 	copy(h, logMagic)
 	copy(h[16:48], id)
 	binary.LittleEndian.PutUint64(h[48:], uint64(size))
-	binary.LittleEndian.PutUint32(h[56:], crc32.Checksum(h[:56], castagnoli))
+	binary.LittleEndian.PutUint32(h[56:], crc32.Checksum(h[:56], castagnoliTable()))
 	return h
 }
 
@@ -208,7 +211,7 @@ func logError(dbPath, why string) error {
 func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, int64, error) {
 	bad := func(why string) error { return db.badLog("it is damaged or is not an svcrun log (" + why + ")") }
 	if len(data) < MinLogBytes || string(data[:16]) != logMagic ||
-		binary.LittleEndian.Uint32(data[56:]) != crc32.Checksum(data[:56], castagnoli) {
+		binary.LittleEndian.Uint32(data[56:]) != crc32.Checksum(data[:56], castagnoliTable()) {
 		return nil, 0, bad("no valid header")
 	}
 	if size := binary.LittleEndian.Uint64(data[48:]); size != uint64(len(data)) {
@@ -266,7 +269,7 @@ func wholeRecord(data []byte, off int) (seq uint64, end int, ok bool) {
 		return 0, 0, false
 	}
 	end = off + recHeaderSize + int(n)
-	sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoli), castagnoli, data[off+8:end])
+	sum := crc32.Update(crc32.Checksum(data[off:off+4], castagnoliTable()), castagnoliTable(), data[off+8:end])
 	if sum != binary.LittleEndian.Uint32(data[off+4:]) {
 		return 0, 0, false
 	}
@@ -336,7 +339,7 @@ func appendRecord(dst []byte, seq uint64, payload []byte) []byte {
 	dst = binary.LittleEndian.AppendUint64(dst, seq)
 	dst = append(dst, payload...)
 	r := dst[start:]
-	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoli), castagnoli, r[8:]))
+	binary.LittleEndian.PutUint32(r[4:], crc32.Update(crc32.Checksum(r[:4], castagnoliTable()), castagnoliTable(), r[8:]))
 	return dst
 }
 
