@@ -476,10 +476,10 @@ func (a *Agent) shutdown(cause error) error {
 func (a *Agent) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownGrace)
 	defer cancel()
-	for a.engine.Status().OpsInFlight > 0 {
+	for a.engine.OpsInFlight() > 0 {
 		ev, ok := a.sched.Next(ctx)
 		if !ok {
-			a.log.Warn("ops still in flight at shutdown: killed", "ops", a.engine.Status().OpsInFlight)
+			a.log.Warn("ops still in flight at shutdown: killed", "ops", a.engine.OpsInFlight())
 			return
 		}
 		switch ev.(type) {

@@ -150,6 +150,10 @@ func (e *Engine) Status() Status {
 	return st
 }
 
+// OpsInFlight is Status().OpsInFlight without the rest of Status: svcrun's
+// shutdown asks it after every step it drains.
+func (e *Engine) OpsInFlight() int { return e.inflight }
+
 // StatusOf is the part of Status that a lease depends on: the named
 // services and the probes establishing the named capabilities, in Status's
 // order. It costs no copy of the other services, so the agent can answer an
