@@ -825,7 +825,7 @@ func (a *Agent) watchWrite(what string, limit *atomic.Int64, attrs ...any) (done
 		a.snaps.writeSlow(n) // status and metrics stop waiting for the loop
 		if allow() {
 			logged.Store(true)
-			a.log.Error(what+" waiting for the disk: status and metrics answer from the last stored step meanwhile", append([]any{"waited", a.slowWrite}, attrs...)...)
+			a.log.Error(what+" waiting for the disk: status and metrics answer from the last snapshot published meanwhile (every answered step, others up to a second behind)", append([]any{"waited", a.slowWrite}, attrs...)...)
 		}
 	})
 	return func() {
