@@ -11,10 +11,15 @@
 // that scheduler; a call that needs an answer registers a waiter first and
 // is answered from the loop through the driver's Answer hook. Changes run
 // as closures on the loop, so the engine is never shared. Status and
-// metrics read an immutable snapshot the loop publishes after each step
-// is stored (before its answers go out): they never wait for the loop, so
-// they answer, from the last stored step, also while the loop waits for
-// a stalled disk.
+// metrics read an immutable snapshot the loop publishes once a step is
+// stored: when a reader has asked for one since the last (it waits for
+// the loop to finish the step in progress), when the step answered a
+// caller, or at most once a second otherwise, so that the steps of ops
+// cost no copy of every service when nobody reads it. While a loop write
+// has waited SlowWrite for a stalled disk they do not wait: they answer
+// from the last snapshot published, which has every step a caller was
+// answered for and is at most a second of other steps behind. No snapshot
+// has a step that is not stored.
 //
 // # Disk faults
 //
@@ -159,10 +164,8 @@ type Agent struct {
 	sandboxHost    string
 	sandboxMissing []string
 
-	// snap is what status and metrics answer from; published is set once
-	// the current step's snapshot is (owned by the loop).
-	snap      atomic.Pointer[Status]
-	published bool
+	// snaps is the snapshot status and metrics answer from.
+	snaps snapshots
 	// persist is the store the driver's writes go to (a.db; tests put a
 	// slow one in front of it); slowWrite is SlowWrite.
 	persist   engine.Store
@@ -407,6 +410,8 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 		a.sched.At(a.sched.Now().Add(a.opts.WatchdogEvery), watchdogTick{})
 	case signalsTick:
 		a.readSignals()
+	case refresh:
+		a.refreshed()
 	default:
 		return false, a.fatal
 	}
@@ -418,6 +423,9 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 // withdrawn: the engine still holds it, and the ops drain steps (the start
 // it waits for) could admit it, storing a lease for a caller told it failed.
 func (a *Agent) shutdown(cause error) error {
+	if cause == nil && a.engine != nil {
+		a.publishStatus(a.sched.Now()) // for the readers told to stop waiting
+	}
 	a.mu.Lock()
 	a.stopped = true
 	for _, id := range slices.Sorted(maps.Keys(a.waiters)) {
@@ -468,10 +476,10 @@ func (a *Agent) shutdown(cause error) error {
 func (a *Agent) drain() {
 	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownGrace)
 	defer cancel()
-	for a.engine.Status().OpsInFlight > 0 {
+	for a.engine.OpsInFlight() > 0 {
 		ev, ok := a.sched.Next(ctx)
 		if !ok {
-			a.log.Warn("ops still in flight at shutdown: killed", "ops", a.engine.Status().OpsInFlight)
+			a.log.Warn("ops still in flight at shutdown: killed", "ops", a.engine.OpsInFlight())
 			return
 		}
 		switch ev.(type) {
@@ -627,8 +635,9 @@ func (a *Agent) step(ev engine.Event) error {
 // after journals and logs a step once the driver has carried it out:
 // after its answers are sent, so that the journal does not delay them.
 func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, err error) error {
-	if err == nil && !a.published { // a step without answers
-		a.publishStatus()
+	if err == nil {
+		a.stepStored() // a step without answers
+		a.maybePublish(now)
 	}
 	a.record(now, ev, effects)
 	return err
@@ -637,9 +646,7 @@ func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, e
 // answer routes the driver's answers to the callers waiting for them and to
 // the event stream.
 func (a *Agent) answer(now time.Time, f engine.Effect) {
-	if !a.published { // the step is stored: before a caller hears of it
-		a.publishStatus()
-	}
+	a.stepStored() // before a caller hears of it
 	a.publish(now, f)
 	if d, ok := f.(engine.ReapDone); ok {
 		for _, t := range d.Tickets {
@@ -659,10 +666,10 @@ func (a *Agent) deliver(id engine.LeaseID, f engine.Effect) {
 	// Expired, it gets its own "unknown lease".
 	a.mu.Lock()
 	ws := a.waiters[id]
-	var to chan engine.Effect
+	var to waiter
 	for i, w := range ws {
 		if w.accepts(f) {
-			to = w.ch
+			to = w
 			a.waiters[id] = append(ws[:i:i], ws[i+1:]...)
 			break
 		}
@@ -671,16 +678,39 @@ func (a *Agent) deliver(id engine.LeaseID, f engine.Effect) {
 		delete(a.waiters, id)
 	}
 	a.mu.Unlock()
-	if to != nil {
-		to <- f
+	if to.ch == nil {
+		return
 	}
+	a.snaps.answered = true
+	r := reply{f: f}
+	if to.acquire {
+		// What the lease depends on as it was admitted: the engine is as
+		// this stored step left it.
+		switch f := f.(type) {
+		case engine.Admitted:
+			r.uses, r.probes = a.engine.StatusOf(f.Services, to.caps)
+		case engine.AlreadyHeld:
+			r.uses, r.probes = a.engine.StatusOf(f.Services, to.caps)
+		}
+	}
+	to.ch <- r
+}
+
+// reply is an answer as its waiter gets it; an admission's comes with the
+// services and probes its lease depends on (Grant.Uses, Grant.Probes).
+type reply struct {
+	f      engine.Effect
+	uses   []engine.ServiceStatus
+	probes []engine.ProbeStatus
 }
 
 // waiter is a caller waiting for the answer to its request.
 type waiter struct {
-	ch      chan engine.Effect
+	ch      chan reply
 	accepts func(engine.Effect) bool
 	acquire bool // an Acquire's: withdrawn when svcrun stops before the answer
+	// caps are an Acquire's capabilities, whose probes its grant lists.
+	caps []string
 }
 
 // Answer kinds each request waits for.
@@ -713,15 +743,16 @@ func releaseAnswer(f engine.Effect) bool {
 	return false
 }
 
-func (a *Agent) wait(id engine.LeaseID, accepts func(engine.Effect) bool, acquire bool) chan engine.Effect {
-	ch := make(chan engine.Effect, 1)
+// wait registers w (its channel made here) for the answer to id.
+func (a *Agent) wait(id engine.LeaseID, w waiter) chan reply {
+	w.ch = make(chan reply, 1)
 	a.mu.Lock()
-	a.waiters[id] = append(a.waiters[id], waiter{ch: ch, accepts: accepts, acquire: acquire})
+	a.waiters[id] = append(a.waiters[id], w)
 	a.mu.Unlock()
-	return ch
+	return w.ch
 }
 
-func (a *Agent) unwait(id engine.LeaseID, ch chan engine.Effect) {
+func (a *Agent) unwait(id engine.LeaseID, ch chan reply) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ws := a.waiters[id]
@@ -741,13 +772,13 @@ func (a *Agent) unwait(id engine.LeaseID, ch chan engine.Effect) {
 func (a *Agent) trace(now time.Time, ev engine.Event, effects []engine.Effect) {
 	a.meters.step(now, ev, effects)
 	a.steps++
-	a.published = false
 }
 
 // publishStatus publishes the snapshot status and metrics answer from. It
-// runs on the loop once a step is stored.
-func (a *Agent) publishStatus() {
-	a.published = true
+// runs on the loop once a step is stored, never in the middle of one.
+func (a *Agent) publishStatus(now time.Time) {
+	a.snaps.built.Add(1)
+	a.snaps.last = now
 	st := &Status{
 		Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
 		DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
@@ -758,7 +789,7 @@ func (a *Agent) publishStatus() {
 	if a.containers != nil {
 		st.Containers = a.containers.Support().String()
 	}
-	a.snap.Store(st)
+	a.snaps.store(st)
 }
 
 // storeGate is the driver's store: it writes to a.persist, watched by
@@ -789,14 +820,17 @@ func (a *Agent) watchWrite(what string, limit *atomic.Int64, attrs ...any) (done
 	}
 	var logged atomic.Bool
 	start := a.opts.Clock.Now()
+	n := a.snaps.writeBegins()
 	waiting := a.opts.Clock.AfterFunc(a.slowWrite, func() {
+		a.snaps.writeSlow(n) // status and metrics stop waiting for the loop
 		if allow() {
 			logged.Store(true)
-			a.log.Error(what+" waiting for the disk: status and metrics answer from the last stored step meanwhile", append([]any{"waited", a.slowWrite}, attrs...)...)
+			a.log.Error(what+" waiting for the disk: status and metrics answer from the last snapshot published meanwhile (every answered step, others up to a second behind)", append([]any{"waited", a.slowWrite}, attrs...)...)
 		}
 	})
 	return func() {
 		waiting.Stop()
+		a.snaps.writeEnds(n)
 		if took := a.opts.Clock.Now().Sub(start); took >= a.slowWrite && (logged.Load() || allow()) {
 			a.log.Error("slow "+what, append([]any{"took", took}, attrs...)...)
 		}

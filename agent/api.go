@@ -58,30 +58,30 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if req.Attempt == "" {
 		req.Attempt = ids.Attempt()
 	}
-	ch := a.wait(id, acquireAnswer, true)
+	ch := a.wait(id, waiter{accepts: acquireAnswer, acquire: true, caps: req.Capabilities})
 	err := a.post(engine.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
 	if err != nil {
 		a.unwait(id, ch)
 		return Grant{}, err
 	}
 	select {
-	case f, ok := <-ch:
+	case r, ok := <-ch:
 		if !ok {
 			return Grant{}, ErrStopping
 		}
-		switch f := f.(type) {
+		switch f := r.f.(type) {
 		case engine.Admitted:
-			g := Grant{Lease: id, Attempt: req.Attempt, Services: f.Services}
+			g := Grant{Lease: id, Attempt: req.Attempt, Services: f.Services, NodeID: a.cfg.NodeID, Uses: r.uses, Probes: r.probes}
 			if req.TTL > 0 {
 				g.Expires = a.opts.Clock.Now().Add(req.TTL)
 			}
-			return a.withUses(g, req.Capabilities), nil
+			return g, nil
 		case engine.AlreadyHeld:
-			return a.withUses(Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires}, req.Capabilities), nil
+			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires, NodeID: a.cfg.NodeID, Uses: r.uses, Probes: r.probes}, nil
 		case engine.Rejected:
 			return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
 		}
-		return Grant{}, fmt.Errorf("unexpected answer %s", engine.FormatEffect(f))
+		return Grant{}, fmt.Errorf("unexpected answer %s", engine.FormatEffect(r.f))
 	case <-ctx.Done():
 		a.unwait(id, ch)
 		a.withdraw(id)
@@ -89,40 +89,19 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	}
 }
 
-// withUses adds to a grant what its lease depends on, from the status the
-// loop published before it answered: the step that admitted the lease is
-// in it.
-func (a *Agent) withUses(g Grant, caps []string) Grant {
-	g.NodeID = a.cfg.NodeID
-	st := a.snap.Load()
-	if st == nil {
-		return g
-	}
-	for _, s := range st.Services {
-		if slices.Contains(g.Services, s.Name) {
-			g.Uses = append(g.Uses, s)
-		}
-	}
-	for _, p := range st.Probes {
-		if slices.Contains(caps, p.Capability) {
-			g.Probes = append(g.Probes, p)
-		}
-	}
-	return g
-}
-
 // leaseCall posts a renew or release and waits for its answer.
 func (a *Agent) leaseCall(ctx context.Context, id engine.LeaseID, ev engine.Event, accepts func(engine.Effect) bool) (engine.Effect, error) {
-	ch := a.wait(id, accepts, false)
+	ch := a.wait(id, waiter{accepts: accepts})
 	if err := a.post(ev); err != nil {
 		a.unwait(id, ch)
 		return nil, err
 	}
 	select {
-	case f, ok := <-ch:
+	case r, ok := <-ch:
 		if !ok {
 			return nil, ErrStopping
 		}
+		f := r.f
 		if u, unknown := f.(engine.LeaseUnknown); unknown {
 			if u.Reason != "" {
 				return nil, &errdefs.LeaseEndedError{Reason: u.Reason}
@@ -183,17 +162,12 @@ type Status struct {
 	StoreFull string
 }
 
-// Status returns the view after the last stored step, without waiting for
-// the loop (see publishStatus), with Now the time it is asked.
+// Status returns the view after the last stored step (see snapshots),
+// with Now the time it is asked.
 func (a *Agent) Status(ctx context.Context) (Status, error) {
-	snap := a.snap.Load()
-	if snap == nil { // before the boot step: wait for it
-		if err := a.onLoop(ctx, func() {}); err != nil {
-			return Status{}, err
-		}
-		if snap = a.snap.Load(); snap == nil {
-			return Status{}, ErrStopping
-		}
+	snap, err := a.current(ctx)
+	if err != nil {
+		return Status{}, err
 	}
 	st := *snap
 	// The snapshot is as of the engine's last step, perhaps long ago on an
@@ -224,17 +198,17 @@ func (a *Agent) Doctor(reason string) error {
 // runs; only the answer is lost.
 func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
 	ticket := ids.New("reap-")
-	ch := a.wait(engine.LeaseID(ticket), reapAnswer, false)
+	ch := a.wait(engine.LeaseID(ticket), waiter{accepts: reapAnswer})
 	if err := a.post(engine.ReapNow{Ticket: ticket}); err != nil {
 		a.unwait(engine.LeaseID(ticket), ch)
 		return engine.ReapDone{}, err
 	}
 	select {
-	case f, ok := <-ch:
+	case r, ok := <-ch:
 		if !ok {
 			return engine.ReapDone{}, ErrStopping
 		}
-		return f.(engine.ReapDone), nil
+		return r.f.(engine.ReapDone), nil
 	case <-ctx.Done():
 		a.unwait(engine.LeaseID(ticket), ch)
 		return engine.ReapDone{}, ctx.Err()

@@ -98,3 +98,39 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 		})
 	}
 }
+
+// StatusOf and OpsInFlight are parts of Status, read without building it
+// whole: they must agree with it.
+func TestStatusPartsAgreeWithStatus(t *testing.T) {
+	e, _, _ := bootOne(t, "")
+	st := e.Status()
+	if len(st.Services) == 0 || len(st.Probes) == 0 {
+		t.Fatalf("boot: %d services, %d probes", len(st.Services), len(st.Probes))
+	}
+	if got := e.OpsInFlight(); got != st.OpsInFlight || got == 0 {
+		t.Errorf("OpsInFlight %d, Status has %d (the boot's fingerprints run)", got, st.OpsInFlight)
+	}
+	tests := []struct {
+		name                string
+		services, caps      []string
+		wantSvcs, wantProbe int
+	}{
+		{"the service and the probe", []string{"m/svc"}, []string{"sh"}, 1, 1},
+		{"the service only", []string{"m/svc"}, nil, 1, 0},
+		{"unknown names", []string{"m/none"}, []string{"none"}, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svcs, prbs := e.StatusOf(tt.services, tt.caps)
+			if len(svcs) != tt.wantSvcs || len(prbs) != tt.wantProbe {
+				t.Fatalf("%d services, %d probes; want %d, %d", len(svcs), len(prbs), tt.wantSvcs, tt.wantProbe)
+			}
+			if len(svcs) > 0 && svcs[0].Name != st.Services[0].Name {
+				t.Errorf("service %+v, Status has %+v", svcs[0], st.Services[0])
+			}
+			if len(prbs) > 0 && prbs[0].Name != st.Probes[0].Name {
+				t.Errorf("probe %+v, Status has %+v", prbs[0], st.Probes[0])
+			}
+		})
+	}
+}
