@@ -89,8 +89,10 @@ type adapterFixture struct {
 	x       *Executor
 	done    chan engine.OpDone
 	emptied chan emptiedAt
-	node    *nodeconfig.Config
-	data    string // the module data dir
+	// populated are the services of the ContainerPopulated events.
+	populated chan string
+	node      *nodeconfig.Config
+	data      string // the module data dir
 }
 
 // emptiedAt is a ContainerEmptied and when it was posted.
@@ -128,13 +130,15 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
+	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), node: node, data: node.ModuleDataDir("test")}
 	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev engine.Event) {
 		switch ev := ev.(type) {
 		case engine.OpDone:
 			a.done <- ev
 		case engine.ContainerEmptied:
 			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
+		case engine.ContainerPopulated:
+			a.populated <- ev.Service.String()
 		default:
 			t.Errorf("unexpected event %T", ev)
 		}
