@@ -511,7 +511,8 @@ func (e *Engine) setContained(s *service, contained bool) {
 	}
 	s.contained = contained
 	statusRuns := s.op != nil && s.op.op == protocol.OpStatus
-	if s.state == sReady && !s.statusDue && !statusRuns {
+	// A manual service is only fingerprinted: it has no status timer.
+	if s.state == sReady && s.spec.Lifecycle != manifest.Manual && !s.statusDue && !statusRuns {
 		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 	}
 }
