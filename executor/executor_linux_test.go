@@ -115,7 +115,7 @@ func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 
 // newAdapterIn builds the executor of the node in root (a second one on the
 // same root is the next svcrun), logging to log (nil: nowhere).
-func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger) *adapterFixture {
+func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
 	t.Helper()
 	copyExecutable(t, "testdata/svc.sh", filepath.Join(root, "bundle", "bin", "svc.sh"))
 	if err := os.WriteFile(filepath.Join(root, "bundle", manifest.FileName), []byte(testManifest), 0o644); err != nil {
@@ -131,7 +131,11 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 		t.Fatal(err)
 	}
 	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), node: node, data: node.ModuleDataDir("test")}
-	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev engine.Event) {
+	cfg := Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a.x, err = New(cfg, func(ev engine.Event) {
 		switch ev := ev.(type) {
 		case engine.OpDone:
 			a.done <- ev
