@@ -352,7 +352,7 @@ func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModul
 func engineConfig(cfg *nodeconfig.Config) engine.Config {
 	return engine.Config{
 		NodeID: cfg.NodeID, Platform: cfg.Platform, MemoryBudgetGB: cfg.MemoryBudgetGB,
-		MaxConcurrentOps: cfg.MaxConcurrentOps, StatusPeriod: cfg.StatusPeriod,
+		MaxConcurrentOps: cfg.MaxConcurrentOps, StatusPeriod: cfg.StatusPeriod, WatchedStatusPeriod: cfg.WatchedStatusPeriod,
 		FingerprintPeriod: cfg.FingerprintPeriod, ReapPeriod: cfg.ReapPeriod,
 	}
 }

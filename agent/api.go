@@ -408,6 +408,7 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("run_as", old.RunAs != cur.RunAs)
 	check("max_concurrent_ops", old.MaxConcurrentOps != cur.MaxConcurrentOps)
 	check("status_period_s", old.StatusPeriod != cur.StatusPeriod)
+	check("watched_status_period_s", old.WatchedStatusPeriod != cur.WatchedStatusPeriod)
 	check("fingerprint_period_s", old.FingerprintPeriod != cur.FingerprintPeriod)
 	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
 	check("metrics_listen", old.MetricsListen != cur.MetricsListen)

@@ -65,7 +65,8 @@
 // an armed container that is seen empty while none of the service's ops
 // runs (at the watcher's event, or at the end of an op) is reported once
 // to Options.OnEmptied, and disarmed until an op ends with it populated
-// again.
+// again. Each arming is told to SetOnArmed's function: the container then
+// holds the service's daemon, whose death will be an event.
 package cgroup
 
 import (

@@ -33,6 +33,7 @@ func (m *Manager) Support() Support                 { return unavailable() }
 func (m *Manager) Err() error                       { return errNotAvailable }
 func (m *Manager) Base() string                     { return "" }
 func (m *Manager) SetOnEmptied(func(string))        {}
+func (m *Manager) SetOnArmed(func(string))          {}
 func (m *Manager) Path(string) (string, error)      { return "", errNotAvailable }
 func (m *Manager) Create(string) (int, error)       { return -1, errNotAvailable }
 func (m *Manager) OpStart(string) (int, error)      { return -1, errNotAvailable }

@@ -25,8 +25,10 @@ type Manager struct {
 	sup       Support
 	err       error // why containers do not work; nil when they do
 	onEmptied atomic.Pointer[func(string)]
-	log       *slog.Logger
-	lockFD    int // the base's flock, held until Close; -1 without
+	// onArmed is told each service whose container becomes armed.
+	onArmed atomic.Pointer[func(string)]
+	log     *slog.Logger
+	lockFD  int // the base's flock, held until Close; -1 without
 
 	mu      sync.Mutex
 	closed  bool
@@ -118,8 +120,26 @@ func (m *Manager) SetOnEmptied(f func(service string)) {
 	m.onEmptied.Store(&f)
 }
 
+// SetOnArmed sets the function told about each container that becomes
+// armed (an op ended and left a process there: the service's daemon), so
+// that its emptying will be reported. It is called from OpEnd and must not
+// block.
+func (m *Manager) SetOnArmed(f func(service string)) {
+	if f == nil {
+		m.onArmed.Store(nil)
+		return
+	}
+	m.onArmed.Store(&f)
+}
+
 func (m *Manager) emit(service string) {
 	if f := m.onEmptied.Load(); f != nil {
+		(*f)(service)
+	}
+}
+
+func (m *Manager) emitArmed(service string) {
+	if f := m.onArmed.Load(); f != nil {
 		(*f)(service)
 	}
 }
@@ -181,12 +201,16 @@ func (m *Manager) OpEnd(service string) {
 		c.ops--
 	}
 	post := c.refreshLocked()
-	if c.populated && c.ops == 0 {
+	armed := c.populated && c.ops == 0 && !c.armed
+	if armed {
 		c.armed = true
 	}
 	c.mu.Unlock()
 	if post {
 		m.emit(c.service)
+	}
+	if armed {
+		m.emitArmed(c.service)
 	}
 }
 

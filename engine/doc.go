@@ -14,7 +14,9 @@
 //
 // The rules it implements (docs/protocol.md, and docs/decisions.md,
 // Agent rules): the three lifecycles and platform filtering; refcounting by leases and the readiness gate; idle
-// stop; watching by status and fingerprint and container-emptied events;
+// stop; watching by status and fingerprint and container-emptied events
+// (status every watched period while the container holds the daemon,
+// container-populated, since its death is then an event);
 // health (a stopped service whose latest fingerprint says unhealthy is not
 // started);
 // exponential backoff, unhealthy at max_failures, reset; adoption after an

@@ -159,6 +159,11 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	case ContainerEmptied:
 		if s := e.services[ev.Service.String()]; s != nil {
 			e.containerEmptied(s)
+			e.setContained(s, false)
+		}
+	case ContainerPopulated:
+		if s := e.services[ev.Service.String()]; s != nil {
+			e.setContained(s, true)
 		}
 	case Doctor:
 		e.doctor(ev.Reason)

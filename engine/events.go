@@ -81,6 +81,13 @@ type Fire struct{ Timer TimerKey }
 // exited: a crash if the service should be up.
 type ContainerEmptied struct{ Service Target }
 
+// ContainerPopulated says a service's process container holds a process
+// that no op of it runs (its daemon, once an op left it there, or found at
+// adoption): the service is contained, its death will be a
+// ContainerEmptied, and status becomes a safety net
+// (Config.WatchedStatusPeriod). The process-group fallback never posts it.
+type ContainerPopulated struct{ Service Target }
+
 // Doctor asks for the probes to run again (debounced): an explicit request,
 // a configuration reload, or the node waking from sleep.
 type Doctor struct{ Reason string }
@@ -99,15 +106,16 @@ type ReapNow struct {
 	Ticket string `json:"ticket,omitempty"`
 }
 
-func (Boot) EventName() string             { return "boot" }
-func (Reload) EventName() string           { return "reload" }
-func (Acquire) EventName() string          { return "acquire" }
-func (Renew) EventName() string            { return "renew" }
-func (Release) EventName() string          { return "release" }
-func (OpDone) EventName() string           { return "op-done" }
-func (Fire) EventName() string             { return "fire" }
-func (ContainerEmptied) EventName() string { return "container-emptied" }
-func (Doctor) EventName() string           { return "doctor" }
-func (MemoryPressure) EventName() string   { return "memory-pressure" }
-func (Reset) EventName() string            { return "reset" }
-func (ReapNow) EventName() string          { return "reap-now" }
+func (Boot) EventName() string               { return "boot" }
+func (Reload) EventName() string             { return "reload" }
+func (Acquire) EventName() string            { return "acquire" }
+func (Renew) EventName() string              { return "renew" }
+func (Release) EventName() string            { return "release" }
+func (OpDone) EventName() string             { return "op-done" }
+func (Fire) EventName() string               { return "fire" }
+func (ContainerEmptied) EventName() string   { return "container-emptied" }
+func (ContainerPopulated) EventName() string { return "container-populated" }
+func (Doctor) EventName() string             { return "doctor" }
+func (MemoryPressure) EventName() string     { return "memory-pressure" }
+func (Reset) EventName() string              { return "reset" }
+func (ReapNow) EventName() string            { return "reap-now" }

@@ -36,18 +36,19 @@ func NewJournalEntry(at time.Time, ev Event, effects []Effect) (JournalEntry, er
 
 // decoders rebuild each kind of event from its JSON, by event name.
 var decoders = map[string]func([]byte) (Event, error){
-	Boot{}.EventName():             decode[Boot],
-	Reload{}.EventName():           decode[Reload],
-	Acquire{}.EventName():          decode[Acquire],
-	Renew{}.EventName():            decode[Renew],
-	Release{}.EventName():          decode[Release],
-	OpDone{}.EventName():           decode[OpDone],
-	Fire{}.EventName():             decode[Fire],
-	ContainerEmptied{}.EventName(): decode[ContainerEmptied],
-	Doctor{}.EventName():           decode[Doctor],
-	MemoryPressure{}.EventName():   decode[MemoryPressure],
-	Reset{}.EventName():            decode[Reset],
-	ReapNow{}.EventName():          decode[ReapNow],
+	Boot{}.EventName():               decode[Boot],
+	Reload{}.EventName():             decode[Reload],
+	Acquire{}.EventName():            decode[Acquire],
+	Renew{}.EventName():              decode[Renew],
+	Release{}.EventName():            decode[Release],
+	OpDone{}.EventName():             decode[OpDone],
+	Fire{}.EventName():               decode[Fire],
+	ContainerEmptied{}.EventName():   decode[ContainerEmptied],
+	ContainerPopulated{}.EventName(): decode[ContainerPopulated],
+	Doctor{}.EventName():             decode[Doctor],
+	MemoryPressure{}.EventName():     decode[MemoryPressure],
+	Reset{}.EventName():              decode[Reset],
+	ReapNow{}.EventName():            decode[ReapNow],
 }
 
 func decode[T Event](data []byte) (Event, error) {

@@ -60,6 +60,10 @@ type service struct {
 	emptiedInStart bool
 	readySince     time.Time
 	adopting       bool
+	// contained: its process container holds a process outside its ops
+	// (ContainerPopulated, until ContainerEmptied), so its death is an
+	// event and status polls are a safety net.
+	contained bool
 
 	fpDue, statusDue, readyDue, reapDue bool
 	readyTimer                          bool
@@ -485,8 +489,32 @@ func (e *Engine) armWatch(s *service, now bool) {
 		s.statusDue, s.fpDue = true, true
 		return
 	}
-	e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+	e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 	e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+}
+
+// statusPeriod is the pause between two status ops of a ready service.
+func (e *Engine) statusPeriod(s *service) time.Duration {
+	if s.contained {
+		return e.cfg.WatchedStatusPeriod
+	}
+	return e.cfg.StatusPeriod
+}
+
+// setContained records whether the service's container tells its death.
+// A ready service's pending status timer moves to the new period, counted
+// from now: the long one once a death is an event, the short one again
+// once it is not (a daemon living outside its container).
+func (e *Engine) setContained(s *service, contained bool) {
+	if s.contained == contained {
+		return
+	}
+	s.contained = contained
+	statusRuns := s.op != nil && s.op.op == protocol.OpStatus
+	// A manual service is only fingerprinted: it has no status timer.
+	if s.state == sReady && s.spec.Lifecycle != manifest.Manual && !s.statusDue && !statusRuns {
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
+	}
 }
 
 func (e *Engine) serviceTimer(s *service, k TimerKind) {
@@ -566,7 +594,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		if s.state != sReady {
 			return
 		}
-		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.cfg.StatusPeriod))
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 		if s.thawCheck {
 			// A failed status proves no death, here as for any ready
 			// service: admissions go on.

@@ -10,13 +10,17 @@ import (
 
 // Config is what the engine knows of the node.
 type Config struct {
-	NodeID            string
-	Platform          string // linux, macos or windows: services and probes of other platforms are not loaded
-	MemoryBudgetGB    float64
-	MaxConcurrentOps  int
-	StatusPeriod      time.Duration
-	FingerprintPeriod time.Duration
-	ReapPeriod        time.Duration
+	NodeID           string
+	Platform         string // linux, macos or windows: services and probes of other platforms are not loaded
+	MemoryBudgetGB   float64
+	MaxConcurrentOps int
+	StatusPeriod     time.Duration
+	// WatchedStatusPeriod is the status period of a contained service
+	// (ContainerPopulated): its death is an event, so status is only a
+	// safety net. Default 300 s, never below StatusPeriod.
+	WatchedStatusPeriod time.Duration
+	FingerprintPeriod   time.Duration
+	ReapPeriod          time.Duration
 
 	// ReadyPoll is the pause between two ready ops while a start waits for
 	// readiness. Default 1 s.
@@ -36,8 +40,12 @@ func (c *Config) withDefaults() {
 	if c.StatusPeriod <= 0 {
 		c.StatusPeriod = 10 * time.Second
 	}
+	if c.WatchedStatusPeriod <= 0 {
+		c.WatchedStatusPeriod = 5 * time.Minute
+	}
+	c.WatchedStatusPeriod = max(c.WatchedStatusPeriod, c.StatusPeriod)
 	if c.FingerprintPeriod <= 0 {
-		c.FingerprintPeriod = time.Minute
+		c.FingerprintPeriod = 5 * time.Minute
 	}
 	if c.ReapPeriod <= 0 {
 		c.ReapPeriod = time.Minute

@@ -20,6 +20,23 @@ type containers struct {
 	cmu      sync.Mutex
 	limits   nodeconfig.Limits
 	fallback map[string]error // service -> why its ops run in process groups
+
+	subreaper     bool // Config.Subreaper
+	subreaperOnce sync.Once
+}
+
+// needSubreaper makes the process the child subreaper, once, when
+// Config.Subreaper allows it: a service's ops run in process groups, whose
+// daemons' deaths only the reaper sees.
+func (x *Executor) needSubreaper() {
+	if !x.subreaper {
+		return
+	}
+	x.subreaperOnce.Do(func() {
+		if err := BecomeSubreaper(); err != nil {
+			x.log.Warn("cannot become a child subreaper: daemons of services in process groups go to init, and only status sees them die", "error", err)
+		}
+	})
 }
 
 func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
@@ -28,6 +45,7 @@ func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
 	x.fallback = map[string]error{}
 	if x.cgUsable() {
 		x.cg.SetOnEmptied(func(service string) { post(engine.ContainerEmptied{Service: targetOf(service)}) })
+		x.cg.SetOnArmed(func(service string) { post(engine.ContainerPopulated{Service: targetOf(service)}) })
 	}
 }
 
@@ -52,10 +70,11 @@ func (x *Executor) updateContainers(cfg Config, targets map[engine.Target]*targe
 	}
 }
 
-// closeContainers stops the emptied events (Close).
+// closeContainers stops the emptied and populated events (Close).
 func (x *Executor) closeContainers() {
 	if x.cgUsable() {
 		x.cg.SetOnEmptied(nil)
+		x.cg.SetOnArmed(nil)
 	}
 }
 
@@ -87,6 +106,7 @@ func (x *Executor) setFallback(service string, err error) {
 	x.cmu.Lock()
 	x.fallback[service] = err
 	x.cmu.Unlock()
+	x.needSubreaper()
 }
 
 // runIn runs the op of t: a service's in its cgroup when it has one, with
@@ -134,6 +154,8 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		cause = err // the ENOENT of the clone blames the executable
 	}
 	spec.Hooks = hooks
+	// Before the run: the daemon it may leave is then re-parented to us.
+	x.needSubreaper()
 	if again := x.runGrouped(t, spec, stop); again.Pid != 0 {
 		path, _ := x.cg.Path(svc)
 		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))

@@ -163,6 +163,9 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 // ContainerEmptied within 100 ms, from its cgroup v2 container or, in the
 // process-group fallback, by the reaper (the test binary is the child
 // subreaper, as svcrun serve is); ops of a daemon-less service never are.
+// A start that leaves its daemon in its cgroup posts ContainerPopulated
+// before its OpDone; the process-group fallback never does (a daemon may
+// leave its group).
 func TestContainerEmptiedEvent(t *testing.T) {
 	for _, mode := range []string{"cgroup", "process-group"} {
 		t.Run(mode, func(t *testing.T) {
@@ -205,6 +208,14 @@ func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
 			if st, _ := m.Status("test/daemon"); !st.Armed {
 				t.Fatalf("run %d: a daemon, not armed: %+v", i, st)
 			}
+			select {
+			case s := <-a.populated:
+				if s != "test/daemon" {
+					t.Fatalf("run %d: populated %q", i, s)
+				}
+			default:
+				t.Fatalf("run %d: no ContainerPopulated before the start's OpDone", i)
+			}
 		}
 		t0 := time.Now()
 		if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
@@ -230,6 +241,8 @@ func emptiedEvents(t *testing.T, a *adapterFixture, m *cgroup.Manager) {
 	select {
 	case e := <-a.emptied:
 		t.Errorf("unexpected ContainerEmptied for %s", e.service)
+	case s := <-a.populated:
+		t.Errorf("unexpected ContainerPopulated for %s", s)
 	default:
 	}
 }

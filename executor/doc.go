@@ -62,7 +62,12 @@
 //
 // BecomeSubreaper makes svcrun the child subreaper of its descendants
 // (prctl PR_SET_CHILD_SUBREAPER): a daemon that an op forks and abandons is
-// re-parented to svcrun rather than to init, and so stays reachable. A
+// re-parented to svcrun rather than to init, and so stays reachable. The
+// executor of svcrun serve (Config.Subreaper) calls it only where services
+// run in process groups: without working containers, or once a service
+// falls back. With cgroup containers the daemons go to init: their cgroups
+// kill them and tell their deaths, and svcrun's waitid does not scan a
+// thousand daemons at every op's end. A
 // reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
 // driven by SIGCHLD, reaps those orphans when they die, and never a child
 // that Run or StartCmd waits for: those are registered, under a lock that
@@ -112,9 +117,11 @@
 // node's limits become memory.max and pids.max where those controllers are
 // enabled (recorded missing otherwise). The Manager is told when each op
 // starts and ends: a container still populated at the end of an op holds a
-// daemon and is armed, and when an armed container empties with no op of
-// the service running, engine.ContainerEmptied is posted (within a few
-// milliseconds of the death; the package cgroup doc has the rule). An op
+// daemon and is armed (engine.ContainerPopulated is posted, before the op's
+// OpDone: the service is contained, and status becomes a safety net), and
+// when an armed container empties with no op of the service running,
+// engine.ContainerEmptied is posted (within a few milliseconds of the
+// death; the package cgroup doc has the rule). An op
 // whose clone into its cgroup fails because the container was removed
 // under svcrun (the clone's ENOENT reads as a missing executable) runs in
 // the container re-created for it (cgroup.Manager.Recover, logged at
@@ -143,7 +150,7 @@
 // group is seen empty (at the end of each of the service's ops and before
 // every signal), so a group id recycled in between could be signalled.
 // Where svcrun is the child subreaper (BecomeSubreaper, as svcrun serve
-// is), the daemons its ops leave become its children, and the reaper
+// is in this mode), the daemons its ops leave become its children, and the reaper
 // tells the executor the group of each one it reaps: when that empties the
 // last group a service's ops left processes in, with none of its ops
 // running, engine.ContainerEmptied is posted for the service, as its

@@ -89,8 +89,10 @@ type adapterFixture struct {
 	x       *Executor
 	done    chan engine.OpDone
 	emptied chan emptiedAt
-	node    *nodeconfig.Config
-	data    string // the module data dir
+	// populated are the services of the ContainerPopulated events.
+	populated chan string
+	node      *nodeconfig.Config
+	data      string // the module data dir
 }
 
 // emptiedAt is a ContainerEmptied and when it was posted.
@@ -113,7 +115,7 @@ func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 
 // newAdapterIn builds the executor of the node in root (a second one on the
 // same root is the next svcrun), logging to log (nil: nowhere).
-func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger) *adapterFixture {
+func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
 	t.Helper()
 	copyExecutable(t, "testdata/svc.sh", filepath.Join(root, "bundle", "bin", "svc.sh"))
 	if err := os.WriteFile(filepath.Join(root, "bundle", manifest.FileName), []byte(testManifest), 0o644); err != nil {
@@ -128,13 +130,19 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
-	a.x, err = New(Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}, func(ev engine.Event) {
+	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), node: node, data: node.ModuleDataDir("test")}
+	cfg := Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a.x, err = New(cfg, func(ev engine.Event) {
 		switch ev := ev.(type) {
 		case engine.OpDone:
 			a.done <- ev
 		case engine.ContainerEmptied:
 			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
+		case engine.ContainerPopulated:
+			a.populated <- ev.Service.String()
 		default:
 			t.Errorf("unexpected event %T", ev)
 		}

@@ -66,6 +66,11 @@ type Behaviour struct {
 	// StopIgnored: the daemon survives stop, which hangs to its timeout:
 	// only a kill of its container ends it.
 	StopIgnored bool `json:"stop_ignored,omitempty"`
+	// Contained: the daemon lives in a process container that tells of
+	// it, as a cgroup does: an op that ends with the daemon running posts
+	// ContainerPopulated (once until it dies), its end (crash, stop,
+	// kill) ContainerEmptied. Without it only Crash posts the emptying.
+	Contained bool `json:"contained,omitempty"`
 	// Running at the beginning (an adopted service).
 	Running bool              `json:"running,omitempty"`
 	Healthy *bool             `json:"healthy,omitempty"` // default true
@@ -82,13 +87,15 @@ type proc struct {
 	b       *Behaviour
 	running bool
 	frozen  bool
-	gen     int // bumps at every start and stop, so stale crashes are ignored
-	startAt time.Time
-	polls   int
-	calls   [8]int // ops run so far, by opIndex
-	objects []Object
-	starts  int
-	kills   int
+	// populated: ContainerPopulated was posted, ContainerEmptied not yet.
+	populated bool
+	gen       int // bumps at every start and stop, so stale crashes are ignored
+	startAt   time.Time
+	polls     int
+	calls     [8]int // ops run so far, by opIndex
+	objects   []Object
+	starts    int
+	kills     int
 }
 
 // Executor is a engine.Executor on virtual time.
@@ -172,6 +179,7 @@ func (x *Executor) SetRunning(name string, running bool) {
 	p := x.proc(name)
 	if p.running != running {
 		p.running = running
+		p.populated = p.populated && running
 		p.gen++
 		p.startAt = x.sched.Now()
 	}
@@ -185,6 +193,7 @@ func (x *Executor) Crash(name string) {
 		return
 	}
 	p.running = false
+	p.populated = false
 	p.gen++
 	x.sched.Post(engine.ContainerEmptied{Service: p.target})
 }
@@ -269,7 +278,27 @@ func (x *Executor) Run(op engine.RunOp) {
 		// A start that hangs may still have started its daemon.
 		x.started(p, name, now)
 	}
+	if !op.Target.Probe {
+		// The container's news of the op comes before its OpDone, as the
+		// executor posts it at the op's end.
+		x.containerAfterOp(p, now.Add(d))
+	}
 	x.sched.At(now.Add(d), engine.OpDone{ID: op.ID, Outcome: o})
+}
+
+// containerAfterOp posts what a contained service's container tells at
+// the end of an op: populated when the op left the daemon running,
+// emptied when the op (a stop) ended it.
+func (x *Executor) containerAfterOp(p *proc, at time.Time) {
+	switch {
+	case !p.b.Contained && !p.populated:
+	case p.running && !p.populated:
+		p.populated = true
+		x.sched.At(at, engine.ContainerPopulated{Service: p.target})
+	case !p.running && p.populated:
+		p.populated = false
+		x.sched.At(at, engine.ContainerEmptied{Service: p.target})
+	}
 }
 
 func (x *Executor) started(p *proc, name string, now time.Time) {
@@ -403,6 +432,10 @@ func (x *Executor) Kill(service engine.Target) {
 	p.frozen = false
 	p.gen++
 	p.kills++
+	if p.populated {
+		p.populated = false
+		x.sched.Post(engine.ContainerEmptied{Service: p.target})
+	}
 }
 
 // Freeze marks the daemon frozen.
@@ -430,6 +463,9 @@ func (x *Executor) Rebind(sched *clockwork.Virtual[engine.Event]) {
 	for _, n := range names {
 		p := x.procs[n]
 		p.frozen = false
+		// The new agent's container watch tells of a daemon again at the
+		// end of its first op.
+		p.populated = false
 		if p.running && p.b.CrashAfter > 0 {
 			at := p.startAt.Add(p.b.CrashAfter)
 			if at.Before(now) {

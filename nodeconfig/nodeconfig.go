@@ -62,10 +62,15 @@ const (
 
 // Defaults (docs/decisions.md, Node configuration).
 const (
-	DefaultDataDir           = "/var/lib/svcrun"
-	DefaultSocketName        = "svcrun.sock"
-	DefaultStatusPeriod      = 10 * time.Second
-	DefaultFingerprintPeriod = 60 * time.Second
+	DefaultDataDir      = "/var/lib/svcrun"
+	DefaultSocketName   = "svcrun.sock"
+	DefaultStatusPeriod = 10 * time.Second
+	// DefaultWatchedStatusPeriod is the status period of a service whose
+	// cgroup container tells its death: status is then a safety net.
+	DefaultWatchedStatusPeriod = 300 * time.Second
+	// DefaultFingerprintPeriod: at 1,000 services, 60 s would be 16.7
+	// fingerprint ops a second, more than svcrun's whole idle CPU budget.
+	DefaultFingerprintPeriod = 300 * time.Second
 	DefaultReapPeriod        = 60 * time.Second
 	// DefaultBudgetShare of physical memory is the default memory budget.
 	DefaultBudgetShare = 0.8
@@ -98,18 +103,21 @@ type Config struct {
 	// SocketGroup is socket_group as written ("" when unset), SocketGID
 	// its gid (-1 when unset): the socket is then 0660 with that group, and
 	// its members may use the API.
-	SocketGroup       string
-	SocketGID         int
-	Platform          string
-	MemoryBudgetGB    float64
-	Sandbox           SandboxMode
-	RunAs             string // "" when ops run as svcrun's own user
-	MaxConcurrentOps  int
-	StatusPeriod      time.Duration
-	FingerprintPeriod time.Duration
-	ReapPeriod        time.Duration
-	Limits            Limits
-	Modules           []Module
+	SocketGroup      string
+	SocketGID        int
+	Platform         string
+	MemoryBudgetGB   float64
+	Sandbox          SandboxMode
+	RunAs            string // "" when ops run as svcrun's own user
+	MaxConcurrentOps int
+	StatusPeriod     time.Duration
+	// WatchedStatusPeriod is the status period of a service contained in
+	// its cgroup (engine.ContainerPopulated); at least StatusPeriod.
+	WatchedStatusPeriod time.Duration
+	FingerprintPeriod   time.Duration
+	ReapPeriod          time.Duration
+	Limits              Limits
+	Modules             []Module
 	// ModuleDataDirs overrides ModuleDataDir for the modules it names: a
 	// node that svcrun op makes up for a bundle (op --bundle --data DIR);
 	// a configuration file never sets it.
@@ -295,6 +303,13 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.MaxConcurrentOps = int(n)
 
 	c.StatusPeriod = t.Seconds("status_period_s", DefaultStatusPeriod, false)
+	c.WatchedStatusPeriod = max(DefaultWatchedStatusPeriod, c.StatusPeriod)
+	if t.Has("watched_status_period_s") {
+		c.WatchedStatusPeriod = t.Seconds("watched_status_period_s", c.WatchedStatusPeriod, false)
+		if c.WatchedStatusPeriod < c.StatusPeriod {
+			t.Errorf("watched_status_period_s", "must be at least status_period_s (%v s), got %v s: a contained service is polled less often, never more", c.StatusPeriod.Seconds(), c.WatchedStatusPeriod.Seconds())
+		}
+	}
 	c.FingerprintPeriod = t.Seconds("fingerprint_period_s", DefaultFingerprintPeriod, false)
 	c.ReapPeriod = t.Seconds("reap_period_s", DefaultReapPeriod, false)
 

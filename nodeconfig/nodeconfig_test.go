@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock", SocketGID: -1,
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
-		StatusPeriod: 10 * time.Second, FingerprintPeriod: time.Minute, ReapPeriod: time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
+		StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute, FingerprintPeriod: 5 * time.Minute, ReapPeriod: time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
 		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
@@ -60,6 +60,7 @@ sandbox = "best_effort"
 run_as = "svc"
 max_concurrent_ops = 3
 status_period_s = 2.5
+watched_status_period_s = 120
 fingerprint_period_s = 30
 reap_period_s = 120
 metrics_listen = "127.0.0.1:9464"
@@ -88,7 +89,7 @@ enabled = false
 	want := &Config{
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock", SocketGroup: "jobs", SocketGID: 1500,
 		Platform: "macos", MemoryBudgetGB: 16, Sandbox: SandboxBestEffort, RunAs: "svc", MaxConcurrentOps: 3,
-		StatusPeriod: 2500 * time.Millisecond, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
+		StatusPeriod: 2500 * time.Millisecond, WatchedStatusPeriod: 2 * time.Minute, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
 		MetricsListen: "127.0.0.1:9464", MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 35.5, FullAvg10: 10},
 		Limits: Limits{MemGB: 8, Pids: 1024},
 		Modules: []Module{
@@ -106,6 +107,29 @@ enabled = false
 	}
 	if got := c.ModuleDataDir("colima"); got != "/etc/svcrun/state/modules/colima" {
 		t.Errorf("ModuleDataDir = %s", got)
+	}
+}
+
+// TestWatchedStatusPeriod: watched_status_period_s defaults to 300 s, and
+// never to less than status_period_s, which a node may set higher.
+func TestWatchedStatusPeriod(t *testing.T) {
+	cases := []struct {
+		toml string
+		want time.Duration
+	}{
+		{"", 300 * time.Second},
+		{"status_period_s = 600\n", 600 * time.Second},
+		{"status_period_s = 5\nwatched_status_period_s = 5\n", 5 * time.Second},
+		{"watched_status_period_s = 3600\n", time.Hour},
+	}
+	for _, tc := range cases {
+		c, err := parse(t, tc.toml)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.toml, err)
+		}
+		if c.WatchedStatusPeriod != tc.want {
+			t.Errorf("%q: WatchedStatusPeriod %v, want %v", tc.toml, c.WatchedStatusPeriod, tc.want)
+		}
 	}
 }
 
@@ -137,6 +161,8 @@ func TestInvalid(t *testing.T) {
 		{"socket group not a string", "socket_group = 1500\n", nil, []string{`svcrun.toml:1:1: socket_group: must be a string, got integer 1500`}},
 		{"zero ops", "max_concurrent_ops = 0\n", nil, []string{`svcrun.toml:1:1: max_concurrent_ops: must be between 1 and 4096, got 0`}},
 		{"negative period", "reap_period_s = -1\n", nil, []string{`svcrun.toml:1:1: reap_period_s: must be more than 0 seconds, got -1`}},
+		{"watched status zero", "watched_status_period_s = 0\n", nil, []string{`svcrun.toml:1:1: watched_status_period_s: must be more than 0 seconds, got 0`}},
+		{"watched status below status", "status_period_s = 30\nwatched_status_period_s = 20\n", nil, []string{`svcrun.toml:2:1: watched_status_period_s: must be at least status_period_s (30 s), got 20 s: a contained service is polled less often, never more`}},
 		{"limits typo", "[limits]\nmem = 8\n", nil, []string{`svcrun.toml:2:1: limits.mem: unknown key (known: mem_gb, pids)`}},
 		{"limits zero pids", "[limits]\npids = 0\n", nil, []string{`svcrun.toml:2:1: limits.pids: must be at least 1, got 0 (leave it out for no cap)`}},
 		{"module without bundle", "[[modules]]\nenabled = true\n", nil, []string{`svcrun.toml:1:3: modules[0].bundle: is required: the module's bundle directory (relative to this file or absolute)`}},

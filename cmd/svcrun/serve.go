@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/sandbox"
@@ -50,11 +51,6 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if err != nil {
 		return cli.UsageError{Msg: err.Error()}
 	}
-	// Daemons that ops leave behind are re-parented to svcrun, which reaps
-	// them; nothing else of svcrun may start children outside executor.
-	if err := executor.BecomeSubreaper(); err != nil {
-		log.Warn("cannot become a child subreaper: orphaned daemons will be reaped by init", "error", err)
-	}
 	// Ops are born unable to dump core (docs/decisions.md, Sandbox): svcrun's own hard
 	// limit goes to 0 first, since children inherit it.
 	if err := sandbox.DisableCores(); err != nil {
@@ -69,6 +65,14 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		log.Warn("no systemd watchdog pings: systemd will restart svcrun when its WatchdogSec= ends", "error", err)
 	}
 	opts := agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit, CgroupParent: *cgroupParent}
+	// Where services run in process groups, the daemons their ops leave are
+	// re-parented to svcrun, whose reaper sees them die; with cgroup
+	// containers they go to init and their cgroups tell. Nothing else of
+	// svcrun may start children outside executor.
+	opts.NewExecutor = func(c executor.Config, post func(engine.Event)) (agent.Executor, error) {
+		c.Subreaper = true
+		return executor.New(c, post)
+	}
 	if every > 0 {
 		opts.WatchdogEvery = every
 		opts.Watchdog = func() { notify(sd, log, "WATCHDOG=1") }

@@ -56,7 +56,7 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 	}
 	for _, a := range kvs {
 		var err error
-		if a.Flag && a.Key != "stop_ignored" && a.Key != "running" && a.Key != "healthy" {
+		if a.Flag && a.Key != "stop_ignored" && a.Key != "contained" && a.Key != "running" && a.Key != "healthy" {
 			return fmt.Errorf("%q needs a value (key=value)", a.Key)
 		}
 		switch a.Key {
@@ -86,6 +86,8 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 			b.CrashAfter, err = parseDuration(a.Value)
 		case "stop_ignored":
 			b.StopIgnored, err = boolOf(a)
+		case "contained":
+			b.Contained, err = boolOf(a)
 		case "running":
 			b.Running, err = boolOf(a)
 		case "healthy":
@@ -106,7 +108,7 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 				b.Attrs[k] = v
 			}
 		default:
-			return fmt.Errorf("unknown key %q; keys: ready_after_polls, ready_after, crash_after, stop_ignored, running, healthy, pools, mem_gb, attrs, op, duration, outcomes", a.Key)
+			return fmt.Errorf("unknown key %q; keys: ready_after_polls, ready_after, crash_after, stop_ignored, contained, running, healthy, pools, mem_gb, attrs, op, duration, outcomes", a.Key)
 		}
 		if err != nil {
 			return fmt.Errorf("%s=%s: %v", a.Key, a.Value, err)

@@ -347,6 +347,9 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 		c.inputs[len(c.inputs)-1].service = e.Service.String()
 		c.running[e.Service.String()] = false
 		c.emptiedStep[e.Service.String()] = len(c.want)
+	case engine.ContainerPopulated:
+		c.input(at, "populated %s", e.Service)
+		c.inputs[len(c.inputs)-1].service = e.Service.String()
 	case engine.Doctor:
 		if e.Reason == "" || strings.Join(strings.Fields(stripComment(e.Reason)), " ") != e.Reason {
 			return unsayable(l, "doctor reason %q: a scenario's doctor reason is words separated by single spaces, without #", e.Reason)

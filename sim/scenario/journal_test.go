@@ -229,3 +229,20 @@ func TestFromJournalNotReproduced(t *testing.T) {
 		t.Fatalf("got %v, want the acquire at line 6 not reproduced", err)
 	}
 }
+
+// TestFromJournalContained: the journal of contained services (their
+// container-populated events, each just before the end of the op that left
+// the daemon, and the status periods they set) becomes a scenario that
+// reproduces it step by step.
+func TestFromJournalContained(t *testing.T) {
+	for _, file := range []string{"testdata/journal-contained.txt"} {
+		text, err := FromJournal("svcsim replay", journalOf(t, file), JournalWindow{})
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		if !strings.Contains(string(text), " populated web/") {
+			t.Errorf("%s: no populated input in the scenario:\n%s", file, text)
+		}
+	}
+}

@@ -88,6 +88,9 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 	cfg := c.cfg
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v",
 		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)
+	if cfg.WatchedStatusPeriod > 0 {
+		fmt.Fprintf(&b, " watched_status=%v", cfg.WatchedStatusPeriod)
+	}
 	if cfg.ReadyPoll > 0 {
 		fmt.Fprintf(&b, " ready_poll=%v", cfg.ReadyPoll)
 	}

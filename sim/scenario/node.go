@@ -27,6 +27,8 @@ func (p *parser) node(line int, args []string) error {
 			c.MaxConcurrentOps, err = strconv.Atoi(a.Value)
 		case "status":
 			c.StatusPeriod, err = parseDuration(a.Value)
+		case "watched_status":
+			c.WatchedStatusPeriod, err = parseDuration(a.Value)
 		case "fingerprint":
 			c.FingerprintPeriod, err = parseDuration(a.Value)
 		case "reap":
@@ -38,7 +40,7 @@ func (p *parser) node(line int, args []string) error {
 		case "force_after":
 			c.ForceAfter, err = strconv.Atoi(a.Value)
 		default:
-			return lineError(p.file, line, "node: unknown key %q; keys: id, platform, budget_gb, max_ops, status, fingerprint, reap, ready_poll, debounce, force_after", a.Key)
+			return lineError(p.file, line, "node: unknown key %q; keys: id, platform, budget_gb, max_ops, status, watched_status, fingerprint, reap, ready_poll, debounce, force_after", a.Key)
 		}
 		if err != nil {
 			return lineError(p.file, line, "node %s=%s: %v", a.Key, a.Value, err)

@@ -82,7 +82,7 @@ type Input struct {
 	// switchTo is `enable` or `disable` after `reload MODULE`: the new
 	// manifest comes with the module enabled or disabled (back if removed).
 	switchTo string
-	// unknown marks a `reset` or `emptied` of a name no manifest holds.
+	// unknown marks a `reset`, `emptied` or `populated` of a name no manifest holds.
 	unknown bool
 }
 
@@ -385,6 +385,8 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseCrash(&in, args)
 	case "emptied":
 		err = p.parseEmptied(&in, args)
+	case "populated":
+		err = p.parsePopulated(&in, args)
 	case "owner-start", "owner-stop":
 		err = p.parseOwner(&in, args)
 	case "reset":
@@ -406,7 +408,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -423,7 +425,7 @@ func (p *parser) nargs(in *Input, args []string, n int, usage string) error {
 // known.
 func (p *parser) checkInput(in Input) error {
 	switch in.Name {
-	case "reset", "emptied":
+	case "reset", "emptied", "populated":
 		return p.checkService(in)
 	case "crash", "object", "owner-start", "owner-stop":
 		return p.knownService(in.Line, in.target)

@@ -48,6 +48,8 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
 	case engine.ContainerEmptied:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
+	case engine.ContainerPopulated:
+		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " holds its daemon", Event: ev})
 	}
 	for _, f := range effects {
 		var info OpInfo

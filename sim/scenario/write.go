@@ -102,6 +102,9 @@ func behaviourArgs(bh *fakes.Behaviour) string {
 	if bh.StopIgnored {
 		parts = append(parts, "stop_ignored")
 	}
+	if bh.Contained {
+		parts = append(parts, "contained")
+	}
 	if bh.Running {
 		parts = append(parts, "running")
 	}

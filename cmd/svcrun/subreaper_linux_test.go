@@ -1,0 +1,155 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestServeCgroupDaemonNotChild: with cgroup containers svcrun serve is no
+// child subreaper, so a daemon a start op leaves is re-parented to init
+// (or whichever subreaper is above svcrun), not to svcrun, whose reaper
+// would otherwise scan it at every wait. Its death is still seen at once
+// (its container empties: the status and fingerprint periods here are an
+// hour), and a stop still leaves nothing in its container.
+func TestServeCgroupDaemonNotChild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	n := newRestartNode(t, "sr")
+	text, err := os.ReadFile(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Top-level keys go before the [[modules]] table.
+	slow := "status_period_s = 3600\nwatched_status_period_s = 3600\nfingerprint_period_s = 3600\n"
+	if err := os.WriteFile(n.cfg, append([]byte(slow), text...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n.start()
+	out, code := n.cli("status", "--json")
+	var st struct {
+		Services []struct{ Name, Container string }
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		t.Fatalf("status: exit %d\n%s", code, out)
+	}
+	mode := ""
+	for _, s := range st.Services {
+		if s.Name == "demo/kv" {
+			mode = s.Container
+		}
+	}
+	if mode != "cgroup" {
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: demo/kv runs in %q", mode)
+		}
+		t.Skipf("no cgroup container here: %s", mode)
+	}
+	if out, code := n.cli("acquire", "--attempt", "attempt-sr", "--capability", "kv", "--wait", "30s"); code != 0 {
+		t.Fatalf("acquire: exit %d\n%s", code, out)
+	}
+	pidFile := filepath.Join(n.dir, "data", "modules", "demo", "kv.pid")
+	first := livePid(t, pidFile)
+	serve := n.serve.Process.Pid
+	if ppid := parentOf(t, first); ppid == serve {
+		t.Errorf("the daemon %d is a child of svcrun serve %d: svcrun is the child subreaper with cgroup containers", first, serve)
+	}
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var second int
+	waitUntil(t, "the crashed daemon restarted (its container's emptying seen)", func() bool {
+		second = pidIn(pidFile)
+		return second != 0 && second != first && alive(second)
+	})
+	if ppid := parentOf(t, second); ppid == serve {
+		t.Errorf("the restarted daemon %d is a child of svcrun serve %d", second, serve)
+	}
+	if out, code := n.cli("disable", "demo"); code != 0 {
+		t.Fatalf("disable: exit %d\n%s", code, out)
+	}
+	waitUntil(t, "the daemon stopped", func() bool { return !alive(second) })
+	var procs string
+	waitUntil(t, "demo/kv's container empty", func() bool {
+		procs = containerProcs(t, "svcrun-sr", "demo", "kv")
+		return procs == ""
+	})
+}
+
+// pidIn reads a pid file; 0 when it is absent or being written.
+func pidIn(file string) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// livePid waits for the pid file to name a living process.
+func livePid(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	waitUntil(t, file+" names a living daemon", func() bool {
+		pid = pidIn(file)
+		return pid > 0 && alive(pid)
+	})
+	return pid
+}
+
+// alive says pid runs and is no zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
+
+// parentOf is the parent pid of a living process (/proc/PID/stat field 4).
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: %q", pid, s)
+	}
+	return ppid
+}
+
+// containerProcs is the cgroup.procs of a service's container under the
+// base named base, wherever the cgroup2 mount has it.
+func containerProcs(t *testing.T, base, module, name string) string {
+	t.Helper()
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := strings.TrimSpace(string(own))
+	if i := strings.LastIndex(rel, "::"); i >= 0 {
+		rel = rel[i+2:]
+	}
+	for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		b, err := os.ReadFile(filepath.Join(mount, rel, base, module, name, "cgroup.procs"))
+		if err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	t.Fatalf("no container %s/%s/%s under svcrun's cgroup %s", base, module, name, rel)
+	return ""
+}
