@@ -60,7 +60,7 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	mod, err := manifest.Load(*bundle)
 	if err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	for _, name := range fs.Args() {
 		if _, err := findTarget(mod, name); err != nil {

@@ -73,7 +73,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		}
 		mod = node.mod.Manifest
 	} else if mod, err = manifest.Load(*bundle); err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	t, err := findTarget(mod, strings.TrimPrefix(fs.Arg(0), mod.Name+"/"))
 	if err != nil {

@@ -33,11 +33,11 @@ func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 	}
 	c, err := nodeconfig.Load(*config)
 	if err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	mods, err := nodeconfig.LoadModules(c)
 	if err != nil {
-		return invalid(m, []string{err.Error()})
+		return invalid(m, errorLines(err))
 	}
 	fmt.Fprintf(m.Stdout, "\nnode %s (%s): sandbox = %q\n", c.NodeID, c.File, c.Sandbox)
 	refused := 0
