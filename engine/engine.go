@@ -91,7 +91,10 @@ type actorBase struct {
 	run      opRun  // one op at a time: reused, not allocated
 	dirty    bool   // queued for a reconcile
 	waitSlot bool   // queued for a global op slot
-	removed  bool   // gone from its manifest
+	// waitFirst: queued for a start, stop or ready, which go ahead of
+	// the polls and the reaping queued for a slot.
+	waitFirst bool
+	removed   bool // gone from its manifest
 }
 
 func (b *actorBase) base() *actorBase { return b }

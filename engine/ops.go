@@ -14,7 +14,17 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	if e.inflight >= e.cfg.MaxConcurrentOps {
 		if b := a.base(); !b.waitSlot {
 			b.waitSlot = true
-			e.slotQueue = append(e.slotQueue, a)
+			b.waitFirst = lifecycleOp(r.op)
+			i := len(e.slotQueue)
+			if b.waitFirst {
+				// A restart after a crash must not wait for the status
+				// polls of every other service: a node of many services
+				// keeps the slots busy with them.
+				if j := slices.IndexFunc(e.slotQueue, func(x actor) bool { return !x.base().waitFirst }); j >= 0 {
+					i = j
+				}
+			}
+			e.slotQueue = slices.Insert(e.slotQueue, i, a)
 		}
 		return false
 	}
@@ -70,6 +80,12 @@ func checkOutcome(op protocol.Op, o Outcome) Outcome {
 	return Outcome{Failure: FailProtocol, Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
 }
 
+// lifecycleOp says op moves a service between stopped and ready: it is
+// queued for a slot ahead of watch polls and reaping.
+func lifecycleOp(op protocol.Op) bool {
+	return op == protocol.OpStart || op == protocol.OpStop || op == protocol.OpReady
+}
+
 // leaveSlotQueue takes an actor out of the queue for op slots, if it is in.
 func (e *Engine) leaveSlotQueue(a actor) {
 	b := a.base()
@@ -82,7 +98,8 @@ func (e *Engine) leaveSlotQueue(a actor) {
 	}
 }
 
-// freeSlots hands free global slots to the actors queued for them, in order.
+// freeSlots hands free global slots to the actors queued for them, in
+// order: lifecycle ops first, each kind in FIFO order.
 func (e *Engine) freeSlots() {
 	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {
 		a := e.slotQueue[0]

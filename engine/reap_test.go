@@ -151,7 +151,7 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 		name:             "with a destroy queued",
 		stopAfterListing: true,
 		want: ReapService{Service: "m/kv", Objects: []ReapObject{
-			{ID: "o-dead", Kind: "volume", Attempt: "a9", Outcome: ReapFailed, Reason: "not destroyed: it is stopping"},
+			{ID: "o-dead", Kind: "volume", Attempt: "a9", Outcome: ReapFailed, Reason: "not destroyed: it is stopped"},
 		}},
 	}}
 	for _, tt := range tests {

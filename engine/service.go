@@ -398,15 +398,8 @@ func (e *Engine) startReason(s *service) string {
 
 // beginStop asks for a graceful stop of a running service.
 func (e *Engine) beginStop(s *service, reason string) {
-	if s.idleTimer {
-		s.idleTimer = false
-		e.cancelTimer(s.slot, TimerIdle, s.name)
-	}
-	s.idleExpired = false
+	e.leftRunning(s)
 	s.stopReason = reason
-	s.readyDue = false
-	s.startDeadline = time.Time{}
-	e.cancelWatch(s)
 	s.setState(e, sStopping)
 	e.note(s.name, "stopping: %s", reason)
 	e.markDirty(s)
@@ -821,16 +814,47 @@ func (e *Engine) containerEmptied(s *service) {
 		// decides, once the op is done.
 		s.emptiedInStart = true
 	case sReady, sWaitReady:
-		// Thaw the empty container too, or the cleanup stop and the next
-		// start would be cloned into a frozen cgroup and hang.
+		// Thaw the empty container too, or the next start would be
+		// cloned into a frozen cgroup and hang.
 		e.thaw(s)
-		e.fail(s, "crashed: its process container emptied")
+		e.countFailure(s, "crashed: its process container emptied")
+		// Nothing of it is left to stop: every process of the service
+		// is gone, so the next start begins clean without a cleanup stop
+		// (a stop op would only delay the restart by a fork and a
+		// script).
+		e.leftRunning(s)
+		s.setState(e, sStopped)
+		e.watchWithheld(s)
+		e.markDirty(s)
 	}
+}
+
+// leftRunning drops what belongs to a running service: its idle timer,
+// its watch and its start deadline.
+func (e *Engine) leftRunning(s *service) {
+	if s.idleTimer {
+		s.idleTimer = false
+		e.cancelTimer(s.slot, TimerIdle, s.name)
+	}
+	s.idleExpired = false
+	s.readyDue = false
+	s.startDeadline = time.Time{}
+	e.cancelWatch(s)
 }
 
 // fail counts a failure: after a cleanup stop the service backs off, or at
 // max_failures becomes unhealthy.
 func (e *Engine) fail(s *service, reason string) {
+	e.countFailure(s, reason)
+	// A failed start or a crash not seen as the container emptying (the
+	// daemon may live on, hung, or have left processes) is followed by
+	// a stop so that the next attempt begins clean.
+	e.beginStop(s, "cleanup after failure")
+}
+
+// countFailure counts a failure and stores it: the service backs off, or
+// at max_failures becomes unhealthy.
+func (e *Engine) countFailure(s *service, reason string) {
 	s.failures++
 	s.reason = reason
 	max := s.spec.Restart.MaxFailures
@@ -848,9 +872,6 @@ func (e *Engine) fail(s *service, reason string) {
 	}
 	e.persistService(s)
 	e.admitDirty = true
-	// A failed start or a crash is followed by a stop so that the next
-	// attempt begins clean.
-	e.beginStop(s, "cleanup after failure")
 }
 
 // Backoff is the delay before the n-th retry: min(initial*2^(n-1), max).

@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // newContainers is a cgroup Manager on a base of its own, whose containers
@@ -311,5 +313,50 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	want := fmt.Sprintf("process-group: clone into %s failed: the process container %s of test/where was removed (by another svcrun with the same node_id?); re-create it: ", p, p)
 	if mode := a.x.ContainerMode("test/where"); !strings.HasPrefix(mode, want) {
 		t.Errorf("mode %q, want %q...", mode, want)
+	}
+}
+
+// TestStartAfterCrashFindsNoZombie: the retry of a crashed daemon, started
+// as soon as its container emptied, does not find the daemon's zombie: a
+// start that checks its pid file with kill -0 starts a new daemon instead
+// of answering "already running". The test binary runs itself again as a
+// child subreaper whose reaper goroutine never runs, so the zombie stays
+// until the start reaps it: what a reaper busy elsewhere (waiting for the
+// owner of another child) leaves for milliseconds.
+func TestStartAfterCrashFindsNoZombie(t *testing.T) {
+	if os.Getenv("EXECUTOR_TEST_SUBREAPER_ONLY") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStartAfterCrashFindsNoZombie$", "-test.v")
+		cmd.Env = append(os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_TEST_SUBREAPER_ONLY=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if strings.Contains(string(out), "--- SKIP") {
+			t.Skipf("%s", out)
+		}
+		return
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	a := newAdapterWith(t, newContainers(t))
+	if o := a.run(t, 1, "pidfile", false, protocol.OpStart); o.Failure != engine.FailNone || !o.Result.OpResult.Changed {
+		t.Fatalf("first start: %+v", o)
+	}
+	daemon := a.pid(t, "pidfile.pid")
+	if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.emptied:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no ContainerEmptied after the daemon's kill")
+	}
+	o := a.run(t, 2, "pidfile", false, protocol.OpStart)
+	if o.Failure != engine.FailNone || !o.Result.OpResult.Changed {
+		t.Fatalf("the start after the crash: %+v (%q): it took the dead daemon for a running one", o, o.Result.OpResult.Message)
+	}
+	if next := a.pid(t, "pidfile.pid"); next == daemon || !alive(next) {
+		t.Errorf("the new daemon %d (the dead one %d) is not running", next, daemon)
 	}
 }

@@ -74,6 +74,11 @@
 // the reaper takes to reap, before the reaper can see them. In a process
 // that called BecomeSubreaper every child must therefore be started by Run
 // or StartCmd; an exec.Cmd started otherwise may lose its exit status.
+// A start op reaps the dead orphans itself before it is spawned: the retry
+// of a crashed daemon follows the emptying of its container within
+// milliseconds, and a start that asks whether the daemon of its pid file
+// still runs (kill -0) would otherwise find its zombie, if the reaper has
+// not got to it, and answer "already running".
 // Linux only; elsewhere orphans go to init (launchd), which reaps them.
 //
 // # The engine.Executor

@@ -346,6 +346,9 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 		return canceled()
 	}
 	spec.Grace, spec.WaitDelay = x.grace, x.waitDelay
+	if op.Op == protocol.OpStart {
+		reapBeforeStart()
+	}
 	j := x.recordIntent(op.ID, op.Target, op.Op, spec)
 	spec.OnStart = j.started
 	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)

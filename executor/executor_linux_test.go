@@ -34,6 +34,10 @@ name = "daemon"
 exec = ["bin/svc.sh", "leavedaemon"]
 
 [[services]]
+name = "pidfile"
+exec = ["bin/svc.sh", "pidfile"]
+
+[[services]]
 name = "slowstatus"
 exec = ["bin/svc.sh", "slowstatus"]
 

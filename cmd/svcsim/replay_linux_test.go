@@ -18,8 +18,8 @@ import (
 
 // TestReplayRealJournal closes the loop end to end: a real svcrun with the
 // demo module serves two leases (one start), is killed with SIGKILL and
-// started again (it adopts the daemon), the daemon is killed (a crash, a
-// cleanup stop, a start after the backoff), the module is disabled and
+// started again (it adopts the daemon), the daemon is killed (a crash,
+// nothing left to stop, a start after the backoff), the module is disabled and
 // enabled by hand, svcrun stops (stopping its services); its journal
 // directory becomes a scenario, and `svcsim test` passes on it.
 func TestReplayRealJournal(t *testing.T) {

@@ -62,6 +62,20 @@ shortdaemon)
 	wait
 	printf '{"ok":true,"changed":true}\n'
 	;;
+pidfile)
+	# A start that finds the daemon of its pid file alive (kill -0, as
+	# many services do) changes nothing.
+	pid=$(cat "$data/pidfile.pid" 2>/dev/null)
+	if [ "${1:-}" != start ]; then
+		printf '{"healthy":true,"running":false}\n'
+	elif [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		printf '{"ok":true,"changed":false,"message":"already running"}\n'
+	else
+		sleep 1000 </dev/null >/dev/null 2>&1 &
+		echo $! >"$data/pidfile.pid"
+		printf '{"ok":true,"changed":true}\n'
+	fi
+	;;
 leavedaemon)
 	# A start that leaves a daemon in its process group, with its output
 	# redirected as it should be.
