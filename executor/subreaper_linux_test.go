@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,17 @@ func TestSubreaperOnlyInProcessGroups(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "subreaper")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSubreaperOnlyInProcessGroups$", "-test.v")
 			cmd.Env = append(os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_SUBREAPER_CASE="+tt.mode, "EXECUTOR_SUBREAPER_OUT="+out)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v\n%s", err, b)
+			// Started as every child of a subreaper must be, or a start
+			// op's reaping of dead orphans could take its exit status.
+			var b bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &b, &b
+			done, err := StartCmd(cmd)
+			if err == nil {
+				err = cmd.Wait()
+				done()
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, b.String())
 			}
 			got, err := os.ReadFile(out)
 			if err != nil {
