@@ -407,13 +407,13 @@ func (vd *validation) value(n *node, v any) error {
 				got = tn.name
 			}
 		}
-		vd.add(Violation{Kind: KindType, Want: n.typeNames, Got: got})
+		vd.add(Violation{Kind: KindType, Want: slices.Clone(n.typeNames), Got: got})
 		return nil
 	}
 	if n.enum != nil {
 		s, ok := v.(string)
 		if !ok || !slices.Contains(n.enum, s) {
-			vd.add(Violation{Kind: KindEnum, Want: n.enum, Value: v})
+			vd.add(Violation{Kind: KindEnum, Want: slices.Clone(n.enum), Value: v})
 			return nil
 		}
 	}
