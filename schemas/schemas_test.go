@@ -231,3 +231,19 @@ func TestValidDateTime(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkValidateFingerprint(b *testing.B) {
+	dec := json.NewDecoder(strings.NewReader(`{"healthy":true,"running":true,"message":"colima 0.6.8 running",
+"attrs":{"runtime":"docker","version":"0.6.8","cpus":4,"arch":"aarch64","rosetta":true},"pools":{"docker-slots":4},"reserve":{"mem_gb":8}}`))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Validate(Fingerprint, doc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -191,8 +191,8 @@ type node struct {
 	dateTime  bool
 }
 
-// annotations are keywords that assert nothing.
-var annotations = map[string]bool{"title": true, "description": true}
+// isAnnotation reports a keyword that asserts nothing.
+func isAnnotation(k string) bool { return k == "title" || k == "description" }
 
 // compile builds the validator of one schema file. file names the schema in
 // errors.
@@ -246,7 +246,7 @@ func (c compiler) node(s map[string]any, at string, root bool) (*node, error) {
 		v := s[k]
 		kat := at + "/" + k
 		switch {
-		case annotations[k]:
+		case isAnnotation(k):
 		case root && (k == "$schema" || k == "$id"):
 		case k == "type":
 			if err := c.types(n, v, kat); err != nil {
