@@ -140,7 +140,7 @@ func ValidateJSON(n Name, data []byte) error {
 		return fmt.Errorf("schemas: parse document for %s: %w", n, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("schemas: parse document for %s: more than one JSON value", n)
+		return fmt.Errorf("schemas: parse document for %s: data after the document", n)
 	}
 	return Validate(n, doc)
 }

@@ -247,3 +247,13 @@ func BenchmarkValidateFingerprint(b *testing.B) {
 		}
 	}
 }
+
+func TestValidateJSONOneDocument(t *testing.T) {
+	for _, doc := range []string{`{"running":true,"ready":true} {}`, `{"running":true,"ready":true} x`, `{"running":`} {
+		err := ValidateJSON(Status, []byte(doc))
+		var ve *ValidationError
+		if err == nil || errors.As(err, &ve) {
+			t.Errorf("%s: %v, want a parse error", doc, err)
+		}
+	}
+}
