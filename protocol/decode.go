@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/oarbank/svcrun/schemas"
 )
 
@@ -162,7 +160,7 @@ func (d *decoder) decode(who Role, out Output) (Result, bool) {
 		d.add(is.ptr, is.msg)
 	}
 	if err := schemas.Validate(d.op.Schema(), doc); err != nil {
-		var ve *jsonschema.ValidationError
+		var ve *schemas.ValidationError
 		if !errors.As(err, &ve) {
 			// The schemas failed to compile: a build defect, but still not
 			// something to accept.

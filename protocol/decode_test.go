@@ -355,6 +355,12 @@ func decodeCases() []decodeCase {
 			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: cannot be read as a time (second out of range)`,
 		},
 		{
+			// RFC 3339 wants two digits; a signed hour such as "+1" must not
+			// pass the format check to fail only when read as a time.
+			name: "created_at with a signed hour", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01T+1:00:00Z"}]}`),
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not "2024-05-01T+1:00:00Z"`,
+		},
+		{
 			name: "bad kind", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"pod","labels":{}}]}`),
 			fails: protocolErr, err: `list_owned: protocol error: /objects/0/kind: must be one of container, vm, volume, process, other, not "pod"`,
 		},

@@ -66,6 +66,7 @@
 // Stdout is parsed once, by a small parser of this package that also checks
 // what encoding/json cannot (duplicate keys, second documents); the schema
 // validates that generic value, and the typed result is built from the same
-// value. Decoding a typical fingerprint takes about 7-10 µs
-// (BenchmarkDecodeFingerprint), most of it in the validator.
+// value. Decoding a typical fingerprint takes about 4-5 µs of CPU in 35
+// allocations (BenchmarkDecodeFingerprint), most of it in the parser; the
+// validation (package schemas) takes about 1 µs and one allocation.
 package protocol

@@ -12,7 +12,7 @@ import (
 // The parser below exists because encoding/json cannot report what protocol 1
 // must reject: it keeps the last of duplicate keys silently, and it does not
 // say whether what follows a document is a second document or garbage. It
-// produces the generic form jsonschema validates (map[string]any, []any,
+// produces the generic form package schemas validates (map[string]any, []any,
 // string, json.Number, bool, nil) in one pass, without reflection.
 
 const (
@@ -21,7 +21,8 @@ const (
 	// the validator shallow whatever a service prints.
 	maxDepth = 64
 	// maxNumberLen and maxExponent bound number literals, because the
-	// validator turns every number into a big.Rat: a 1 MiB literal costs
+	// validator and toInt64 turn a number that is not a plain int64 into a
+	// big.Rat: a 1 MiB literal costs
 	// seconds there, and an exponent beyond big.Rat's limit makes it fail.
 	// Every valid number in protocol 1 fits a float64 or an int64, so
 	// neither bound rejects a meaningful value.

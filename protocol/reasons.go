@@ -7,56 +7,35 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/oarbank/svcrun/schemas"
 )
 
-// addViolations turns the validator's error tree into one short reason per
-// violation. The library's own messages ("additional properties 'runing' not
-// allowed", "got number, want integer") are written for schema authors; these
-// are for whoever maintains the service.
-func (d *decoder) addViolations(ve *jsonschema.ValidationError) {
-	if len(ve.Causes) > 0 {
-		// Inner nodes only group their causes (schema, $ref, allOf).
-		for _, c := range ve.Causes {
-			d.addViolations(c)
+// addViolations turns the schema's violations into one short reason each,
+// written for whoever maintains the service rather than for schema authors.
+func (d *decoder) addViolations(ve *schemas.ValidationError) {
+	for _, v := range ve.Violations {
+		at := v.Path
+		switch v.Kind {
+		case schemas.KindRequired:
+			d.add(child(at, v.Property), "missing required property")
+		case schemas.KindUnknownProperty:
+			d.add(child(at, v.Property), "unknown property")
+		case schemas.KindType:
+			d.add(at, typeMessage(v.Want, v.Got))
+		case schemas.KindMinimum:
+			d.addf(at, "must be >= %s", v.Bound)
+		case schemas.KindMaximum:
+			d.addf(at, "must be <= %s", v.Bound)
+		case schemas.KindEnum:
+			d.addf(at, "must be one of %s, not %s", strings.Join(v.Want, ", "), display(v.Value))
+		case schemas.KindFormat:
+			// date-time is the only format the validator implements.
+			d.addf(at, "must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not %s", display(v.Value))
+		default:
+			// A kind added to the validator later still fails the document
+			// readably instead of being dropped.
+			d.addf(at, "fails the schema's %s", v.Kind)
 		}
-		return
-	}
-	at := ve.InstanceLocation
-	switch k := ve.ErrorKind.(type) {
-	case *kind.Required:
-		for _, p := range k.Missing {
-			d.add(child(at, p), "missing required property")
-		}
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			d.add(child(at, p), "unknown property")
-		}
-	case *kind.Type:
-		d.add(at, typeMessage(k))
-	case *kind.Minimum:
-		d.addf(at, "must be >= %s", k.Want.RatString())
-	case *kind.Maximum:
-		d.addf(at, "must be <= %s", k.Want.RatString())
-	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
-		}
-		d.addf(at, "must be one of %s, not %s", strings.Join(want, ", "), display(k.Got))
-	case *kind.Format:
-		if k.Want == "date-time" {
-			d.addf(at, "must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not %s", display(k.Got))
-		} else {
-			d.addf(at, "must be a valid %s, not %s", k.Want, display(k.Got))
-		}
-	case *kind.FalseSchema:
-		d.add(at, "not allowed")
-	default:
-		// Unreachable with the schemas of protocol 1; kept readable for
-		// whatever a later schema adds.
-		d.addf(at, "fails the schema's %s", strings.Join(k.KeywordPath(), "/"))
 	}
 }
 
@@ -75,9 +54,9 @@ func article(t string) string {
 	return t
 }
 
-func typeMessage(k *kind.Type) string {
-	want := make([]string, len(k.Want))
-	for i, w := range k.Want {
+func typeMessage(wantTypes []string, gotType string) string {
+	want := make([]string, len(wantTypes))
+	for i, w := range wantTypes {
 		want[i] = w
 		if i == 0 {
 			want[i] = article(w)
@@ -92,8 +71,8 @@ func typeMessage(k *kind.Type) string {
 	default:
 		ws = strings.Join(want[:len(want)-1], ", ") + " or " + want[len(want)-1]
 	}
-	got := article(k.Got)
-	if k.Got == "number" && slices.Contains(k.Want, "integer") {
+	got := article(gotType)
+	if gotType == "number" && slices.Contains(wantTypes, "integer") {
 		got = "a fraction"
 	}
 	return fmt.Sprintf("must be %s, not %s", ws, got)

@@ -1,6 +1,6 @@
 // Package schemas owns the wire format of service protocol 1: the four JSON
 // Schemas (draft 2020-12) that describe what a service's or probe's op prints
-// on stdout, embedded in the binary and compiled once.
+// on stdout, embedded in the binary and compiled on first use.
 //
 // # The schemas
 //
@@ -14,9 +14,25 @@
 // such as "runing" fails loudly instead of silently reading as absent. The
 // date-time format of created_at is asserted, not just annotated.
 //
-// Each schema is registered under its fixed absolute $id rather than a file
-// name, because a relative name would become a file:// URL that differs from
-// machine to machine.
+// # The validator
+//
+// Validate uses this package's own validator, which implements exactly the
+// keywords the four schemas use: type (integer included: 2.0 and 2e3 are
+// integers), properties, required, additionalProperties (false or a
+// schema), items, minimum, maximum (compared exactly, never as float64),
+// enum of strings and format date-time (asserted: RFC 3339 with the day
+// checked against its month and a leap second only at 23:59 UTC), plus the
+// annotations title and description. A schema using any other keyword is
+// refused when it is loaded, with an error naming the file and the keyword
+// (errors.Is ErrUnsupportedKeyword), so a later schema change cannot
+// silently validate less. A general JSON Schema library is used only by the
+// tests, which check that it and this validator agree on many documents;
+// it is not linked into svcrun, whose every process would otherwise pay for
+// compiling the meta-schemas of five drafts at init.
+//
+// As in JSON Schema, a value of the wrong type, outside its enum or of the
+// wrong format is not checked further; every other violation is reported,
+// each as a Violation with the instance location as path tokens.
 //
 // # What the schemas do not say
 //
@@ -28,10 +44,11 @@
 //
 // # Contract
 //
-// Validate and Schema are safe for concurrent use. The schemas are compiled on
-// first use; a failure to compile is a build defect, reported as an error by
-// every call rather than a panic, and caught by this package's tests.
-// Validate expects the generic form produced by encoding/json with UseNumber
-// (map[string]any, []any, string, json.Number, bool, nil); float64 numbers are
-// accepted too.
+// Validate is safe for concurrent use. The schemas are compiled on first
+// use, not at init; a failure to compile is a build defect, reported as an
+// error by every call rather than a panic, and caught by this package's
+// tests. Validate expects the generic form produced by encoding/json with
+// UseNumber (map[string]any, []any, string, json.Number, bool, nil); float64
+// numbers are accepted too, and any other Go value is an error (errors.Is
+// ErrNotJSON).
 package schemas

@@ -3,11 +3,12 @@ package schemas
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Name identifies one schema of service protocol 1. It is the file name
@@ -81,72 +82,65 @@ func Bytes(n Name) ([]byte, error) {
 	return bytes.Clone(b), nil
 }
 
-// compiled holds the schemas, built once on first use.
+// compiled holds the schemas, built once on first use rather than at init,
+// so a process that validates nothing pays nothing.
 var compiled = sync.OnceValues(compileAll)
 
-func compileAll() (map[Name]*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.AssertFormat()
+func compileAll() (map[Name]*node, error) {
+	out := make(map[Name]*node, 4)
 	for _, n := range Names() {
 		b, err := files.ReadFile(n.FileName())
 		if err != nil {
 			return nil, fmt.Errorf("schemas: read embedded %s: %w", n.FileName(), err)
 		}
-		// jsonschema.UnmarshalJSON keeps numbers exact (UseNumber): the pools
-		// maximum, 2^63-1, would round up to 2^63 as a float64 and let an
-		// overflowing value through.
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		s, err := compile(n.FileName(), b)
 		if err != nil {
-			return nil, fmt.Errorf("schemas: parse %s: %w", n.FileName(), err)
-		}
-		if err := c.AddResource(n.ID(), doc); err != nil {
-			return nil, fmt.Errorf("schemas: register %s as %s: %w", n.FileName(), n.ID(), err)
-		}
-	}
-	out := make(map[Name]*jsonschema.Schema, 4)
-	for _, n := range Names() {
-		s, err := c.Compile(n.ID())
-		if err != nil {
-			return nil, fmt.Errorf("schemas: compile %s: %w", n.ID(), err)
+			return nil, err
 		}
 		out[n] = s
 	}
 	return out, nil
 }
 
-// Schema returns the compiled schema n. The result is shared and immutable.
-func Schema(n Name) (*jsonschema.Schema, error) {
-	all, err := compiled()
-	if err != nil {
-		return nil, err
-	}
-	s, ok := all[n]
-	if !ok {
-		return nil, fmt.Errorf("schemas: %w %q", ErrUnknownSchema, string(n))
-	}
-	return s, nil
-}
-
-// Validate checks doc, a generic JSON value, against schema n. A violation is
-// returned as a *jsonschema.ValidationError (every violation, not only the
-// first) so callers can walk it; any other error means n is unknown or the
-// schemas failed to compile.
+// Validate checks doc, a generic JSON value, against schema n. Violations
+// are returned as a *ValidationError listing every one, not only the first;
+// any other error means n is unknown, the schemas failed to compile or doc
+// holds a Go value that is not JSON (errors.Is ErrNotJSON).
 func Validate(n Name, doc any) error {
-	s, err := Schema(n)
+	all, err := compiled()
 	if err != nil {
 		return err
 	}
-	return s.Validate(doc)
+	s, ok := all[n]
+	if !ok {
+		return fmt.Errorf("schemas: %w %q", ErrUnknownSchema, string(n))
+	}
+	var vd validation
+	vd.path = vd.pathBuf[:0]
+	if err := vd.value(s, doc); err != nil {
+		return fmt.Errorf("schemas: validate against %s: %w", n, err)
+	}
+	if len(vd.out) == 0 {
+		return nil
+	}
+	slices.SortFunc(vd.out, compareViolations)
+	return &ValidationError{Schema: n, Violations: vd.out}
 }
 
 // ValidateJSON parses data as one JSON document and validates it against n.
 // It is meant for tools and tests; the agent decodes op output with package
 // protocol, which is stricter (duplicate keys, exit status, sizes).
 func ValidateJSON(n Name, data []byte) error {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	// Numbers stay exact: a float64 would round 2^63 down into the pools'
+	// range.
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
 		return fmt.Errorf("schemas: parse document for %s: %w", n, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("schemas: parse document for %s: data after the document", n)
 	}
 	return Validate(n, doc)
 }
