@@ -26,13 +26,6 @@ func TestStartInitsAreCheap(t *testing.T) {
 	// svcrun's own packages need nothing at start; the Go library and the
 	// dependencies a few tables.
 	own, other := initBudget{bytes: 4 << 10, allocs: 50}, initBudget{bytes: 64 << 10, allocs: 500}
-	known := map[string]initBudget{
-		// jsonschema's own init compiles the meta-schemas of every JSON
-		// Schema draft (1.7 MB in 21,000 allocations with v6.0.3): a linked
-		// package's init cannot be deferred from outside it. The bound
-		// catches it growing.
-		"github.com/santhosh-tekuri/jsonschema/v6": {bytes: 2 << 20, allocs: 25000},
-	}
 	bin := buildSvcrun(t)
 	cmd := exec.Command(bin, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
@@ -46,13 +39,9 @@ func TestStartInitsAreCheap(t *testing.T) {
 		t.Fatalf("GODEBUG=inittrace=1 traced no init:\n%s", stderr.String())
 	}
 	for pkg, got := range inits {
-		budget, ok := known[pkg]
-		switch {
-		case ok:
-		case pkg == "main" || strings.HasPrefix(pkg, "github.com/oarbank/svcrun/"):
+		budget := other
+		if pkg == "main" || strings.HasPrefix(pkg, "github.com/oarbank/svcrun/") {
 			budget = own
-		default:
-			budget = other
 		}
 		if got.bytes > budget.bytes || got.allocs > budget.allocs {
 			t.Errorf("init of %s allocates %d bytes in %d allocations at every start, over its budget of %d bytes, %d allocations: make the package-level value it builds on first use (sync.OnceValue)",
