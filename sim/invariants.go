@@ -382,7 +382,7 @@ func (c *invariants) err() error {
 // settled says the node has nothing left to do now: no op in flight and
 // no event due at this instant.
 func (c *invariants) settled() bool {
-	if c.w.Engine.Status().OpsInFlight > 0 {
+	if c.w.Engine.OpsInFlight() > 0 {
 		return false
 	}
 	at, ok := c.w.Sched.Peek()
