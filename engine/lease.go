@@ -134,8 +134,18 @@ func (e *Engine) known(what string, names []string) string {
 	return " (" + what + ": " + strings.Join(names, ", ") + ")"
 }
 
-func (e *Engine) capNames() []string  { return slices.Sorted(maps.Keys(e.caps)) }
-func (e *Engine) poolNames() []string { return slices.Sorted(maps.Keys(e.pools)) }
+func (e *Engine) capNames() []string { return slices.Sorted(maps.Keys(e.caps)) }
+
+// poolNames is sized once, not grown as slices.Sorted does: every status
+// view lists the pools.
+func (e *Engine) poolNames() []string {
+	names := make([]string, 0, len(e.pools))
+	for name := range e.pools {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
 
 func (e *Engine) acquire(a Acquire) {
 	reject := func(reason string) {

@@ -69,28 +69,35 @@ func TestShardSeedsPartition(t *testing.T) {
 	}
 }
 
-// TestExploreSeedsLikeAlone: a seed explored among others on several
-// workers gives the report it gives alone, and reports come in seed order.
+// TestExploreSeedsLikeAlone: a seed explored among others on one, two or
+// three workers gives the report it gives alone, and reports come in seed
+// order.
 func TestExploreSeedsLikeAlone(t *testing.T) {
 	const steps = 120
 	seeds := []uint64{3, 1, 4, 15, 9, 2, 6, 5}
-	var got []Exploration
-	ExploreSeeds(seeds, 3, func(seed uint64) Exploration { return Explore(seed, steps) }, func(x Exploration) bool {
-		got = append(got, x)
-		return true
-	})
-	if len(got) != len(seeds) {
-		t.Fatalf("%d reports for %d seeds", len(got), len(seeds))
+	alone := map[uint64]Exploration{}
+	for _, seed := range seeds {
+		alone[seed] = Explore(seed, steps)
 	}
-	for i, x := range got {
-		if x.Seed != seeds[i] {
-			t.Fatalf("report %d is seed %d, want %d", i, x.Seed, seeds[i])
+	for _, workers := range []int{1, 2, 3} {
+		var got []Exploration
+		ExploreSeeds(seeds, workers, func(seed uint64) Exploration { return Explore(seed, steps) }, func(x Exploration) bool {
+			got = append(got, x)
+			return true
+		})
+		if len(got) != len(seeds) {
+			t.Fatalf("%d workers: %d reports for %d seeds", workers, len(got), len(seeds))
 		}
-		alone := Explore(x.Seed, steps)
-		if x.Steps != alone.Steps || fmt.Sprint(x.Err) != fmt.Sprint(alone.Err) ||
-			strings.Join(x.Inputs, "\n") != strings.Join(alone.Inputs, "\n") ||
-			strings.Join(x.Recent, "\n") != strings.Join(alone.Recent, "\n") {
-			t.Errorf("seed %d: its report among others differs from the one alone", x.Seed)
+		for i, x := range got {
+			if x.Seed != seeds[i] {
+				t.Fatalf("%d workers: report %d is seed %d, want %d", workers, i, x.Seed, seeds[i])
+			}
+			a := alone[x.Seed]
+			if x.Steps != a.Steps || fmt.Sprint(x.Err) != fmt.Sprint(a.Err) ||
+				strings.Join(x.Inputs, "\n") != strings.Join(a.Inputs, "\n") ||
+				strings.Join(x.Recent, "\n") != strings.Join(a.Recent, "\n") {
+				t.Errorf("%d workers: seed %d: its report among others differs from the one alone", workers, x.Seed)
+			}
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,11 @@ type invariants struct {
 	node     string
 	specs    map[string]*manifest.Service // the latest manifest entry of every service configured so far
 	failures []string
-	log      []string // the recent trace, shown on failure
+	// trace is a ring of the recent steps, shown on failure: formatted
+	// only then, as most explorations never show theirs. traced counts
+	// the steps seen.
+	trace  [traceSteps]tracedStep
+	traced int
 
 	readySince map[string]time.Time // services in state ready, since when (continuously)
 	state      map[string]string    // each service's state after the last step
@@ -32,12 +37,46 @@ type invariants struct {
 	// services whose latest fingerprint said healthy:false.
 	ops         map[engine.OpID]engine.Target
 	fpUnhealthy map[string]bool
+
+	// st is the engine's view after the step observe saw, which check
+	// checks: the engine does not step between a step's trace and its
+	// after, so one snapshot serves both. viewed says st is that step's.
+	st     engine.Status
+	viewed bool
+	// checkState's counts, kept between steps so that their tables are
+	// reused.
+	refs, waits map[string]int
+}
+
+// traceSteps is how many steps the trace keeps: each is at least one
+// line, and no failure shows more than 80.
+const traceSteps = 128
+
+// tracedStep is one step of the trace; effects is a copy, as the engine
+// reuses its slice.
+type tracedStep struct {
+	now     time.Time
+	ev      engine.Event
+	effects []engine.Effect
+}
+
+// lines is the step as the trace shows it: the event, then every effect
+// but the timers set.
+func (t *tracedStep) lines(dst []string) []string {
+	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), t.ev))
+	for _, f := range t.effects {
+		if _, isTimer := f.(engine.SetTimer); !isTimer {
+			dst = append(dst, "    "+engine.FormatEffect(f))
+		}
+	}
+	return dst
 }
 
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{},
-		state: map[string]string{}, blind: map[string]bool{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{}}
+		state: map[string]string{}, blind: map[string]bool{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
+		refs: map[string]int{}, waits: map[string]int{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -64,47 +103,42 @@ func (c *invariants) Failf(format string, args ...any) {
 	c.failures = append(c.failures, fmt.Sprintf("at %v: ", c.w.Now().Sub(Epoch))+fmt.Sprintf(format, args...))
 }
 
-// Recent is the tail of the trace.
+// Recent is the last n lines of the trace (fewer if it holds fewer).
 func (c *invariants) Recent(n int) []string {
-	if len(c.log) > n {
-		return c.log[len(c.log)-n:]
+	// Whole steps from the newest back until n lines, then the oldest
+	// step's first lines cut off.
+	first := c.traced
+	lines := 0
+	var buf []string
+	for first > 0 && first > c.traced-traceSteps && lines < n {
+		first--
+		buf = c.trace[first%traceSteps].lines(buf[:0])
+		lines += len(buf)
 	}
-	return c.log
+	var out []string
+	for i := first; i < c.traced; i++ {
+		out = c.trace[i%traceSteps].lines(out)
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
 }
 
 // observe checks each step's effects against the state at that moment
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
-	c.log = append(c.log, fmt.Sprintf("%v > %s %+v", now.Sub(Epoch), ev.EventName(), ev))
-	for _, f := range effects {
-		if _, isTimer := f.(engine.SetTimer); !isTimer {
-			c.log = append(c.log, "    "+engine.FormatEffect(f))
-		}
-	}
-	if len(c.log) > 400 {
-		c.log = c.log[len(c.log)-200:]
-	}
+	t := &c.trace[c.traced%traceSteps]
+	t.now, t.ev, t.effects = now, ev, append(t.effects[:0], effects...)
+	c.traced++
 	if d, ok := ev.(engine.OpDone); ok {
 		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
 			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
 		}
 		delete(c.ops, d.ID)
 	}
-	st := c.w.Engine.Status()
-	svc := map[string]engine.ServiceStatus{}
-	for _, s := range st.Services {
-		svc[s.Name] = s
-	}
-	probes := map[string]engine.ProbeStatus{}  // by capability
-	probeOf := map[string]engine.ProbeStatus{} // by name
-	for _, p := range st.Probes {
-		probes[p.Capability] = p
-		probeOf[p.Name] = p
-	}
-	live := map[string]bool{}
-	for _, a := range st.LiveAttempts {
-		live[a] = true
-	}
+	c.st, c.viewed = c.w.Engine.Status(), true
+	st := &c.st
 	// Effects run in order: a kill or a thaw precedes what follows it.
 	killed := map[string]bool{}
 	thawed := map[string]bool{} // true: thawed, false: frozen, by this step
@@ -128,12 +162,12 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			c.ops[f.ID] = f.Target
 			name := f.Target.String()
 			if f.Target.Probe {
-				if p := probeOf[name]; !p.Enabled {
+				if p, _ := c.probe(func(p *engine.ProbeStatus) bool { return p.Name == name }); !p.Enabled {
 					c.Failf("probe %s run while its module is disabled", name)
 				}
 				continue
 			}
-			s := svc[name]
+			s := c.service(name)
 			if frozen(name) {
 				c.Failf("%s of %s while it is frozen", f.Op, name)
 			}
@@ -158,11 +192,11 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
-				c.checkDestroy(name, f.Args[0], live)
+				c.checkDestroy(name, f.Args[0], st.LiveAttempts)
 			}
 		case engine.Admitted:
 			for _, name := range f.Services {
-				if s := svc[name]; !s.Ready {
+				if s := c.service(name); !s.Ready {
 					c.Failf("lease %s admitted while %s is %s", f.Lease, name, s.State)
 				}
 				if !c.w.Exec.Running(name) && !c.blind[name] {
@@ -187,7 +221,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				}
 			}
 			for _, cp := range mine.Capabilities {
-				if p, ok := probes[cp]; ok && (!p.Enabled || !p.Reported || !p.Healthy) {
+				if p, ok := c.probe(func(p *engine.ProbeStatus) bool { return p.Capability == cp }); ok && (!p.Enabled || !p.Reported || !p.Healthy) {
 					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease, p.Name, cp, p.Enabled, p.Reported, p.Healthy)
 				}
 			}
@@ -216,6 +250,29 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	}
 }
 
+// service is the step's view of the named service; the zero value if
+// the engine has none. A scan: a node holds a few dozen services, and
+// most steps look none up.
+func (c *invariants) service(name string) engine.ServiceStatus {
+	for i := range c.st.Services {
+		if c.st.Services[i].Name == name {
+			return c.st.Services[i]
+		}
+	}
+	return engine.ServiceStatus{}
+}
+
+// probe is the step's view of the last probe that match takes (a shadow
+// module may offer a capability again), and whether there is one.
+func (c *invariants) probe(match func(*engine.ProbeStatus) bool) (engine.ProbeStatus, bool) {
+	for i := len(c.st.Probes) - 1; i >= 0; i-- {
+		if match(&c.st.Probes[i]) {
+			return c.st.Probes[i], true
+		}
+	}
+	return engine.ProbeStatus{}, false
+}
+
 func isFailureEvent(ev engine.Event) bool {
 	switch ev.(type) {
 	case engine.ContainerEmptied, engine.Fire:
@@ -224,7 +281,8 @@ func isFailureEvent(ev engine.Event) bool {
 	return false
 }
 
-func (c *invariants) checkDestroy(service, id string, live map[string]bool) {
+// checkDestroy checks a destroy of object id of service; live is sorted.
+func (c *invariants) checkDestroy(service, id string, live []string) {
 	for _, o := range c.w.Exec.Objects(service) {
 		if o.ID != id {
 			continue
@@ -237,7 +295,7 @@ func (c *invariants) checkDestroy(service, id string, live map[string]bool) {
 			c.Failf("destroy of %s/%s of node %s", service, id, l[protocol.LabelNode])
 		case l[protocol.LabelService] != service:
 			c.Failf("destroy of %s/%s of service %s", service, id, l[protocol.LabelService])
-		case live[l[protocol.LabelAttemptID]]:
+		case slices.Contains(live, l[protocol.LabelAttemptID]):
 			c.Failf("destroy of %s/%s of live attempt %s", service, id, l[protocol.LabelAttemptID])
 		}
 	}
@@ -245,7 +303,11 @@ func (c *invariants) checkDestroy(service, id string, live map[string]bool) {
 
 // check runs after every step: the state-wide invariants.
 func (c *invariants) check(w *World) error {
-	c.checkState(w.Engine.Status())
+	if !c.viewed {
+		c.st = w.Engine.Status()
+	}
+	c.viewed = false
+	c.checkState(c.st)
 	return c.err()
 }
 
@@ -253,8 +315,10 @@ func (c *invariants) check(w *World) error {
 // the world.
 func (c *invariants) checkState(st engine.Status) {
 	w := c.w
-	refs, waits := map[string]int{}, map[string]int{}
-	var admitted []string
+	refs, waits := c.refs, c.waits
+	clear(refs)
+	clear(waits)
+	admitted := 0
 	for _, l := range st.Leases {
 		for _, s := range l.Services {
 			if l.Admitted {
@@ -264,7 +328,7 @@ func (c *invariants) checkState(st engine.Status) {
 			}
 		}
 		if l.Admitted {
-			admitted = append(admitted, string(l.ID))
+			admitted++
 		}
 	}
 	for _, s := range st.Services {
@@ -296,8 +360,14 @@ func (c *invariants) checkState(st engine.Status) {
 		}
 		c.state[s.Name] = s.State
 	}
-	if stored := w.Store.Leases(); strings.Join(stored, ",") != strings.Join(admitted, ",") {
-		c.Failf("store holds leases %v, the engine %v", stored, admitted)
+	if !w.Store.holdsLeases(st.Leases, admitted) {
+		var ids []string
+		for _, l := range st.Leases {
+			if l.Admitted {
+				ids = append(ids, string(l.ID))
+			}
+		}
+		c.Failf("store holds leases %v, the engine %v", w.Store.Leases(), ids)
 	}
 }
 
@@ -306,17 +376,13 @@ func (c *invariants) err() error {
 	if len(c.failures) == 0 {
 		return nil
 	}
-	tail := c.log
-	if len(tail) > 80 {
-		tail = tail[len(tail)-80:]
-	}
-	return fmt.Errorf("%s\nrecent trace:\n%s", strings.Join(c.failures, "\n"), strings.Join(tail, "\n"))
+	return fmt.Errorf("%s\nrecent trace:\n%s", strings.Join(c.failures, "\n"), strings.Join(c.Recent(80), "\n"))
 }
 
 // settled says the node has nothing left to do now: no op in flight and
 // no event due at this instant.
 func (c *invariants) settled() bool {
-	if c.w.Engine.Status().OpsInFlight > 0 {
+	if c.w.Engine.OpsInFlight() > 0 {
 		return false
 	}
 	at, ok := c.w.Sched.Peek()

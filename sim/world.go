@@ -217,6 +217,20 @@ func (m *MemStore) State() engine.State {
 	}
 }
 
+// holdsLeases says the store holds exactly the admitted leases of leases,
+// n of them (lease ids are unique), without building the two lists.
+func (m *MemStore) holdsLeases(leases []engine.LeaseStatus, n int) bool {
+	if len(m.leases) != n {
+		return false
+	}
+	for _, l := range leases {
+		if _, ok := m.leases[l.ID]; l.Admitted && !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Leases lists the stored lease ids.
 func (m *MemStore) Leases() []string {
 	var ids []string

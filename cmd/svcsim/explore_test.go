@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -116,5 +117,55 @@ func TestExploreShards(t *testing.T) {
 func TestExploreRealSeeds(t *testing.T) {
 	if code, out, errs := run(t, "explore", "--seeds", "4", "--seed", "1", "--steps", "50", "--workers", "2"); code != 0 || !strings.Contains(out, "ok: 4 seed(s)") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestExploreCollector: unless GOGC or GOMEMLIMIT says otherwise, the
+// collector runs only once the heap reaches a fixed size per worker, not
+// whenever it has grown by a share of a seed's small live heap; after the
+// run it is as it was.
+func TestExploreCollector(t *testing.T) {
+	type policy struct {
+		percent int
+		limit   int64
+	}
+	current := func() policy {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return policy{p, debug.SetMemoryLimit(-1)}
+	}
+	before := current()
+	for _, tc := range []struct {
+		gogc, memlimit, workers string
+		want                    policy
+	}{
+		{"", "", "1", policy{-1, exploreHeapPerWorker}},
+		{"", "", "2", policy{-1, 2 * exploreHeapPerWorker}},
+		{"", "", "8", policy{-1, 3 * exploreHeapPerWorker}}, // no more workers than the 3 seeds
+		{"100", "", "2", before},
+		{"", "1GiB", "2", before},
+	} {
+		t.Setenv("GOGC", tc.gogc)
+		t.Setenv("GOMEMLIMIT", tc.memlimit)
+		var during []policy
+		var mu sync.Mutex
+		one := func(seed uint64, steps int) sim.Exploration {
+			mu.Lock()
+			during = append(during, current())
+			mu.Unlock()
+			return sim.Exploration{Seed: seed, Steps: steps}
+		}
+		env := &cli.Env{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
+		if err := explore(env, []string{"--seeds", "3", "--seed", "1", "--workers", tc.workers}, one); err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		for _, p := range during {
+			if p != tc.want {
+				t.Errorf("GOGC=%q GOMEMLIMIT=%q, %s workers: the collector at %+v during the run, want %+v", tc.gogc, tc.memlimit, tc.workers, p, tc.want)
+			}
+		}
+		if after := current(); after != before {
+			t.Errorf("%+v: the collector at %+v after the run, want %+v as before", tc, after, before)
+		}
 	}
 }
