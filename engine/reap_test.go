@@ -178,3 +178,37 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 		})
 	}
 }
+
+// A destroy queued by a round asked for is dropped when its attempt is live
+// again before it runs (a lease of that attempt came meanwhile): the round
+// reports the object kept, not failed, and the destroys of other attempts
+// still run.
+func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
+	w := newReapWorld(t)
+	w.step(ReapNow{Ticket: "t1"})
+	list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
+	// o-first's destroy runs while the other two queue behind it.
+	w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8"), labelled("o-dead", "a7")))
+	destroy := opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	w.step(Acquire{Lease: "l2", Attempt: "a8", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	w.effect(Admitted{})
+	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	w.noReapDone()
+	// o-back is skipped: the next destroy is o-dead's.
+	destroy = opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	for _, f := range w.out {
+		if r, ok := f.(RunOp); ok && r.Op == protocol.OpDestroy && !reflect.DeepEqual(r.Args, []string{"o-dead"}) {
+			t.Fatalf("destroy of %v, want o-dead's", r.Args)
+		}
+	}
+	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	d := w.effect(ReapDone{}).(ReapDone)
+	want := ReapService{Service: "m/kv", Objects: []ReapObject{
+		{ID: "o-first", Kind: "volume", Attempt: "a9", Outcome: ReapDestroyed},
+		{ID: "o-back", Kind: "volume", Attempt: "a8", Outcome: ReapKept, Reason: "attempt live again"},
+		{ID: "o-dead", Kind: "volume", Attempt: "a7", Outcome: ReapDestroyed},
+	}}
+	if !reflect.DeepEqual(d.Services[0], want) {
+		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
+	}
+}
