@@ -254,3 +254,62 @@ func TestManualStoppedContainerEmptiedChangesNothing(t *testing.T) {
 		t.Fatalf("emptied container of a stopped manual service: %v", w.out)
 	}
 }
+
+// An idle stop's op runs in the step that decides it, before the other
+// services that step woke: with one op slot, the idle service's stop takes
+// it, and a start that the same step let through (here, a fingerprint
+// lowering the idle service's memory) queues behind it.
+func TestIdleStopTakesTheFreeSlotFirst(t *testing.T) {
+	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
+	m, err := manifest.Parse("module.toml", []byte(`
+[module]
+name = "m"
+version = "1"
+[[services]]
+name = "a"
+exec = ["bin/a"]
+capabilities = ["a"]
+reserves_host_memory = true
+idle_timeout_s = 30
+[[services]]
+name = "b"
+exec = ["bin/b"]
+capabilities = ["b"]
+reserves_host_memory = true
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 1}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	mem := func(running bool, gb float64) protocol.Result {
+		return protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Reserve: &protocol.Reserve{MemGB: gb}}}
+	}
+	w.done(opOf(t, w.out, "m/a", protocol.OpFingerprint), mem(false, 3))
+	w.done(opOf(t, w.out, "m/b", protocol.OpFingerprint), mem(false, 2))
+	w.step(Acquire{Lease: "la", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Hour})
+	w.done(opOf(t, w.out, "m/a", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
+	w.done(opOf(t, w.out, "m/a", protocol.OpReady), readyNow)
+	w.effect(Admitted{})
+	fp := w.timer(TimerFingerprint)
+	w.step(Release{Lease: "la"})
+	idle := w.timer(TimerIdle)
+	w.step(Acquire{Lease: "lb", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"b"}}, Wait: time.Hour})
+	if len(w.noted("waits for memory")) != 1 {
+		t.Fatalf("3 + 2 GB of 4: b does not wait for memory: %v", w.out)
+	}
+	// a's fingerprint runs when its idle time ends: the stop waits for it.
+	w.fire(fp)
+	fpOp := opOf(t, w.out, "m/a", protocol.OpFingerprint)
+	w.fire(idle)
+	if w.ran("m/a", protocol.OpStop) {
+		t.Fatalf("stop while the fingerprint runs: %v", w.out)
+	}
+	w.done(fpOp, mem(true, 1))
+	if !w.ran("m/a", protocol.OpStop) || w.ran("m/b", protocol.OpStart) {
+		t.Fatalf("the idle stop did not take the free slot first: %v", w.out)
+	}
+	w.done(opOf(t, w.out, "m/a", protocol.OpStop), protocol.Result{Op: protocol.OpStop, OpResult: opOK})
+	if !w.ran("m/b", protocol.OpStart) {
+		t.Fatalf("b's start queued behind the stop did not run: %v", w.out)
+	}
+}
