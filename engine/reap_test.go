@@ -18,9 +18,8 @@ type reapWorld struct {
 	out []Effect
 }
 
-func newReapWorld(t *testing.T) *reapWorld {
-	t.Helper()
-	m, err := manifest.Parse("module.toml", []byte(`
+// reapModule is the module of the reap world.
+const reapModule = `
 [module]
 name = "m"
 version = "1"
@@ -32,7 +31,11 @@ capabilities = ["kv"]
 name = "man"
 exec = ["bin/man"]
 lifecycle = "manual"
-`))
+`
+
+func newReapWorld(t *testing.T) *reapWorld {
+	t.Helper()
+	m, err := manifest.Parse("module.toml", []byte(reapModule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +212,26 @@ func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
 		{ID: "o-dead", Kind: "volume", Attempt: "a7", Outcome: ReapDestroyed},
 	}}
 	if !reflect.DeepEqual(d.Services[0], want) {
+		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
+	}
+}
+
+// A service that leaves a round before it is listed (disabled while
+// another op of it ran) ends the round as not listed, saying why.
+func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
+	w := newReapWorld(t)
+	w.fire(w.timer(TimerStatus))
+	status := opOf(t, w.out, "m/kv", protocol.OpStatus)
+	w.step(ReapNow{Ticket: "t1"})
+	m, err := manifest.Parse("module.toml", []byte(reapModule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.step(Reload{Modules: []ModuleSpec{{Module: m, Enabled: false}}, Reason: "disabled by hand"})
+	w.noReapDone()
+	w.done(status, protocol.Result{Op: protocol.OpStatus, Status: &protocol.Status{Running: true, Ready: true}})
+	d := w.effect(ReapDone{}).(ReapDone)
+	if want := (ReapService{Service: "m/kv", Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
 		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
 	}
 }
