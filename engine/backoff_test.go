@@ -25,6 +25,17 @@ func TestBackoff(t *testing.T) {
 	if got := Backoff(big, 64); got != big.BackoffMax {
 		t.Errorf("Backoff(big, 64) = %v", got)
 	}
+	// A backoff_initial_s under a nanosecond is a zero initial delay: the
+	// first retry is at once, the next ones still back off, at the maximum.
+	zero := manifest.Restart{BackoffMax: 300 * time.Second}
+	for _, tc := range []struct {
+		n    int
+		want time.Duration
+	}{{1, 0}, {2, 300 * time.Second}, {3, 300 * time.Second}} {
+		if got := Backoff(zero, tc.n); got != tc.want {
+			t.Errorf("Backoff(zero, %d) = %v, want %v", tc.n, got, tc.want)
+		}
+	}
 }
 
 func TestJournalEntryRoundTrip(t *testing.T) {

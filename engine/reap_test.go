@@ -18,9 +18,8 @@ type reapWorld struct {
 	out []Effect
 }
 
-func newReapWorld(t *testing.T) *reapWorld {
-	t.Helper()
-	m, err := manifest.Parse("module.toml", []byte(`
+// reapModule is the module of the reap world.
+const reapModule = `
 [module]
 name = "m"
 version = "1"
@@ -32,7 +31,11 @@ capabilities = ["kv"]
 name = "man"
 exec = ["bin/man"]
 lifecycle = "manual"
-`))
+`
+
+func newReapWorld(t *testing.T) *reapWorld {
+	t.Helper()
+	m, err := manifest.Parse("module.toml", []byte(reapModule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,5 +179,59 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 				t.Fatalf("\n got %+v\nwant %+v", d.Services[0], tt.want)
 			}
 		})
+	}
+}
+
+// A destroy queued by a round asked for is dropped when its attempt is live
+// again before it runs (a lease of that attempt came meanwhile): the round
+// reports the object kept, not failed, and the destroys of other attempts
+// still run.
+func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
+	w := newReapWorld(t)
+	w.step(ReapNow{Ticket: "t1"})
+	list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
+	// o-first's destroy runs while the other two queue behind it.
+	w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8"), labelled("o-dead", "a7")))
+	destroy := opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	w.step(Acquire{Lease: "l2", Attempt: "a8", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	w.effect(Admitted{})
+	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	w.noReapDone()
+	// o-back is skipped: the next destroy is o-dead's.
+	destroy = opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	for _, f := range w.out {
+		if r, ok := f.(RunOp); ok && r.Op == protocol.OpDestroy && !reflect.DeepEqual(r.Args, []string{"o-dead"}) {
+			t.Fatalf("destroy of %v, want o-dead's", r.Args)
+		}
+	}
+	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	d := w.effect(ReapDone{}).(ReapDone)
+	want := ReapService{Service: "m/kv", Objects: []ReapObject{
+		{ID: "o-first", Kind: "volume", Attempt: "a9", Outcome: ReapDestroyed},
+		{ID: "o-back", Kind: "volume", Attempt: "a8", Outcome: ReapKept, Reason: "attempt live again"},
+		{ID: "o-dead", Kind: "volume", Attempt: "a7", Outcome: ReapDestroyed},
+	}}
+	if !reflect.DeepEqual(d.Services[0], want) {
+		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
+	}
+}
+
+// A service that leaves a round before it is listed (disabled while
+// another op of it ran) ends the round as not listed, saying why.
+func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
+	w := newReapWorld(t)
+	w.fire(w.timer(TimerStatus))
+	status := opOf(t, w.out, "m/kv", protocol.OpStatus)
+	w.step(ReapNow{Ticket: "t1"})
+	m, err := manifest.Parse("module.toml", []byte(reapModule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.step(Reload{Modules: []ModuleSpec{{Module: m, Enabled: false}}, Reason: "disabled by hand"})
+	w.noReapDone()
+	w.done(status, protocol.Result{Op: protocol.OpStatus, Status: &protocol.Status{Running: true, Ready: true}})
+	d := w.effect(ReapDone{}).(ReapDone)
+	if want := (ReapService{Service: "m/kv", Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
+		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
 	}
 }
