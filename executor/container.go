@@ -26,8 +26,7 @@ type containers struct {
 }
 
 // needSubreaper makes the process the child subreaper, once, when
-// Config.Subreaper allows it: a service's ops run in process groups, whose
-// daemons' deaths only the reaper sees.
+// Config.Subreaper asks for it.
 func (x *Executor) needSubreaper() {
 	if !x.subreaper {
 		return

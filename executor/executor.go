@@ -58,15 +58,16 @@ type Config struct {
 	// groups and signals (ContainerMode says why). New takes it; Update
 	// ignores it. The caller closes it, after the Executor.
 	Containers *cgroup.Manager
-	// Subreaper lets the executor make the process the child subreaper
-	// (BecomeSubreaper) where services run in process groups: without
-	// working Containers at New, or once a service falls back. There the
-	// daemons an op leaves become the process's children and the reaper's
-	// orphan exits are their crash events. With containers, daemons go to
-	// init and their cgroups tell their deaths, so svcrun is not the
-	// parent of every daemon (whose waitid would scan them all). svcrun
-	// serve sets it; every child of such a process must be started by Run
-	// or StartCmd. New takes it; Update ignores it.
+	// Subreaper makes New make the process the child subreaper
+	// (BecomeSubreaper): the daemons an op leaves become its children, and
+	// its reaper reaps them the moment they die. In process groups the
+	// reaper's orphan exits are their crash events. With containers their
+	// cgroups tell their deaths, but the zombie must still go at once: a
+	// dead daemon that init (which may reap late, or never, in a
+	// container) leaves as a zombie answers kill -0, so the restart's start
+	// op would take it for a live daemon. svcrun serve sets it; every
+	// child of such a process must be started by Run or StartCmd. New
+	// takes it; Update ignores it.
 	Subreaper bool
 	// Logger gets what the executor does on its own: the ops an earlier
 	// svcrun left running that it waits for or kills, and what a stop
@@ -188,9 +189,7 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 	x.initInflight(cfg.Node.DataDir, log)
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	x.subreaper = cfg.Subreaper
-	if !x.cgUsable() {
-		x.needSubreaper()
-	}
+	x.needSubreaper()
 	return x, nil
 }
 

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestSubreaperOnlyInProcessGroups: an executor given Config.Subreaper
-// makes its process the child subreaper only where services run in
-// process groups; with working cgroup containers it does not. Each case
-// runs in a process of its own (this test binary without its reaper), as
-// the prctl holds for the whole process.
-func TestSubreaperOnlyInProcessGroups(t *testing.T) {
+// TestSubreaperWhenAsked: an executor given Config.Subreaper makes its
+// process the child subreaper, with cgroup containers as in process
+// groups; without it, it does not. Each case runs in a process of its own
+// (this test binary without its reaper), as the prctl holds for the whole
+// process.
+func TestSubreaperWhenAsked(t *testing.T) {
 	if mode := os.Getenv("EXECUTOR_SUBREAPER_CASE"); mode != "" {
 		subreaperCase(t, mode)
 		return
@@ -27,7 +27,7 @@ func TestSubreaperOnlyInProcessGroups(t *testing.T) {
 	}{
 		{"process-group", "1"},
 		{"process-group-not-serve", "0"},
-		{"cgroup", "0"},
+		{"cgroup", "1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.mode, func(t *testing.T) {
@@ -35,7 +35,7 @@ func TestSubreaperOnlyInProcessGroups(t *testing.T) {
 				newContainers(t) // skips (or fails) where containers do not work
 			}
 			out := filepath.Join(t.TempDir(), "subreaper")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestSubreaperOnlyInProcessGroups$", "-test.v")
+			cmd := exec.Command(os.Args[0], "-test.run=^TestSubreaperWhenAsked$", "-test.v")
 			cmd.Env = append(os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_SUBREAPER_CASE="+tt.mode, "EXECUTOR_SUBREAPER_OUT="+out)
 			// Started as every child of a subreaper must be, or a start
 			// op's reaping of dead orphans could take its exit status.

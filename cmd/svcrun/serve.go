@@ -65,10 +65,10 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		log.Warn("no systemd watchdog pings: systemd will restart svcrun when its WatchdogSec= ends", "error", err)
 	}
 	opts := agent.Options{ConfigPath: *config, Logger: log, StopServicesOnExit: *stopOnExit, CgroupParent: *cgroupParent}
-	// Where services run in process groups, the daemons their ops leave are
-	// re-parented to svcrun, whose reaper sees them die; with cgroup
-	// containers they go to init and their cgroups tell. Nothing else of
-	// svcrun may start children outside executor.
+	// The daemons ops leave are re-parented to svcrun, whose reaper reaps
+	// them the moment they die (in process groups, its orphan exits are
+	// their crash events); nothing else of svcrun may start children
+	// outside executor.
 	opts.NewExecutor = func(c executor.Config, post func(engine.Event)) (agent.Executor, error) {
 		c.Subreaper = true
 		return executor.New(c, post)

@@ -13,13 +13,15 @@ import (
 	"testing"
 )
 
-// TestServeCgroupDaemonNotChild: with cgroup containers svcrun serve is no
-// child subreaper, so a daemon a start op leaves is re-parented to init
-// (or whichever subreaper is above svcrun), not to svcrun, whose reaper
-// would otherwise scan it at every wait. Its death is still seen at once
-// (its container empties: the status and fingerprint periods here are an
-// hour), and a stop still leaves nothing in its container.
-func TestServeCgroupDaemonNotChild(t *testing.T) {
+// TestServeCgroupDaemonReapedAtOnce: svcrun serve is the child subreaper
+// with cgroup containers too, so a daemon a start op leaves is svcrun's
+// child and its zombie goes the moment it dies. Left to init (which may
+// reap late, or never, in a container) the zombie would answer the
+// restart's kill -0 on the pid file, the start would say already running,
+// and with status and fingerprint an hour apart nothing would start the
+// daemon again. Its death is seen at once (its container empties), and a
+// stop still leaves nothing in its container.
+func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
@@ -59,19 +61,22 @@ func TestServeCgroupDaemonNotChild(t *testing.T) {
 	pidFile := filepath.Join(n.dir, "data", "modules", "demo", "kv.pid")
 	first := livePid(t, pidFile)
 	serve := n.serve.Process.Pid
-	if ppid := parentOf(t, first); ppid == serve {
-		t.Errorf("the daemon %d is a child of svcrun serve %d: svcrun is the child subreaper with cgroup containers", first, serve)
+	if ppid := parentOf(t, first); ppid != serve {
+		t.Errorf("the daemon %d is a child of %d, not of svcrun serve %d: svcrun is not the child subreaper", first, ppid, serve)
 	}
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	var second int
-	waitUntil(t, "the crashed daemon restarted (its container's emptying seen)", func() bool {
+	waitUntil(t, "the crashed daemon restarted (its container's emptying seen, its zombie gone)", func() bool {
 		second = pidIn(pidFile)
 		return second != 0 && second != first && alive(second)
 	})
-	if ppid := parentOf(t, second); ppid == serve {
-		t.Errorf("the restarted daemon %d is a child of svcrun serve %d", second, serve)
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", first)); err == nil {
+		t.Errorf("the crashed daemon %d is still in /proc after its restart: its zombie was not reaped", first)
+	}
+	if ppid := parentOf(t, second); ppid != serve {
+		t.Errorf("the restarted daemon %d is a child of %d, not of svcrun serve %d", second, ppid, serve)
 	}
 	if out, code := n.cli("disable", "demo"); code != 0 {
 		t.Fatalf("disable: exit %d\n%s", code, out)
