@@ -192,14 +192,6 @@ func PlanFor(cfg *nodeconfig.Config, m nodeconfig.LoadedModule) (*Plan, error) {
 	return plan(cfg, m.Manifest, m.Config, hostFacts())
 }
 
-// Hooks returns the executor hooks of target t of module m of cfg: the
-// same for every target of a module. In require mode it fails when a
-// layer is missing (Plan.Err); the executor then fails every op of the
-// target with FailSpawn and that message.
-func Hooks(cfg *nodeconfig.Config, m nodeconfig.LoadedModule, t engine.Target) (executor.Hooks, error) {
-	return hooksOfPlan(PlanFor(cfg, m))
-}
-
 func hooksOfPlan(p *Plan, err error) (executor.Hooks, error) {
 	if err != nil {
 		return executor.Hooks{}, err
