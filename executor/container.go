@@ -20,22 +20,6 @@ type containers struct {
 	cmu      sync.Mutex
 	limits   nodeconfig.Limits
 	fallback map[string]error // service -> why its ops run in process groups
-
-	subreaper     bool // Config.Subreaper
-	subreaperOnce sync.Once
-}
-
-// needSubreaper makes the process the child subreaper, once, when
-// Config.Subreaper asks for it.
-func (x *Executor) needSubreaper() {
-	if !x.subreaper {
-		return
-	}
-	x.subreaperOnce.Do(func() {
-		if err := BecomeSubreaper(); err != nil {
-			x.log.Warn("cannot become a child subreaper: daemons of services in process groups go to init, and only status sees them die", "error", err)
-		}
-	})
 }
 
 func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
@@ -105,7 +89,6 @@ func (x *Executor) setFallback(service string, err error) {
 	x.cmu.Lock()
 	x.fallback[service] = err
 	x.cmu.Unlock()
-	x.needSubreaper()
 }
 
 // runIn runs the op of t: a service's in its cgroup when it has one, with
@@ -153,8 +136,6 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		cause = err // the ENOENT of the clone blames the executable
 	}
 	spec.Hooks = hooks
-	// Before the run: the daemon it may leave is then re-parented to us.
-	x.needSubreaper()
 	if again := x.runGrouped(t, spec, stop); again.Pid != 0 {
 		path, _ := x.cg.Path(svc)
 		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))

@@ -188,8 +188,11 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 	}
 	x.initInflight(cfg.Node.DataDir, log)
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
-	x.subreaper = cfg.Subreaper
-	x.needSubreaper()
+	if cfg.Subreaper {
+		if err := BecomeSubreaper(); err != nil {
+			log.Warn("cannot become a child subreaper: the daemons ops leave go to init, whose late reaping can make a dead daemon's zombie look alive to a restart", "error", err)
+		}
+	}
 	return x, nil
 }
 
