@@ -240,6 +240,9 @@ type ServiceStatus struct {
 	Capabilities []string         `json:"capabilities,omitempty"`
 	OpInFlight   string           `json:"op_in_flight,omitempty"`
 	Container    string           `json:"container,omitempty"` // cgroup, or process-group: reason
+	// Contained: its container holds its daemon, so a crash is seen as
+	// the container empties and status runs every watched_status_period_s.
+	Contained bool `json:"contained"`
 	// The latest fingerprint that answered, once one has
 	// (FingerprintedAt): whether the service says it can serve, why
 	// not, and its attrs. Unhealthy, above, counts failures instead.

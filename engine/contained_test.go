@@ -43,6 +43,13 @@ func TestContainedStatusTimer(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("status timers %v, want %v", got, tt.want)
 			}
+			if st := r.e.Status().Services[0]; !st.Contained {
+				t.Errorf("status of a service whose container holds its daemon: not contained")
+			}
+			r.step(ContainerEmptied{Service: Target{Module: "m", Name: "s"}})
+			if st := r.e.Status().Services[0]; st.Contained {
+				t.Errorf("status after its container emptied: still contained")
+			}
 		})
 	}
 }

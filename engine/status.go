@@ -46,6 +46,9 @@ type ServiceStatus struct {
 	Pools        map[string]int64
 	Capabilities []string
 	OpInFlight   string
+	// Contained: its process container holds a process outside its ops,
+	// so its death is an event and status is only a slow safety net.
+	Contained bool
 	// From the latest fingerprint that answered (a failed fingerprint op
 	// changes nothing): its health, message and attrs, and when it came,
 	// zero before any. Healthy is the service's own word, not Unhealthy's
@@ -184,7 +187,7 @@ func serviceStatus(s *service) ServiceStatus {
 	ss := ServiceStatus{
 		Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(), StateSince: s.stateSince,
 		Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
-		Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB,
+		Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB, Contained: s.contained,
 		Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
 		Healthy: s.fpHealthy, Message: s.fpMessage, Attrs: maps.Clone(s.fpAttrs), FingerprintedAt: s.fpAt,
 	}

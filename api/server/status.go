@@ -20,7 +20,7 @@ func statusOf(st agent.Status) api.Status {
 			Name: s.Name, Module: s.Module, Enabled: s.Enabled, Lifecycle: string(s.Lifecycle), State: s.State, StateSince: s.StateSince, Ready: s.Ready,
 			Refs: s.Refs, Waiting: s.Waiting, Failures: s.Failures, Unhealthy: s.Unhealthy, Reason: s.Reason,
 			BackoffUntil: s.BackoffUntil, Frozen: s.Frozen, StopReason: s.StopReason, MemGB: s.MemGB, Charged: s.Charged,
-			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name],
+			Pools: s.Pools, Capabilities: s.Capabilities, OpInFlight: s.OpInFlight, Container: st.ContainerModes[s.Name], Contained: s.Contained,
 			Healthy: s.Healthy, Message: s.Message, Attrs: s.Attrs, FingerprintedAt: s.FingerprintedAt,
 		})
 	}

@@ -148,7 +148,11 @@ func printDetail(out io.Writer, st api.Status, d detail) {
 		}
 		fmt.Fprintf(out, "%s: %s%s, %s\n", s.Name, s.State, since(s.StateSince), ready)
 		field("lifecycle", fmt.Sprintf("%s, module %s (%s)", s.Lifecycle, s.Module, enabledText(s.Enabled)))
-		field("container", dash(s.Container))
+		container := dash(s.Container)
+		if s.Contained {
+			container += ", holding the daemon: a crash is seen as it empties"
+		}
+		field("container", container)
 		var procs []string
 		for _, p := range d.Processes {
 			procs = append(procs, fmt.Sprintf("%d %s", p.PID, dash(p.Command)))

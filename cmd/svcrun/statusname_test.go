@@ -81,3 +81,24 @@ func TestMentions(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailContainer: status NAME says whether the service's container
+// holds its daemon, since that decides how soon a crash is seen.
+func TestDetailContainer(t *testing.T) {
+	tests := []struct {
+		s    api.ServiceStatus
+		want string
+	}{
+		{api.ServiceStatus{Name: "m/s", State: "ready", Container: "cgroup", Contained: true}, "  container:    cgroup, holding the daemon: a crash is seen as it empties\n"},
+		{api.ServiceStatus{Name: "m/s", State: "ready", Container: "cgroup"}, "  container:    cgroup\n"},
+		{api.ServiceStatus{Name: "m/s", State: "stopped"}, "  container:    -\n"},
+	}
+	for _, tt := range tests {
+		var out strings.Builder
+		s := tt.s
+		printDetail(&out, api.Status{Now: time.Unix(1_000_000, 0)}, detail{Service: &s})
+		if !strings.Contains(out.String(), tt.want) {
+			t.Errorf("%+v: lacks %q\n%s", tt.s, tt.want, out.String())
+		}
+	}
+}
