@@ -30,11 +30,11 @@ import (
 
 func main() {
 	args := hoistGlobalFlags(os.Args[1:])
-	if len(args) > 0 && waitsOnDaemon(args[0]) {
+	if len(args) > 0 && waitsOnDaemon(args[0]) && os.Getenv("GOMAXPROCS") == "" {
 		// One P: a client spends its life waiting on the socket, and with
 		// a second P every goroutine it starts wakes another thread
-		// (`svcrun run -- true`: 8 threads and ~150 context switches with
-		// two; the wake-ups cost more CPU than the command's own work).
+		// (`svcrun run -- true`: 104 context switches a run with two, 88
+		// with one). GOMAXPROCS set says otherwise.
 		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
