@@ -76,7 +76,8 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	release := func() {
 		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
-		err := whileAway(rctx, time.Time{}, away, fmt.Sprintf("releasing lease %s when it is back (for at most 30s)", g.Lease), func() error {
+		doing := func() string { return fmt.Sprintf("releasing lease %s when it is back (for at most 30s)", g.Lease) }
+		err := whileAway(rctx, time.Time{}, away, doing, func() error {
 			return c.Release(rctx, g.Lease)
 		})
 		if err != nil {
@@ -250,7 +251,7 @@ func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Cli
 			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
 			return
 		case api.Away(err):
-			away.gone(err, fmt.Sprintf("renewing lease %s until it is back", lease))
+			away.gone(err, func() string { return fmt.Sprintf("renewing lease %s until it is back", lease) })
 			next = min(time.Second, every)
 		default:
 			fmt.Fprintf(w, "svcrun run: renewing lease %s: %v; retrying\n", lease, err)

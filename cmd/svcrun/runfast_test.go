@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/internal/cli"
@@ -188,5 +189,39 @@ func TestWaitsOnDaemon(t *testing.T) {
 		if got := waitsOnDaemon(name); got != w {
 			t.Errorf("waitsOnDaemon(%q) = %v, want %v", name, got, w)
 		}
+	}
+}
+
+// TestWhileAwaySaysOnlyWhenAway: what a retry does is made only when
+// svcrun is away, once however many tries fail; a call answered at once
+// makes nothing (the acquire's says a local time, and formatting one
+// loads the time zone).
+func TestWhileAwaySaysOnlyWhenAway(t *testing.T) {
+	away := &api.LostError{Socket: "s", Method: "POST", Path: "/v1/leases", Err: io.EOF}
+	for _, tc := range []struct {
+		name   string
+		fails  int // tries failing with svcrun away before one succeeds
+		doings int
+		notice string
+	}{
+		{name: "answered at once", fails: 0, doings: 0, notice: ""},
+		{name: "away twice", fails: 2, doings: 1, notice: "svcrun run: svcrun went away (svcrun at s: POST /v1/leases: EOF (did svcrun stop?)): asking again\nsvcrun run: svcrun is back\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var w strings.Builder
+			doings, tries := 0, 0
+			err := whileAway(context.Background(), time.Time{}, newAwayNotice(&w, "run"), func() string {
+				doings++
+				return "asking again"
+			}, func() error {
+				if tries++; tries <= tc.fails {
+					return away
+				}
+				return nil
+			})
+			if err != nil || doings != tc.doings || w.String() != tc.notice {
+				t.Errorf("err %v, doing made %d times, said %q; want nil, %d, %q", err, doings, w.String(), tc.doings, tc.notice)
+			}
+		})
 	}
 }
