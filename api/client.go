@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oarbank/svcrun/errdefs"
@@ -30,7 +32,13 @@ import (
 // svcrun causes.
 type Client struct {
 	socket string
-	http   *http.Client
+	// A request takes an idle connection or dials one, and gives it back
+	// once its answer is read: no goroutine runs between requests, so
+	// that a command making one or two calls starts none (net/http's
+	// Transport runs two per connection and dials in a third).
+	mu     sync.Mutex
+	idle   []*conn
+	closed bool
 }
 
 // UnreachableError is a socket svcrun could not be reached on.
@@ -103,7 +111,8 @@ func (e *Error) Is(target error) bool {
 }
 
 // Dial returns a client of the svcrun listening on socket, after checking
-// that something accepts connections there.
+// that something accepts connections there. The connection that checked
+// carries the first request.
 func Dial(socket string) (*Client, error) {
 	c := NewClient(socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -112,60 +121,179 @@ func Dial(socket string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn.Close()
+	c.put(conn)
 	return c, nil
 }
 
 // NewClient returns a client of socket without connecting yet.
-func NewClient(socket string) *Client {
-	c := &Client{socket: socket}
-	c.http = &http.Client{Transport: &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
-		MaxIdleConns:        256,
-		MaxIdleConnsPerHost: 256,
-		IdleConnTimeout:     90 * time.Second, // below the server's 2 min
-		DisableCompression:  true,
-	}}
-	return c
+func NewClient(socket string) *Client { return &Client{socket: socket} }
+
+// maxIdle bounds the connections a client keeps open between calls: as
+// many as it had requests in flight at once, up to this.
+const maxIdle = 256
+
+// conn is a connection to svcrun with the reader of its answers.
+type conn struct {
+	net.Conn
+	br   *bufio.Reader
+	read int64 // bytes read from the connection for the current request
 }
 
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+// Read counts what the answer's reader takes from the connection: a
+// reused connection that failed before any byte came was closed by
+// svcrun while idle, and the request is made again on a new one.
+func (cn *conn) Read(p []byte) (int, error) {
+	n, err := cn.Conn.Read(p)
+	cn.read += int64(n)
+	return n, err
+}
+
+func (c *Client) dial(ctx context.Context) (*conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.socket)
+	nc, err := d.DialContext(ctx, "unix", c.socket)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, &UnreachableError{Socket: c.socket, Err: err}
 	}
-	return conn, nil
+	cn := &conn{Conn: nc}
+	cn.br = bufio.NewReader(cn)
+	return cn, nil
 }
 
-// Close closes the idle connections.
+// get returns an idle connection (reused true) or a new one.
+func (c *Client) get(ctx context.Context) (cn *conn, reused bool, err error) {
+	c.mu.Lock()
+	if n := len(c.idle); n > 0 {
+		cn = c.idle[n-1]
+		c.idle = c.idle[:n-1]
+	}
+	c.mu.Unlock()
+	if cn != nil {
+		return cn, true, nil
+	}
+	cn, err = c.dial(ctx)
+	return cn, false, err
+}
+
+// put keeps cn for the next request, or closes it when enough are kept
+// or the client is closed.
+func (c *Client) put(cn *conn) {
+	c.mu.Lock()
+	if c.closed || len(c.idle) >= maxIdle || cn.br.Buffered() > 0 {
+		c.mu.Unlock()
+		cn.Close()
+		return
+	}
+	c.idle = append(c.idle, cn)
+	c.mu.Unlock()
+}
+
+// Close closes the idle connections; a request made after still works,
+// on a connection of its own that it closes.
 func (c *Client) Close() error {
-	c.http.CloseIdleConnections()
+	c.mu.Lock()
+	idle := c.idle
+	c.idle, c.closed = nil, true
+	c.mu.Unlock()
+	for _, cn := range idle {
+		cn.Close()
+	}
 	return nil
 }
 
-// send makes a request and returns the response when its status is 2xx;
-// otherwise the error the body describes.
-func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
-	var body io.Reader
+// exchange is one request and its answer on one connection.
+type exchange struct {
+	c       *Client
+	cn      *conn
+	resp    *http.Response
+	unwatch func() bool // false: ctx ended and closed the connection
+}
+
+// maxDrain is how much of an answer's unread rest is read to keep its
+// connection for the next request, rather than closing it.
+const maxDrain = 256 << 10
+
+// done ends an exchange whose answer was read: its connection goes back
+// for the next request when the answer ended cleanly.
+func (x *exchange) done() {
+	keep := x.unwatch() && !x.resp.Close
+	if keep {
+		n, err := io.Copy(io.Discard, io.LimitReader(x.resp.Body, maxDrain+1))
+		keep = err == nil && n <= maxDrain
+	}
+	if !keep {
+		x.cn.Close()
+	}
+	x.resp.Body.Close()
+	if keep {
+		x.c.put(x.cn)
+	}
+}
+
+// abort ends an exchange whose answer is not read to its end (a stream).
+func (x *exchange) abort() {
+	x.unwatch()
+	x.cn.Close()
+	x.resp.Body.Close() // its drain ends at once: the connection is closed
+}
+
+// roundTrip writes req on a connection and reads the answer's head. A
+// connection kept from an earlier request that fails before any byte of
+// the answer came was closed by svcrun meanwhile (idle too long, or
+// svcrun restarted): the request goes again, once, on a new connection.
+// Canceling ctx closes the connection, which svcrun takes as the client
+// gone (a waiting acquire is withdrawn).
+func (c *Client) roundTrip(ctx context.Context, req *http.Request, body []byte) (*exchange, error) {
+	for {
+		cn, reused, err := c.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		x := &exchange{c: c, cn: cn, unwatch: context.AfterFunc(ctx, func() { cn.Close() })}
+		cn.read = 0
+		err = req.Write(cn)
+		if err == nil {
+			x.resp, err = http.ReadResponse(cn.br, req)
+		}
+		if err == nil {
+			return x, nil
+		}
+		x.unwatch()
+		cn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !reused || cn.read > 0 {
+			return nil, err
+		}
+	}
+}
+
+// send makes a request and returns the exchange when its answer's status
+// is 2xx; otherwise the error the body describes.
+func (c *Client) send(ctx context.Context, method, path string, in any) (*exchange, error) {
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, err
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://svcrun"+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, "http://svcrun"+path, nil)
 	if err != nil {
 		return nil, err
 	}
 	if in != nil {
+		req.ContentLength = int64(len(body))
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.http.Do(req)
+	x, err := c.roundTrip(ctx, req, body)
 	if err != nil {
 		var ue *UnreachableError
 		switch {
@@ -174,17 +302,14 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		}
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
 		return nil, &LostError{Socket: c.socket, Method: method, Path: path, Err: err}
 	}
+	resp := x.resp
 	if resp.StatusCode/100 == 2 {
-		return resp, nil
+		return x, nil
 	}
-	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	x.done()
 	var eb ErrorBody
 	if json.Unmarshal(raw, &eb) != nil || eb.Error == "" {
 		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal,
@@ -198,12 +323,15 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 
 // call makes a request and decodes a 2xx answer into out.
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
-	resp, err := c.send(ctx, method, path, in)
+	x, err := c.send(ctx, method, path, in)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	defer x.done()
+	if err := json.NewDecoder(x.resp.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("svcrun at %s: %s %s: unreadable answer: %w", c.socket, method, path, err)
 	}
 	return nil
@@ -306,19 +434,19 @@ func (c *Client) Reload(ctx context.Context) (ReloadResult, error) {
 
 // Metrics returns the Prometheus text exposition.
 func (c *Client) Metrics(ctx context.Context) (string, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/metrics", nil)
+	x, err := c.send(ctx, http.MethodGet, "/metrics", nil)
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	defer x.done()
+	b, err := io.ReadAll(x.resp.Body)
 	return string(b), err
 }
 
 // EventStream is an open GET /v1/events.
 type EventStream struct {
-	body io.ReadCloser
-	dec  *json.Decoder
+	x   *exchange
+	dec *json.Decoder
 }
 
 // Events opens the event stream. It returns once svcrun has subscribed:
@@ -331,11 +459,11 @@ func (c *Client) Events(ctx context.Context, q EventsQuery) (*EventStream, error
 	if enc := q.Encode(); enc != "" {
 		path += "?" + enc
 	}
-	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	x, err := c.send(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &EventStream{body: resp.Body, dec: json.NewDecoder(resp.Body)}, nil
+	return &EventStream{x: x, dec: json.NewDecoder(x.resp.Body)}, nil
 }
 
 // Next blocks for the next record. It fails when the stream ends (svcrun
@@ -347,4 +475,7 @@ func (s *EventStream) Next() (Record, error) {
 }
 
 // Close ends the stream.
-func (s *EventStream) Close() error { return s.body.Close() }
+func (s *EventStream) Close() error {
+	s.x.abort()
+	return nil
+}

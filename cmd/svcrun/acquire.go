@@ -115,7 +115,10 @@ func (f *leaseFlags) request() (api.AcquireRequest, error) {
 func acquireRetrying(ctx context.Context, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
 	deadline := time.Now().Add(time.Duration(req.Wait))
 	var g api.Grant
-	err := whileAway(ctx, deadline, away, fmt.Sprintf("asking again with attempt %s until it is back (until %s at most: --wait)", req.Attempt, deadline.Format("15:04:05")), func() error {
+	doing := func() string {
+		return fmt.Sprintf("asking again with attempt %s until it is back (until %s at most: --wait)", req.Attempt, deadline.Format("15:04:05"))
+	}
+	err := whileAway(ctx, deadline, away, doing, func() error {
 		var err error
 		g, err = c.Acquire(ctx, req)
 		req.Wait = api.Duration(max(0, time.Until(deadline)))
@@ -127,8 +130,10 @@ func acquireRetrying(ctx context.Context, away *awayNotice, c *api.Client, req a
 // whileAway calls try until it succeeds or fails otherwise than with
 // svcrun away (api.Away), pausing between tries (100 ms, doubling to 1 s),
 // until ctx is done or, if it is not zero, until. It returns try's last
-// error.
-func whileAway(ctx context.Context, until time.Time, away *awayNotice, doing string, try func() error) error {
+// error. doing says what it does meanwhile, made only when svcrun is
+// away (formatting a local time loads the time zone: not for a call
+// answered at once).
+func whileAway(ctx context.Context, until time.Time, away *awayNotice, doing func() string, try func() error) error {
 	pause := 100 * time.Millisecond
 	for {
 		err := try()
@@ -165,7 +170,7 @@ type awayNotice struct {
 
 func newAwayNotice(w io.Writer, cmd string) *awayNotice { return &awayNotice{w: w, cmd: cmd} }
 
-func (n *awayNotice) gone(err error, doing string) {
+func (n *awayNotice) gone(err error, doing func() string) {
 	if n.away {
 		return
 	}
@@ -177,7 +182,7 @@ func (n *awayNotice) gone(err error, doing string) {
 	if errors.As(err, &ue) && errors.As(ue.Err, &op) && op.Err != nil {
 		err = op.Err
 	}
-	fmt.Fprintf(n.w, "svcrun %s: svcrun went away (%v): %s\n", n.cmd, err, doing)
+	fmt.Fprintf(n.w, "svcrun %s: svcrun went away (%v): %s\n", n.cmd, err, doing())
 }
 
 func (n *awayNotice) back() {

@@ -22,16 +22,35 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/oarbank/svcrun/internal/cli"
 )
 
 func main() {
+	args := hoistGlobalFlags(os.Args[1:])
+	if len(args) > 0 && waitsOnDaemon(args[0]) && os.Getenv("GOMAXPROCS") == "" {
+		// One P: a client spends its life waiting on the socket, and with
+		// a second P every goroutine it starts wakes another thread
+		// (`svcrun run -- true`: 104 context switches a run with two, 88
+		// with one). GOMAXPROCS set says otherwise.
+		runtime.GOMAXPROCS(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := program.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, hoistGlobalFlags(os.Args[1:]))
+	code := program.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, args)
 	stop()
 	os.Exit(code)
+}
+
+// waitsOnDaemon says whether cmd is a client of the daemon, which does its
+// work: serve, op and check run ops themselves and keep every P.
+func waitsOnDaemon(cmd string) bool {
+	switch cmd {
+	case "status", "events", "run", "acquire", "renew", "release", "doctor", "reap", "reset", "enable", "disable", "reload":
+		return true
+	}
+	return false
 }
 
 var program = &cli.Program{

@@ -76,7 +76,8 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	release := func() {
 		rctx, cancel := context.WithTimeout(bg, 30*time.Second)
 		defer cancel()
-		err := whileAway(rctx, time.Time{}, away, fmt.Sprintf("releasing lease %s when it is back (for at most 30s)", g.Lease), func() error {
+		doing := func() string { return fmt.Sprintf("releasing lease %s when it is back (for at most 30s)", g.Lease) }
+		err := whileAway(rctx, time.Time{}, away, doing, func() error {
 			return c.Release(rctx, g.Lease)
 		})
 		if err != nil {
@@ -117,12 +118,21 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 
 	renewCtx, stopRenew := context.WithCancel(bg)
 	var wg sync.WaitGroup
+	stopFirstRenewal := func() {}
 	if req.TTL > 0 {
+		// The first renewal starts the renewing goroutine: a CMD that ends
+		// sooner (a quick job) starts none.
+		every := time.Duration(req.TTL) / 3
 		wg.Add(1)
-		go func() {
+		first := time.AfterFunc(every, func() {
 			defer wg.Done()
-			keepRenewing(renewCtx, m.Stderr, away, c, g.Lease, time.Duration(req.TTL))
-		}()
+			keepRenewing(renewCtx, m.Stderr, away, c, g.Lease, every)
+		})
+		stopFirstRenewal = func() {
+			if first.Stop() {
+				wg.Done()
+			}
+		}
 	}
 	ttyInterrupt := isTerminal(os.Stdin)
 	wg.Add(1)
@@ -142,6 +152,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	}()
 	werr := cmd.Wait()
 	stopRenew()
+	stopFirstRenewal()
 	wg.Wait()
 	release()
 	if werr != nil && cmd.ProcessState == nil {
@@ -158,27 +169,47 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 // second, rewritten in place, else one line every 10 s (a job runner's log
 // gets a heartbeat, not a flood).
 func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+	tty, every := isTerminal(m.Stderr), 10*time.Second
+	if tty {
+		every = time.Second
+	}
+	start := time.Now()
 	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// The first report starts the goroutine that shows them: an acquire
+	// answered sooner (a warm service) starts none.
 	done := make(chan struct{})
-	go func() {
+	first := time.AfterFunc(every, func() {
 		defer close(done)
-		tty, every := isTerminal(m.Stderr), 10*time.Second
-		if tty {
-			every = time.Second
-		}
-		showProgress(pctx, m.Stderr, tty, every, c, req.Attempt, time.Now())
-	}()
+		showProgress(pctx, m.Stderr, tty, every, c, req.Attempt, start)
+	})
 	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
-	<-done
+	if !first.Stop() {
+		<-done
+	}
 	return g, err
 }
 
+// showProgress reports what the lease of attempt waits for now, then
+// every until ctx is done.
 func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	shown := false
 	for {
+		st, err := c.Status(ctx)
+		if err == nil {
+			line := progressLine(st, attempt, time.Since(start))
+			switch {
+			case line == "" || ctx.Err() != nil:
+			case tty:
+				fmt.Fprint(w, "\r\033[K"+line)
+				shown = true
+			default:
+				fmt.Fprintln(w, "svcrun run: "+line)
+			}
+		}
 		select {
 		case <-ctx.Done():
 			if shown && tty {
@@ -186,19 +217,6 @@ func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duratio
 			}
 			return
 		case <-t.C:
-		}
-		st, err := c.Status(ctx)
-		if err != nil {
-			continue
-		}
-		line := progressLine(st, attempt, time.Since(start))
-		switch {
-		case line == "" || ctx.Err() != nil:
-		case tty:
-			fmt.Fprint(w, "\r\033[K"+line)
-			shown = true
-		default:
-			fmt.Fprintln(w, "svcrun run: "+line)
 		}
 	}
 }
@@ -214,38 +232,37 @@ func progressLine(st api.Status, attempt string, waited time.Duration) string {
 	return ""
 }
 
-// keepRenewing renews the lease every ttl/3 until ctx is done. A failed
-// renewal is retried within a second (svcrun away, as while it restarts,
-// is told once, and once when it is back); a lost lease is reported once.
-func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Client, lease string, ttl time.Duration) {
-	every := ttl / 3
-	next := every
+// keepRenewing renews the lease now and then every until ctx is done. A
+// failed renewal is retried within a second (svcrun away, as while it
+// restarts, is told once, and once when it is back); a lost lease is
+// reported once.
+func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Client, lease string, every time.Duration) {
 	for {
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
 		rctx, cancel := context.WithTimeout(ctx, every)
 		_, err := c.Renew(rctx, lease)
 		cancel()
+		next := every
 		switch {
 		case err == nil:
 			away.back()
-			next = every
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errdefs.ErrUnknownLease):
 			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
 			return
 		case api.Away(err):
-			away.gone(err, fmt.Sprintf("renewing lease %s until it is back", lease))
+			away.gone(err, func() string { return fmt.Sprintf("renewing lease %s until it is back", lease) })
 			next = min(time.Second, every)
 		default:
 			fmt.Fprintf(w, "svcrun run: renewing lease %s: %v; retrying\n", lease, err)
 			next = min(time.Second, every)
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
 		}
 	}
 }
