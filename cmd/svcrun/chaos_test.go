@@ -122,7 +122,7 @@ func newChaos(t *testing.T) *chaos {
 			c.cmd.Wait()
 		}
 		for _, pid := range c.daemons("") {
-			syscall.Kill(pid, syscall.SIGKILL)
+			killWithChildren(pid)
 		}
 		removeCgroups(t, "svcrun-"+c.node)
 	})
@@ -348,4 +348,26 @@ func (c *chaos) settle() bool {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a real daemon's state
 	}
+}
+
+// killWithChildren kills pid and its children: a chaos daemon is a sh
+// waiting for its sleep, which killing the sh alone would leave running
+// for ever, reparented and outside any cgroup the test removes.
+func killWithChildren(pid int) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The parent is the second field after the command, which ends at
+		// the last ')'.
+		rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+		if f := bytes.Fields(rest); len(f) > 1 && string(f[1]) == strconv.Itoa(pid) {
+			if child, err := strconv.Atoi(e.Name()); err == nil {
+				syscall.Kill(child, syscall.SIGKILL)
+			}
+		}
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
 }
