@@ -59,6 +59,7 @@ import (
 	"net"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -637,6 +638,15 @@ func (a *Agent) step(ev engine.Event) error {
 func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, err error) error {
 	if err == nil {
 		a.stepStored() // a step without answers
+		if a.snaps.answered {
+			// An answer's send only readied its caller, on the loop's own
+			// P, where it waits for the loop to block on its next event
+			// or for another P to steal it (after a sleep of a few
+			// microseconds that is 50 and more on a VM). Yield, so that
+			// the answers go out before the snapshot and the journal
+			// line are made, not after.
+			runtime.Gosched()
+		}
 		a.maybePublish(now)
 	}
 	a.record(now, ev, effects)
