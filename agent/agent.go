@@ -19,7 +19,9 @@
 // has waited SlowWrite for a stalled disk they do not wait: they answer
 // from the last snapshot published, which has every step a caller was
 // answered for and is at most a second of other steps behind. No snapshot
-// has a step that is not stored.
+// has a step that is not stored. A step that answered a caller yields the
+// loop's goroutine before that snapshot and the step's journal line are
+// made: the answer's send only readies the caller, on the loop's P.
 //
 // # Disk faults
 //
