@@ -273,3 +273,31 @@ func TestWatchedWriteAllocations(t *testing.T) {
 		t.Errorf("%.0f allocations to watch a store write, want at most 2", n)
 	}
 }
+
+// TestLateStallTimerIgnored: the one timer of a kind of write is reset at
+// each write, so its fire for a write that has ended may come late, during
+// the next one: it marks nothing stalled and logs nothing. The next
+// write's own wait still is.
+func TestLateStallTimerIgnored(t *testing.T) {
+	mock := clock.NewMock()
+	logs := newLogLines(t)
+	a := &Agent{opts: Options{Clock: mock}, slowWrite: time.Hour, log: slog.New(slog.NewTextHandler(logs, nil)), persist: nopStore{}, meters: newMeters()}
+	w := &writeWatch{what: "test write", where: func(int) []any { return nil }}
+	a.writeBegins(w, 1)
+	a.writeEnds(w)
+	mock.Add(time.Hour) // stopped: no fire
+	a.writeBegins(w, 1)
+	a.writeWaited(w) // as the first write's fire would, late
+	a.snaps.mu.Lock()
+	stalling := a.snaps.stalling
+	a.snaps.mu.Unlock()
+	if stalling || logs.count("waiting for the disk") > 0 {
+		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)", stalling, logs.count("waiting for the disk"))
+	}
+	mock.Add(time.Hour) // the second write's own fire
+	logs.waitFor("level=ERROR", "test write waiting for the disk")
+	a.writeEnds(w)
+	if n := logs.count("level=ERROR", `msg="slow test write" took=1h0m0s`); n != 1 {
+		t.Errorf("%d lines for the slow write's end, want 1", n)
+	}
+}
