@@ -19,7 +19,9 @@
 // has waited SlowWrite for a stalled disk they do not wait: they answer
 // from the last snapshot published, which has every step a caller was
 // answered for and is at most a second of other steps behind. No snapshot
-// has a step that is not stored.
+// has a step that is not stored. A step that answered a caller yields the
+// loop's goroutine before that snapshot and the step's journal line are
+// made: the answer's send only readies the caller, on the loop's P.
 //
 // # Disk faults
 //
@@ -59,6 +61,7 @@ import (
 	"net"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -178,6 +181,8 @@ type Agent struct {
 	jourDown   bool
 	// jourSlow is when a slow journal write was last logged (UnixNano).
 	jourSlow atomic.Int64
+	// storeW and jourW watch the loop's writes (made at the first).
+	storeW, jourW *writeWatch
 
 	mu sync.Mutex
 	// waiters are keyed by lease, or by a reap's ticket.
@@ -637,6 +642,15 @@ func (a *Agent) step(ev engine.Event) error {
 func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, err error) error {
 	if err == nil {
 		a.stepStored() // a step without answers
+		if a.snaps.answered {
+			// An answer's send only readied its caller, on the loop's own
+			// P, where it waits for the loop to block on its next event
+			// or for another P to steal it (after a sleep of a few
+			// microseconds that is 50 and more on a VM). Yield, so that
+			// the answers go out before the snapshot and the journal
+			// line are made, not after.
+			runtime.Gosched()
+		}
 		a.maybePublish(now)
 	}
 	a.record(now, ev, effects)
@@ -793,48 +807,116 @@ func (a *Agent) publishStatus(now time.Time) {
 }
 
 // storeGate is the driver's store: it writes to a.persist, watched by
-// watchWrite.
+// a.storeWatch.
 type storeGate struct{ a *Agent }
 
 func (g storeGate) Apply(batch []engine.Effect) error {
-	done := g.a.watchWrite("store write", nil, "state_file", g.a.db.Path(), "effects", len(batch))
+	w := g.a.storeWatch()
+	g.a.writeBegins(w, len(batch))
 	measured := g.a.meters.storeWrite(g.a.opts.Clock.Now(), g.a.opts.Clock.Now)
 	err := g.a.persist.Apply(batch)
 	measured()
-	done()
+	g.a.writeEnds(w)
 	return err
 }
 
-// watchWrite watches a write that may wait for a stalled disk: it logs at
-// ERROR once the write has waited a.slowWrite (it may wait forever), and,
-// when the returned function is called, its duration if it took that
-// long. With limit, a stall is logged at most once a journalLogEvery (its
-// duration only if its wait was).
-func (a *Agent) watchWrite(what string, limit *atomic.Int64, attrs ...any) (done func()) {
-	allow := func() bool {
-		if limit == nil {
-			return true
-		}
-		now, last := a.opts.Clock.Now().UnixNano(), limit.Load()
-		return (last == 0 || now-last >= int64(journalLogEvery)) && limit.CompareAndSwap(last, now)
+// writeWatch watches the loop's writes of one kind (the store's, the
+// journal's), which may wait for a stalled disk: it logs at ERROR once a
+// write has waited a.slowWrite (it may wait forever) and, at its end, its
+// duration if it took that long. With limit, a stall is logged at most
+// once a journalLogEvery (its duration only if its wait was). One timer,
+// made at the first write and reset at each: there are two writes at
+// every step, and a timer with its closures for each was a tenth of an
+// API round trip's allocations.
+type writeWatch struct {
+	what  string
+	limit *atomic.Int64
+	// where gives the attributes of its lines, for a write of effects.
+	where func(effects int) []any
+	timer *clock.Timer
+
+	mu sync.Mutex
+	// n is the write in progress (a.snaps' number), 0 between writes;
+	// logged is set once its wait is logged.
+	n       uint64
+	effects int
+	start   time.Time
+	logged  bool
+}
+
+func (a *Agent) storeWatch() *writeWatch {
+	if a.storeW == nil {
+		a.storeW = &writeWatch{what: "store write", where: func(effects int) []any {
+			return []any{"state_file", a.db.Path(), "effects", effects}
+		}}
 	}
-	var logged atomic.Bool
-	start := a.opts.Clock.Now()
-	n := a.snaps.writeBegins()
-	waiting := a.opts.Clock.AfterFunc(a.slowWrite, func() {
-		a.snaps.writeSlow(n) // status and metrics stop waiting for the loop
-		if allow() {
-			logged.Store(true)
-			a.log.Error(what+" waiting for the disk: status and metrics answer from the last snapshot published meanwhile (every answered step, others up to a second behind)", append([]any{"waited", a.slowWrite}, attrs...)...)
-		}
-	})
-	return func() {
-		waiting.Stop()
-		a.snaps.writeEnds(n)
-		if took := a.opts.Clock.Now().Sub(start); took >= a.slowWrite && (logged.Load() || allow()) {
-			a.log.Error("slow "+what, append([]any{"took", took}, attrs...)...)
-		}
+	return a.storeW
+}
+
+func (a *Agent) journalWatch() *writeWatch {
+	if a.jourW == nil {
+		a.jourW = &writeWatch{what: "journal write", limit: &a.jourSlow, where: func(int) []any {
+			return []any{"journal", a.jour.dir}
+		}}
 	}
+	return a.jourW
+}
+
+// writeBegins starts watching a write of w's kind.
+func (a *Agent) writeBegins(w *writeWatch, effects int) {
+	n, start := a.snaps.writeBegins(), a.opts.Clock.Now()
+	w.mu.Lock()
+	w.n, w.effects, w.start, w.logged = n, effects, start, false
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = a.opts.Clock.AfterFunc(a.slowWrite, func() { a.writeWaited(w) })
+	} else {
+		w.timer.Reset(a.slowWrite)
+	}
+}
+
+// writeWaited runs when w's timer fires: the write in progress has waited
+// a.slowWrite, unless the fire is a late one of an earlier write.
+func (a *Agent) writeWaited(w *writeWatch) {
+	w.mu.Lock()
+	n, effects, start := w.n, w.effects, w.start
+	w.mu.Unlock()
+	if n == 0 || a.opts.Clock.Now().Sub(start) < a.slowWrite {
+		return
+	}
+	a.snaps.writeSlow(n) // status and metrics stop waiting for the loop
+	if !w.allow(a.opts.Clock.Now()) {
+		return
+	}
+	w.mu.Lock()
+	if w.n == n {
+		w.logged = true
+	}
+	w.mu.Unlock()
+	a.log.Error(w.what+" waiting for the disk: status and metrics answer from the last snapshot published meanwhile (every answered step, others up to a second behind)", append([]any{"waited", a.slowWrite}, w.where(effects)...)...)
+}
+
+// writeEnds ends the watch of w's write in progress.
+func (a *Agent) writeEnds(w *writeWatch) {
+	w.timer.Stop()
+	w.mu.Lock()
+	n, effects, start, logged := w.n, w.effects, w.start, w.logged
+	w.n = 0
+	w.mu.Unlock()
+	a.snaps.writeEnds(n)
+	now := a.opts.Clock.Now()
+	if took := now.Sub(start); took >= a.slowWrite && (logged || w.allow(now)) {
+		a.log.Error("slow "+w.what, append([]any{"took", took}, w.where(effects)...)...)
+	}
+}
+
+// allow says whether a line about a stall may be logged at now.
+func (w *writeWatch) allow(now time.Time) bool {
+	if w.limit == nil {
+		return true
+	}
+	last := w.limit.Load()
+	return (last == 0 || now.UnixNano()-last >= int64(journalLogEvery)) && w.limit.CompareAndSwap(last, now.UnixNano())
 }
 
 // journalFailed logs a failure of the journal at most once a
@@ -855,12 +937,13 @@ func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) 
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.
-	done := a.watchWrite("journal write", &a.jourSlow, "journal", a.jour.dir)
+	w := a.journalWatch()
+	a.writeBegins(w, 0)
 	jerr := a.jour.Write(now, ev, effects)
 	if jerr == nil {
 		jerr = a.jour.Flush()
 	}
-	done()
+	a.writeEnds(w)
 	switch {
 	case jerr != nil:
 		a.journalFailed(now, jerr)

@@ -14,6 +14,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/store"
 )
 
 // logLines is a slog handler's writer that keeps every line and signals
@@ -244,5 +245,59 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(dir, JournalName))
 	if err != nil || !strings.HasPrefix(string(data), "\n{") || strings.Count(string(data), "\n") != 2 {
 		t.Errorf("journal after the failures: %q, %v; want the next step on a line of its own", data, err)
+	}
+}
+
+// nopStore stores nothing.
+type nopStore struct{}
+
+func (nopStore) Apply([]engine.Effect) error { return nil }
+
+// TestWatchedWriteAllocations: watching a store write for a stall makes
+// no timer and no closure of its own per write (it made a timer and four
+// closures, at two writes every step); what is left is the write's
+// duration measured for /metrics.
+func TestWatchedWriteAllocations(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), StateFile), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.DiscardHandler), db: db, persist: nopStore{}, meters: newMeters()}
+	g := storeGate{a}
+	batch := []engine.Effect{engine.DeleteLease{Lease: "lease-1"}}
+	if err := g.Apply(batch); err != nil { // the first write makes the watch's timer
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { g.Apply(batch) }); n > 2 {
+		t.Errorf("%.0f allocations to watch a store write, want at most 2", n)
+	}
+}
+
+// TestLateStallTimerIgnored: the one timer of a kind of write is reset at
+// each write, so its fire for a write that has ended may come late, during
+// the next one: it marks nothing stalled and logs nothing. The next
+// write's own wait still is.
+func TestLateStallTimerIgnored(t *testing.T) {
+	mock := clock.NewMock()
+	logs := newLogLines(t)
+	a := &Agent{opts: Options{Clock: mock}, slowWrite: time.Hour, log: slog.New(slog.NewTextHandler(logs, nil)), persist: nopStore{}, meters: newMeters()}
+	w := &writeWatch{what: "test write", where: func(int) []any { return nil }}
+	a.writeBegins(w, 1)
+	a.writeEnds(w)
+	mock.Add(time.Hour) // stopped: no fire
+	a.writeBegins(w, 1)
+	a.writeWaited(w) // as the first write's fire would, late
+	a.snaps.mu.Lock()
+	stalling := a.snaps.stalling
+	a.snaps.mu.Unlock()
+	if stalling || logs.count("waiting for the disk") > 0 {
+		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)", stalling, logs.count("waiting for the disk"))
+	}
+	mock.Add(time.Hour) // the second write's own fire
+	logs.waitFor("level=ERROR", "test write waiting for the disk")
+	a.writeEnds(w)
+	if n := logs.count("level=ERROR", `msg="slow test write" took=1h0m0s`); n != 1 {
+		t.Errorf("%d lines for the slow write's end, want 1", n)
 	}
 }

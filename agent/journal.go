@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type Journal struct {
 	// line, which the next line must not continue.
 	torn     bool
 	openedAt time.Time // the last attempt to open, while f is nil
+	// line is the buffer each line is encoded in, by enc.
+	line bytes.Buffer
+	enc  *json.Encoder
 }
 
 // JournalName is the live journal's file name.
@@ -80,11 +84,16 @@ func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) 
 	if err != nil {
 		return err
 	}
-	line, err := json.Marshal(e)
-	if err != nil {
+	// Encoded into a buffer kept from line to line (json.Marshal copies
+	// out every line): a line at every step, the API's too.
+	j.line.Reset()
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.line)
+	}
+	if err := j.enc.Encode(e); err != nil { // the line and its '\n'
 		return fmt.Errorf("journal: %w", err)
 	}
-	line = append(line, '\n')
+	line := j.line.Bytes()
 	if j.f == nil {
 		if !j.openedAt.IsZero() && at.Sub(j.openedAt) < j.ReopenEvery {
 			return fmt.Errorf("journal: not open (tried %s ago)", at.Sub(j.openedAt).Round(time.Second))
@@ -99,10 +108,17 @@ func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) 
 			return err
 		}
 	}
-	if j.torn {
-		line = append([]byte{'\n'}, line...)
+	n := 0
+	if j.torn { // end the torn line first
+		if err = j.w.WriteByte('\n'); err == nil {
+			n = 1
+		}
 	}
-	n, err := j.w.Write(line)
+	if err == nil {
+		var m int
+		m, err = j.w.Write(line)
+		n += m
+	}
 	j.size += int64(n)
 	if err != nil {
 		return j.failed(err)

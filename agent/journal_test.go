@@ -55,3 +55,25 @@ func TestJournalCloseAfterFileClosed(t *testing.T) {
 		t.Errorf("Close of a journal whose file is closed: %v, want nil", err)
 	}
 }
+
+// TestJournalLineAllocations: a line is encoded into the journal's own
+// buffer, not copied out of encoding/json for each step (a step of the
+// API's release: 11 allocations with json.Marshal, 9 now).
+func TestJournalLineAllocations(t *testing.T) {
+	j, err := OpenJournal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev := engine.Release{Lease: "lease-1"}
+	effects := []engine.Effect{engine.DeleteLease{Lease: "lease-1"}, engine.Released{Lease: "lease-1"}}
+	n := testing.AllocsPerRun(100, func() {
+		if err := j.Write(at, ev, effects); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n > 9 {
+		t.Errorf("%.0f allocations to journal a release, want at most 9", n)
+	}
+}
