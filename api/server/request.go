@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -233,17 +232,6 @@ func eachMember(b []byte, field string, fn func(key string, raw json.RawMessage)
 		}
 		return bad(name, "%s: give a JSON object", what)
 	}
-	if json.Valid(b) {
-		return eachValidMember(b, field, fn)
-	}
-	return eachDecodedMember(b, name, field, fn)
-}
-
-// eachDecodedMember is eachMember through encoding/json's tokens, for a b
-// that is not valid JSON: its errors say where. Only then: the decoder
-// allocates an error at the end of every value it reads (which is how it
-// finds that end), a third of an acquire's allocations in the server.
-func eachDecodedMember(b []byte, name, field string, fn func(key string, raw json.RawMessage) error) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if _, err := dec.Token(); err != nil {
 		return bad(name, "%s", jsonReason(err))
@@ -278,92 +266,6 @@ func eachDecodedMember(b []byte, name, field string, fn func(key string, raw jso
 		return bad(name, "%s after the JSON object: send one object and nothing else", quote(string(b[off:])))
 	}
 	return nil
-}
-
-// eachValidMember is eachMember on b, a JSON object that json.Valid
-// accepted: each member's name and value are found by their delimiters.
-func eachValidMember(b []byte, field string, fn func(key string, raw json.RawMessage) error) error {
-	seen := map[string]bool{}
-	i := 1 // after the '{'
-	for {
-		i = skipSpace(b, i)
-		switch b[i] {
-		case '}':
-			return nil
-		case ',':
-			i = skipSpace(b, i+1)
-		}
-		end := stringEnd(b, i)
-		key := unquote(b[i:end])
-		i = skipSpace(b, skipSpace(b, end)+1) // past the ':'
-		end = valueEnd(b, i)
-		path := cut(key)
-		if field != "" {
-			path = field + "." + cut(key)
-		}
-		if seen[key] {
-			return bad(path, "given twice: give each field once")
-		}
-		seen[key] = true
-		if err := fn(key, b[i:end:end]); err != nil {
-			return err
-		}
-		i = end
-	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd is the index after the valid JSON string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
-		}
-	}
-	return i + 1
-}
-
-// valueEnd is the index after the valid JSON value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i = stringEnd(b, i) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return i + 1
-				}
-			}
-		}
-	}
-	for i < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[i])) {
-		i++
-	}
-	return i
-}
-
-// unquote decodes a valid JSON string as the decoder does (escapes, and
-// invalid UTF-8 replaced); most names are plain.
-func unquote(q []byte) string {
-	if !bytes.ContainsRune(q, '\\') && utf8.Valid(q) {
-		return string(q[1 : len(q)-1])
-	}
-	var s string
-	_ = json.Unmarshal(q, &s) // cannot fail: json.Valid accepted the string
-	return s
 }
 
 // jsonReason says why encoding/json refused a value, without its "json: "

@@ -2,13 +2,10 @@ package server
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,63 +195,5 @@ func TestSlowBody(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Errorf("an acquire waiting past the body timeout: %v", err)
-	}
-}
-
-// TestEachMemberValidAsDecoded: the members of a valid JSON object are
-// found by their delimiters as encoding/json's tokens find them: the same
-// names (escapes decoded), the same raw values, the same error for a name
-// given twice.
-func TestEachMemberValidAsDecoded(t *testing.T) {
-	for _, body := range []string{
-		`{}`,
-		` { } `,
-		`{"attempt":"a1","capabilities":["kv"],"pools":{"kv-slots":1},"wait":"10s"}`,
-		"{\n\t\"job\" : \"j\" ,\r\n \"ttl\":\"1m\"\n}",
-		`{"\u0061ttempt":"a\"}1","x\\y":"\\","a":"{[\""}`,
-		`{"n":-1.5e3,"t":true,"f":false,"z":null,"e":[],"o":{}}`,
-		`{"deep":[{"a":[1,{"b":"]}"}]},[[]]],"after":1}`,
-		`{"pools":{"p":1,"q":2}}`,
-		`{"attempt":"a1","attempt":"a2"}`,
-		`{"a":1,"b":{"c":1},"b":2}`,
-		"{\"bad utf-8 \xff\":1}",
-	} {
-		t.Run(body, func(t *testing.T) {
-			type member struct{ key, raw string }
-			collect := func(walk func(fn func(string, json.RawMessage) error) error) ([]member, string) {
-				var got []member
-				err := walk(func(k string, raw json.RawMessage) error {
-					got = append(got, member{k, string(raw)})
-					return nil
-				})
-				if err != nil {
-					return got, err.Error()
-				}
-				return got, ""
-			}
-			b := bytes.TrimSpace([]byte(body))
-			if !json.Valid(b) {
-				t.Fatalf("not valid JSON")
-			}
-			got, gotErr := collect(func(fn func(string, json.RawMessage) error) error { return eachValidMember(b, "", fn) })
-			want, wantErr := collect(func(fn func(string, json.RawMessage) error) error { return eachDecodedMember(b, "body", "", fn) })
-			if !slices.Equal(got, want) || gotErr != wantErr {
-				t.Errorf("by delimiters %q, error %q; decoded %q, error %q", got, gotErr, want, wantErr)
-			}
-		})
-	}
-}
-
-// TestDecodeAcquireAllocations: decoding the acquire svcrun run and the
-// API benchmark send does not tokenize it (encoding/json's decoder took 100
-// allocations for it, most of them errors it makes to find each value's
-// end).
-func TestDecodeAcquireAllocations(t *testing.T) {
-	body := []byte(`{"job":"bench","attempt":"attempt-1","pools":{"kv-slots":1},"capabilities":["kv"],"wait":"10s"}`)
-	if _, err := decodeAcquire(body); err != nil {
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(100, func() { decodeAcquire(body) }); n > 40 {
-		t.Errorf("%.0f allocations to decode an acquire, want at most 40", n)
 	}
 }
