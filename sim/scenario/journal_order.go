@@ -62,7 +62,7 @@ func scheduledBefore(e, p stepInfo) bool {
 // when is the virtual time of a step. A timer fires at its time in the
 // simulator, while svcrun's came a little late (more on a loaded host);
 // any other step keeps its time from the boot (an op lasts what it
-// lasted), unless a timer that fired after it in production would fire
+// lasted), plus the lag of the step before it (see lag), unless a timer that fired after it in production would fire
 // first: the step then goes halfway between the step before it and that
 // timer, which leaves room for the next steps that came before the timer
 // too. A completion that the simulator would run before the step before
@@ -79,7 +79,7 @@ func (c *converter) when(l sim.JournalLine, in stepInfo, next *sim.JournalLine) 
 	if in.done && scheduledBefore(in, c.prev) {
 		lo += time.Nanosecond
 	}
-	at := max(l.Entry.At.Sub(c.t0), lo)
+	at := max(l.Entry.At.Sub(c.t0)+c.lag(), lo)
 	// An input followed at its instant by the completion of an op already
 	// running would come after that completion in the simulator: it goes a
 	// nanosecond earlier, rather than the completion later (which would
@@ -109,4 +109,15 @@ func (c *converter) when(l sim.JournalLine, in stepInfo, next *sim.JournalLine) 
 		at = lo + (bound-lo)/2
 	}
 	return at, nil
+}
+
+// lag is how much later than in the journal the last step came in the
+// simulator: the nanoseconds a completion was put later, which every timer
+// set from it keeps. The next steps keep it too, so that what they set
+// keeps its place among those timers at an instant they share.
+func (c *converter) lag() time.Duration {
+	if len(c.want) == 0 {
+		return 0
+	}
+	return max(0, c.now-c.want[len(c.want)-1].Entry.At.Sub(c.t0))
 }
