@@ -323,7 +323,8 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 	case engine.Boot:
 		return c.restart(l, at, e)
 	case engine.Reload:
-		if err := c.reload(l, at, e); err != nil {
+		var err error
+		if ev, err = c.reload(l, at, e); err != nil {
 			return err
 		}
 	case engine.Acquire:
@@ -436,12 +437,15 @@ func storeIDs(st engine.State) string {
 }
 
 // reload is a configuration reload: one module enabled, disabled,
-// removed or given a new manifest, as the scenario's inputs say it.
-func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload) error {
+// removed or given a new manifest, as the scenario's inputs say it. It
+// returns the reload as the scenario plays it: a module whose manifest did
+// not change keeps the one the engine has, as `enable` and `disable` give
+// it, where the journal's decoded copy would make the engine read it again.
+func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload) (engine.Reload, error) {
 	why := ""
 	if r.Reason != "" {
 		if strings.Join(strings.Fields(stripComment(r.Reason)), " ") != r.Reason {
-			return unsayable(l, "the reload's reason %q: a scenario's reason is words separated by single spaces, without #", r.Reason)
+			return r, unsayable(l, "the reload's reason %q: a scenario's reason is words separated by single spaces, without #", r.Reason)
 		}
 		why = " why: " + r.Reason
 	}
@@ -455,16 +459,20 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 	}
 	var changes []string
 	seen := map[string]bool{}
-	for _, m := range r.Modules {
+	r.Modules = slices.Clone(r.Modules)
+	for i, m := range r.Modules {
 		name := m.Module.Name
 		seen[name] = true
 		if !known[name] {
-			return unsayable(l, "module %s appears in a reload; a scenario's modules are those of its boot", name)
+			return r, unsayable(l, "module %s appears in a reload; a scenario's modules are those of its boot", name)
 		}
 		o, was := old[name]
 		prev := o.Module
 		if !was {
 			prev = c.manifestOf(name)
+		}
+		if was && sameManifest(prev, m.Module) {
+			r.Modules[i].Module = prev
 		}
 		onOff := map[bool]string{true: "enable", false: "disable"}[m.Enabled]
 		switch {
@@ -494,24 +502,24 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 		// With every module removed, removing one again says it.
 		if len(r.Modules) == 0 {
 			if len(c.boot0) == 0 {
-				return unsayable(l, "a reload without any module, in a scenario without modules")
+				return r, unsayable(l, "a reload without any module, in a scenario without modules")
 			}
 			changes = []string{"remove " + c.boot0[0].Module.Name}
 			break
 		}
 		changes = []string{map[bool]string{true: "enable ", false: "disable "}[r.Modules[0].Enabled] + r.Modules[0].Module.Name}
 	case len(changes) > 1:
-		return unsayable(l, "one reload changed %d modules (%s): each scenario input changes one, or disables all", len(changes), strings.Join(changes, ", "))
+		return r, unsayable(l, "one reload changed %d modules (%s): each scenario input changes one, or disables all", len(changes), strings.Join(changes, ", "))
 	}
 	if why != "" && (strings.HasPrefix(changes[0], "remove ") || strings.HasPrefix(changes[0], "reload ")) {
-		return unsayable(l, "a %s with a reason of its own (%q): only enable, disable and disable-all say one", strings.Fields(changes[0])[0], r.Reason)
+		return r, unsayable(l, "a %s with a reason of its own (%q): only enable, disable and disable-all say one", strings.Fields(changes[0])[0], r.Reason)
 	}
 	if len(r.Modules) > 0 && !sameOrder(r.Modules, c.boot0) {
-		return unsayable(l, "the reload lists the modules in another order than the boot: a scenario keeps the boot's order")
+		return r, unsayable(l, "the reload lists the modules in another order than the boot: a scenario keeps the boot's order")
 	}
 	c.input(at, "%s%s", changes[0], why)
 	c.mods = r.Modules
-	return nil
+	return r, nil
 }
 
 // manifestOf is the last manifest of a module the scenario loaded.
