@@ -33,3 +33,43 @@ func BenchmarkWorkload(b *testing.B) {
 		b.ReportMetric(float64(res.Events), "events")
 	}
 }
+
+// BenchmarkWorkloadDay is a day of 2,000 services: the workload's profile
+// in seconds rather than BenchmarkWorkload's minute.
+func BenchmarkWorkloadDay(b *testing.B) {
+	wl := DefaultWorkload
+	wl.Services, wl.Duration = 2000, 24*time.Hour
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		res, err := wl.Run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(res.Events)/time.Since(start).Seconds(), "events/s")
+		b.ReportMetric(float64(res.Events), "events")
+	}
+}
+
+// TestWorkloadAllocations bounds the allocations per event of the workload
+// svcsim bench runs: they are most of its cost beyond the engine's. Each
+// completion was boxed anew (2.4 per event), now the fake executor reuses
+// them (1.9).
+func TestWorkloadAllocations(t *testing.T) {
+	const most = 2.1
+	wl := DefaultWorkload
+	wl.Services, wl.Duration = 200, 24*time.Hour
+	var events int
+	allocs := testing.AllocsPerRun(1, func() {
+		res, err := wl.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = res.Events
+	})
+	per := allocs / float64(events)
+	t.Logf("%d events, %.0f allocations, %.2f per event", events, allocs, per)
+	if per > most {
+		t.Errorf("%.2f allocations per event, want at most %.1f", per, most)
+	}
+}
