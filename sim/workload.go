@@ -80,8 +80,7 @@ func (wl Workload) Run() (WorkloadResult, error) {
 	}
 	w := New(cfg, specs, behaviours)
 	var res WorkloadResult
-	// The count needs no event: the driver's trace, without the copy of
-	// each completion that the world's Observe makes.
+	// The count needs no event: the driver's trace is enough.
 	w.Driver.Trace = func(_ time.Time, _ engine.Event, effects []engine.Effect) {
 		res.Events++
 		for _, f := range effects {

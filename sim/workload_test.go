@@ -52,11 +52,10 @@ func BenchmarkWorkloadDay(b *testing.B) {
 }
 
 // TestWorkloadAllocations bounds the allocations per event of the workload
-// svcsim bench runs: they are most of its cost beyond the engine's. Each
-// completion was boxed anew (2.4 per event), now the fake executor reuses
-// them (1.9).
+// svcsim bench runs: they are most of its cost beyond the engine's (2.37
+// per event: each completion and each effect is boxed anew).
 func TestWorkloadAllocations(t *testing.T) {
-	const most = 2.1
+	const most = 2.5
 	wl := DefaultWorkload
 	wl.Services, wl.Duration = 200, 24*time.Hour
 	var events int
