@@ -2,6 +2,7 @@ package executor
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -92,12 +93,20 @@ func liveOrphans(t *testing.T, n int) []int {
 	return pids
 }
 
-// readSyscalls returns this process's read(2) count, syscr of /proc/self/io.
+// readSyscalls returns this process's read(2) count, syscr of /proc/self/io
+// (task I/O accounting: skipped without it, unless
+// REQUIRE_KERNEL_FEATURES=1).
 func readSyscalls(t *testing.T) int {
 	t.Helper()
+	missing := func(why string) {
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", why)
+		}
+		t.Skip(why)
+	}
 	data, err := os.ReadFile("/proc/self/io")
 	if err != nil {
-		t.Skipf("no /proc/self/io: %v", err)
+		missing(fmt.Sprintf("no /proc/self/io: %v", err))
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		if v, ok := strings.CutPrefix(line, "syscr: "); ok {
@@ -108,6 +117,6 @@ func readSyscalls(t *testing.T) int {
 			return n
 		}
 	}
-	t.Skip("no syscr in /proc/self/io")
+	missing("no syscr in /proc/self/io")
 	return 0
 }
