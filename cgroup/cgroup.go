@@ -57,15 +57,17 @@
 // # Emptied events
 //
 // One goroutine reads an inotify descriptor watching IN_MODIFY of every
-// container's cgroup.events and re-reads the file at each event. Ops run in
-// the container, so it empties after every op of a service whose daemon
-// lives elsewhere or that is stopped: that is not a crash. The rule is
-// therefore: a container is armed when an op ends and the container is
-// still populated (a process outlived the op: the service has a daemon);
-// an armed container that is seen empty while none of the service's ops
-// runs (at the watcher's event, or at the end of an op) is reported once
-// to Options.OnEmptied, and disarmed until an op ends with it populated
-// again. Each arming is told to SetOnArmed's function: the container then
+// container's cgroup.events and re-reads the file at each event (opened
+// through the container's directory descriptor each time: the one
+// descriptor a container holds, since every op's fork copies them all).
+// Ops run in the container, so it empties after every op of a service
+// whose daemon lives elsewhere or that is stopped: that is not a crash.
+// The rule is therefore: a container is armed when an op ends and the
+// container is still populated (a process outlived the op: the service has
+// a daemon); an armed container that is seen empty while none of the
+// service's ops runs (at the watcher's event, or at the end of an op) is
+// reported once to Options.OnEmptied, and disarmed until an op ends with
+// it populated again. Each arming is told to SetOnArmed's function: the container then
 // holds the service's daemon, whose death will be an event.
 package cgroup
 

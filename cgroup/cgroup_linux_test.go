@@ -401,3 +401,37 @@ func TestSignalFallbacks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOneDescriptorPerContainer: a Manager holds one descriptor per
+// container, its directory's. Every op's fork copies svcrun's descriptor
+// table and its exec closes it, in the module's one confining thread, so
+// each descriptor held per service slows every spawn of a large node.
+func TestOneDescriptorPerContainer(t *testing.T) {
+	m := newManager(t, nil)
+	const n = 50
+	count := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := count()
+	for i := range n {
+		if _, err := m.Create(fmt.Sprintf("mod/fd%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := count() - before; held > n {
+		t.Errorf("%d containers hold %d descriptors, want at most %d", n, held, n)
+	}
+	// cgroup.events is still read: a process that outlives its op arms
+	// the container.
+	out := spawn(t, m, "mod/fd0", "sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+	if len(pidsOf(t, out)) != 1 {
+		t.Fatalf("spawn printed %q", out)
+	}
+	if st, ok := m.Status("mod/fd0"); !ok || !st.Populated || !st.Armed {
+		t.Errorf("status of mod/fd0 with its daemon running: %+v, %v", st, ok)
+	}
+}

@@ -81,7 +81,10 @@
 // of a crashed daemon follows the emptying of its container within
 // milliseconds, and a start that asks whether the daemon of its pid file
 // still runs (kill -0) would otherwise find its zombie, if the reaper has
-// not got to it, and answer "already running".
+// not got to it, and answer "already running". That look is cheap beside
+// one live daemon per running service: it takes no lock a spawn needs, a
+// zombie in flight is left to its owner first (up to 50 ms), and only then
+// are the children asked, one waitid each, whether they exited.
 // Linux only; elsewhere orphans go to init (launchd), which reaps them.
 //
 // # The engine.Executor

@@ -44,6 +44,9 @@ var (
 	spawnMu  sync.RWMutex
 	flightMu sync.Mutex
 	inflight = map[int]struct{}{}
+	// untracks is closed, and replaced, whenever a child leaves the
+	// in-flight set: ReapOrphans waits on it for an owner.
+	untracks = make(chan struct{})
 
 	reaperOnce sync.Once
 	// parked says the reaper waits on wake because it found no child.
@@ -141,6 +144,8 @@ func track(pid int) func() {
 	return func() {
 		flightMu.Lock()
 		delete(inflight, pid)
+		close(untracks)
+		untracks = make(chan struct{})
 		flightMu.Unlock()
 		if awaitedPid.Load() == int64(pid) {
 			select {
@@ -240,29 +245,60 @@ func hasChildren() bool {
 
 // ReapOrphans reaps, at once, every zombie child of this process that no Run
 // or StartCmd is waiting for, and returns how many. The reaper does this by
-// itself; calling it is harmless.
+// itself; calling it is harmless. It runs before every start, beside the
+// other ops and one live daemon per running service: spawnMu is taken
+// only to reap a zombie, never to look, and a zombie in flight (which
+// hides those behind it from waitid) is first left to its owner, which is
+// reaping it, for up to ownerWaitMin; only then are the children scanned.
+// Looking under spawnMu held up every other op's spawn, and scanning at
+// once (357 scans of 1,000 children for 1,000 starts at a boot, against 24
+// with the wait, on the loaded 2-core VM) made the boot cost O(n^2).
 func ReapOrphans() int {
 	reaped := 0
+	var waited time.Duration
 	for {
-		spawnMu.Lock()
 		pid := peekZombie()
-		if pid == 0 || isInflight(pid) {
-			spawnMu.Unlock()
-			if pid == 0 {
-				return reaped
-			}
-			return reaped + reapScan()
+		if pid == 0 {
+			return reaped
 		}
-		pgid, ok := reapOrphan(pid)
+		if owned, ok := inflightUntrack(pid); ok {
+			if waited >= ownerWaitMin {
+				return reaped + reapScan()
+			}
+			t0 := time.Now()
+			select {
+			case <-owned:
+			case <-time.After(ownerWaitMin - waited):
+			}
+			waited += time.Since(t0)
+			continue
+		}
+		spawnMu.Lock()
+		pgid, ok := 0, false
+		// A spawn not yet in the set when we looked is in it now.
+		if !isInflight(pid) {
+			pgid, ok = reapOrphan(pid)
+		}
 		spawnMu.Unlock()
 		if !ok {
-			return reaped
+			// In flight after all, or gone meanwhile: the scan finds
+			// what is left.
+			return reaped + reapScan()
 		}
 		if pgid > 0 {
 			notifyOrphanExits([]int{pgid})
 		}
 		reaped++
 	}
+}
+
+// inflightUntrack says whether pid is in flight and returns, then, the
+// channel closed at the next untrack.
+func inflightUntrack(pid int) (<-chan struct{}, bool) {
+	flightMu.Lock()
+	defer flightMu.Unlock()
+	_, ok := inflight[pid]
+	return untracks, ok
 }
 
 // awaitUntrack waits until pid leaves the in-flight set, at most d, with the
@@ -302,25 +338,47 @@ func peekZombie() int {
 	}
 }
 
-// reapScan reaps every zombie child not in flight, found in /proc.
+// reapScan reaps every zombie child not in flight, found in /proc. The
+// children are mostly live daemons, one per running service: they are
+// listed and each asked whether it exited (one waitid, no file) without
+// spawnMu, which only a zombie takes, to be checked against the in-flight
+// set and reaped. Reading the stat of every child under spawnMu made each
+// start cost O(services) and stalled every spawn meanwhile: 22% of
+// svcrun's CPU at a boot of 1,000 services.
 func reapScan() int {
-	spawnMu.Lock()
 	var pgids []int
 	reaped := 0
 	for _, pid := range children() {
-		if isInflight(pid) {
+		if !exited(pid) {
 			continue
 		}
-		if g, ok := reapOrphan(pid); ok {
+		spawnMu.Lock()
+		g, ok := 0, false
+		if !isInflight(pid) {
+			g, ok = reapOrphan(pid)
+		}
+		spawnMu.Unlock()
+		if ok {
 			reaped++
 			if g > 0 {
 				pgids = append(pgids, g)
 			}
 		}
 	}
-	spawnMu.Unlock()
 	notifyOrphanExits(pgids)
 	return reaped
+}
+
+// exited reports whether the child pid is a zombie, without reaping it.
+func exited(pid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return err == nil && siginfoPid(&info) == pid
+	}
 }
 
 func isInflight(pid int) bool {
