@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -233,5 +234,189 @@ func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
 	d := w.effect(ReapDone{}).(ReapDone)
 	if want := (ReapService{Service: "m/kv", Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
 		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
+	}
+}
+
+// reapTick fires the periodic reap round a reap period after the last
+// step and reports whether it listed m/kv, and the round's note.
+func (w *reapWorld) reapTick() (OpID, bool, string) {
+	w.t.Helper()
+	w.now = w.now.Add(time.Minute - time.Millisecond) // step adds it back
+	w.step(Fire{Timer: TimerKey{Kind: TimerReap, Slot: uint32(TimerReap)}})
+	note := ""
+	for _, f := range w.out {
+		if n, ok := f.(Note); ok && n.Subject == "reap" {
+			note = n.Text
+		}
+	}
+	for _, f := range w.out {
+		if r, ok := f.(RunOp); ok && r.Target.String() == "m/kv" && r.Op == protocol.OpListOwned {
+			return r.ID, true, note
+		}
+	}
+	return 0, false, note
+}
+
+// destroyOK ends the last step's destroy of m/kv.
+func (w *reapWorld) destroyOK() {
+	w.t.Helper()
+	w.done(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+}
+
+// A periodic round lists a running service only when it may hold an
+// object to reap: a lease that used it ended, or its last listing left
+// something to look at again. Every case lists m/kv in the first round
+// (every running service, as after a restart); the second round lists it
+// or skips it as clean, and says so.
+func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
+	acquire := func(w *reapWorld, lease LeaseID, attempt string) {
+		w.step(Acquire{Lease: lease, Attempt: attempt, Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+		w.effect(Admitted{})
+	}
+	tests := []struct {
+		name   string
+		before func(w *reapWorld) // before the first round
+		// first answers the first round's listing; then comes what
+		// happens between the two rounds.
+		first   func(w *reapWorld, list OpID)
+		between func(w *reapWorld)
+		// listedFor is why the second round lists m/kv, "" for a clean
+		// one: its note says it skipped m/kv, or, when it lists every
+		// running service, nothing.
+		listedFor string
+	}{{
+		name:  "clean",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+	}, {
+		name: "only foreign and unlabelled objects",
+		first: func(w *reapWorld, list OpID) {
+			foreign := labelled("o-foreign", "a9")
+			foreign.Labels[protocol.LabelNode] = "n2"
+			w.done(list, listed(foreign, protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}))
+		},
+	}, {
+		name:  "a lease that used it ended",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+		between: func(w *reapWorld) {
+			acquire(w, "l2", "a2")
+			w.step(Release{Lease: "l2"})
+		},
+		listedFor: "a lease that used it ended",
+	}, {
+		name:  "a lease that used it expired",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+		between: func(w *reapWorld) {
+			w.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute, TTL: time.Second})
+			w.fire(w.timer(TimerLeaseTTL))
+			w.effect(Expired{})
+		},
+		listedFor: "a lease that used it ended",
+	}, {
+		name: "an orphan destroyed, to see it gone",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-dead", "a9")))
+			w.destroyOK()
+		},
+		listedFor: "recheck: orphan o-dead",
+	}, {
+		name: "a destroy failed",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-dead", "a9")))
+			w.fail(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), "exit status 1: busy")
+		},
+		listedFor: "recheck: orphan o-dead",
+	}, {
+		name:      "its listing failed",
+		first:     func(w *reapWorld, list OpID) { w.fail(list, "exit status 3") },
+		listedFor: "recheck: its listing failed",
+	}, {
+		name:      "its listing gave no list (a protocol failure)",
+		first:     func(w *reapWorld, list OpID) { w.done(list, protocol.Result{Op: protocol.OpListOwned}) },
+		listedFor: "recheck: its listing failed",
+	}, {
+		name:      "an object of a live attempt",
+		before:    func(w *reapWorld) { acquire(w, "l2", "a2") },
+		first:     func(w *reapWorld, list OpID) { w.done(list, listed(labelled("o-live", "a2"))) },
+		listedFor: "recheck: o-live, attempt live",
+	}, {
+		name: "an object newer than the snapshot",
+		first: func(w *reapWorld, list OpID) {
+			o := labelled("o-new", "a9")
+			o.CreatedAt = w.now.Add(time.Millisecond) // after the round began
+			w.done(list, listed(o))
+		},
+		listedFor: "recheck: o-new, created after the snapshot",
+	}, {
+		name: "a destroy dropped: its attempt live again",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8")))
+			destroy := opOf(w.t, w.out, "m/kv", protocol.OpDestroy)
+			acquire(w, "l2", "a8")
+			w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+		},
+		listedFor: "recheck: orphan o-first",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newReapWorld(t)
+			w.step(Release{Lease: "l1"})
+			if tt.before != nil {
+				tt.before(w)
+			}
+			list, ok, note := w.reapTick()
+			if !ok || note != "" {
+				t.Fatalf("round 1: listed %v, note %q; want m/kv listed, no note", ok, note)
+			}
+			tt.first(w, list)
+			if tt.between != nil {
+				tt.between(w)
+			}
+			kv := w.e.services["m/kv"]
+			if kv.reapWhy != tt.listedFor {
+				t.Errorf("m/kv is listed next for %q, want %q", kv.reapWhy, tt.listedFor)
+			}
+			_, ok, note = w.reapTick()
+			wantNote := ""
+			if tt.listedFor == "" {
+				wantNote = "round 2: nothing to list, 1 running service(s) skipped as clean"
+			}
+			if ok != (tt.listedFor != "") || note != wantNote {
+				t.Errorf("round 2: listed m/kv %v, note %q; want listed %v, note %q", ok, note, tt.listedFor != "", wantNote)
+			}
+		})
+	}
+}
+
+// Every ReapSweepPeriod a periodic round lists every running service, clean
+// or not (an object may carry the label of a service that no lease of its
+// attempt used); svcrun reap lists them all whenever it is asked.
+func TestReapSweepAndReapNowListEverything(t *testing.T) {
+	w := newReapWorld(t)
+	w.step(Release{Lease: "l1"})
+	list, _, _ := w.reapTick()
+	first := w.now
+	w.done(list, listed())
+	for n := 2; ; n++ {
+		list, ok, note := w.reapTick()
+		sweepDue := !w.now.Before(first.Add(10 * time.Minute))
+		if ok != sweepDue {
+			t.Fatalf("round %d, %v after the first: listed %v (note %q)", n, w.now.Sub(first), ok, note)
+		}
+		if !ok {
+			continue
+		}
+		if want := fmt.Sprintf("round %d: sweep (every 10m0s): every running service listed (1)", n); note != want {
+			t.Errorf("sweep note %q, want %q", note, want)
+		}
+		w.done(list, listed())
+		break
+	}
+	if _, ok, _ := w.reapTick(); ok {
+		t.Fatal("the round after the sweep listed a clean service")
+	}
+	w.step(ReapNow{Ticket: "t1"})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed())
+	if d := w.effect(ReapDone{}).(ReapDone); !reflect.DeepEqual(d.Services[0], ReapService{Service: "m/kv"}) {
+		t.Errorf("svcrun reap: %+v, want m/kv listed", d.Services[0])
 	}
 }
