@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -418,5 +419,69 @@ func TestReapSweepAndReapNowListEverything(t *testing.T) {
 	w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed())
 	if d := w.effect(ReapDone{}).(ReapDone); !reflect.DeepEqual(d.Services[0], ReapService{Service: "m/kv"}) {
 		t.Errorf("svcrun reap: %+v, want m/kv listed", d.Services[0])
+	}
+}
+
+// A round's note names at most reapNoteNames of the services it lists, and
+// counts the others.
+func TestReapNoteNamesTheFirstListed(t *testing.T) {
+	var mod strings.Builder
+	mod.WriteString("[module]\nname = \"m\"\nversion = \"1\"\n")
+	var caps []string
+	for i := range 25 {
+		fmt.Fprintf(&mod, "[[services]]\nname = \"s%02d\"\nexec = [\"bin/s\"]\nlifecycle = \"always\"\ncapabilities = [\"c%02d\"]\n", i, i)
+		if i < 22 {
+			caps = append(caps, fmt.Sprintf("c%02d", i))
+		}
+	}
+	m, err := manifest.Parse("module.toml", []byte(mod.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
+	// answer runs every op the last step started, and those they lead to.
+	answer := func() {
+		no := false
+		for len(w.out) > 0 {
+			var runs []RunOp
+			for _, f := range w.out {
+				if r, ok := f.(RunOp); ok {
+					runs = append(runs, r)
+				}
+			}
+			w.out = nil
+			var next []Effect
+			for _, r := range runs {
+				res := protocol.Result{Op: r.Op}
+				switch r.Op {
+				case protocol.OpFingerprint:
+					res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &no}
+				case protocol.OpStart:
+					res.OpResult = &protocol.OpResult{OK: true, Changed: true}
+				case protocol.OpReady:
+					res.Status = &protocol.Status{Running: true, Ready: true}
+				case protocol.OpListOwned:
+					res.OwnedList = &protocol.OwnedList{}
+				}
+				w.done(r.ID, res)
+				next = append(next, w.out...)
+			}
+			w.out = next
+		}
+	}
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	answer()
+	w.reapTick()
+	answer()
+	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: caps}, Wait: time.Minute})
+	w.effect(Admitted{})
+	w.step(Release{Lease: "l1"})
+	_, _, note := w.reapTick()
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("m/s%02d (a lease that used it ended)", i))
+	}
+	if want := "round 2: listing " + strings.Join(names, ", ") + " and 2 more; 3 running service(s) skipped as clean"; note != want {
+		t.Errorf("note\n got %q\nwant %q", note, want)
 	}
 }
