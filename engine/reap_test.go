@@ -485,3 +485,21 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 		t.Errorf("note\n got %q\nwant %q", note, want)
 	}
 }
+
+// With no service running, periodic rounds, the sweep among them, have
+// nothing to say.
+func TestReapRoundsWithNothingRunningGoWithoutNotes(t *testing.T) {
+	m, err := manifest.Parse("module.toml", []byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = [\"bin/man\"]\nlifecycle = \"manual\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	no := false
+	w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	for n := 1; n <= 12; n++ { // past the sweep at 10 min
+		if _, _, note := w.reapTick(); note != "" {
+			t.Fatalf("round %d: note %q", n, note)
+		}
+	}
+}
