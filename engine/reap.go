@@ -160,12 +160,10 @@ func (e *Engine) reapResult(s *service) *ReapService {
 // reapOpDone records the outcome of a list_owned that failed and of every
 // destroy.
 func (e *Engine) reapOpDone(r *opRun, o Outcome) {
-	switch {
-	case o.Failure == FailNone:
-	case r.op == protocol.OpListOwned:
+	// A destroy that fails needs no mark of its own: queueing it marked
+	// the service.
+	if r.op == protocol.OpListOwned && o.Failure != FailNone {
 		reapMark(r.svc, "recheck: its listing failed")
-	case r.op == protocol.OpDestroy:
-		reapMark(r.svc, fmt.Sprintf("recheck: destroy of %s failed", r.object))
 	}
 	res := e.reapResult(r.svc)
 	if res == nil {
@@ -234,10 +232,9 @@ func (e *Engine) reapSettled() bool {
 			s.reap, s.reapDue, s.destroy = nil, false, s.destroy[:0]
 		}
 		if !r.listed[name] {
+			// No mark: a service leaves a round only when it stops
+			// running, and becoming ready again marks it.
 			res.Failed = "not listed: " + why
-			if s != nil {
-				reapMark(s, "recheck: not listed: "+why)
-			}
 		}
 		for i := range res.Objects {
 			if res.Objects[i].Outcome == ReapPending {
