@@ -358,7 +358,7 @@ func engineConfig(cfg *nodeconfig.Config) engine.Config {
 	return engine.Config{
 		NodeID: cfg.NodeID, Platform: cfg.Platform, MemoryBudgetGB: cfg.MemoryBudgetGB,
 		MaxConcurrentOps: cfg.MaxConcurrentOps, StatusPeriod: cfg.StatusPeriod, WatchedStatusPeriod: cfg.WatchedStatusPeriod,
-		FingerprintPeriod: cfg.FingerprintPeriod, ReapPeriod: cfg.ReapPeriod,
+		FingerprintPeriod: cfg.FingerprintPeriod, ReapPeriod: cfg.ReapPeriod, ReapSweepPeriod: cfg.ReapSweepPeriod,
 	}
 }
 

@@ -411,6 +411,7 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("watched_status_period_s", old.WatchedStatusPeriod != cur.WatchedStatusPeriod)
 	check("fingerprint_period_s", old.FingerprintPeriod != cur.FingerprintPeriod)
 	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
+	check("reap_sweep_period_s", old.ReapSweepPeriod != cur.ReapSweepPeriod)
 	check("metrics_listen", old.MetricsListen != cur.MetricsListen)
 	check("memory_pressure", old.MemoryPressure != cur.MemoryPressure)
 	return out

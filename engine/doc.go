@@ -26,7 +26,9 @@
 // service thawed for an admission is checked by a status first);
 // stop escalation; per-service op serialization and a global cap on ops in
 // flight; reaping, in rounds that never overlap (a ReapNow during a round
-// gets the next one, and a ReapDone ends a round asked for); probes and doctor events; enabling, disabling and
+// gets the next one, and a ReapDone ends a round asked for) and list only
+// the services that may hold an orphan, but for the first round, a sweep
+// every ReapSweepPeriod and a ReapNow, which list every running one; probes and doctor events; enabling, disabling and
 // removing modules (a removal is a disable whose admitted leases end,
 // Expired with a Reason, and whose services are forgotten once stopped).
 //

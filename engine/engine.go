@@ -59,11 +59,13 @@ type Engine struct {
 	doctorPending bool
 
 	// The reap round in progress, the number of the last one started,
-	// and whether another was asked for meanwhile, with its tickets.
+	// and whether another was asked for meanwhile, with its tickets;
+	// when the last round that listed every running service started.
 	round       *reapRound
 	reapRounds  uint64
 	reapAgain   bool
 	nextTickets []string
+	lastFull    time.Time
 }
 
 // provider establishes a capability: a service or a probe.

@@ -524,6 +524,9 @@ func (e *Engine) forgetLease(l *lease) {
 	// The base is free again: its timers were cancelled or fired (a
 	// cancel effect of this step precedes any new timer of the base).
 	e.freeBases = append(e.freeBases, l.slot)
+	for _, s := range l.services {
+		reapMark(s, "a lease that used it ended")
+	}
 	if e.attempts[l.attempt]--; e.attempts[l.attempt] <= 0 {
 		delete(e.attempts, l.attempt)
 	}

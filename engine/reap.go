@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -37,10 +38,11 @@ type reapRound struct {
 
 // reapNow answers ReapNow. A round already running took its snapshot
 // before the request: the request waits for it to end and gets the next
-// round, which every request made meanwhile shares.
+// round, which every request made meanwhile shares. A round asked for
+// lists every running service.
 func (e *Engine) reapNow(ticket string) {
 	if e.round == nil {
-		e.startReap(ticketList(ticket))
+		e.startReap(ticketList(ticket), true)
 		return
 	}
 	if !e.reapAgain {
@@ -58,25 +60,48 @@ func ticketList(t string) []string {
 }
 
 // reapTimer starts the periodic round, unless one still runs: then the
-// period starts again.
+// period starts again. The first periodic round, and then one every
+// ReapSweepPeriod (a sweep), lists every running service; the others
+// only those reapMark marked.
 func (e *Engine) reapTimer() {
 	if e.round != nil {
 		e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 		return
 	}
-	e.startReap(nil)
+	e.startReap(nil, false)
 }
 
-// startReap begins a reap round: every running service lists its objects.
-func (e *Engine) startReap(tickets []string) {
+// reapMark has the next periodic round list s, saying why: it may hold
+// an object to reap. Its objects may predate svcrun's view (it became
+// ready: started, adopted), an attempt whose lease used it may have left
+// some (that lease ended), or its last listing left one to look at again.
+// The first reason stands until a round lists s.
+func reapMark(s *service, why string) {
+	if s.reapWhy == "" {
+		s.reapWhy = why
+	}
+}
+
+// startReap begins a reap round: every running service lists its objects
+// when the round was asked for, is the first or a sweep; else those that
+// reapMark marked do, the others being skipped as clean.
+func (e *Engine) startReap(tickets []string, asked bool) {
 	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 	snap := &reapSnap{at: e.now, live: make(map[string]bool, len(e.attempts))}
 	for a := range e.attempts {
 		snap.live[a] = true
 	}
+	first := e.lastFull.IsZero()
+	sweep := !asked && !first && !e.now.Before(e.lastFull.Add(e.cfg.ReapSweepPeriod))
+	full := asked || first || sweep
+	if full {
+		e.lastFull = e.now
+	}
 	e.reapRounds++
 	r := &reapRound{n: e.reapRounds, snap: snap, tickets: tickets, index: map[string]int{}, pending: map[string]bool{}, listed: map[string]bool{}}
 	e.round = r
+	var marked []string // why each marked service is listed, for the note
+	clean := 0
 	for _, s := range e.svcOrder {
 		r.index[s.name] = len(r.results)
 		res := ReapService{Service: s.name}
@@ -88,7 +113,14 @@ func (e *Engine) startReap(tickets []string) {
 			res.Skipped = "manual: svcrun only fingerprints it"
 		case s.state != sReady:
 			res.Skipped = "not ready: " + s.state.String()
+		case !full && s.reapWhy == "":
+			res.Skipped = "clean: nothing to reap since its last listing"
+			clean++
 		default:
+			if s.reapWhy != "" && len(marked) < reapNoteNames {
+				marked = append(marked, fmt.Sprintf("%s (%s)", s.name, s.reapWhy))
+			}
+			s.reapWhy = ""
 			s.reap = snap
 			s.reapDue = true
 			r.pending[s.name] = true
@@ -96,7 +128,26 @@ func (e *Engine) startReap(tickets []string) {
 		}
 		r.results = append(r.results, res)
 	}
+	// A round that lists every running service, as every round once did,
+	// goes without a note (a ReapDone reports a round asked for), but the
+	// sweep, which says why the clean ones are listed too.
+	switch {
+	case sweep && len(r.pending) > 0:
+		e.note("reap", "round %d: sweep (every %v): every running service listed (%d)", r.n, e.cfg.ReapSweepPeriod, len(r.pending))
+	case clean == 0:
+	case len(r.pending) == 0:
+		e.note("reap", "round %d: nothing to list, %d running service(s) skipped as clean", r.n, clean)
+	default:
+		more := ""
+		if n := len(r.pending) - len(marked); n > 0 {
+			more = fmt.Sprintf(" and %d more", n)
+		}
+		e.note("reap", "round %d: listing %s%s; %d running service(s) skipped as clean", r.n, strings.Join(marked, ", "), more, clean)
+	}
 }
+
+// reapNoteNames caps the services a round's note names.
+const reapNoteNames = 20
 
 // reapResult is the current round's entry for s, or nil.
 func (e *Engine) reapResult(s *service) *ReapService {
@@ -109,6 +160,11 @@ func (e *Engine) reapResult(s *service) *ReapService {
 // reapOpDone records the outcome of a list_owned that failed and of every
 // destroy.
 func (e *Engine) reapOpDone(r *opRun, o Outcome) {
+	// A destroy that fails needs no mark of its own: queueing it marked
+	// the service.
+	if r.op == protocol.OpListOwned && o.Failure != FailNone {
+		reapMark(r.svc, "recheck: its listing failed")
+	}
 	res := e.reapResult(r.svc)
 	if res == nil {
 		return
@@ -139,6 +195,7 @@ func (e *Engine) reapOpDone(r *opRun, o Outcome) {
 // reapKeptLive records a queued destroy dropped because its attempt is
 // live again.
 func (e *Engine) reapKeptLive(s *service, id string) {
+	reapMark(s, fmt.Sprintf("recheck: %s, its attempt live again", id))
 	res := e.reapResult(s)
 	if res == nil {
 		return
@@ -175,6 +232,8 @@ func (e *Engine) reapSettled() bool {
 			s.reap, s.reapDue, s.destroy = nil, false, s.destroy[:0]
 		}
 		if !r.listed[name] {
+			// No mark: a service leaves a round only when it stops
+			// running, and becoming ready again marks it.
 			res.Failed = "not listed: " + why
 		}
 		for i := range res.Objects {
@@ -198,7 +257,7 @@ func (e *Engine) reapSettled() bool {
 	}
 	tickets := e.nextTickets
 	e.reapAgain, e.nextTickets = false, nil
-	e.startReap(tickets)
+	e.startReap(tickets, true)
 	return true
 }
 
@@ -226,6 +285,10 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 	seen := map[string]bool{}
 	for _, o := range list.Objects {
 		if reason := e.keep(s, snap, o); reason != "" {
+			if reason == keepLive || reason == keepNewer {
+				// Reapable once its attempt ends, or at the next snapshot.
+				reapMark(s, fmt.Sprintf("recheck: %s, %s", o.ID, reason))
+			}
 			if res != nil {
 				res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapKept, Reason: reason})
 			}
@@ -241,6 +304,8 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 		if res != nil {
 			res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapPending, Forced: force})
 		}
+		// Listed again, to see it gone or count the periods to --force.
+		reapMark(s, fmt.Sprintf("recheck: orphan %s", o.ID))
 		how := "destroy"
 		if force {
 			how = "destroy --force"
@@ -273,9 +338,15 @@ func (e *Engine) keep(s *service, snap *reapSnap, o protocol.Object) string {
 	case svc != s.name:
 		return "another service's"
 	case snap.live[attempt] || e.attempts[attempt] > 0:
-		return "attempt live"
+		return keepLive
 	case !o.CreatedAt.IsZero() && o.CreatedAt.After(snap.at):
-		return "created after the snapshot"
+		return keepNewer
 	}
 	return ""
 }
+
+// The reasons to keep an object that a later listing may reap.
+const (
+	keepLive  = "attempt live"
+	keepNewer = "created after the snapshot"
+)

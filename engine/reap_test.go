@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -233,5 +235,271 @@ func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
 	d := w.effect(ReapDone{}).(ReapDone)
 	if want := (ReapService{Service: "m/kv", Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
 		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
+	}
+}
+
+// reapTick fires the periodic reap round a reap period after the last
+// step and reports whether it listed m/kv, and the round's note.
+func (w *reapWorld) reapTick() (OpID, bool, string) {
+	w.t.Helper()
+	w.now = w.now.Add(time.Minute - time.Millisecond) // step adds it back
+	w.step(Fire{Timer: TimerKey{Kind: TimerReap, Slot: uint32(TimerReap)}})
+	note := ""
+	for _, f := range w.out {
+		if n, ok := f.(Note); ok && n.Subject == "reap" {
+			note = n.Text
+		}
+	}
+	for _, f := range w.out {
+		if r, ok := f.(RunOp); ok && r.Target.String() == "m/kv" && r.Op == protocol.OpListOwned {
+			return r.ID, true, note
+		}
+	}
+	return 0, false, note
+}
+
+// destroyOK ends the last step's destroy of m/kv.
+func (w *reapWorld) destroyOK() {
+	w.t.Helper()
+	w.done(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+}
+
+// A periodic round lists a running service only when it may hold an
+// object to reap: a lease that used it ended, or its last listing left
+// something to look at again. Every case lists m/kv in the first round
+// (every running service, as after a restart); the second round lists it
+// or skips it as clean, and says so.
+func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
+	acquire := func(w *reapWorld, lease LeaseID, attempt string) {
+		w.step(Acquire{Lease: lease, Attempt: attempt, Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+		w.effect(Admitted{})
+	}
+	tests := []struct {
+		name   string
+		before func(w *reapWorld) // before the first round
+		// first answers the first round's listing; then comes what
+		// happens between the two rounds.
+		first   func(w *reapWorld, list OpID)
+		between func(w *reapWorld)
+		// listedFor is why the second round lists m/kv, "" for a clean
+		// one: its note says it skipped m/kv, or, when it lists every
+		// running service, nothing.
+		listedFor string
+	}{{
+		name:  "clean",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+	}, {
+		name: "only foreign and unlabelled objects",
+		first: func(w *reapWorld, list OpID) {
+			foreign := labelled("o-foreign", "a9")
+			foreign.Labels[protocol.LabelNode] = "n2"
+			w.done(list, listed(foreign, protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}))
+		},
+	}, {
+		name:  "a lease that used it ended",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+		between: func(w *reapWorld) {
+			acquire(w, "l2", "a2")
+			w.step(Release{Lease: "l2"})
+		},
+		listedFor: "a lease that used it ended",
+	}, {
+		name:  "a lease that used it expired",
+		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+		between: func(w *reapWorld) {
+			w.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute, TTL: time.Second})
+			w.fire(w.timer(TimerLeaseTTL))
+			w.effect(Expired{})
+		},
+		listedFor: "a lease that used it ended",
+	}, {
+		name: "an orphan destroyed, to see it gone",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-dead", "a9")))
+			w.destroyOK()
+		},
+		listedFor: "recheck: orphan o-dead",
+	}, {
+		name: "a destroy failed",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-dead", "a9")))
+			w.fail(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), "exit status 1: busy")
+		},
+		listedFor: "recheck: orphan o-dead",
+	}, {
+		name:      "its listing failed",
+		first:     func(w *reapWorld, list OpID) { w.fail(list, "exit status 3") },
+		listedFor: "recheck: its listing failed",
+	}, {
+		name:      "its listing gave no list (a protocol failure)",
+		first:     func(w *reapWorld, list OpID) { w.done(list, protocol.Result{Op: protocol.OpListOwned}) },
+		listedFor: "recheck: its listing failed",
+	}, {
+		name:      "an object of a live attempt",
+		before:    func(w *reapWorld) { acquire(w, "l2", "a2") },
+		first:     func(w *reapWorld, list OpID) { w.done(list, listed(labelled("o-live", "a2"))) },
+		listedFor: "recheck: o-live, attempt live",
+	}, {
+		name: "an object newer than the snapshot",
+		first: func(w *reapWorld, list OpID) {
+			o := labelled("o-new", "a9")
+			o.CreatedAt = w.now.Add(time.Millisecond) // after the round began
+			w.done(list, listed(o))
+		},
+		listedFor: "recheck: o-new, created after the snapshot",
+	}, {
+		name: "a destroy dropped: its attempt live again",
+		first: func(w *reapWorld, list OpID) {
+			w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8")))
+			destroy := opOf(w.t, w.out, "m/kv", protocol.OpDestroy)
+			acquire(w, "l2", "a8")
+			w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+		},
+		listedFor: "recheck: orphan o-first",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newReapWorld(t)
+			w.step(Release{Lease: "l1"})
+			if tt.before != nil {
+				tt.before(w)
+			}
+			list, ok, note := w.reapTick()
+			if !ok || note != "" {
+				t.Fatalf("round 1: listed %v, note %q; want m/kv listed, no note", ok, note)
+			}
+			tt.first(w, list)
+			if tt.between != nil {
+				tt.between(w)
+			}
+			kv := w.e.services["m/kv"]
+			if kv.reapWhy != tt.listedFor {
+				t.Errorf("m/kv is listed next for %q, want %q", kv.reapWhy, tt.listedFor)
+			}
+			_, ok, note = w.reapTick()
+			wantNote := ""
+			if tt.listedFor == "" {
+				wantNote = "round 2: nothing to list, 1 running service(s) skipped as clean"
+			}
+			if ok != (tt.listedFor != "") || note != wantNote {
+				t.Errorf("round 2: listed m/kv %v, note %q; want listed %v, note %q", ok, note, tt.listedFor != "", wantNote)
+			}
+		})
+	}
+}
+
+// Every ReapSweepPeriod a periodic round lists every running service, clean
+// or not (an object may carry the label of a service that no lease of its
+// attempt used); svcrun reap lists them all whenever it is asked.
+func TestReapSweepAndReapNowListEverything(t *testing.T) {
+	w := newReapWorld(t)
+	w.step(Release{Lease: "l1"})
+	list, _, _ := w.reapTick()
+	first := w.now
+	w.done(list, listed())
+	for n := 2; ; n++ {
+		list, ok, note := w.reapTick()
+		sweepDue := !w.now.Before(first.Add(10 * time.Minute))
+		if ok != sweepDue {
+			t.Fatalf("round %d, %v after the first: listed %v (note %q)", n, w.now.Sub(first), ok, note)
+		}
+		if !ok {
+			continue
+		}
+		if want := fmt.Sprintf("round %d: sweep (every 10m0s): every running service listed (1)", n); note != want {
+			t.Errorf("sweep note %q, want %q", note, want)
+		}
+		w.done(list, listed())
+		break
+	}
+	if _, ok, _ := w.reapTick(); ok {
+		t.Fatal("the round after the sweep listed a clean service")
+	}
+	w.step(ReapNow{Ticket: "t1"})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed())
+	if d := w.effect(ReapDone{}).(ReapDone); !reflect.DeepEqual(d.Services[0], ReapService{Service: "m/kv"}) {
+		t.Errorf("svcrun reap: %+v, want m/kv listed", d.Services[0])
+	}
+}
+
+// A round's note names at most reapNoteNames of the services it lists, and
+// counts the others.
+func TestReapNoteNamesTheFirstListed(t *testing.T) {
+	var mod strings.Builder
+	mod.WriteString("[module]\nname = \"m\"\nversion = \"1\"\n")
+	var caps []string
+	for i := range 25 {
+		fmt.Fprintf(&mod, "[[services]]\nname = \"s%02d\"\nexec = [\"bin/s\"]\nlifecycle = \"always\"\ncapabilities = [\"c%02d\"]\n", i, i)
+		if i < 22 {
+			caps = append(caps, fmt.Sprintf("c%02d", i))
+		}
+	}
+	m, err := manifest.Parse("module.toml", []byte(mod.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
+	// answer runs every op the last step started, and those they lead to.
+	answer := func() {
+		no := false
+		for len(w.out) > 0 {
+			var runs []RunOp
+			for _, f := range w.out {
+				if r, ok := f.(RunOp); ok {
+					runs = append(runs, r)
+				}
+			}
+			w.out = nil
+			var next []Effect
+			for _, r := range runs {
+				res := protocol.Result{Op: r.Op}
+				switch r.Op {
+				case protocol.OpFingerprint:
+					res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &no}
+				case protocol.OpStart:
+					res.OpResult = &protocol.OpResult{OK: true, Changed: true}
+				case protocol.OpReady:
+					res.Status = &protocol.Status{Running: true, Ready: true}
+				case protocol.OpListOwned:
+					res.OwnedList = &protocol.OwnedList{}
+				}
+				w.done(r.ID, res)
+				next = append(next, w.out...)
+			}
+			w.out = next
+		}
+	}
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	answer()
+	w.reapTick()
+	answer()
+	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: caps}, Wait: time.Minute})
+	w.effect(Admitted{})
+	w.step(Release{Lease: "l1"})
+	_, _, note := w.reapTick()
+	var names []string
+	for i := range 20 {
+		names = append(names, fmt.Sprintf("m/s%02d (a lease that used it ended)", i))
+	}
+	if want := "round 2: listing " + strings.Join(names, ", ") + " and 2 more; 3 running service(s) skipped as clean"; note != want {
+		t.Errorf("note\n got %q\nwant %q", note, want)
+	}
+}
+
+// With no service running, periodic rounds, the sweep among them, have
+// nothing to say.
+func TestReapRoundsWithNothingRunningGoWithoutNotes(t *testing.T) {
+	m, err := manifest.Parse("module.toml", []byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = [\"bin/man\"]\nlifecycle = \"manual\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	no := false
+	w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	for n := 1; n <= 12; n++ { // past the sweep at 10 min
+		if _, _, note := w.reapTick(); note != "" {
+			t.Fatalf("round %d: note %q", n, note)
+		}
 	}
 }

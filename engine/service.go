@@ -86,6 +86,9 @@ type service struct {
 	reap    *reapSnap
 	orphans map[string]int // object id -> reap periods survived as an orphan
 	destroy []destroyReq
+	// reapWhy says why the next periodic reap round lists the service
+	// (see reapMark); "" when its last listing left nothing to reap.
+	reapWhy string
 }
 
 func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
@@ -756,6 +759,7 @@ func (e *Engine) becameReady(s *service) {
 	s.adopting = false
 	s.setState(e, sReady)
 	s.readySince = e.now
+	reapMark(s, "not listed since it became ready")
 	e.armWatch(s, false)
 	if s.failures > 0 {
 		e.setTimer(s.slot, TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))

@@ -21,6 +21,11 @@ type Config struct {
 	WatchedStatusPeriod time.Duration
 	FingerprintPeriod   time.Duration
 	ReapPeriod          time.Duration
+	// ReapSweepPeriod is how often a periodic reap round lists every
+	// running service, even those with nothing known to reap: the safety
+	// net for an object labelled with a service no lease of its attempt
+	// used. Default 10 min, never below ReapPeriod.
+	ReapSweepPeriod time.Duration
 
 	// ReadyPoll is the pause between two ready ops while a start waits for
 	// readiness. Default 1 s.
@@ -50,6 +55,10 @@ func (c *Config) withDefaults() {
 	if c.ReapPeriod <= 0 {
 		c.ReapPeriod = time.Minute
 	}
+	if c.ReapSweepPeriod <= 0 {
+		c.ReapSweepPeriod = 10 * time.Minute
+	}
+	c.ReapSweepPeriod = max(c.ReapSweepPeriod, c.ReapPeriod)
 	if c.ReadyPoll <= 0 {
 		c.ReadyPoll = time.Second
 	}

@@ -72,6 +72,9 @@ const (
 	// fingerprint ops a second, more than svcrun's whole idle CPU budget.
 	DefaultFingerprintPeriod = 300 * time.Second
 	DefaultReapPeriod        = 60 * time.Second
+	// DefaultReapSweepPeriod: between sweeps a reap round lists only the
+	// services that may hold an orphan (engine.Config.ReapSweepPeriod).
+	DefaultReapSweepPeriod = 600 * time.Second
 	// DefaultBudgetShare of physical memory is the default memory budget.
 	DefaultBudgetShare = 0.8
 )
@@ -116,8 +119,11 @@ type Config struct {
 	WatchedStatusPeriod time.Duration
 	FingerprintPeriod   time.Duration
 	ReapPeriod          time.Duration
-	Limits              Limits
-	Modules             []Module
+	// ReapSweepPeriod is how often a reap round lists every running
+	// service; at least ReapPeriod.
+	ReapSweepPeriod time.Duration
+	Limits          Limits
+	Modules         []Module
 	// ModuleDataDirs overrides ModuleDataDir for the modules it names: a
 	// node that svcrun op makes up for a bundle (op --bundle --data DIR);
 	// a configuration file never sets it.
@@ -312,6 +318,13 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	}
 	c.FingerprintPeriod = t.Seconds("fingerprint_period_s", DefaultFingerprintPeriod, false)
 	c.ReapPeriod = t.Seconds("reap_period_s", DefaultReapPeriod, false)
+	c.ReapSweepPeriod = max(DefaultReapSweepPeriod, c.ReapPeriod)
+	if t.Has("reap_sweep_period_s") {
+		c.ReapSweepPeriod = t.Seconds("reap_sweep_period_s", c.ReapSweepPeriod, false)
+		if c.ReapSweepPeriod < c.ReapPeriod {
+			t.Errorf("reap_sweep_period_s", "must be at least reap_period_s (%v s), got %v s: a sweep is a reap round that lists every running service", c.ReapPeriod.Seconds(), c.ReapSweepPeriod.Seconds())
+		}
+	}
 
 	c.MetricsListen = parseMetricsListen(t)
 	c.MemoryPressure = parsePressure(t.Table("memory_pressure"))

@@ -40,7 +40,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock", SocketGID: -1,
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
-		StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute, FingerprintPeriod: 5 * time.Minute, ReapPeriod: time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
+		StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute, FingerprintPeriod: 5 * time.Minute, ReapPeriod: time.Minute, ReapSweepPeriod: 10 * time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
 		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
@@ -63,6 +63,7 @@ status_period_s = 2.5
 watched_status_period_s = 120
 fingerprint_period_s = 30
 reap_period_s = 120
+reap_sweep_period_s = 1200
 metrics_listen = "127.0.0.1:9464"
 
 [memory_pressure]
@@ -89,7 +90,7 @@ enabled = false
 	want := &Config{
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-1", DataDir: "/etc/svcrun/state", Socket: "/run/svcrun.sock", SocketGroup: "jobs", SocketGID: 1500,
 		Platform: "macos", MemoryBudgetGB: 16, Sandbox: SandboxBestEffort, RunAs: "svc", MaxConcurrentOps: 3,
-		StatusPeriod: 2500 * time.Millisecond, WatchedStatusPeriod: 2 * time.Minute, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute,
+		StatusPeriod: 2500 * time.Millisecond, WatchedStatusPeriod: 2 * time.Minute, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute, ReapSweepPeriod: 20 * time.Minute,
 		MetricsListen: "127.0.0.1:9464", MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 35.5, FullAvg10: 10},
 		Limits: Limits{MemGB: 8, Pids: 1024},
 		Modules: []Module{
@@ -133,6 +134,29 @@ func TestWatchedStatusPeriod(t *testing.T) {
 	}
 }
 
+// TestReapSweepPeriod: reap_sweep_period_s defaults to 600 s, and never
+// to less than reap_period_s, which a node may set higher.
+func TestReapSweepPeriod(t *testing.T) {
+	cases := []struct {
+		toml string
+		want time.Duration
+	}{
+		{"", 600 * time.Second},
+		{"reap_period_s = 900\n", 900 * time.Second},
+		{"reap_period_s = 30\nreap_sweep_period_s = 30\n", 30 * time.Second},
+		{"reap_sweep_period_s = 3600\n", time.Hour},
+	}
+	for _, tc := range cases {
+		c, err := parse(t, tc.toml)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.toml, err)
+		}
+		if c.ReapSweepPeriod != tc.want {
+			t.Errorf("%q: ReapSweepPeriod %v, want %v", tc.toml, c.ReapSweepPeriod, tc.want)
+		}
+	}
+}
+
 func TestInvalid(t *testing.T) {
 	long := "/" + strings.Repeat("s", 110)
 	cases := []struct {
@@ -163,6 +187,8 @@ func TestInvalid(t *testing.T) {
 		{"negative period", "reap_period_s = -1\n", nil, []string{`svcrun.toml:1:1: reap_period_s: must be more than 0 seconds, got -1`}},
 		{"watched status zero", "watched_status_period_s = 0\n", nil, []string{`svcrun.toml:1:1: watched_status_period_s: must be more than 0 seconds, got 0`}},
 		{"watched status below status", "status_period_s = 30\nwatched_status_period_s = 20\n", nil, []string{`svcrun.toml:2:1: watched_status_period_s: must be at least status_period_s (30 s), got 20 s: a contained service is polled less often, never more`}},
+		{"reap sweep zero", "reap_sweep_period_s = 0\n", nil, []string{`svcrun.toml:1:1: reap_sweep_period_s: must be more than 0 seconds, got 0`}},
+		{"reap sweep below reap", "reap_period_s = 120\nreap_sweep_period_s = 60\n", nil, []string{`svcrun.toml:2:1: reap_sweep_period_s: must be at least reap_period_s (120 s), got 60 s: a sweep is a reap round that lists every running service`}},
 		{"limits typo", "[limits]\nmem = 8\n", nil, []string{`svcrun.toml:2:1: limits.mem: unknown key (known: mem_gb, pids)`}},
 		{"limits zero pids", "[limits]\npids = 0\n", nil, []string{`svcrun.toml:2:1: limits.pids: must be at least 1, got 0 (leave it out for no cap)`}},
 		{"module without bundle", "[[modules]]\nenabled = true\n", nil, []string{`svcrun.toml:1:3: modules[0].bundle: is required: the module's bundle directory (relative to this file or absolute)`}},

@@ -146,16 +146,19 @@ func Explore(seed uint64, steps int) Exploration {
 		default:
 			return finish(fmt.Errorf("liveness: no answer for %s 16 minutes into the fault-free phase: %v", name, ans))
 		}
-		// Held through enough reap rounds for --force, every orphan must
-		// go; but a manual service's, which svcrun only fingerprints.
-		w.RunFor(time.Duration(5+4) * n.Config.ReapPeriod)
+		// Held through a sweep (an object may be labelled with a service
+		// no lease of its attempt used, which only a sweep lists) and then
+		// enough reap rounds for --force, every orphan must go; but a
+		// manual service's, which svcrun only fingerprints.
+		periods := n.Config.ReapSweepPeriod + time.Duration(2+4)*n.Config.ReapPeriod
+		w.RunFor(periods)
 		for _, o := range w.Exec.Objects(name) {
 			if spec.Lifecycle == manifest.Manual {
 				break
 			}
 			l := o.Labels
 			if l[protocol.LabelNode] == exploreNode && l[protocol.LabelService] == name && l[protocol.LabelAttemptID] != "" && l[protocol.LabelAttemptID] != "live" {
-				return finish(fmt.Errorf("liveness: orphan %s of %s (attempt %s) survived %d reap periods", o.ID, name, l[protocol.LabelAttemptID], 9))
+				return finish(fmt.Errorf("liveness: orphan %s of %s (attempt %s) survived %v of reap rounds and a sweep", o.ID, name, l[protocol.LabelAttemptID], periods))
 			}
 		}
 		a.record("release %s", id)

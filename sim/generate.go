@@ -60,6 +60,8 @@ func genNode(draw drawer, node string) Node {
 		FingerprintPeriod: seconds(draw, "fingerprint_s", 20, 120),
 		ReapPeriod:        seconds(draw, "reap_s", 20, 120),
 	}
+	// Sweeps within the histories, not only in the liveness phase.
+	cfg.ReapSweepPeriod = 4 * cfg.ReapPeriod
 	n := Node{Config: cfg, Later: map[string][]*manifest.Module{}, Behaviours: map[string]*fakes.Behaviour{}}
 	var mods []*manifest.Module
 	for i, k := 0, draw("modules", 1, 3); i < k; i++ {

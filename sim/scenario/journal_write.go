@@ -91,6 +91,9 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 	if cfg.WatchedStatusPeriod > 0 {
 		fmt.Fprintf(&b, " watched_status=%v", cfg.WatchedStatusPeriod)
 	}
+	if cfg.ReapSweepPeriod > 0 {
+		fmt.Fprintf(&b, " reap_sweep=%v", cfg.ReapSweepPeriod)
+	}
 	if cfg.ReadyPoll > 0 {
 		fmt.Fprintf(&b, " ready_poll=%v", cfg.ReadyPoll)
 	}

@@ -32,8 +32,12 @@ func Explored(x sim.Exploration) string {
 // and replayed with `svcsim run`.
 func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, later map[string][]*manifest.Module, behaviours map[string]*fakes.Behaviour, inputs []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v\n\n",
+	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v",
 		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)
+	if cfg.ReapSweepPeriod > 0 {
+		fmt.Fprintf(&b, " reap_sweep=%v", cfg.ReapSweepPeriod)
+	}
+	b.WriteString("\n\n")
 	for _, ms := range mods {
 		if len(ms.Module.Services)+len(ms.Module.Probes) == 0 {
 			continue
