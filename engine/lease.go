@@ -552,12 +552,18 @@ func (e *Engine) leaseWaitOver(id LeaseID) {
 
 // whyWaiting says, for people, what a waiting lease is waiting for.
 func (e *Engine) waitingReason(l *lease) string {
-	var parts []string
+	// A frozen service's thaw check is no obstacle of its own: it is
+	// named only when nothing else keeps l out, else the pool tokens held
+	// by others would hide behind it.
+	var parts, checks []string
 	for _, s := range l.services {
-		if s.admissible() {
-			continue
+		switch {
+		case s.admissible():
+		case s.checking():
+			checks = append(checks, e.describeWait(s))
+		default:
+			parts = append(parts, e.describeWait(s))
 		}
-		parts = append(parts, e.describeWait(s))
 	}
 	for _, p := range l.probes {
 		switch {
@@ -579,6 +585,9 @@ func (e *Engine) waitingReason(l *lease) string {
 				parts = append(parts, fmt.Sprintf("pool %s: no capacity", n))
 			}
 		}
+	}
+	if len(parts) == 0 {
+		parts = checks
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "earlier requests for the same pools wait first")

@@ -111,8 +111,10 @@ func newChaos(t *testing.T) *chaos {
 		node: fmt.Sprintf("chaos-%d", os.Getpid()), ctl: filepath.Join(data, "data", "modules", "chaos", "ctl"),
 		leases: map[string]bool{},
 	}
+	// The orphans it makes belong to attempts no lease of this node had:
+	// only a sweep lists a service for them, so sweeps come every second.
 	cfg := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
-		"status_period_s = 0.2\nfingerprint_period_s = 1\nreap_period_s = 0.3\n\n[[modules]]\nbundle = %q\n", c.node, c.sock, bundle)
+		"status_period_s = 0.2\nfingerprint_period_s = 1\nreap_period_s = 0.3\nreap_sweep_period_s = 1\n\n[[modules]]\nbundle = %q\n", c.node, c.sock, bundle)
 	if err := os.WriteFile(c.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
