@@ -130,7 +130,9 @@ func TestMetricsListenInUse(t *testing.T) {
 	if err := os.WriteFile(e.cfg, bytes.Replace(mustRead(t, e.cfg), []byte("metrics_listen"), []byte("# metrics_listen"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err = Open(Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true})
+	// It stops what it started on the way out: the module's always
+	// service would otherwise outlive the test.
+	a, err = Open(Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, StopServicesOnExit: true})
 	if err != nil {
 		t.Fatalf("Open after the refused one: %v", err)
 	}
