@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -327,12 +328,21 @@ func TestStartAfterCrashFindsNoZombie(t *testing.T) {
 	if os.Getenv("EXECUTOR_TEST_SUBREAPER_ONLY") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestStartAfterCrashFindsNoZombie$", "-test.v")
 		cmd.Env = append(os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_TEST_SUBREAPER_ONLY=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
+		// Started as every child of a subreaper must be (this test
+		// process is one, with its reaper running), or the reaper could
+		// take its exit status.
+		var b bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &b, &b
+		done, err := StartCmd(cmd)
+		if err == nil {
+			err = cmd.Wait()
+			done()
 		}
-		if strings.Contains(string(out), "--- SKIP") {
-			t.Skipf("%s", out)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, b.String())
+		}
+		if strings.Contains(b.String(), "--- SKIP") {
+			t.Skipf("%s", b.String())
 		}
 		return
 	}
