@@ -58,6 +58,20 @@ func TestRestoredLeases(t *testing.T) {
 			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("ca", "cb")},
 			want:    []string{"rejected l3: attempt a1 already holds lease l1 for cap=ca; this acquire asks for cap=ca,cb: an attempt holds one lease, so release l1 first or use another attempt id"},
 			stays:   []string{"l1", "l2"}, live: []string{"a1"}},
+		// Four of a rank, so that a choice left to the map's order (the
+		// last seen of a rank winning, say) names another lease in most runs.
+		{name: "several of an attempt alike: the lowest id wins",
+			stored: []engine.LeaseRecord{lease("l4", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "ca"),
+				lease("l5", "a1", 0, 0, "ca"), lease("l3", "a1", 0, 0, "ca")},
+			acquire: &engine.Acquire{Lease: "l6", Attempt: "a1", Requirements: caps("ca")},
+			want:    []string{"answered l6 with l2, already held by its attempt (m/a)"},
+			stays:   []string{"l2", "l3", "l4", "l5"}, live: []string{"a1"}},
+		{name: "several of an attempt, none alike: the lowest id is named",
+			stored: []engine.LeaseRecord{lease("l4", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb"),
+				lease("l5", "a1", 0, 0, "ca"), lease("l3", "a1", 0, 0, "cb")},
+			acquire: &engine.Acquire{Lease: "l6", Attempt: "a1", Requirements: caps("ca", "cb")},
+			want:    []string{"rejected l6: attempt a1 already holds lease l2 for cap=cb; this acquire asks for cap=ca,cb: an attempt holds one lease, so release l2 first or use another attempt id"},
+			stays:   []string{"l2", "l3", "l4", "l5"}, live: []string{"a1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
