@@ -208,17 +208,17 @@ func (x *Executor) opStart(service string) (fd int, removed error, ok bool) {
 		return -1, nil, false
 	}
 	fd, err := x.cg.OpStart(service)
-	if errors.Is(err, cgroup.ErrRemoved) {
-		// Counted: runIn recovers the container.
-		return -1, err, true
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, cgroup.ErrRemoved) {
 		x.setFallback(service, err)
 		return -1, nil, false
 	}
 	// Missing controllers are recorded, not errors; a failed write shows
-	// in the container's status. Unchanged limits are not rewritten.
+	// in the container's status. Unchanged limits are not rewritten. A
+	// removed container gets them again when Recover re-creates it.
 	x.cg.Limits(service, lim.MemGB, lim.Pids)
+	if err != nil {
+		return -1, err, true // counted: runIn recovers the container
+	}
 	return fd, nil, true
 }
 
