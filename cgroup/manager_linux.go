@@ -317,14 +317,15 @@ func (m *Manager) openLocked(c *container) error {
 }
 
 // Recover is for an op whose clone into the service's container failed
-// before anything of it ran, and returns the descriptor to clone it into
-// once more; the op stays counted. A container removed under this Manager
-// (by another svcrun with the same node_id, or by hand) fails the clone
-// with ENOENT, which reads as if the op's executable were missing: Recover
-// tells it by the container's directory, gone or replaced by another one,
-// re-creates the container (same path, same limits), logs the removal at
-// WARN, and returns the new descriptor. An intact container's descriptor
-// is returned as it is: another op of the service may have re-created it
+// before anything of it ran, or whose OpStart said ErrRemoved, and returns
+// a new descriptor to clone it into (the caller's to close); the op stays
+// counted. A container removed under this Manager (by another svcrun with
+// the same node_id, or by hand) fails the clone with ENOENT, which reads as
+// if the op's executable were missing: Recover tells it by the container's
+// directory, gone or replaced by another one, re-creates the container
+// (same path, same limits), logs the removal at WARN, and returns a
+// descriptor of the new one. An intact container is left as it is, and its
+// descriptor returned: another op of the service may have re-created it
 // since this one's clone. -1 and an error naming the removal mean it could
 // not be re-created; -1 and nil, that the service has no container here.
 func (m *Manager) Recover(service string) (int, error) {
