@@ -23,9 +23,9 @@
 // New(Options) returns a Manager whether or not cgroups work; Err says why
 // they do not. A service module/name has the container
 // <base>/<module>/<name>; names are checked against [a-z0-9][a-z0-9-]*.
-// OpStart (or Create) makes the container, keeps an O_PATH directory
-// descriptor of it for SysProcAttr.CgroupFD (clone3 CLONE_INTO_CGROUP) and
-// counts the op; OpEnd ends it. Kill writes cgroup.kill (fallback: SIGKILL
+// OpStart (or Create) makes the container, counts the op and returns a new
+// O_PATH descriptor of its directory for SysProcAttr.CgroupFD (clone3
+// CLONE_INTO_CGROUP), which the caller closes; OpEnd ends the op. Kill writes cgroup.kill (fallback: SIGKILL
 // every pid of cgroup.procs, frozen first, until it is empty), Freeze and
 // Thaw write cgroup.freeze (fallback: SIGSTOP and SIGCONT), and each can
 // wait, bounded, for cgroup.events to say it is done. Limits writes
@@ -51,15 +51,15 @@
 // without the lock, or by hand) makes the clone of the next op fail with
 // ENOENT, which reads as if the executable were missing. Recover tells it
 // by the container's directory (gone, or another inode than the one the
-// Manager holds), re-creates it with its limits, logs a WARN naming it,
+// Manager recorded; OpStart tells it too, by ErrRemoved), re-creates it with its limits, logs a WARN naming it,
 // and gives the op the new descriptor.
 //
 // # Emptied events
 //
 // One goroutine reads an inotify descriptor watching IN_MODIFY of every
 // container's cgroup.events and re-reads the file at each event (opened
-// through the container's directory descriptor each time: the one
-// descriptor a container holds, since every op's fork copies them all).
+// each time and checked to be the container's by its inode: a container
+// holds no descriptor, since every op's fork copies them all).
 // Ops run in the container, so it empties after every op of a service
 // whose daemon lives elsewhere or that is stopped: that is not a crash.
 // The rule is therefore: a container is armed when an op ends and the
@@ -218,6 +218,11 @@ type LimitsStatus struct {
 // ErrBusy is returned by Remove for a container that is populated or has
 // an op running.
 var ErrBusy = errors.New("cgroup: container in use")
+
+// ErrRemoved is wrapped by the error of OpStart and Create for a container
+// removed under the Manager (by another svcrun, or by hand): Recover
+// re-creates it.
+var ErrRemoved = errors.New("cgroup: process container removed")
 
 // ErrInUse is wrapped by the Err of a Manager whose base cgroup another
 // svcrun (another Manager) holds: two svcruns with the same node_id would

@@ -170,11 +170,12 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-// TestRecoverRemovedContainer: a container removed under a service fails
-// the clone with ENOENT, as if the executable were missing; Recover tells
-// it, re-creates the container with a WARN naming it, and the op runs in
-// the new one. An intact container is left alone, and so is one
-// re-created already (by another op's Recover).
+// TestRecoverRemovedContainer: a container removed under a service, before
+// its op's OpStart (which says ErrRemoved) or after it (the clone fails
+// with ENOENT, as if the executable were missing), is recovered: Recover
+// re-creates the container with a WARN naming it, and the op runs in the
+// new one. An intact container is left alone, and so is one re-created
+// already (by another op's Recover).
 func TestRecoverRemovedContainer(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -189,60 +190,87 @@ func TestRecoverRemovedContainer(t *testing.T) {
 			}
 		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logged bytes.Buffer
-			m := newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
-			const svc = "mod/lost"
-			if _, err := m.Limits(svc, 0, 64); err != nil {
-				t.Fatal(err)
+		for _, after := range []bool{false, true} {
+			name := tc.name + ", before OpStart"
+			if after {
+				name = tc.name + ", after OpStart"
 			}
-			spawn(t, m, svc, "true")
-			held, _ := m.Create(svc)
-			if fd, err := m.Recover(svc); fd != held || err != nil || logged.Len() != 0 {
-				t.Fatalf("Recover of an intact container: %d, %v, want %d; logged %q", fd, err, held, &logged)
-			}
-			dir, _ := m.Path(svc)
-			tc.remove(t, dir)
-
-			fd, err := m.OpStart(svc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.OpEnd(svc)
-			if _, err := clone(fd, "true"); !errors.Is(err, syscall.ENOENT) {
-				t.Fatalf("clone into the removed container: %v, want ENOENT", err)
-			}
-			fd, err = m.Recover(svc)
-			if err != nil || fd < 0 {
-				t.Fatalf("Recover: %d, %v", fd, err)
-			}
-			out, err := clone(fd, "cat /proc/self/cgroup")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := "0::" + strings.TrimPrefix(dir, m.Support().Mount) + "\n"; !strings.Contains(out, want) {
-				t.Errorf("the op ran in %q, want %q", out, want)
-			}
-			if st, _ := m.Status(svc); st.Ops != 1 {
-				t.Errorf("the op is not counted in the new container: %+v", st)
-			}
-			if m.Support().Pids.OK {
-				if data, _ := os.ReadFile(filepath.Join(dir, filePidsMax)); strings.TrimSpace(string(data)) != "64" {
-					t.Errorf("pids.max of the new container %q, want 64", data)
+			t.Run(name, func(t *testing.T) {
+				var logged bytes.Buffer
+				m := newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+				const svc = "mod/lost"
+				if _, err := m.Limits(svc, 0, 64); err != nil {
+					t.Fatal(err)
 				}
-			}
-			want := fmt.Sprintf("the process container %s of %s was removed (by another svcrun with the same node_id?): re-created", dir, svc)
-			if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), want) {
-				t.Errorf("%d WARN, want one with %q:\n%s", n, want, &logged)
-			}
-			if again, err := m.Recover(svc); again != fd || err != nil {
-				t.Errorf("Recover of the re-created container: %d, %v, want %d", again, err, fd)
-			}
-			if n := strings.Count(logged.String(), "level=WARN"); n != 1 {
-				t.Errorf("%d WARN after a second Recover", n)
-			}
-		})
+				spawn(t, m, svc, "true")
+				held, _ := m.Create(svc)
+				defer unix.Close(held)
+				if fd, err := m.Recover(svc); !sameFile(t, fd, held) || err != nil || logged.Len() != 0 {
+					t.Fatalf("Recover of an intact container: %d, %v, want the directory of %d; logged %q", fd, err, held, &logged)
+				} else {
+					unix.Close(fd)
+				}
+				dir, _ := m.Path(svc)
+				if !after {
+					tc.remove(t, dir)
+				}
+				fd, err := m.OpStart(svc)
+				if after && err != nil || !after && !errors.Is(err, ErrRemoved) {
+					t.Fatalf("OpStart: %d, %v", fd, err)
+				}
+				defer m.OpEnd(svc)
+				if after {
+					tc.remove(t, dir)
+					if _, err := clone(fd, "true"); !errors.Is(err, syscall.ENOENT) {
+						t.Fatalf("clone into the removed container: %v, want ENOENT", err)
+					}
+					unix.Close(fd)
+				}
+				fd, err = m.Recover(svc)
+				if err != nil || fd < 0 {
+					t.Fatalf("Recover: %d, %v", fd, err)
+				}
+				defer unix.Close(fd)
+				out, err := clone(fd, "cat /proc/self/cgroup")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "0::" + strings.TrimPrefix(dir, m.Support().Mount) + "\n"; !strings.Contains(out, want) {
+					t.Errorf("the op ran in %q, want %q", out, want)
+				}
+				if st, _ := m.Status(svc); st.Ops != 1 {
+					t.Errorf("the op is not counted in the new container: %+v", st)
+				}
+				if m.Support().Pids.OK {
+					if data, _ := os.ReadFile(filepath.Join(dir, filePidsMax)); strings.TrimSpace(string(data)) != "64" {
+						t.Errorf("pids.max of the new container %q, want 64", data)
+					}
+				}
+				want := fmt.Sprintf("the process container %s of %s was removed (by another svcrun with the same node_id?): re-created", dir, svc)
+				if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), want) {
+					t.Errorf("%d WARN, want one with %q:\n%s", n, want, &logged)
+				}
+				if again, err := m.Recover(svc); !sameFile(t, again, fd) || err != nil {
+					t.Errorf("Recover of the re-created container: %d, %v, want the directory of %d", again, err, fd)
+				} else {
+					unix.Close(again)
+				}
+				if n := strings.Count(logged.String(), "level=WARN"); n != 1 {
+					t.Errorf("%d WARN after a second Recover", n)
+				}
+			})
+		}
 	}
+}
+
+// sameFile says whether descriptors a and b are of the same file.
+func sameFile(t *testing.T, a, b int) bool {
+	t.Helper()
+	var sa, sb unix.Stat_t
+	if a < 0 || b < 0 || unix.Fstat(a, &sa) != nil || unix.Fstat(b, &sb) != nil {
+		return false
+	}
+	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
 func rmdir(t *testing.T, dir string) {

@@ -49,16 +49,20 @@ type moduleDir struct {
 // container is one service's cgroup.
 type container struct {
 	service, dir string
-	// dirFD (O_PATH|O_DIRECTORY) is SysProcAttr.CgroupFD, and the
-	// directory cgroup.events is opened in at each re-read. The file is
-	// not held open: every op's fork copies svcrun's descriptor table and
-	// its exec closes it, in the one confining thread of the module, so
-	// a second descriptor per service slowed every spawn of a node of
-	// 1,000 services (a fork and exec: 0.90 ms with 2,000 descriptors
-	// open, 0.70 ms without).
-	dirFD int
-	wd    int32
-	mod   *moduleDir
+	// dir and cgroup.events are known by their inodes, recorded when the
+	// container is opened: a descriptor handed out (openDir) or a re-read
+	// of cgroup.events (openEvents) is of this directory, never of one
+	// re-created at the same path. No descriptor is held: every op's
+	// fork copies svcrun's descriptor table and its exec closes it, in
+	// the one confining thread of the module, so one descriptor per
+	// service slowed every spawn of a node of 1,000 services (a fork and
+	// exec: 0.90 ms with 2,000 descriptors open, 0.70 ms without; a
+	// spawn of a static binary 0.96-1.09 ms with 1,000, 0.88-0.95 ms
+	// without). open is false once it is removed or the Manager closed.
+	open        bool
+	dirID, evID fileID
+	wd          int32
+	mod         *moduleDir
 
 	mu        sync.Mutex
 	ops       int
@@ -162,10 +166,11 @@ func (m *Manager) Path(service string) (string, error) {
 	return filepath.Join(m.sup.Base, mod, name), nil
 }
 
-// Create makes the service's container if needed and returns its directory
-// descriptor, for SysProcAttr.UseCgroupFD/CgroupFD. The descriptor belongs
-// to the Manager and stays valid until Remove or Close. A container left
-// frozen (by an earlier svcrun) is thawed, so that ops can run in it.
+// Create makes the service's container if needed and returns a new
+// descriptor of its directory, for SysProcAttr.UseCgroupFD/CgroupFD, which
+// the caller closes once the op is cloned. A container left frozen (by an
+// earlier svcrun) is thawed, so that ops can run in it. A container
+// removed under the Manager (ErrRemoved) is for Recover.
 func (m *Manager) Create(service string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -173,13 +178,15 @@ func (m *Manager) Create(service string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	return c.dirFD, nil
+	return c.openDir()
 }
 
 // OpStart creates the container if needed, counts an op of the service as
-// running, and returns the descriptor to clone the op into. Every
-// successful OpStart must be followed by OpEnd once the op's process has
-// exited.
+// running, and returns a new descriptor to clone the op into, which the
+// caller closes once the op is cloned. Every OpStart that succeeds or
+// fails with ErrRemoved must be followed by OpEnd once the op's process
+// has exited: the op stays counted, and Recover gives the descriptor of
+// the re-created container.
 func (m *Manager) OpStart(service string) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -187,10 +194,14 @@ func (m *Manager) OpStart(service string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	fd, err := c.openDir()
+	if err != nil && !errors.Is(err, ErrRemoved) {
+		return -1, err
+	}
 	c.mu.Lock()
 	c.ops++
 	c.mu.Unlock()
-	return c.dirFD, nil
+	return fd, err
 }
 
 // OpEnd says an op of the service ended (its process exited). If the
@@ -253,7 +264,7 @@ func (m *Manager) createLocked(service string) (*container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), dirFD: -1, wd: -1, mod: mod, changed: make(chan struct{})}
+	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), wd: -1, mod: mod, changed: make(chan struct{})}
 	// An empty container left by an earlier svcrun may have been killed:
 	// replace it. A populated one holds a daemon to adopt: keep it.
 	_ = unix.Rmdir(c.dir)
@@ -274,19 +285,24 @@ func (m *Manager) createLocked(service string) (*container, error) {
 	return c, nil
 }
 
-// openLocked opens the descriptors of the container's directory and of its
+// openLocked records the inodes of the container's directory and of its
 // cgroup.events, and watches the latter. m.mu is held.
 func (m *Manager) openLocked(c *container) error {
 	fail := func(what string, err error) error {
-		c.closeFDs()
+		c.markClosed()
 		return fmt.Errorf("cgroup: %s %s: %w", what, c.dir, err)
 	}
 	var err error
-	if c.dirFD, err = unix.Open(c.dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+	if c.dirID, err = statID(c.dir); err != nil {
 		return fail("open", err)
 	}
 	events := filepath.Join(c.dir, fileEvents)
-	fd, err := c.openEvents()
+	if c.evID, err = statID(events); err != nil {
+		return fail("open "+fileEvents+" of", err)
+	}
+	c.open = true
+	fd, err := c.openEvents() // readable, as every re-read needs
+
 	if err != nil {
 		return fail("open "+fileEvents+" of", err)
 	}
@@ -301,14 +317,15 @@ func (m *Manager) openLocked(c *container) error {
 }
 
 // Recover is for an op whose clone into the service's container failed
-// before anything of it ran, and returns the descriptor to clone it into
-// once more; the op stays counted. A container removed under this Manager
-// (by another svcrun with the same node_id, or by hand) fails the clone
-// with ENOENT, which reads as if the op's executable were missing: Recover
-// tells it by the container's directory, gone or replaced by another one,
-// re-creates the container (same path, same limits), logs the removal at
-// WARN, and returns the new descriptor. An intact container's descriptor
-// is returned as it is: another op of the service may have re-created it
+// before anything of it ran, or whose OpStart said ErrRemoved, and returns
+// a new descriptor to clone it into (the caller's to close); the op stays
+// counted. A container removed under this Manager (by another svcrun with
+// the same node_id, or by hand) fails the clone with ENOENT, which reads as
+// if the op's executable were missing: Recover tells it by the container's
+// directory, gone or replaced by another one, re-creates the container
+// (same path, same limits), logs the removal at WARN, and returns a
+// descriptor of the new one. An intact container is left as it is, and its
+// descriptor returned: another op of the service may have re-created it
 // since this one's clone. -1 and an error naming the removal mean it could
 // not be re-created; -1 and nil, that the service has no container here.
 func (m *Manager) Recover(service string) (int, error) {
@@ -321,7 +338,9 @@ func (m *Manager) Recover(service string) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.removed() {
-		return c.dirFD, nil
+		if fd, err := c.openDir(); err == nil {
+			return fd, nil
+		}
 	}
 	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
 	if c.wd >= 0 {
@@ -329,7 +348,7 @@ func (m *Manager) Recover(service string) (int, error) {
 		delete(m.wds, c.wd)
 		c.wd = -1
 	}
-	c.closeFDs()
+	c.markClosed()
 	if err := m.recreateLocked(c); err != nil {
 		return -1, fmt.Errorf("%w; re-create it: %w", removed, err)
 	}
@@ -340,18 +359,68 @@ func (m *Manager) Recover(service string) (int, error) {
 		c.applyLimitsLocked(c.limits[0], int64(c.limits[1]))
 	}
 	m.log.Warn(removed.Error()+": re-created; the op runs in it", "service", service, "container", c.dir)
-	return c.dirFD, nil
+	fd, err := c.openDir()
+	if err != nil {
+		return -1, fmt.Errorf("%w; re-created: %w", removed, err)
+	}
+	return fd, nil
 }
 
 // removed says the container's directory is gone, or is another directory
-// than the one its descriptor holds. c.mu is held.
+// than the one opened. c.mu is held.
 func (c *container) removed() bool {
-	var held, now unix.Stat_t
-	if c.dirFD < 0 || unix.Fstat(c.dirFD, &held) != nil {
+	if !c.open {
 		return true
 	}
-	err := unix.Stat(c.dir, &now)
-	return errors.Is(err, unix.ENOENT) || err == nil && (now.Dev != held.Dev || now.Ino != held.Ino)
+	id, err := statID(c.dir)
+	return errors.Is(err, unix.ENOENT) || err == nil && id != c.dirID
+}
+
+// fileID is what tells a file from another at the same path.
+type fileID struct{ dev, ino uint64 }
+
+func statID(path string) (fileID, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fileID{}, err
+	}
+	return fileID{uint64(st.Dev), st.Ino}, nil
+}
+
+// openChecked opens path and checks that it is the file of id: ErrRemoved
+// when the path is gone or names another file now.
+func openChecked(path string, flags int, id fileID) (int, error) {
+	var fd int
+	var err error
+	for {
+		if fd, err = unix.Open(path, flags|unix.O_CLOEXEC, 0); err != unix.EINTR {
+			break
+		}
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return -1, fmt.Errorf("%w: %s", ErrRemoved, path)
+	}
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if (fileID{uint64(st.Dev), st.Ino}) != id {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%w: %s is another directory now", ErrRemoved, path)
+	}
+	return fd, nil
+}
+
+// openDir opens the container's directory (O_PATH), for CgroupFD.
+func (c *container) openDir() (int, error) {
+	if !c.open {
+		return -1, fmt.Errorf("%w: %s", ErrRemoved, c.dir)
+	}
+	return openChecked(c.dir, unix.O_PATH|unix.O_DIRECTORY, c.dirID)
 }
 
 // recreateLocked makes a removed container's directory again (its
@@ -402,30 +471,21 @@ func (m *Manager) moduleLocked(module string) (*moduleDir, error) {
 	return md, nil
 }
 
-// openEvents opens the container's cgroup.events through its directory's
-// descriptor, so that a directory re-created at the same path is never
+// openEvents opens the container's cgroup.events, checked to be this
+// container's, so that a directory re-created at the same path is never
 // read for this one.
 func (c *container) openEvents() (int, error) {
-	for {
-		fd, err := unix.Openat(c.dirFD, fileEvents, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
+	return openChecked(filepath.Join(c.dir, fileEvents), unix.O_RDONLY, c.evID)
 }
 
-func (c *container) closeFDs() {
-	if c.dirFD >= 0 {
-		unix.Close(c.dirFD)
-		c.dirFD = -1
-	}
-}
+// markClosed marks the container closed: removed, or the Manager closed.
+func (c *container) markClosed() { c.open = false }
 
 // refreshLocked re-reads cgroup.events, wakes the waiters, and reports
 // whether the container is to be reported emptied (armed, empty, no op
 // running), disarming it then. c.mu is held.
 func (c *container) refreshLocked() (post bool) {
-	if c.dirFD < 0 { // removed, or the Manager closed
+	if !c.open { // removed, or the Manager closed
 		return false
 	}
 	fd, err := c.openEvents()
@@ -799,7 +859,7 @@ func (m *Manager) dropLocked(c *container) {
 		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 		delete(m.wds, c.wd)
 	}
-	c.closeFDs()
+	c.markClosed()
 	delete(m.svcs, c.service)
 	_ = unix.Rmdir(c.dir)
 }
@@ -833,7 +893,7 @@ func (m *Manager) Remove(service string) error {
 			unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 			delete(m.wds, c.wd)
 		}
-		c.closeFDs()
+		c.markClosed()
 		delete(m.svcs, service)
 	}
 	// The module's directory goes when its last service did.
@@ -845,8 +905,7 @@ func (m *Manager) Remove(service string) error {
 }
 
 // Close stops the watcher and closes the descriptors. The containers stay,
-// with whatever runs in them: the next svcrun adopts them. Descriptors
-// handed out by Create and OpStart are invalid afterwards.
+// with whatever runs in them: the next svcrun adopts them.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -866,7 +925,7 @@ func (m *Manager) Close() error {
 	defer m.mu.Unlock()
 	for _, c := range m.svcs {
 		c.mu.Lock()
-		c.closeFDs()
+		c.markClosed()
 		c.mu.Unlock()
 	}
 	if m.lockFD >= 0 {

@@ -12,3 +12,7 @@ func withCgroupFD(hook func(*syscall.SysProcAttr), fd int) func(*syscall.SysProc
 		a.UseCgroupFD, a.CgroupFD = true, fd
 	}
 }
+
+// closeCgroupFD closes a descriptor of OpStart or Recover once the op is
+// cloned: the Manager holds none, since every fork copies them all.
+func closeCgroupFD(fd int) { syscall.Close(fd) }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"errors"
 	"time"
 
 	"fmt"
@@ -106,14 +107,12 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		return x.runGrouped(t, spec, false)
 	}
 	svc := t.String()
-	fd, ok := x.opStart(svc)
+	fd, removed, ok := x.opStart(svc)
 	if !ok {
 		return x.runGrouped(t, spec, stop)
 	}
 	defer x.cg.OpEnd(svc)
 	hooks := spec.Hooks
-	spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
-	res := Run(x.ctx, spec)
 	// ran ends the op: after a stop, what is left in the container is
 	// killed first.
 	ran := func(res Result) Result {
@@ -122,13 +121,26 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		}
 		return res
 	}
-	if !cloneFailed(res) {
-		return ran(res)
-	}
-	cause := res.SpawnErr
-	if fd, err := x.cg.Recover(svc); fd >= 0 {
+	// runFD runs the op cloned into the container's descriptor fd, which
+	// is closed once the op is spawned.
+	runFD := func(fd int) Result {
 		spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
-		if res = Run(x.ctx, spec); !cloneFailed(res) {
+		res := Run(x.ctx, spec)
+		closeCgroupFD(fd)
+		return res
+	}
+	// A container removed under svcrun, found by OpStart (removed) or
+	// by the clone's ENOENT, is re-created for the op.
+	var res Result
+	cause := removed
+	if removed == nil {
+		if res = runFD(fd); !cloneFailed(res) {
+			return ran(res)
+		}
+		cause = res.SpawnErr
+	}
+	if fd, err := x.cg.Recover(svc); fd >= 0 {
+		if res = runFD(fd); !cloneFailed(res) {
 			return ran(res)
 		}
 		cause = res.SpawnErr
@@ -182,26 +194,32 @@ func (x *Executor) cgroupOf(service string) string {
 }
 
 // opStart readies the service's container for an op: the descriptor to
-// clone into, and false when the service runs in process groups.
-func (x *Executor) opStart(service string) (int, bool) {
+// clone into (the caller's to close), ErrRemoved when the container was
+// removed under svcrun (the op is counted: Recover it), and false when the
+// service runs in process groups.
+func (x *Executor) opStart(service string) (fd int, removed error, ok bool) {
 	if !x.cgUsable() {
-		return -1, false
+		return -1, nil, false
 	}
 	x.cmu.Lock()
 	fallback, lim := x.fallback[service], x.limits
 	x.cmu.Unlock()
 	if fallback != nil {
-		return -1, false
+		return -1, nil, false
 	}
 	fd, err := x.cg.OpStart(service)
-	if err != nil {
+	if err != nil && !errors.Is(err, cgroup.ErrRemoved) {
 		x.setFallback(service, err)
-		return -1, false
+		return -1, nil, false
 	}
 	// Missing controllers are recorded, not errors; a failed write shows
-	// in the container's status. Unchanged limits are not rewritten.
+	// in the container's status. Unchanged limits are not rewritten. A
+	// removed container gets them again when Recover re-creates it.
 	x.cg.Limits(service, lim.MemGB, lim.Pids)
-	return fd, true
+	if err != nil {
+		return -1, err, true // counted: runIn recovers the container
+	}
+	return fd, nil, true
 }
 
 // containerKill kills the service's cgroup, without waiting: Kill runs on

@@ -223,6 +223,7 @@ func (x *Executor) Close() {
 	x.wg.Wait()
 	x.unsubscribe()
 	x.closeContainers()
+	x.closeRecordFiles()
 }
 
 func buildTargets(cfg Config) (map[engine.Target]*target, error) {

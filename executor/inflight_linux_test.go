@@ -117,8 +117,8 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			if d.Outcome.Failure != engine.FailNone || d.Outcome.Result.Fingerprint == nil || d.Outcome.Result.Fingerprint.Running == nil || !*d.Outcome.Result.Fingerprint.Running {
 				t.Errorf("the fingerprint after the leftover start: %+v, want running", d.Outcome)
 			}
-			if ents, _ := os.ReadDir(filepath.Join(root, "state", OpsDir)); len(ents) != 0 {
-				t.Errorf("records left: %v", ents)
+			if recs := records(t, filepath.Join(root, "state", OpsDir)); len(recs) != 0 {
+				t.Errorf("records left: %v", recs)
 			}
 		})
 	}
@@ -257,6 +257,101 @@ func TestLeftoverRecords(t *testing.T) {
 				t.Errorf("record kept %v, want %v", err == nil, tc.kept)
 			}
 		})
+	}
+}
+
+// records lists the record files (*.json) of an ops dir, not the free
+// ones (recordFiles).
+func records(t *testing.T, dir string) []string {
+	t.Helper()
+	ms, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// TestRecordFilesAreReused: the file of an ended op's record is kept,
+// empty, under a free name and is the next op's record; free files an
+// earlier svcrun left are removed, whatever they hold, and not taken for
+// records; Close removes this svcrun's.
+func TestRecordFilesAreReused(t *testing.T) {
+	id, err := bootID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := tempRoot(t)
+	dir := filepath.Join(root, "state", OpsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// A free file a dead svcrun left, still holding an ended op's intent
+	// and pid, past its deadline: were it read as a record, the process
+	// would be killed.
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done, err := StartCmd(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		done()
+	})
+	start, _ := startTicks(cmd.Process.Pid)
+	rec := opRecord{Service: "test/envsvc", Op: "start", Argv: []string{"sleep", "1000"}, BootID: id, Began: time.Now(),
+		BeganBoot: bootNanos(), Timeout: time.Nanosecond, Pid: cmd.Process.Pid, StartTicks: start}
+	data, _ := json.Marshal(rec)
+	stale := filepath.Join(dir, "1.1"+freeSuffix)
+	if err := os.WriteFile(stale, append(data, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs, log := newLogLines()
+	a := newAdapterIn(t, root, nil, log)
+	free := func() os.FileInfo {
+		t.Helper()
+		ms, _ := filepath.Glob(filepath.Join(dir, "*"+freeSuffix))
+		if len(ms) != 1 {
+			t.Fatalf("free record files %v, want one", ms)
+		}
+		fi, err := os.Stat(ms[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != 0 {
+			t.Errorf("free record file %s holds %d bytes", ms[0], fi.Size())
+		}
+		return fi
+	}
+	var first os.FileInfo
+	for i := range 3 {
+		// The outcome does not matter (envsvc answers a fingerprint):
+		// every start has a record.
+		a.run(t, engine.OpID(i+1), "envsvc", false, protocol.OpStart)
+		if recs := records(t, dir); len(recs) != 0 {
+			t.Fatalf("after start %d: records left: %v", i+1, recs)
+		}
+		fi := free()
+		if first == nil {
+			first = fi
+		} else if !os.SameFile(first, fi) {
+			t.Errorf("start %d: the record file was not reused", i+1)
+		}
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("the earlier svcrun's free record file is still there")
+	}
+	if !alive(cmd.Process.Pid) {
+		t.Error("the earlier svcrun's free record file was resolved as a record: its process was killed")
+	}
+	a.x.Close()
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("after Close: %v", ents)
+	}
+	close(logs)
+	for l := range logs {
+		t.Errorf("log: %s", l)
 	}
 }
 

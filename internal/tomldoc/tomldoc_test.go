@@ -1,9 +1,12 @@
 package tomldoc
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 const sample = `# a comment
@@ -94,5 +97,38 @@ func TestOddKeysStayOnOneLine(t *testing.T) {
 	want := "f.toml:1:1: \"a\\nb\": unknown key\nf.toml:2:1: \"x.y\": unknown key\nf.toml:3:1: \"\": unknown key"
 	if got := d.Err().Error(); got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// position must agree with the parser's own Shape, which it replaces, at
+// every offset, line ends and a document without a final newline included.
+func TestPositionMatchesShape(t *testing.T) {
+	for _, doc := range []string{sample, "", "a = 1", "\n\n", "a = \"\"\"\nx\r\ny\"\"\"\r\nb = 2\n"} {
+		d := &Doc{lines: lineStarts([]byte(doc))}
+		var p unstable.Parser
+		p.Reset([]byte(doc))
+		for off := 0; off <= len(doc); off++ {
+			s := p.Shape(unstable.Range{Offset: uint32(off)})
+			want := Pos{s.Start.Line, s.Start.Column}
+			if got := d.position(off); got != want {
+				t.Fatalf("%q at %d: position %v, Shape %v", doc, off, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkParseServices parses a module of 1,000 services, the size of
+// bench/peers.sh's; its parse is on svcrun serve's path to the first op.
+func BenchmarkParseServices(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString("[module]\nname = \"peers\"\nversion = \"1\"\n")
+	for k := 1; k <= 1000; k++ {
+		fmt.Fprintf(&sb, "[[services]]\nname = \"d%d\"\nexec = [\"bin/peer-service\", \"d%d\"]\nlifecycle = \"always\"\ncapabilities = [\"d%d\"]\nrestart = { backoff_initial_s = 0.001 }\n", k, k, k)
+	}
+	data := []byte(sb.String())
+	for b.Loop() {
+		if _, err := Parse("module.toml", data); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
