@@ -183,7 +183,7 @@
 // pid's start time (/proc/<pid>/stat field 22), so that a reused pid is
 // never taken for the op; when the op, and after a stop the kill of what it
 // left, have ended, the record is removed (its file is renamed to a free
-// name, <pid>.<n>.free, emptied and reused by a later op: a file created
+// name, <pid>.<token>.<n>.free, emptied and reused by a later op: a file created
 // and removed per op made ext4 search past every inode freed in the last
 // minute; the next svcrun removes the free files). Each line is one write(2),
 // without fsync: the records must survive the death of svcrun's process,

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/ids"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -104,12 +104,12 @@ const freeSuffix = ".free"
 // holding a slot have records.
 type recordFiles struct {
 	fmu  sync.Mutex
-	free []*os.File // empty, named <dir>/<pid>.<n>.free (f.Name())
+	free []*os.File // empty, named <dir>/<pid>.<token>.<n>.free (f.Name())
+	// token (random, made at New) and made, the count of files made, name
+	// the next one: two Executors of one process may share a data dir.
+	token string
+	made  uint64
 }
-
-// freeNames numbers the free record files of the process, across its
-// Executors: two of them on one data dir must not share a name.
-var freeNames atomic.Uint64
 
 // takeFree returns an empty free record file, a new one if none is left.
 func (r *opRecords) takeFree() (*os.File, error) {
@@ -120,8 +120,9 @@ func (r *opRecords) takeFree() (*os.File, error) {
 		r.fmu.Unlock()
 		return f, nil
 	}
+	r.made++
+	name := filepath.Join(r.dir, fmt.Sprintf("%d.%s.%d%s", os.Getpid(), r.token, r.made, freeSuffix))
 	r.fmu.Unlock()
-	name := filepath.Join(r.dir, fmt.Sprintf("%d.%d%s", os.Getpid(), freeNames.Add(1), freeSuffix))
 	// O_TRUNC: a file of this name is an earlier svcrun's (same pid),
 	// removed at New unless it appeared since.
 	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o600)
@@ -174,7 +175,7 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error", err)
 		return
 	}
-	x.dir, x.bootID = dir, id
+	x.dir, x.bootID, x.token = dir, id, ids.New("")
 	byTarget := map[engine.Target][]leftover{}
 	for _, l := range x.loadLeftovers() {
 		t := targetOf(l.rec.Service)
