@@ -38,7 +38,7 @@ type Engine struct {
 	attempts map[string]int
 	reserved map[string]int64
 
-	ops       map[OpID]*opRun
+	ops       opTable // in flight
 	inflight  int
 	slotQueue []actor
 
@@ -127,7 +127,6 @@ func New() *Engine {
 		leases:   map[LeaseID]*lease{},
 		attempts: map[string]int{},
 		reserved: map[string]int64{},
-		ops:      map[OpID]*opRun{},
 		ended:    map[LeaseID]string{},
 
 		offPlatform: map[string]string{},
