@@ -251,8 +251,9 @@ func (e *Engine) reapSettled() bool {
 	if r == nil {
 		return false
 	}
-	// What a member's leaving does is its own, so the members are taken
-	// in the order the round started with them and the rest kept.
+	// A member's leaving touches only its own service and entry, so any
+	// order would do: the members go in results order, and those that
+	// still owe something are kept, without a sort or a map at each step.
 	kept := r.pending[:0]
 	for _, m := range r.pending {
 		name := m.svc.name
