@@ -16,8 +16,12 @@ import (
 // effects and the fake executors all call it from one goroutine.
 type Virtual[E any] struct {
 	start time.Time
-	now   int64 // nanoseconds since start
-	q     queue[E]
+	now   int64     // nanoseconds since start
+	nowT  time.Time // start + now, made when now moves: Now is asked at every step
+	// The start's Unix seconds and nanoseconds, for offset's fast path.
+	startSec  int64
+	startNsec int
+	q         queue[E]
 	// due holds, in order, the events scheduled for the current Now (Post,
 	// and At for a time not after Now): most completions of a simulation.
 	// A queue instead of the heap makes them O(1); the order is the same,
@@ -36,22 +40,41 @@ type Virtual[E any] struct {
 // clock reading of start, if any, is dropped so that results do not depend
 // on how start was obtained.
 func NewVirtual[E any](start time.Time) *Virtual[E] {
-	return &Virtual[E]{start: start.Round(0)}
+	start = start.Round(0)
+	return &Virtual[E]{start: start, nowT: start, startSec: start.Unix(), startNsec: start.Nanosecond()}
+}
+
+// setNow moves Now to off nanoseconds since start.
+func (v *Virtual[E]) setNow(off int64) {
+	v.now = off
+	v.nowT = v.start.Add(time.Duration(off))
 }
 
 // Now returns the time of the last popped event, of the last AdvanceTo, or
 // the start.
-func (v *Virtual[E]) Now() time.Time { return v.start.Add(time.Duration(v.now)) }
+func (v *Virtual[E]) Now() time.Time { return v.nowT }
 
 // offset converts when to nanoseconds since start, never before Now. Times
 // more than ~292 years from start saturate.
 func (v *Virtual[E]) offset(when time.Time) int64 {
-	off := int64(when.Sub(v.start))
+	var off int64
+	// Within ~285 years of start the difference of the Unix seconds and
+	// nanoseconds is when.Sub(start), without Sub's overflow check (an
+	// Add and an Equal) at every timer; farther, Sub saturates.
+	if sec := when.Unix() - v.startSec; sec > -maxOffsetSec && sec < maxOffsetSec {
+		off = sec*int64(time.Second) + int64(when.Nanosecond()-v.startNsec)
+	} else {
+		off = int64(when.Sub(v.start))
+	}
 	if off < v.now {
 		off = v.now
 	}
 	return off
 }
+
+// maxOffsetSec bounds offset's fast path: seconds whose nanoseconds, give
+// or take one second, fit in an int64.
+const maxOffsetSec = 9e9
 
 // At schedules ev at when. A when before Now is treated as Now: the event
 // pops after every event already due at Now, including earlier Posts.
@@ -129,7 +152,7 @@ func (v *Virtual[E]) Next(ctx context.Context) (E, bool) {
 		return zero, false
 	}
 	when, ev := v.q.pop()
-	v.now = when // never backwards: every pending when is >= now
+	v.setNow(when) // never backwards: every pending when is >= now
 	return ev, true
 }
 
@@ -173,6 +196,6 @@ func (v *Virtual[E]) AdvanceTo(t time.Time) error {
 		return fmt.Errorf("%w: %d pending, the next at %s, before %s", ErrWouldSkip, v.q.len(),
 			v.start.Add(time.Duration(when)).Format(time.RFC3339Nano), t.Format(time.RFC3339Nano))
 	}
-	v.now = off
+	v.setNow(off)
 	return nil
 }

@@ -297,3 +297,26 @@ func TestVirtualHorizon(t *testing.T) {
 		})
 	}
 }
+
+// TestVirtualOffsetIsSub checks offset's fast path against time.Sub, the
+// definition, near start, around the fast path's bound and where Sub
+// saturates, for starts and times with nanoseconds, monotonic readings and
+// other locations.
+func TestVirtualOffsetIsSub(t *testing.T) {
+	tokyo := time.FixedZone("JST", 9*3600)
+	for _, start := range []time.Time{t0, t0.Add(999_999_999), time.Unix(-5, 7).In(tokyo), time.Now()} {
+		bound := time.Duration(maxOffsetSec) * time.Second
+		for _, when := range []time.Time{
+			start, start.Add(1), start.Add(time.Hour + 3), time.Now(), time.Now().In(tokyo), t0.Add(-time.Nanosecond),
+			start.Add(bound - 1), start.Add(bound).Add(-time.Second), start.Add(-bound + 1),
+			start.Add(bound).Add(time.Second), start.AddDate(300, 0, 0), start.AddDate(-300, 0, 0),
+			time.Unix(math.MaxInt64/2, 999_999_999), time.Unix(math.MinInt64/2, 0), {},
+		} {
+			v := NewVirtual[int](start)
+			v.now = math.MinInt64 // offset's floor out of the way
+			if got, want := v.offset(when), int64(when.Sub(v.start)); got != want {
+				t.Errorf("start %v, when %v: offset %d, Sub %d", start, when, got, want)
+			}
+		}
+	}
+}

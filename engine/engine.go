@@ -38,7 +38,7 @@ type Engine struct {
 	attempts map[string]int
 	reserved map[string]int64
 
-	ops       map[OpID]*opRun
+	ops       opTable // in flight
 	inflight  int
 	slotQueue []actor
 
@@ -50,6 +50,10 @@ type Engine struct {
 
 	nextBase  uint32   // the last timer slot base handed out
 	freeBases []uint32 // bases of forgotten leases
+	// slotServices holds the service of each slot base (by base /
+	// timerKinds), so that a service's timer finds it without hashing
+	// its name. Service bases are never handed out again.
+	slotServices []*service
 
 	// ended says why the engine ended an admitted lease itself (its
 	// module was removed): the holder's next renew or release is told,
@@ -123,7 +127,6 @@ func New() *Engine {
 		leases:   map[LeaseID]*lease{},
 		attempts: map[string]int{},
 		reserved: map[string]int64{},
-		ops:      map[OpID]*opRun{},
 		ended:    map[LeaseID]string{},
 
 		offPlatform: map[string]string{},
@@ -272,10 +275,21 @@ func (e *Engine) fire(k TimerKey) {
 	case TimerLeaseTTL:
 		e.leaseTTLOver(LeaseID(k.Subject))
 	default:
-		if s := e.services[k.Subject]; s != nil {
+		if s := e.timerService(k); s != nil {
 			e.serviceTimer(s, k.Kind)
 		}
 	}
+}
+
+// timerService is the service of a service timer, as e.services[k.Subject]
+// is, found by the key's slot when its owner is still that service.
+func (e *Engine) timerService(k TimerKey) *service {
+	if i := int(k.Slot / timerKinds); i < len(e.slotServices) {
+		if s := e.slotServices[i]; s != nil && !s.forgotten && s.name == k.Subject {
+			return s
+		}
+	}
+	return e.services[k.Subject]
 }
 
 func (e *Engine) doctor(reason string) {

@@ -123,6 +123,11 @@ func (e *Engine) newService(m *module, spec *manifest.Service) *service {
 	}
 	m.services = append(m.services, s)
 	e.services[s.name] = s
+	i := int(s.slot / timerKinds)
+	if i >= len(e.slotServices) {
+		e.slotServices = append(e.slotServices, make([]*service, i+1-len(e.slotServices))...)
+	}
+	e.slotServices[i] = s
 	return s
 }
 

@@ -30,19 +30,19 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	}
 	e.nextOp++
 	r.id = e.nextOp
-	e.ops[r.id] = r
+	e.ops.put(r)
 	e.inflight++
 	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
 	return true
 }
 
 func (e *Engine) opDone(d OpDone) {
-	r := e.ops[d.ID]
+	r := e.ops.get(d.ID)
 	if r == nil {
 		e.note("engine", "completion of unknown op %d ignored", d.ID)
 		return
 	}
-	delete(e.ops, d.ID)
+	e.ops.remove(d.ID)
 	e.inflight--
 	e.freeSlots()
 	d.Outcome = checkOutcome(r.op, d.Outcome)

@@ -31,9 +31,30 @@ type reapRound struct {
 	snap    *reapSnap
 	tickets []string
 	results []ReapService // one per service at the round's start, sorted
-	index   map[string]int
-	pending map[string]bool // services whose listing or destroys are not done
+	// index is the entry in results of each service the round still
+	// waits for (of pending's).
+	index map[string]int
+	// pending holds the services whose listing or destroys are not done,
+	// by name (in results order): reapSettled goes through them at every
+	// step, so it keeps each one's service and entry at hand.
+	pending []reapMember
 	listed  map[string]bool
+}
+
+// reapMember is a service a round waits for.
+type reapMember struct {
+	svc   *service // as at the round's start; see current
+	index int      // its entry in results
+}
+
+// current is the service of the member's name now: the one the round
+// started with, unless that one was forgotten since (then another may
+// have taken its name).
+func (m reapMember) current(e *Engine) *service {
+	if m.svc.forgotten {
+		return e.services[m.svc.name]
+	}
+	return m.svc
 }
 
 // reapNow answers ReapNow. A round already running took its snapshot
@@ -98,12 +119,12 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 		e.lastFull = e.now
 	}
 	e.reapRounds++
-	r := &reapRound{n: e.reapRounds, snap: snap, tickets: tickets, index: map[string]int{}, pending: map[string]bool{}, listed: map[string]bool{}}
+	r := &reapRound{n: e.reapRounds, snap: snap, tickets: tickets, index: map[string]int{}, listed: map[string]bool{},
+		results: make([]ReapService, 0, len(e.svcOrder))}
 	e.round = r
 	var marked []string // why each marked service is listed, for the note
 	clean := 0
 	for _, s := range e.svcOrder {
-		r.index[s.name] = len(r.results)
 		res := ReapService{Service: s.name}
 		switch {
 		case !s.enabled():
@@ -112,7 +133,7 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 			// The spec: the agent "only fingerprints" a manual service.
 			res.Skipped = "manual: svcrun only fingerprints it"
 		case s.state != sReady:
-			res.Skipped = "not ready: " + s.state.String()
+			res.Skipped = notReadyReasons[s.state]
 		case !full && s.reapWhy == "":
 			res.Skipped = "clean: nothing to reap since its last listing"
 			clean++
@@ -123,7 +144,8 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 			s.reapWhy = ""
 			s.reap = snap
 			s.reapDue = true
-			r.pending[s.name] = true
+			r.index[s.name] = len(r.results)
+			r.pending = append(r.pending, reapMember{svc: s, index: len(r.results)})
 			e.markDirty(s)
 		}
 		r.results = append(r.results, res)
@@ -149,12 +171,25 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 // reapNoteNames caps the services a round's note names.
 const reapNoteNames = 20
 
+// notReadyReasons say, by state, why a round skips a service that is not
+// ready: made once, not at every round for every service.
+var notReadyReasons = func() (r [len(stateNames)]string) {
+	for st := range r {
+		r[st] = "not ready: " + svcState(st).String()
+	}
+	return r
+}()
+
 // reapResult is the current round's entry for s, or nil.
 func (e *Engine) reapResult(s *service) *ReapService {
-	if e.round == nil || !e.round.pending[s.name] {
+	if e.round == nil {
 		return nil
 	}
-	return &e.round.results[e.round.index[s.name]]
+	i, ok := e.round.index[s.name]
+	if !ok {
+		return nil
+	}
+	return &e.round.results[i]
 }
 
 // reapOpDone records the outcome of a list_owned that failed and of every
@@ -216,12 +251,18 @@ func (e *Engine) reapSettled() bool {
 	if r == nil {
 		return false
 	}
-	for _, name := range sortedKeys(r.pending) {
-		s := e.services[name]
-		res := &r.results[r.index[name]]
+	// A member's leaving touches only its own service and entry, so any
+	// order would do: the members go in results order, and those that
+	// still owe something are kept, without a sort or a map at each step.
+	kept := r.pending[:0]
+	for _, m := range r.pending {
+		name := m.svc.name
+		s := m.current(e)
+		res := &r.results[m.index]
 		if s != nil {
 			inFlight := s.op != nil && (s.op.op == protocol.OpListOwned || s.op.op == protocol.OpDestroy)
 			if inFlight || s.state == sReady && (s.reapDue || len(s.destroy) > 0) {
+				kept = append(kept, m)
 				continue
 			}
 		}
@@ -241,8 +282,10 @@ func (e *Engine) reapSettled() bool {
 				res.Objects[i].Outcome, res.Objects[i].Reason = ReapFailed, "not destroyed: "+why
 			}
 		}
-		delete(r.pending, name)
+		delete(r.index, name)
 	}
+	clear(r.pending[len(kept):])
+	r.pending = kept
 	if len(r.pending) > 0 {
 		return false
 	}
@@ -259,15 +302,6 @@ func (e *Engine) reapSettled() bool {
 	e.reapAgain, e.nextTickets = false, nil
 	e.startReap(tickets, true)
 	return true
-}
-
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // reapListed judges one service's listing and queues the destroys. An

@@ -89,6 +89,8 @@ type service struct {
 	// reapWhy says why the next periodic reap round lists the service
 	// (see reapMark); "" when its last listing left nothing to reap.
 	reapWhy string
+	// forgotten: gone from the engine's services (see forget).
+	forgotten bool
 }
 
 func (s *service) idle() bool { return s.refs == 0 && s.waiting == 0 }
@@ -790,6 +792,7 @@ func (e *Engine) forget(s *service) {
 		return // forgotten already: its stop's end and a reconcile both get here
 	}
 	delete(e.services, s.name)
+	s.forgotten = true
 	for i, x := range s.mod.services {
 		if x == s {
 			s.mod.services = append(s.mod.services[:i], s.mod.services[i+1:]...)

@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/manifest"
 )
 
 // TestTimerKindNames: the journal and traces name each timer by its kind
@@ -64,6 +66,45 @@ func TestDoctorDebounce(t *testing.T) {
 		}
 		if len(at) != 1 || at[0] != tt.want {
 			t.Errorf("debounce %v: doctor timers %v, want one at %v", tt.debounce, at, tt.want)
+		}
+	}
+}
+
+// TestTimerService: a service timer's key finds its service by the key's
+// slot, without the name index (a service the index lost is still found
+// there), and by its name when the slot's service is not the key's: a
+// forgotten one whose name another took, a slot past the table, a key of
+// another name.
+func TestTimerService(t *testing.T) {
+	e := New()
+	m := &module{name: "m"}
+	a := e.newService(m, &manifest.Service{Module: "m", Name: "a"})
+	b := e.newService(m, &manifest.Service{Module: "m", Name: "b"})
+	delete(e.services, b.name) // only the slot knows b now
+	gone := e.newService(m, &manifest.Service{Module: "m", Name: "c"})
+	gone.forgotten = true
+	delete(e.services, gone.name)
+	c := e.newService(m, &manifest.Service{Module: "m", Name: "c"}) // the name taken again
+	key := func(s *service, subject string) TimerKey {
+		return TimerKey{Kind: TimerStatus, Subject: subject, Slot: s.slot + uint32(TimerStatus)}
+	}
+	past := uint32(len(e.slotServices)) * timerKinds
+	tests := []struct {
+		name string
+		key  TimerKey
+		want *service
+	}{
+		{"by slot", key(a, "m/a"), a},
+		{"by slot only", key(b, "m/b"), b},
+		{"forgotten: by name", key(gone, "m/c"), c},
+		{"another name at the slot", key(a, "m/c"), c},
+		{"another name, nowhere", key(a, "m/x"), nil},
+		{"past the table", TimerKey{Kind: TimerStatus, Subject: "m/a", Slot: past + uint32(TimerStatus)}, a},
+		{"node slot", TimerKey{Kind: TimerStatus, Subject: "m/a", Slot: uint32(TimerStatus)}, a},
+	}
+	for _, tt := range tests {
+		if got := e.timerService(tt.key); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

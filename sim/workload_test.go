@@ -52,7 +52,7 @@ func BenchmarkWorkloadDay(b *testing.B) {
 }
 
 // TestWorkloadAllocations bounds the allocations per event of the workload
-// svcsim bench runs: they are most of its cost beyond the engine's (2.37
+// svcsim bench runs: they are most of its cost beyond the engine's (2.30
 // per event: each completion and each effect is boxed anew).
 func TestWorkloadAllocations(t *testing.T) {
 	const most = 2.5
