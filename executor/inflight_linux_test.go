@@ -288,17 +288,7 @@ func TestRecordFilesAreReused(t *testing.T) {
 	// A free file a dead svcrun left, still holding an ended op's intent
 	// and pid, past its deadline: were it read as a record, the process
 	// would be killed.
-	cmd := exec.Command("sleep", "1000")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	done, err := StartCmd(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		done()
-	})
+	cmd := startSleep(t, &syscall.SysProcAttr{Setpgid: true})
 	start, _ := startTicks(cmd.Process.Pid)
 	rec := opRecord{Service: "test/envsvc", Op: "start", Argv: []string{"sleep", "1000"}, BootID: id, Began: time.Now(),
 		BeganBoot: bootNanos(), Timeout: time.Nanosecond, Pid: cmd.Process.Pid, StartTicks: start}
@@ -463,18 +453,7 @@ func TestLeftoverIntentInContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	spawn := func() *exec.Cmd {
-		cmd := exec.Command("sleep", "1000")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd}
-		done, err := StartCmd(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			done()
-		})
-		return cmd
+		return startSleep(t, &syscall.SysProcAttr{Setpgid: true, UseCgroupFD: true, CgroupFD: fd})
 	}
 	daemon := spawn()
 	// The intent comes a tick (of /proc start times) after the daemon.
@@ -502,4 +481,22 @@ func TestLeftoverIntentInContainer(t *testing.T) {
 	if !alive(daemon.Process.Pid) {
 		t.Error("the daemon that was in the container before the intent was killed")
 	}
+}
+
+// startSleep starts `sleep 1000` with attr, killed and waited for at the
+// test's end.
+func startSleep(t *testing.T, attr *syscall.SysProcAttr) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	cmd.SysProcAttr = attr
+	done, err := StartCmd(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		done()
+	})
+	return cmd
 }
