@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,7 +155,19 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(a.x.Close)
+	t.Cleanup(func() {
+		// What ops left in process groups (the daemons of starts that no
+		// stop followed) ends with the test, as a container's contents do.
+		a.x.gmu.Lock()
+		for tg := range a.x.groups {
+			a.x.pruneLocked(tg)
+			for g := range a.x.groups[tg] {
+				syscall.Kill(-g, syscall.SIGKILL)
+			}
+		}
+		a.x.gmu.Unlock()
+		a.x.Close()
+	})
 	return a
 }
 
