@@ -46,11 +46,7 @@ func BenchmarkFingerprintOp(b *testing.B) {
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
 		// The reaper is on (TestMain): children are started through it.
-		done, err := StartCmd(cmd)
-		if err == nil {
-			err = cmd.Wait()
-		}
-		done()
+		err := RunCmd(cmd)
 		if err != nil {
 			b.Fatalf("spawnloop: %v: %s", err, errb.Bytes())
 		}
@@ -116,11 +112,7 @@ func gccStatic(b *testing.B, src, out string) {
 	cmd := exec.Command("gcc", "-static", "-O2", "-o", out, src)
 	var msg bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &msg, &msg
-	done, err := StartCmd(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	done()
+	err := RunCmd(cmd)
 	if err != nil {
 		b.Fatalf("gcc %s: %v\n%s", src, err, msg.Bytes())
 	}

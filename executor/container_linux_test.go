@@ -333,11 +333,7 @@ func TestStartAfterCrashFindsNoZombie(t *testing.T) {
 		// take its exit status.
 		var b bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &b, &b
-		done, err := StartCmd(cmd)
-		if err == nil {
-			err = cmd.Wait()
-			done()
-		}
+		err := RunCmd(cmd)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, b.String())
 		}

@@ -136,6 +136,16 @@ func StartCmd(cmd *exec.Cmd) (done func(), err error) {
 	return track(cmd.Process.Pid), nil
 }
 
+// RunCmd runs cmd to its end, started as StartCmd starts it.
+func RunCmd(cmd *exec.Cmd) error {
+	done, err := StartCmd(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	done()
+	return err
+}
+
 // track adds pid to the in-flight set; the caller holds spawnMu.
 func track(pid int) func() {
 	flightMu.Lock()

@@ -24,6 +24,9 @@ func StartCmd(cmd *exec.Cmd) (done func(), err error) {
 	return func() {}, cmd.Start()
 }
 
+// RunCmd runs cmd to its end.
+func RunCmd(cmd *exec.Cmd) error { return cmd.Run() }
+
 // BecomeSubreaper is Linux only (prctl PR_SET_CHILD_SUBREAPER): elsewhere the
 // orphans of ops are re-parented to init (launchd), which reaps them.
 func BecomeSubreaper() error {

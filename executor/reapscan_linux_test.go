@@ -54,11 +54,7 @@ func liveOrphans(t *testing.T, n int) []int {
 	cmd := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do sleep 600 </dev/null >/dev/null 2>&1 & echo $!; i=$((i + 1)); done`)
 	var out bytes.Buffer
 	cmd.Stdout = &out
-	done, err := StartCmd(cmd)
-	if err == nil {
-		err = cmd.Wait()
-		done()
-	}
+	err := RunCmd(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,11 +41,7 @@ func TestSubreaperWhenAsked(t *testing.T) {
 			// op's reaping of dead orphans could take its exit status.
 			var b bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &b, &b
-			done, err := StartCmd(cmd)
-			if err == nil {
-				err = cmd.Wait()
-				done()
-			}
+			err := RunCmd(cmd)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, b.String())
 			}

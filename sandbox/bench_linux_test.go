@@ -107,11 +107,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 		cmd.Env = env
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
-		done, err := executor.StartCmd(cmd)
-		if err == nil {
-			err = cmd.Wait()
-		}
-		done()
+		err := executor.RunCmd(cmd)
 		if err != nil {
 			b.Fatalf("spawnloop: %v: %s", err, errb.Bytes())
 		}

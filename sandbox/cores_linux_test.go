@@ -46,10 +46,6 @@ func childOutput(cmd *exec.Cmd) ([]byte, error) {
 	if cmd.Stderr == nil {
 		cmd.Stderr = &out
 	}
-	done, err := executor.StartCmd(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	done()
+	err := executor.RunCmd(cmd)
 	return out.Bytes(), err
 }

@@ -80,11 +80,7 @@ func gcc(out, src string, flags ...string) error {
 	cmd := exec.Command("gcc", append(append([]string{"-O2", "-w"}, flags...), "-o", out, src)...)
 	var msg bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &msg, &msg
-	done, err := executor.StartCmd(cmd)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	done()
+	err := executor.RunCmd(cmd)
 	if err != nil {
 		return fmt.Errorf("gcc %s: %v\n%s", src, err, msg.Bytes())
 	}
