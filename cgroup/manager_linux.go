@@ -302,7 +302,6 @@ func (m *Manager) openLocked(c *container) error {
 	}
 	c.open = true
 	fd, err := c.openEvents() // readable, as every re-read needs
-
 	if err != nil {
 		return fail("open "+fileEvents+" of", err)
 	}
@@ -337,10 +336,9 @@ func (m *Manager) Recover(service string) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.removed() {
-		if fd, err := c.openDir(); err == nil {
-			return fd, nil
-		}
+	// openDir fails (ErrRemoved) for a directory gone or replaced.
+	if fd, err := c.openDir(); err == nil {
+		return fd, nil
 	}
 	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
 	if c.wd >= 0 {
@@ -364,16 +362,6 @@ func (m *Manager) Recover(service string) (int, error) {
 		return -1, fmt.Errorf("%w; re-created: %w", removed, err)
 	}
 	return fd, nil
-}
-
-// removed says the container's directory is gone, or is another directory
-// than the one opened. c.mu is held.
-func (c *container) removed() bool {
-	if !c.open {
-		return true
-	}
-	id, err := statID(c.dir)
-	return errors.Is(err, unix.ENOENT) || err == nil && id != c.dirID
 }
 
 // fileID is what tells a file from another at the same path.
