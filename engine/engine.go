@@ -39,7 +39,6 @@ type Engine struct {
 	reserved map[string]int64
 
 	ops       opTable // in flight
-	inflight  int
 	slotQueue []actor
 
 	dirty      []actor

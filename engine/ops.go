@@ -11,7 +11,7 @@ import (
 // runOp starts op for a service or probe if a global slot is free;
 // otherwise the actor queues for one and false is returned.
 func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout time.Duration) bool {
-	if e.inflight >= e.cfg.MaxConcurrentOps {
+	if e.ops.len() >= e.cfg.MaxConcurrentOps {
 		if b := a.base(); !b.waitSlot {
 			b.waitSlot = true
 			b.waitFirst = lifecycleOp(r.op)
@@ -31,7 +31,6 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	e.nextOp++
 	r.id = e.nextOp
 	e.ops.put(r)
-	e.inflight++
 	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
 	return true
 }
@@ -43,7 +42,6 @@ func (e *Engine) opDone(d OpDone) {
 		return
 	}
 	e.ops.remove(d.ID)
-	e.inflight--
 	e.freeSlots()
 	d.Outcome = checkOutcome(r.op, d.Outcome)
 	if r.svc != nil {
@@ -101,7 +99,7 @@ func (e *Engine) leaveSlotQueue(a actor) {
 // freeSlots hands free global slots to the actors queued for them, in
 // order: lifecycle ops first, each kind in FIFO order.
 func (e *Engine) freeSlots() {
-	for len(e.slotQueue) > 0 && e.inflight < e.cfg.MaxConcurrentOps {
+	for len(e.slotQueue) > 0 && e.ops.len() < e.cfg.MaxConcurrentOps {
 		a := e.slotQueue[0]
 		e.slotQueue = e.slotQueue[1:]
 		a.base().waitSlot = false

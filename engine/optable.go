@@ -9,6 +9,9 @@ type opTable struct {
 	n     int
 }
 
+// len is how many ops are in the table.
+func (t *opTable) len() int { return t.n }
+
 func (t *opTable) get(id OpID) *opRun {
 	if len(t.slots) == 0 {
 		return nil

@@ -108,7 +108,7 @@ func (e *Engine) Status() Status {
 	// Sized at once, nil when empty as before: growing them was a third
 	// of a snapshot's allocations at 1,000 services, and most of the cost
 	// of the view the simulator's invariants take after every step.
-	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.inflight,
+	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.ops.len(),
 		Services: sized[ServiceStatus](len(e.svcOrder)), Probes: sized[ProbeStatus](len(e.prbOrder)),
 		Leases: sized[LeaseStatus](len(e.leases)), Pools: sized[PoolStatus](len(e.pools)), LiveAttempts: sized[string](len(e.attempts))}
 	for _, s := range e.svcOrder {
@@ -161,7 +161,7 @@ func sized[T any](n int) []T {
 
 // OpsInFlight is Status().OpsInFlight without the rest of Status: svcrun's
 // shutdown asks it after every step it drains.
-func (e *Engine) OpsInFlight() int { return e.inflight }
+func (e *Engine) OpsInFlight() int { return e.ops.len() }
 
 // StatusOf is the part of Status that a lease depends on: the named
 // services and the probes establishing the named capabilities, in Status's
