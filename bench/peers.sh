@@ -9,9 +9,12 @@
 #
 # Knobs (environment): N daemons (1000), KILLS crashes timed (20), CALLS
 # "is it up" calls timed (200), IDLE seconds of idle CPU for the peers (10),
-# IDLE_SVCRUN the same for svcrun (310: one whole period of its slowest
-# periodic ops, status of a contained service and fingerprint, 300 s each;
-# a shorter window would see none of them, or one burst), PEERS the
+# IDLE_SVCRUN the same for svcrun (600: one whole period of its slowest
+# periodic work, the reap sweep, which lists every running service; the
+# window, from just after the boot, then holds the boot's own first reap
+# round, which lists them all, and no sweep, as every 600 s of a steady
+# node holds one sweep, and two of each service's status and fingerprint,
+# 300 s apart: a shorter window sees a burst or none of them), PEERS the
 # peers to run, in order (svcrun supervisord s6 runit), BACKOFF svcrun's
 # backoff_initial_s (0.001: the peers restart a crash with no backoff
 # either). Loopback only: nothing leaves the machine.
@@ -21,7 +24,7 @@ N=${N:-1000}
 KILLS=${KILLS:-20}
 CALLS=${CALLS:-200}
 IDLE=${IDLE:-10}
-IDLE_SVCRUN=${IDLE_SVCRUN:-310}
+IDLE_SVCRUN=${IDLE_SVCRUN:-600}
 PEERS=${PEERS:-svcrun supervisord s6 runit}
 BACKOFF=${BACKOFF:-0.001}
 [ "$KILLS" -le "$N" ] || KILLS=$N
