@@ -98,17 +98,7 @@ func newManager(t *testing.T, onEmptied func(string)) *Manager {
 // another Manager fails the test: that is never the host's fault.
 func newManagerWith(t *testing.T, o Options) *Manager {
 	t.Helper()
-	m := New(o)
-	if err := m.Err(); err != nil {
-		m.Close()
-		if errors.Is(err, ErrInUse) {
-			t.Fatal(err)
-		}
-		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %v\n%s", err, m.Support())
-		}
-		t.Skipf("cgroup v2 not usable here: %v", err)
-	}
+	m := usable(t, o)
 	t.Cleanup(func() {
 		for _, s := range m.Services() {
 			if err := m.Kill(s, 5*time.Second); err != nil {
@@ -123,6 +113,24 @@ func newManagerWith(t *testing.T, o Options) *Manager {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
+	return m
+}
+
+// usable is New(o), skipping the test where cgroup v2 is not writable
+// (unless REQUIRE_KERNEL_FEATURES=1); the caller cleans up.
+func usable(t *testing.T, o Options) *Manager {
+	t.Helper()
+	m := New(o)
+	if err := m.Err(); err != nil {
+		m.Close()
+		if errors.Is(err, ErrInUse) {
+			t.Fatal(err)
+		}
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %v\n%s", err, m.Support())
+		}
+		t.Skipf("cgroup v2 not usable here: %v", err)
+	}
 	return m
 }
 
@@ -436,5 +444,72 @@ func TestNoDescriptorPerContainer(t *testing.T) {
 	}
 	if st, ok := m.Status("mod/fd0"); !ok || !st.Populated || !st.Armed {
 		t.Errorf("status of mod/fd0 with its daemon running: %+v, %v", st, ok)
+	}
+}
+
+// TestStraysAndTerminate: the containers an earlier Manager left, of
+// services the next one does not know, are listed and ended without an
+// op: SIGTERM, thawed first, and a kill for what ignores it; a known one
+// is not listed and keeps its daemon.
+func TestStraysAndTerminate(t *testing.T) {
+	o := Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	first := usable(t, o)
+	const daemon = "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"
+	pid := map[string]int{}
+	for svc, script := range map[string]string{
+		"gone/polite":   daemon,
+		"gone/frozen":   daemon,
+		"gone/stubborn": `sh -c 'trap "" TERM; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 & echo $!`,
+		"kept/svc":      daemon,
+		"gone/empty":    "true",
+	} {
+		if pids := pidsOf(t, spawn(t, first, svc, script)); len(pids) > 0 {
+			pid[svc] = pids[0]
+		}
+	}
+	if err := first.Freeze("gone/frozen", DefaultWait); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // svcrun exits: the containers stay
+
+	m := newManagerWith(t, o)
+	strays, err := m.Strays(map[string]bool{"kept/svc": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"gone/empty", "gone/frozen", "gone/polite", "gone/stubborn"}; !slices.Equal(strays, want) {
+		t.Fatalf("strays %v, want %v", strays, want)
+	}
+	for _, c := range []struct {
+		svc    string
+		grace  time.Duration
+		killed bool
+	}{
+		{"gone/polite", time.Minute, false},
+		{"gone/frozen", time.Minute, false},
+		{"gone/stubborn", 100 * time.Millisecond, true}, // ignores SIGTERM: killed whatever the load
+		{"gone/empty", time.Minute, false},
+	} {
+		killed, err := m.Terminate(c.svc, c.grace)
+		if err != nil || killed != c.killed {
+			t.Errorf("Terminate(%s) = %v, %v; want killed %v", c.svc, killed, err, c.killed)
+		}
+		if p := pid[c.svc]; p != 0 {
+			if s, _ := stat(p); s != 0 {
+				t.Errorf("%s: pid %d still runs (%c) after Terminate", c.svc, p, s)
+			}
+		}
+		if err := m.Remove(c.svc); err != nil {
+			t.Errorf("remove %s: %v", c.svc, err)
+		}
+	}
+	if strays, err := m.Strays(map[string]bool{"kept/svc": true}); err != nil || len(strays) != 0 {
+		t.Errorf("strays after removal: %v, %v", strays, err)
+	}
+	if s, _ := stat(pid["kept/svc"]); s == 0 {
+		t.Errorf("the known service's daemon was ended")
+	}
+	if _, err := m.Procs("kept/svc"); err != nil { // adopted, for the cleanup
+		t.Fatal(err)
 	}
 }

@@ -29,17 +29,21 @@ type Manager struct{}
 // New returns a Manager whose Err says cgroups are not available here.
 func New(Options) *Manager { return &Manager{} }
 
-func (m *Manager) Support() Support                 { return unavailable() }
-func (m *Manager) Err() error                       { return errNotAvailable }
-func (m *Manager) Base() string                     { return "" }
-func (m *Manager) SetOnEmptied(func(string))        {}
-func (m *Manager) SetOnArmed(func(string))          {}
-func (m *Manager) Path(string) (string, error)      { return "", errNotAvailable }
-func (m *Manager) Create(string) (int, error)       { return -1, errNotAvailable }
-func (m *Manager) OpStart(string) (int, error)      { return -1, errNotAvailable }
-func (m *Manager) OpEnd(string)                     {}
-func (m *Manager) Recover(string) (int, error)      { return -1, nil }
-func (m *Manager) Kill(string, time.Duration) error { return errNotAvailable }
+func (m *Manager) Support() Support                         { return unavailable() }
+func (m *Manager) Err() error                               { return errNotAvailable }
+func (m *Manager) Base() string                             { return "" }
+func (m *Manager) SetOnEmptied(func(string))                {}
+func (m *Manager) SetOnArmed(func(string))                  {}
+func (m *Manager) Path(string) (string, error)              { return "", errNotAvailable }
+func (m *Manager) Create(string) (int, error)               { return -1, errNotAvailable }
+func (m *Manager) OpStart(string) (int, error)              { return -1, errNotAvailable }
+func (m *Manager) OpEnd(string)                             {}
+func (m *Manager) Recover(string) (int, error)              { return -1, nil }
+func (m *Manager) Kill(string, time.Duration) error         { return errNotAvailable }
+func (m *Manager) Strays(map[string]bool) ([]string, error) { return nil, nil }
+func (m *Manager) Terminate(string, time.Duration) (bool, error) {
+	return false, errNotAvailable
+}
 func (m *Manager) Freeze(string, time.Duration) error {
 	return errNotAvailable
 }

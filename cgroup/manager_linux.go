@@ -654,6 +654,62 @@ func (m *Manager) Kill(service string, wait time.Duration) error {
 	}
 }
 
+// Strays lists, sorted, the services that have a container under the
+// base but are not in known: left by an earlier svcrun whose
+// configuration had them. Directories whose names are not service names
+// are not svcrun's and are not listed.
+func (m *Manager) Strays(known map[string]bool) ([]string, error) {
+	if m.err != nil {
+		return nil, nil
+	}
+	mods, err := os.ReadDir(m.sup.Base)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: strays: %w", err)
+	}
+	var out []string
+	for _, md := range mods {
+		if !md.IsDir() {
+			continue
+		}
+		svcs, err := os.ReadDir(filepath.Join(m.sup.Base, md.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup: strays: %w", err)
+		}
+		for _, sd := range svcs {
+			service := md.Name() + "/" + sd.Name()
+			if _, _, err := splitService(service); sd.IsDir() && err == nil && !known[service] {
+				out = append(out, service)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Terminate ends the processes of the service's container without an op
+// (whose executable may be gone): SIGTERM to each, and when the container
+// is not empty within grace, Kill. killed says whether the kill was
+// needed. A service without a container has nothing to end.
+func (m *Manager) Terminate(service string, grace time.Duration) (killed bool, err error) {
+	c, err := m.existing(service) // thawed, if it was frozen
+	if c == nil {
+		return false, err
+	}
+	pids, err := c.procs()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("cgroup: terminate %s: %w", c.dir, err)
+	}
+	for _, pid := range pids {
+		if !m.sup.Freeze.OK {
+			unix.Kill(pid, unix.SIGCONT) // stopped by the freeze fallback, it would take no signal
+		}
+		unix.Kill(pid, unix.SIGTERM)
+	}
+	if m.waitFor(c, grace, func(c *container) bool { return !c.populated }) {
+		return false, nil
+	}
+	return true, m.Kill(service, grace)
+}
+
 // Freeze stops every process of the container (cgroup.freeze 1; fallback
 // SIGSTOP to each). With wait > 0 it waits at most that long for
 // cgroup.events to say "frozen 1".

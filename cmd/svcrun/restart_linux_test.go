@@ -267,3 +267,81 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 		t.Errorf("leases left: %+v", l)
 	}
 }
+
+// TestRemovedModuleEndedAtStart: a module removed from the configuration
+// while svcrun was down is not left running, unmanaged and uncharged, by
+// the next svcrun: what its container holds gets SIGTERM (the stop op may
+// be gone with its bundle), and the container goes.
+func TestRemovedModuleEndedAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	n := newRestartNode(t, "rmmod")
+	n.start()
+	if out, code := n.cli("run", "--capability", "kv", "--wait", "20s", "--", "true"); code != 0 {
+		t.Fatalf("run: exit %d %s", code, out)
+	}
+	pidFile := filepath.Join(n.dir, "data", "modules", "demo", "kv.pid")
+	var pid int
+	if b, err := os.ReadFile(pidFile); err == nil {
+		fmt.Sscan(string(b), &pid)
+	}
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("no kv daemon after the run (pid file %q)", pidFile)
+	}
+	cg := cgroupOf(pid)
+	if cg == "" || !strings.HasSuffix(cg, "/demo/kv") {
+		t.Skipf("kv's daemon is not in a cgroup container (%q): the removed module's processes are not svcrun's to find", cg)
+	}
+	n.serve.Process.Signal(syscall.SIGTERM) // a clean stop leaves the services running
+	n.serve.Wait()
+	n.serve = nil
+
+	cfg, err := os.ReadFile(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, _, _ := strings.Cut(string(cfg), "[[modules]]")
+	if err := os.WriteFile(n.cfg, []byte(node), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedBuffer
+	cmd := exec.Command(n.bin, "serve", "--config", n.cfg, "--log-format", "text")
+	cmd.Stderr = &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n.serve = cmd
+	waitUntil(t, "svcrun serve answers", func() bool { return exec.Command(n.bin, "status", "--socket", n.sock).Run() == nil })
+	if !strings.Contains(log.String(), `msg="not in the configuration: ended on SIGTERM" service=demo/kv`) {
+		t.Errorf("no line saying demo/kv was ended:\n%s", log.String())
+	}
+	waitUntil(t, "the removed module's daemon has ended", func() bool { return procGone(pid) })
+	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(mount, cg)); err == nil {
+			t.Errorf("the removed service's container %s stays", filepath.Join(mount, cg))
+		}
+	}
+}
+
+// cgroupOf is the cgroup v2 path of pid ("" if none).
+func cgroupOf(pid int) string {
+	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// procGone says whether pid has exited (gone, or a zombie its new parent
+// has yet to reap).
+func procGone(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] == 'Z'
+}
