@@ -88,7 +88,28 @@ func (n *node) serve(t *testing.T) {
 				syscall.Kill(id, syscall.SIGKILL)
 			}
 		}
+		removeBase(t, "svcrun-node-1")
 	})
+}
+
+// removeBase deletes the containers svcrun serve left under the host's
+// base cgroup name (empty once its services stopped), deepest first.
+func removeBase(t *testing.T, name string) {
+	t.Helper()
+	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var dirs []string
+		filepath.WalkDir(filepath.Join(mount, name), func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			if err := os.Remove(dirs[i]); err != nil {
+				t.Logf("cleanup: %v", err)
+			}
+		}
+	}
 }
 
 // svcrun runs a svcrun command against the node's serve and returns its
