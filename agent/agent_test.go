@@ -17,6 +17,12 @@ import (
 
 // testConfig writes a node config using the example demo module, with a
 // data dir in a temp dir.
+// noPressure is a pressure file that does not exist: the agents of the
+// tests do not watch the host's memory pressure, which a loaded machine
+// would turn into yields no test asked for (signals_linux_test.go fakes
+// the file).
+const noPressure = "testdata/no-such-pressure-file"
+
 func testConfig(t *testing.T) string {
 	t.Helper()
 	bundle, err := filepath.Abs("../examples/modules/demo")
@@ -51,7 +57,7 @@ type running struct {
 
 func start(t *testing.T, cfg string, stopServices bool) *running {
 	t.Helper()
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices, NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

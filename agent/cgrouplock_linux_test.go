@@ -33,7 +33,7 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 	first.release(first.mustAcquire(req))
 
 	second := newE2E(t, e2eMode{}, map[string]string{"node_id": strconv.Quote(first.node)})
-	a, err := Open(Options{ConfigPath: second.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: second.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -40,7 +40,7 @@ func TestFullDataDir(t *testing.T) {
 	t.Cleanup(func() { unix.Unmount(data, unix.MNT_DETACH) })
 
 	logs := newLogLines(t)
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestFrozenDataDir(t *testing.T) {
 	}
 
 	logs := newLogLines(t)
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

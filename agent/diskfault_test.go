@@ -116,7 +116,7 @@ func (s *stallStore) Apply(batch []engine.Effect) error {
 // waited SlowWrite and with its duration when it ends.
 func TestStatusWhileStoreWriteStalls(t *testing.T) {
 	logs := newLogLines(t)
-	a, err := Open(Options{ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}

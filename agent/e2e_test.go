@@ -196,7 +196,7 @@ func (e *e2e) start() {
 	if e.logTo != nil {
 		logTo = io.MultiWriter(logTo, e.logTo)
 	}
-	opts := Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
+	opts := Options{ConfigPath: e.cfg, PressureFile: noPressure, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
 	if e.stopTimeout > 0 {
 		opts.NewExecutor = func(c executor.Config, post func(engine.Event)) (Executor, error) {
 			x, err := executor.New(c, post)

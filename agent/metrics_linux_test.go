@@ -118,7 +118,7 @@ func TestMetricsListenInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	e := newE2E(t, processGroups, map[string]string{"metrics_listen": fmt.Sprintf("%q", ln.Addr().String())})
-	a, err := Open(Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true})
 	if err == nil {
 		a.Run(canceled())
 		t.Fatal("Open accepted a metrics_listen address in use")
@@ -132,7 +132,7 @@ func TestMetricsListenInUse(t *testing.T) {
 	}
 	// It stops what it started on the way out: the module's always
 	// service would otherwise outlive the test.
-	a, err = Open(Options{ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, StopServicesOnExit: true})
+	a, err = Open(Options{PressureFile: noPressure, ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, StopServicesOnExit: true})
 	if err != nil {
 		t.Fatalf("Open after the refused one: %v", err)
 	}

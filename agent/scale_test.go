@@ -189,7 +189,7 @@ func runScale(tb testing.TB, idle time.Duration) scaleResult {
 	}
 
 	before := heapAlloc()
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), StopServicesOnExit: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), StopServicesOnExit: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

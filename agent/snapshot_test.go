@@ -21,6 +21,7 @@ func startWith(t *testing.T, opts Options, setup func(*Agent)) *Agent {
 		opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	}
 	opts.NoContainers = true
+	opts.PressureFile = noPressure
 	a, err := Open(opts)
 	if err != nil {
 		t.Fatal(err)

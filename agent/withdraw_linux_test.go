@@ -84,7 +84,7 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 		}
 		return &startSpy{Executor: x, starts: &starts}, nil
 	}
-	a, err := Open(Options{ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
 	if err != nil {
 		t.Fatal(err)
 	}
