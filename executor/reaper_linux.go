@@ -52,10 +52,6 @@ var (
 	// parked says the reaper waits on wake because it found no child.
 	parked atomic.Bool
 	wake   = make(chan struct{}, 1)
-	// awaitedPid is the in-flight zombie the reaper waits for; its untrack
-	// signals untracked.
-	awaitedPid atomic.Int64
-	untracked  = make(chan struct{}, 1)
 
 	// orphanExits are told the process group of each orphan reaped
 	// (subscribeOrphanExits).
@@ -157,12 +153,6 @@ func track(pid int) func() {
 		close(untracks)
 		untracks = make(chan struct{})
 		flightMu.Unlock()
-		if awaitedPid.Load() == int64(pid) {
-			select {
-			case untracked <- struct{}{}:
-			default:
-			}
-		}
 		if parked.Load() && hasChildren() && parked.CompareAndSwap(true, false) {
 			select {
 			case wake <- struct{}{}:
@@ -314,22 +304,18 @@ func inflightUntrack(pid int) (<-chan struct{}, bool) {
 // awaitUntrack waits until pid leaves the in-flight set, at most d, with the
 // reaper's stopped timer t.
 func awaitUntrack(pid int, d time.Duration, t *time.Timer) bool {
-	awaitedPid.Store(int64(pid))
-	defer awaitedPid.Store(0)
-	select { // a stale wake-up from an earlier wait
-	case <-untracked:
-	default:
-	}
-	if !isInflight(pid) {
-		return true
-	}
 	t.Reset(d)
 	defer t.Stop()
-	select {
-	case <-untracked:
-		return !isInflight(pid)
-	case <-t.C:
-		return false
+	for {
+		owned, ok := inflightUntrack(pid)
+		if !ok {
+			return true
+		}
+		select {
+		case <-owned: // some child left the set: pid, or another
+		case <-t.C:
+			return false
+		}
 	}
 }
 
