@@ -1,7 +1,6 @@
 package executor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/procstat"
 )
 
 // userHZ is the unit of /proc/<pid>/stat's start time: USER_HZ, 100 on
@@ -40,31 +41,6 @@ func bootNanos() int64 {
 		return time.Now().UnixNano() // cannot fail on Linux 2.6.39 and later
 	}
 	return ts.Nano()
-}
-
-// statFields returns the fields of /proc/<pid>/stat after the command
-// name: [0] is field 3 (state).
-func statFields(pid int) ([][]byte, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return nil, false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return nil, false
-	}
-	f := bytes.Fields(data[i+1:])
-	return f, len(f) >= 20
-}
-
-// startTicks is pid's start time since boot in USER_HZ ticks (field 22).
-func startTicks(pid int) (uint64, bool) {
-	f, ok := statFields(pid)
-	if !ok {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(f[19]), 10, 64)
-	return v, err == nil
 }
 
 // procWait is a leftover op's process: held by its pidfd, which stays its
@@ -99,8 +75,8 @@ func openProc(p proc) (*procWait, error) {
 
 // runs reports whether p's pid is still p, and not a zombie.
 func (p proc) runs() bool {
-	f, ok := statFields(p.pid)
-	if !ok || len(f[0]) != 1 || f[0][0] == 'Z' || f[0][0] == 'X' {
+	f, ok := procstat.Fields(p.pid)
+	if !ok || f[0][0] == 'Z' || f[0][0] == 'X' {
 		return false
 	}
 	st, err := strconv.ParseUint(string(f[19]), 10, 64)
@@ -186,7 +162,7 @@ func findSpawned(rec opRecord) []proc {
 	until := from + uint64(spawnWindow/(time.Second/userHZ))
 	var out []proc
 	for _, pid := range pids {
-		f, ok := statFields(pid)
+		f, ok := procstat.Fields(pid)
 		if !ok || string(f[2]) != strconv.Itoa(pid) {
 			continue // not a group leader
 		}

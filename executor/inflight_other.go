@@ -15,7 +15,6 @@ var errNoIdentity = errors.New("process identity (start times, pidfds) needs Lin
 
 func bootID() (string, error)          { return "", errNoIdentity }
 func bootNanos() int64                 { return time.Now().UnixNano() }
-func startTicks(int) (uint64, bool)    { return 0, false }
 func findSpawned(opRecord) []proc      { return nil }
 func openProc(proc) (*procWait, error) { return nil, errNoIdentity }
 

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/procstat"
 )
 
 // The reaper. A child subreaper (prctl PR_SET_CHILD_SUBREAPER) inherits the
@@ -456,17 +458,8 @@ func procStat(pid int) (ppid int, state byte, ok bool) {
 
 // procStatGroup returns the parent, the process group and the state of pid.
 func procStatGroup(pid int) (ppid, pgrp int, state byte, ok bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, 0, false
-	}
-	// "pid (comm) S ppid pgrp ...": comm may hold spaces and parentheses.
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, 0, 0, false
-	}
-	f := bytes.Fields(data[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
+	f, ok := procstat.Fields(pid)
+	if !ok {
 		return 0, 0, 0, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
