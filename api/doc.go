@@ -76,8 +76,9 @@
 // its capabilities and the attrs of its latest fingerprint as the lease
 // was admitted ({} before any: a socket path, a port, a version). `svcrun
 // run` writes them, with the labels the job's objects must carry, to the
-// file $OARBANK_SERVICES_FILE names (ServicesFile, mode 0600, removed
-// when the command ends). Status shows the same attrs, and each service's
+// file $OARBANK_SERVICES_FILE names (ServicesFile, mode 0600, in the
+// user's private $TMPDIR/svcrun-services-<uid>/, removed when the command
+// ends, or by a later run if the run was killed before it could). Status shows the same attrs, and each service's
 // latest fingerprint's health and message (Healthy, Message; Unhealthy is
 // the count of failures reaching max_failures, another thing).
 //

@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +22,7 @@ import (
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/procstat"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/svcenv"
 )
@@ -115,6 +120,11 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		}
 		return cli.ChildExit{Code: 126}
 	}
+	// While a CMD that takes a while runs (a goroutine would cost a quick
+	// one more than its own work): the files of runs killed before they
+	// could remove theirs go.
+	sweep := time.AfterFunc(time.Second, func() { sweepServicesFiles(filepath.Dir(file)) })
+	defer sweep.Stop()
 
 	renewCtx, stopRenew := context.WithCancel(bg)
 	var wg sync.WaitGroup
@@ -288,11 +298,13 @@ func jobEnv(g api.Grant, servicesFile string) []string {
 		svcenv.VarNodeID+"="+g.NodeID, svcenv.VarServicesFile+"="+servicesFile)
 }
 
-// writeServicesFile writes, mode 0600 in the temp dir, the file that tells
+// writeServicesFile writes, mode 0600 in servicesDir, the file that tells
 // CMD what its lease uses (api.ServicesFile): the node, the lease, each
 // service and probe with its latest fingerprint's attrs, and the labels
 // every object the job creates must carry. It returns the file's path;
-// the caller removes it once CMD has ended.
+// the caller removes it once CMD has ended. Its name begins with this
+// process's pid and start time, so that a later run can tell a file whose
+// run was killed (sweepServicesFiles).
 func writeServicesFile(g api.Grant) (string, error) {
 	labels := func(service string) map[string]string {
 		l := map[string]string{protocol.LabelAttemptID: g.Attempt, protocol.LabelNode: g.NodeID}
@@ -316,9 +328,14 @@ func writeServicesFile(g api.Grant) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("services file: %w", err)
 	}
+	dir, err := servicesDir()
+	if err != nil {
+		return "", fmt.Errorf("services file: %w", err)
+	}
 	// CreateTemp makes the file 0600: attrs may name sockets and paths
 	// other users have no business knowing.
-	f, err := os.CreateTemp("", "svcrun-services-*.json")
+	start, _ := procstat.StartTicks(os.Getpid()) // 0 where unknown: never swept
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%d.%d.*.json", os.Getpid(), start))
 	if err != nil {
 		return "", fmt.Errorf("services file: %w", err)
 	}
@@ -331,4 +348,57 @@ func writeServicesFile(g api.Grant) (string, error) {
 		return "", fmt.Errorf("services file %s: %w", f.Name(), err)
 	}
 	return f.Name(), nil
+}
+
+// servicesDir is the directory of this user's services files,
+// <temp dir>/svcrun-services-<uid>, made 0700 if missing. One that is not
+// this user's private directory (another user may have made it first, to
+// read the files or swap them) is refused.
+func servicesDir() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("svcrun-services-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	uid, known := ownerOf(fi)
+	if !fi.IsDir() || fi.Mode().Perm()&0o077 != 0 || known && uid != os.Getuid() {
+		return "", fmt.Errorf("%s is not this user's private directory (%v, owner %d): remove it", dir, fi.Mode(), uid)
+	}
+	return dir, nil
+}
+
+// sweepServicesFiles removes the services files in dir whose run is gone
+// (killed, with SIGKILL, before it could remove its own): each file's name
+// gives its run's pid and start time, and a pid that is another process
+// now, or none, is gone. Files of an unknown start time (0: a host
+// without /proc) are left.
+func sweepServicesFiles(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, start, ok := servicesFileRun(e.Name())
+		if !ok || start == 0 {
+			continue
+		}
+		if now, alive := procstat.StartTicks(pid); !alive || now != start {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// servicesFileRun reads the pid and start time in a services file's name,
+// "<pid>.<start>.<random>.json".
+func servicesFileRun(name string) (pid int, start uint64, ok bool) {
+	f := strings.Split(name, ".")
+	if len(f) != 4 || f[3] != "json" {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	return pid, start, err1 == nil && err2 == nil && pid > 0
 }
