@@ -51,6 +51,7 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/procfs"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -550,16 +551,7 @@ func removeCgroupTree(t testing.TB, dir string) {
 
 // cgroupOf is the cgroup v2 directory of pid, or "".
 func cgroupOf(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return ""
-	}
-	var rel string
-	for _, line := range strings.Split(string(data), "\n") {
-		if r, ok := strings.CutPrefix(line, "0::"); ok {
-			rel = r
-		}
-	}
+	rel := procfs.Cgroup(pid)
 	mounts, err := os.ReadFile("/proc/self/mountinfo")
 	if rel == "" || err != nil {
 		return ""

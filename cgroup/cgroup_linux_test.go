@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 func TestParseMountinfo(t *testing.T) {
@@ -166,16 +168,6 @@ func pidsOf(t *testing.T, out string) []int {
 	return pids
 }
 
-func cgroupOf(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
-}
-
 // stat returns the state letter of pid and its utime, or 0 if it is gone
 // or a zombie.
 func stat(pid int) (byte, string) {
@@ -239,7 +231,7 @@ func TestContainerFreezeThawKillRemove(t *testing.T) {
 		( setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & echo $! ) | cat`))
 	busy, escaped := pids[0], pids[1]
 	for _, pid := range pids {
-		if got := cgroupOf(pid); got != rel {
+		if got := procfs.Cgroup(pid); got != rel {
 			t.Errorf("pid %d in cgroup %q, want %q", pid, got, rel)
 		}
 	}

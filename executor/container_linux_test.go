@@ -13,6 +13,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/procfs"
 	"github.com/oarbank/svcrun/protocol"
 	"golang.org/x/sys/unix"
 )
@@ -56,16 +57,6 @@ func cgroupRel(t *testing.T, m *cgroup.Manager, service string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimPrefix(p, m.Support().Mount)
-}
-
-func cgroupOfPid(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
 }
 
 func (a *adapterFixture) pid(t *testing.T, file string) int {
@@ -130,7 +121,7 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 	}
 	want := cgroupRel(t, m, "test/spread")
 	for name, pid := range pids {
-		if got := cgroupOfPid(pid); got != want {
+		if got := procfs.Cgroup(pid); got != want {
 			t.Errorf("%s %d in cgroup %q, want %q", name, pid, got, want)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/internal/ids"
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -459,7 +459,7 @@ func (j *opJournal) started(pid int) {
 	if j == nil || j.f == nil {
 		return
 	}
-	ticks, _ := procstat.StartTicks(pid)
+	ticks, _ := procfs.StartTicks(pid)
 	line := fmt.Sprintf("{\"pid\":%d,\"start_ticks\":%d}\n", pid, ticks)
 	if _, err := j.f.WriteString(line); err != nil {
 		j.x.log.Warn("pid of an op in flight not recorded: if svcrun dies during the op, the next one looks for it", "file", j.file, "error", err)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 // userHZ is the unit of /proc/<pid>/stat's start time: USER_HZ, 100 on
@@ -75,7 +75,7 @@ func openProc(p proc) (*procWait, error) {
 
 // runs reports whether p's pid is still p, and not a zombie.
 func (p proc) runs() bool {
-	f, ok := procstat.Fields(p.pid)
+	f, ok := procfs.Fields(p.pid)
 	if !ok || f[0][0] == 'Z' || f[0][0] == 'X' {
 		return false
 	}
@@ -162,7 +162,7 @@ func findSpawned(rec opRecord) []proc {
 	until := from + uint64(spawnWindow/(time.Second/userHZ))
 	var out []proc
 	for _, pid := range pids {
-		f, ok := procstat.Fields(pid)
+		f, ok := procfs.Fields(pid)
 		if !ok || string(f[2]) != strconv.Itoa(pid) {
 			continue // not a group leader
 		}

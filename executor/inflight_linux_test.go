@@ -14,7 +14,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -217,7 +217,7 @@ func TestLeftoverRecords(t *testing.T) {
 				})
 				p.pid = cmd.Process.Pid
 				var ok bool
-				if p.start, ok = procstat.StartTicks(p.pid); !ok {
+				if p.start, ok = procfs.StartTicks(p.pid); !ok {
 					t.Fatal("no start time")
 				}
 			}
@@ -290,7 +290,7 @@ func TestRecordFilesAreReused(t *testing.T) {
 	// and pid, past its deadline: were it read as a record, the process
 	// would be killed.
 	cmd := startSleep(t, &syscall.SysProcAttr{Setpgid: true})
-	start, _ := procstat.StartTicks(cmd.Process.Pid)
+	start, _ := procfs.StartTicks(cmd.Process.Pid)
 	rec := opRecord{Service: "test/envsvc", Op: "start", Argv: []string{"sleep", "1000"}, BootID: id, Began: time.Now(),
 		BeganBoot: bootNanos(), Timeout: time.Nanosecond, Pid: cmd.Process.Pid, StartTicks: start}
 	data, _ := json.Marshal(rec)
@@ -377,7 +377,7 @@ func TestProcWaitWithoutPidfd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer done()
-	start, ok := procstat.StartTicks(cmd.Process.Pid)
+	start, ok := procfs.StartTicks(cmd.Process.Pid)
 	if !ok {
 		t.Fatal("no start time")
 	}
@@ -412,7 +412,7 @@ func TestLeftoverStopLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	start, _ := procstat.StartTicks(pid)
+	start, _ := procfs.StartTicks(pid)
 	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
 	cmd.Wait()
 	done()
@@ -458,7 +458,7 @@ func TestLeftoverIntentInContainer(t *testing.T) {
 	}
 	daemon := spawn()
 	// The intent comes a tick (of /proc start times) after the daemon.
-	dTicks, _ := procstat.StartTicks(daemon.Process.Pid)
+	dTicks, _ := procfs.StartTicks(daemon.Process.Pid)
 	for bootNanos()/(1e9/userHZ) <= int64(dTicks) {
 	}
 	root := tempRoot(t)

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 // The reaper. A child subreaper (prctl PR_SET_CHILD_SUBREAPER) inherits the
@@ -458,7 +458,7 @@ func procStat(pid int) (ppid int, state byte, ok bool) {
 
 // procStatGroup returns the parent, the process group and the state of pid.
 func procStatGroup(pid int) (ppid, pgrp int, state byte, ok bool) {
-	f, ok := procstat.Fields(pid)
+	f, ok := procfs.Fields(pid)
 	if !ok {
 		return 0, 0, 0, false
 	}

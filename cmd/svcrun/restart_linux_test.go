@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 // lockedBuffer is a command's stderr, read while the command runs.
@@ -289,7 +291,7 @@ func TestRemovedModuleEndedAtStart(t *testing.T) {
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		t.Fatalf("no kv daemon after the run (pid file %q)", pidFile)
 	}
-	cg := cgroupOf(pid)
+	cg := procfs.Cgroup(pid)
 	if cg == "" || !strings.HasSuffix(cg, "/demo/kv") {
 		t.Skipf("kv's daemon is not in a cgroup container (%q): the removed module's processes are not svcrun's to find", cg)
 	}
@@ -324,24 +326,9 @@ func TestRemovedModuleEndedAtStart(t *testing.T) {
 	}
 }
 
-// cgroupOf is the cgroup v2 path of pid ("" if none).
-func cgroupOf(pid int) string {
-	data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok {
-			return p
-		}
-	}
-	return ""
-}
-
 // procGone says whether pid has exited (gone, or a zombie its new parent
 // has yet to reap).
 func procGone(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(data, ')')
-	return i < 0 || i+2 >= len(data) || data[i+2] == 'Z'
+	f, ok := procfs.Fields(pid)
+	return !ok || f[0][0] == 'Z'
 }

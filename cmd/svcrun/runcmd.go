@@ -22,7 +22,7 @@ import (
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/cli"
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/svcenv"
 )
@@ -334,7 +334,7 @@ func writeServicesFile(g api.Grant) (string, error) {
 	}
 	// CreateTemp makes the file 0600: attrs may name sockets and paths
 	// other users have no business knowing.
-	start, _ := procstat.StartTicks(os.Getpid()) // 0 where unknown: never swept
+	start, _ := procfs.StartTicks(os.Getpid()) // 0 where unknown: never swept
 	f, err := os.CreateTemp(dir, fmt.Sprintf("%d.%d.*.json", os.Getpid(), start))
 	if err != nil {
 		return "", fmt.Errorf("services file: %w", err)
@@ -385,7 +385,7 @@ func sweepServicesFiles(dir string) {
 		if !ok || start == 0 {
 			continue
 		}
-		if now, alive := procstat.StartTicks(pid); !alive || now != start {
+		if now, alive := procfs.StartTicks(pid); !alive || now != start {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/oarbank/svcrun/api"
-	"github.com/oarbank/svcrun/internal/procstat"
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 // TestServicesFilesOfKilledRunsAreSwept: a run's services file is named
@@ -33,12 +33,12 @@ func TestServicesFilesOfKilledRunsAreSwept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { live.Process.Kill(); live.Wait() }()
-	liveStart, _ := procstat.StartTicks(live.Process.Pid)
+	liveStart, _ := procfs.StartTicks(live.Process.Pid)
 	dead := exec.Command("sleep", "1000")
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadStart, _ := procstat.StartTicks(dead.Process.Pid)
+	deadStart, _ := procfs.StartTicks(dead.Process.Pid)
 	dead.Process.Kill()
 	dead.Wait()
 	files := map[string]bool{ // name -> kept
@@ -94,7 +94,7 @@ func TestRunSweepsTheFilesOfKilledRuns(t *testing.T) {
 	if err := dead.Start(); err != nil {
 		t.Fatal(err)
 	}
-	start, _ := procstat.StartTicks(dead.Process.Pid)
+	start, _ := procfs.StartTicks(dead.Process.Pid)
 	dead.Process.Kill()
 	dead.Wait()
 	left := filepath.Join(dir, fmt.Sprintf("%d.%d.1.json", dead.Process.Pid, start))

@@ -1,9 +1,10 @@
-package procstat
+package procfs
 
 import (
 	"bytes"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // Fields returns the fields of /proc/<pid>/stat after the command name:
@@ -31,4 +32,16 @@ func StartTicks(pid int) (uint64, bool) {
 	}
 	v, err := strconv.ParseUint(string(f[19]), 10, 64)
 	return v, err == nil
+}
+
+// Cgroup is pid's cgroup v2 path ("/a/b", relative to the cgroup2 mount),
+// or "" when it has none or is gone.
+func Cgroup(pid int) string {
+	data, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package procstat
+package procfs
 
 import (
 	"os"
@@ -45,5 +45,26 @@ func TestStartTicksNamesOneProcess(t *testing.T) {
 func TestNoSuchProcess(t *testing.T) {
 	if _, ok := Fields(-1); ok {
 		t.Error("Fields(-1) ok")
+	}
+}
+
+// TestCgroupIsInherited: a child starts in its parent's cgroup; a process
+// gone has none.
+func TestCgroupIsInherited(t *testing.T) {
+	self := Cgroup(os.Getpid())
+	if self == "" {
+		t.Skip("no cgroup v2 line in /proc/self/cgroup")
+	}
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if got := Cgroup(cmd.Process.Pid); got != self {
+		t.Errorf("child in %q, parent in %q", got, self)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := Cgroup(cmd.Process.Pid); got != "" {
+		t.Errorf("a reaped process in %q", got)
 	}
 }
