@@ -28,25 +28,16 @@ func TestServicesFilesOfKilledRunsAreSwept(t *testing.T) {
 	if filepath.Dir(ours) != dir {
 		t.Fatalf("services file %s, not in %s", ours, dir)
 	}
-	live := exec.Command("sleep", "1000")
-	if err := live.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { live.Process.Kill(); live.Wait() }()
-	liveStart, _ := procfs.StartTicks(live.Process.Pid)
-	dead := exec.Command("sleep", "1000")
-	if err := dead.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadStart, _ := procfs.StartTicks(dead.Process.Pid)
-	dead.Process.Kill()
-	dead.Wait()
+	live, liveStart, end := sleeper(t)
+	defer end()
+	dead, deadStart, end := sleeper(t)
+	end()
 	files := map[string]bool{ // name -> kept
-		fmt.Sprintf("%d.%d.1.json", live.Process.Pid, liveStart):   true,
-		fmt.Sprintf("%d.%d.2.json", dead.Process.Pid, deadStart):   false,
-		fmt.Sprintf("%d.%d.3.json", live.Process.Pid, liveStart-1): false, // its pid reused since
-		fmt.Sprintf("%d.0.4.json", dead.Process.Pid):               true,  // start time unknown
-		"notes.txt": true,
+		fmt.Sprintf("%d.%d.1.json", live, liveStart):   true,
+		fmt.Sprintf("%d.%d.2.json", dead, deadStart):   false,
+		fmt.Sprintf("%d.%d.3.json", live, liveStart-1): false, // its pid reused since
+		fmt.Sprintf("%d.0.4.json", dead):               true,  // start time unknown
+		"notes.txt":                                    true,
 	}
 	for name := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
@@ -90,14 +81,9 @@ func TestRunSweepsTheFilesOfKilledRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := exec.Command("sleep", "1000")
-	if err := dead.Start(); err != nil {
-		t.Fatal(err)
-	}
-	start, _ := procfs.StartTicks(dead.Process.Pid)
-	dead.Process.Kill()
-	dead.Wait()
-	left := filepath.Join(dir, fmt.Sprintf("%d.%d.1.json", dead.Process.Pid, start))
+	dead, start, end := sleeper(t)
+	end()
+	left := filepath.Join(dir, fmt.Sprintf("%d.%d.1.json", dead, start))
 	if err := os.WriteFile(left, []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +92,21 @@ func TestRunSweepsTheFilesOfKilledRuns(t *testing.T) {
 	if code, out, errs := run(t, "run", "--socket", sock, "--capability", "kv", "--", "sh", "-c", script, "sh", left); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
+}
+
+// sleeper starts a sleep and returns its pid and start time, and end,
+// which kills and reaps it.
+func sleeper(t *testing.T) (pid int, start uint64, end func()) {
+	t.Helper()
+	cmd := exec.Command("sleep", "1000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, ok := procfs.StartTicks(cmd.Process.Pid)
+	if !ok {
+		t.Fatal("no start time for a child")
+	}
+	return cmd.Process.Pid, start, func() { cmd.Process.Kill(); cmd.Wait() }
 }
 
 func testGrant() api.Grant {
