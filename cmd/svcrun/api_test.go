@@ -21,6 +21,11 @@ import (
 
 // served starts an agent on the demo module with its API, as `svcrun
 // serve` does, and returns the node configuration file and the socket.
+// noPressure is a pressure file that does not exist: the in-process
+// agents of the tests do not watch the host's memory pressure, which a
+// loaded machine would turn into yields no test asked for.
+const noPressure = "testdata/no-such-pressure-file"
+
 func served(t *testing.T) (cfg, sock string) {
 	t.Helper()
 	return servedModule(t, "../../examples/modules/demo", "settings = { slots = 2 }")
@@ -55,7 +60,7 @@ bundle = %q
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, NoContainers: true})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, NoContainers: true, PressureFile: noPressure})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +284,7 @@ func TestStartAPIStopsWithContext(t *testing.T) {
 	// A second daemon on the same socket fails clearly.
 	cfg2 := filepath.Join(t.TempDir(), "n.toml")
 	os.WriteFile(cfg2, []byte(fmt.Sprintf("node_id = \"n2\"\ndata_dir = \"d\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", sock)), 0o644)
-	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)), NoContainers: true})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)), NoContainers: true, PressureFile: noPressure})
 	if err != nil {
 		t.Fatal(err)
 	}
