@@ -138,7 +138,7 @@ func (m *meters) step(now time.Time, ev engine.Event, effects []engine.Effect) {
 	}
 	for _, f := range effects {
 		switch f := f.(type) {
-		case engine.RunOp:
+		case *engine.RunOp:
 			m.opStarted[f.ID] = opStart{op: f.Op, at: now}
 		case engine.Admitted:
 			m.waitEnded(now, f.Lease, "admitted")

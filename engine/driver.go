@@ -91,9 +91,9 @@ func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
 	}
 	for _, f := range effects {
 		switch f := f.(type) {
-		case RunOp:
-			d.Exec.Run(f)
-		case SetTimer:
+		case *RunOp:
+			d.Exec.Run(*f)
+		case *SetTimer:
 			for int(f.Key.Slot) >= len(d.timers) {
 				d.timers = append(d.timers, make([]clockwork.TimerID, len(d.timers)+64)...)
 				d.fires = append(d.fires, make([]Event, len(d.timers)-len(d.fires))...)
@@ -107,7 +107,7 @@ func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
 				d.fires[f.Key.Slot] = fire
 			}
 			d.timers[f.Key.Slot] = d.Sched.At(f.At, fire)
-		case CancelTimer:
+		case *CancelTimer:
 			if int(f.Key.Slot) < len(d.timers) {
 				if id := d.timers[f.Key.Slot]; id != 0 {
 					d.Sched.Cancel(id)

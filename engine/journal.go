@@ -95,7 +95,7 @@ func LeaseOf(f Effect) LeaseID {
 // these, and traces print them.
 func FormatEffect(f Effect) string {
 	switch f := f.(type) {
-	case RunOp:
+	case *RunOp:
 		args := ""
 		if len(f.Args) > 0 {
 			args = " " + strings.Join(f.Args, " ")
@@ -144,9 +144,9 @@ func FormatEffect(f Effect) string {
 			}
 		}
 		return fmt.Sprintf("reap round %d done (%s): %d destroyed, %d kept, %d failed", f.Round, strings.Join(f.Tickets, ", "), n[0], n[1], n[2])
-	case SetTimer:
+	case *SetTimer:
 		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.UTC().Format(time.RFC3339Nano))
-	case CancelTimer:
+	case *CancelTimer:
 		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
 	case PutLease:
 		return "persist lease " + string(f.Lease.ID)

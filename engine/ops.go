@@ -31,7 +31,9 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	e.nextOp++
 	r.id = e.nextOp
 	e.ops.put(r)
-	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
+	f := e.runOps.next()
+	*f = RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout}
+	e.emit(f)
 	return true
 }
 

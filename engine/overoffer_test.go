@@ -31,7 +31,7 @@ pools = ["slots"]
 	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	var fp OpID
 	for _, f := range out {
-		if r, ok := f.(RunOp); ok && r.Op == protocol.OpFingerprint {
+		if r, ok := f.(*RunOp); ok && r.Op == protocol.OpFingerprint {
 			fp = r.ID
 		}
 	}

@@ -32,14 +32,14 @@ exec = ["bin/probe"]
 	e := New()
 	now := time.Unix(1_000_000, 0)
 	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	return e, now, append([]Effect(nil), out...)
+	return e, now, kept(out)
 }
 
 // opOf finds the RunOp of op on target name ("m/svc") among effects.
 func opOf(t *testing.T, effects []Effect, name string, op protocol.Op) OpID {
 	t.Helper()
 	for _, f := range effects {
-		if r, ok := f.(RunOp); ok && r.Target.String() == name && r.Op == op {
+		if r, ok := f.(*RunOp); ok && r.Target.String() == name && r.Op == op {
 			return r.ID
 		}
 	}

@@ -52,12 +52,45 @@ type invariants struct {
 // line, and no failure shows more than 80.
 const traceSteps = 128
 
-// tracedStep is one step of the trace; effects is a copy, as the engine
-// reuses its slice.
+// tracedStep is one step of the trace: the effects it shows, copied, as
+// the engine reuses its slice and its ops and cancelled timers, which runs
+// and cancels hold the copies of.
 type tracedStep struct {
 	now     time.Time
 	ev      engine.Event
 	effects []engine.Effect
+	runs    []engine.RunOp
+	cancels []engine.CancelTimer
+}
+
+// keep copies what lines shows of a step's effects, every one but the
+// timers set, into storage the step reuses when the ring comes round.
+func (t *tracedStep) keep(effects []engine.Effect) {
+	t.runs, t.cancels = t.runs[:0], t.cancels[:0]
+	for _, f := range effects {
+		switch f := f.(type) {
+		case *engine.RunOp:
+			t.runs = append(t.runs, *f)
+		case *engine.CancelTimer:
+			t.cancels = append(t.cancels, *f)
+		}
+	}
+	// Pointers into runs and cancels are taken once they stopped growing.
+	t.effects = t.effects[:0]
+	r, c := 0, 0
+	for _, f := range effects {
+		switch f.(type) {
+		case *engine.SetTimer:
+		case *engine.RunOp:
+			t.effects = append(t.effects, &t.runs[r])
+			r++
+		case *engine.CancelTimer:
+			t.effects = append(t.effects, &t.cancels[c])
+			c++
+		default:
+			t.effects = append(t.effects, f)
+		}
+	}
 }
 
 // lines is the step as the trace shows it: the event, then every effect
@@ -65,9 +98,7 @@ type tracedStep struct {
 func (t *tracedStep) lines(dst []string) []string {
 	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), t.ev))
 	for _, f := range t.effects {
-		if _, isTimer := f.(engine.SetTimer); !isTimer {
-			dst = append(dst, "    "+engine.FormatEffect(f))
-		}
+		dst = append(dst, "    "+engine.FormatEffect(f))
 	}
 	return dst
 }
@@ -129,7 +160,8 @@ func (c *invariants) Recent(n int) []string {
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	t := &c.trace[c.traced%traceSteps]
-	t.now, t.ev, t.effects = now, ev, append(t.effects[:0], effects...)
+	t.now, t.ev = now, ev
+	t.keep(effects)
 	c.traced++
 	if d, ok := ev.(engine.OpDone); ok {
 		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
@@ -158,7 +190,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		case engine.Thaw:
 			thawed[f.Service.String()] = true
 			delete(c.blind, f.Service.String())
-		case engine.RunOp:
+		case *engine.RunOp:
 			c.ops[f.ID] = f.Target
 			name := f.Target.String()
 			if f.Target.Probe {

@@ -89,7 +89,7 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				res.Admitted++
 			case engine.Rejected:
 				res.Rejected++
-			case engine.RunOp:
+			case *engine.RunOp:
 				if f.Op == protocol.OpStart {
 					res.Starts++
 				}

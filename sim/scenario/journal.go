@@ -272,13 +272,13 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	var batch []engine.Effect
 	for _, f := range effects {
 		switch f := f.(type) {
-		case engine.SetTimer:
+		case *engine.SetTimer:
 			c.sched++
 			c.timers[f.Key] = f.At.Sub(sim.Epoch)
 			c.timerSeq[f.Key] = c.sched
-		case engine.CancelTimer:
+		case *engine.CancelTimer:
 			delete(c.timers, f.Key)
-		case engine.RunOp:
+		case *engine.RunOp:
 			name := f.Target.String()
 			if c.calls[name] == nil {
 				c.calls[name] = map[protocol.Op]int{}

@@ -207,7 +207,7 @@ func TestFromJournalNotReproduced(t *testing.T) {
 		}
 		lines = append(lines, sim.JournalLine{File: "journal.jsonl", Line: len(lines) + 1, Entry: j, Event: ev})
 		for _, f := range effects {
-			if r, ok := f.(engine.RunOp); ok {
+			if r, ok := f.(*engine.RunOp); ok {
 				return r.ID
 			}
 		}

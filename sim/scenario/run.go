@@ -53,9 +53,13 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	}
 	for _, f := range effects {
 		var info OpInfo
-		if r, ok := f.(engine.RunOp); ok {
+		if r, ok := f.(*engine.RunOp); ok {
 			info = OpInfo{ID: r.ID, Target: r.Target, Op: r.Op, Args: append([]string(nil), r.Args...)}
 			rec.ops[r.ID] = info
+			// The engine's next step writes over it: the record keeps
+			// its own.
+			kept := *r
+			f = &kept
 		}
 		if traced(f) {
 			rec.add(Record{At: at, Kind: RecEffect, Text: formatTraceEffect(f), Effect: f, Op: info})

@@ -278,7 +278,7 @@ func (t *timeline) record(r scenario.Record) {
 
 func (t *timeline) effect(r scenario.Record) {
 	switch f := r.Effect.(type) {
-	case engine.RunOp:
+	case *engine.RunOp:
 		if l := t.opLane(f.Target); l != nil {
 			l.ops = append(l.ops, opSpan{from: r.At, op: f.Op, open: true})
 			t.openOps[f.ID] = l
