@@ -488,7 +488,7 @@ func (a *Agent) drain() {
 			return
 		}
 		switch ev.(type) {
-		case engine.OpDone:
+		case *engine.OpDone:
 		default:
 			continue // timers and requests wait for the next start
 		}

@@ -120,7 +120,7 @@ func (m *meters) step(now time.Time, ev engine.Event, effects []engine.Effect) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch ev := ev.(type) {
-	case engine.OpDone:
+	case *engine.OpDone:
 		if s, ok := m.opStarted[ev.ID]; ok {
 			delete(m.opStarted, ev.ID)
 			outcome := string(ev.Outcome.Failure)

@@ -177,7 +177,7 @@ lifecycle = "always"
 	const polls = 50
 	dones := make([]Event, polls+1)
 	for i := range dones {
-		dones[i] = OpDone{ID: r.e.nextOp + OpID(i) + 1, Outcome: Outcome{Result: status}}
+		dones[i] = &OpDone{ID: r.e.nextOp + OpID(i) + 1, Outcome: Outcome{Result: status}}
 	}
 	n := 0
 	allocs := testing.AllocsPerRun(polls, func() {

@@ -168,7 +168,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		e.renew(ev.Lease)
 	case Release:
 		e.release(ev.Lease)
-	case OpDone:
+	case *OpDone:
 		e.opDone(ev)
 	case Fire:
 		e.fire(ev.Timer)

@@ -41,7 +41,7 @@ var decoders = map[string]func([]byte) (Event, error){
 	Acquire{}.EventName():            decode[Acquire],
 	Renew{}.EventName():              decode[Renew],
 	Release{}.EventName():            decode[Release],
-	OpDone{}.EventName():             decode[OpDone],
+	(*OpDone)(nil).EventName():       decodeRef[OpDone],
 	Fire{}.EventName():               decode[Fire],
 	ContainerEmptied{}.EventName():   decode[ContainerEmptied],
 	ContainerPopulated{}.EventName(): decode[ContainerPopulated],
@@ -54,6 +54,16 @@ var decoders = map[string]func([]byte) (Event, error){
 func decode[T Event](data []byte) (Event, error) {
 	var x T
 	err := json.Unmarshal(data, &x)
+	return x, err
+}
+
+// decodeRef rebuilds the events that travel as pointers.
+func decodeRef[T any, P interface {
+	*T
+	Event
+}](data []byte) (Event, error) {
+	x := P(new(T))
+	err := json.Unmarshal(data, x)
 	return x, err
 }
 

@@ -37,7 +37,7 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	return true
 }
 
-func (e *Engine) opDone(d OpDone) {
+func (e *Engine) opDone(d *OpDone) {
 	r := e.ops.get(d.ID)
 	if r == nil {
 		e.note("engine", "completion of unknown op %d ignored", d.ID)

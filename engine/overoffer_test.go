@@ -39,7 +39,7 @@ pools = ["slots"]
 		t.Fatalf("no fingerprint at boot: %v", out)
 	}
 	no := false
-	e.Step(now, OpDone{ID: fp, Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
+	e.Step(now, &OpDone{ID: fp, Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
 	out = e.Step(now, Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
 	for _, f := range out {
 		if r, ok := f.(Rejected); ok {

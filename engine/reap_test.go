@@ -60,11 +60,11 @@ func (w *reapWorld) step(ev Event) {
 }
 
 func (w *reapWorld) done(id OpID, r protocol.Result) {
-	w.step(OpDone{ID: id, Outcome: Outcome{Result: r}})
+	w.step(&OpDone{ID: id, Outcome: Outcome{Result: r}})
 }
 
 func (w *reapWorld) fail(id OpID, msg string) {
-	w.step(OpDone{ID: id, Outcome: Outcome{Failure: FailOp, Message: msg}})
+	w.step(&OpDone{ID: id, Outcome: Outcome{Failure: FailOp, Message: msg}})
 }
 
 // effect returns the last step's effect of like's type, failing without one.
@@ -174,7 +174,7 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 				w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 				tt.want.Objects = append([]ReapObject{{ID: "o-first", Kind: "volume", Attempt: "a9", Outcome: ReapDestroyed}}, tt.want.Objects...)
 			} else {
-				w.step(OpDone{ID: list, Outcome: Outcome{Failure: FailOp, Message: "exit status 3"}})
+				w.step(&OpDone{ID: list, Outcome: Outcome{Failure: FailOp, Message: "exit status 3"}})
 			}
 			d := w.effect(ReapDone{}).(ReapDone)
 			if !reflect.DeepEqual(d.Services[0], tt.want) {

@@ -78,8 +78,8 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 			}
 			svcFP, prbFP := opOf(t, out, "m/svc", protocol.OpFingerprint), opOf(t, out, "m/sh", protocol.OpFingerprint)
 			now = now.Add(time.Second)
-			e.Step(now, OpDone{ID: svcFP, Outcome: tt.svc})
-			e.Step(now, OpDone{ID: prbFP, Outcome: tt.prb})
+			e.Step(now, &OpDone{ID: svcFP, Outcome: tt.svc})
+			e.Step(now, &OpDone{ID: prbFP, Outcome: tt.prb})
 			st := e.Status()
 			s, p := st.Services[0], st.Probes[0]
 			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message || !maps.Equal(s.Attrs, tt.wantSvc.Attrs) || !s.FingerprintedAt.Equal(now) {

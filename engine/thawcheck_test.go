@@ -59,7 +59,7 @@ func (r *opRig) step(ev Event) []Effect {
 			all = append(all, f)
 			if op, ok := f.(*RunOp); ok {
 				r.ran = append(r.ran, op.Op)
-				queue = append(queue, OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
+				queue = append(queue, &OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
 			}
 		}
 	}

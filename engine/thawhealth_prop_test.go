@@ -68,7 +68,7 @@ func (w *modelWorld) effect(f Effect) Event {
 	case Rejected:
 		w.answers[f.Lease] = f
 	case *RunOp:
-		return OpDone{ID: f.ID, Outcome: Outcome{Result: w.op(*f)}}
+		return &OpDone{ID: f.ID, Outcome: Outcome{Result: w.op(*f)}}
 	}
 	return nil
 }

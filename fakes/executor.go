@@ -103,6 +103,9 @@ type Executor struct {
 	sched    *clockwork.Virtual[engine.Event]
 	procs    map[string]*proc
 	byTarget map[engine.Target]*proc // Run's lookup, without building names
+	// free holds completions whose steps are over (Reuse), for Run to
+	// fill again instead of allocating one per op.
+	free []*engine.OpDone
 }
 
 // NewExecutor returns an executor whose services and probes (by full name,
@@ -283,7 +286,28 @@ func (x *Executor) Run(op engine.RunOp) {
 		// executor posts it at the op's end.
 		x.containerAfterOp(p, now.Add(d))
 	}
-	x.sched.At(now.Add(d), engine.OpDone{ID: op.ID, Outcome: o})
+	x.sched.At(now.Add(d), x.done(op.ID, o))
+}
+
+func (x *Executor) done(id engine.OpID, o engine.Outcome) *engine.OpDone {
+	var d *engine.OpDone
+	if n := len(x.free); n > 0 {
+		d, x.free = x.free[n-1], x.free[:n-1]
+	} else {
+		d = new(engine.OpDone)
+	}
+	*d = engine.OpDone{ID: id, Outcome: o}
+	return d
+}
+
+// Reuse takes back ev, once the engine has stepped it, if it is a
+// completion: a later op's completion is written over it. The world hands
+// back every event it steps, so whoever keeps an OpDone of the world past
+// its step keeps a copy.
+func (x *Executor) Reuse(ev engine.Event) {
+	if d, ok := ev.(*engine.OpDone); ok {
+		x.free = append(x.free, d)
+	}
 }
 
 // containerAfterOp posts what a contained service's container tells at

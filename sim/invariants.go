@@ -52,15 +52,26 @@ type invariants struct {
 // line, and no failure shows more than 80.
 const traceSteps = 128
 
-// tracedStep is one step of the trace: the effects it shows, copied, as
-// the engine reuses its slice and its ops and cancelled timers, which runs
-// and cancels hold the copies of.
+// tracedStep is one step of the trace: the event and the effects it
+// shows, copied, as the engine reuses its slice and its ops and cancelled
+// timers, which runs and cancels hold the copies of, and the fake executor
+// its completions, which done holds the copy of.
 type tracedStep struct {
 	now     time.Time
 	ev      engine.Event
+	done    engine.OpDone
 	effects []engine.Effect
 	runs    []engine.RunOp
 	cancels []engine.CancelTimer
+}
+
+// keepEvent copies ev where the step needs one.
+func (t *tracedStep) keepEvent(ev engine.Event) {
+	if d, ok := ev.(*engine.OpDone); ok {
+		t.done = *d
+		ev = &t.done
+	}
+	t.ev = ev
 }
 
 // keep copies what lines shows of a step's effects, every one but the
@@ -96,7 +107,11 @@ func (t *tracedStep) keep(effects []engine.Effect) {
 // lines is the step as the trace shows it: the event, then every effect
 // but the timers set.
 func (t *tracedStep) lines(dst []string) []string {
-	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), t.ev))
+	var ev any = t.ev
+	if d, ok := ev.(*engine.OpDone); ok {
+		ev = *d // shown as a value, as the other events
+	}
+	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), ev))
 	for _, f := range t.effects {
 		dst = append(dst, "    "+engine.FormatEffect(f))
 	}
@@ -160,10 +175,11 @@ func (c *invariants) Recent(n int) []string {
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	t := &c.trace[c.traced%traceSteps]
-	t.now, t.ev = now, ev
+	t.now = now
+	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
-	if d, ok := ev.(engine.OpDone); ok {
+	if d, ok := ev.(*engine.OpDone); ok {
 		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
 			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
 		}
@@ -271,7 +287,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
 				}
 			}
-			if _, isFail := ev.(engine.OpDone); isFail || isFailureEvent(ev) {
+			if _, isFail := ev.(*engine.OpDone); isFail || isFailureEvent(ev) {
 				if r.Failures > 0 && !r.Unhealthy {
 					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
 						c.Failf("%s: backoff after failure %d ends %v, want %v", r.Name, r.Failures, r.BackoffUntil, want)

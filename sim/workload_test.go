@@ -52,11 +52,12 @@ func BenchmarkWorkloadDay(b *testing.B) {
 }
 
 // TestWorkloadAllocations bounds the allocations per event of the workload
-// svcsim bench runs: they are most of its cost beyond the engine's (1.14
-// per event: the ops, timers and cancels of a step live in the engine's
-// reused storage; each completion is still boxed anew).
+// svcsim bench runs: they were most of its cost beyond the engine's (2.30
+// per event when each op, timer, cancel and completion was boxed anew;
+// 0.64 with the engine's effects in reused storage and the fake
+// executor's completions reused).
 func TestWorkloadAllocations(t *testing.T) {
-	const most = 1.3
+	const most = 0.8
 	wl := DefaultWorkload
 	wl.Services, wl.Duration = 200, 24*time.Hour
 	var events int

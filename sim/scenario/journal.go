@@ -300,7 +300,7 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	}
 	c.now = at
 	c.want = append(c.want, l)
-	_, done := ev.(engine.OpDone)
+	_, done := ev.(*engine.OpDone)
 	_, fire := ev.(engine.Fire)
 	c.stepAt, c.stepInput = append(c.stepAt, at), append(c.stepInput, !done && !fire)
 	return nil
@@ -364,9 +364,9 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 	case engine.ReapNow:
 		c.input(at, "reap")
 	case engine.Fire:
-	case engine.OpDone:
+	case *engine.OpDone:
 		var err error
-		if at, err = c.done(l, at, e); err != nil {
+		if at, err = c.done(l, at, *e); err != nil {
 			return err
 		}
 	default:

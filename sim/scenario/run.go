@@ -42,10 +42,13 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		// A new engine numbers its ops from the start again; completions
 		// of the old one's ops are lost with it.
 		rec.ops = map[engine.OpID]OpInfo{}
-	case engine.OpDone:
+	case *engine.OpDone:
 		info, known := rec.ops[ev.ID]
 		delete(rec.ops, ev.ID)
-		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
+		// The fake executor reuses the completion once the step is over:
+		// the record keeps its own.
+		kept := *ev
+		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, kept), Event: &kept, Op: info})
 	case engine.ContainerEmptied:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	case engine.ContainerPopulated:
