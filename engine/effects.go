@@ -22,8 +22,14 @@ type OpID uint64
 // RunOp runs one op of a service or probe; the driver answers with OpDone.
 // Step emits it as *RunOp, valid until the next Step.
 type RunOp struct {
-	ID      OpID
-	Target  Target
+	ID     OpID
+	Target Target
+	// Index numbers Target among the services and probes the engine
+	// holds, none sharing one, so that an executor can keep its state of
+	// each in a slice instead of hashing targets at every op. A forgotten
+	// target's number may be another's later, and a new engine numbers
+	// them again.
+	Index   uint32
 	Op      protocol.Op
 	Args    []string // destroy: the object id, then --force when forced
 	Timeout time.Duration

@@ -204,3 +204,54 @@ lifecycle = "always"
 		t.Errorf("%.1f allocations per status poll, want none", allocs)
 	}
 }
+
+// TestRunOpIndexNamesItsTarget: every op of a target carries the same
+// Index, and no two targets the engine holds share one, services and
+// probes alike, leases' timer slots handed out between them included.
+func TestRunOpIndexNamesItsTarget(t *testing.T) {
+	r := newOpRig(t, `
+[module]
+name = "m"
+version = "1"
+[[services]]
+name = "a"
+exec = ["bin/a"]
+capabilities = ["a"]
+[[services]]
+name = "b"
+exec = ["bin/b"]
+lifecycle = "always"
+[[probes]]
+name = "p"
+exec = ["bin/p"]
+`)
+	byTarget := map[Target]uint32{}
+	byIndex := map[uint32]Target{}
+	see := func(effects []Effect) {
+		for _, f := range effects {
+			op, ok := f.(*RunOp)
+			if !ok {
+				continue
+			}
+			if i, ok := byTarget[op.Target]; ok && i != op.Index {
+				t.Errorf("%s of %s has index %d, its earlier ops %d", op.Op, op.Target, op.Index, i)
+			}
+			if o, ok := byIndex[op.Index]; ok && o != op.Target {
+				t.Errorf("%s and %s share index %d", o, op.Target, op.Index)
+			}
+			byTarget[op.Target], byIndex[op.Index] = op.Index, op.Target
+		}
+	}
+	see(r.step(Acquire{Lease: "l1", Attempt: "x1", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Minute}))
+	see(r.step(Release{Lease: "l1"}))
+	see(r.step(Doctor{Reason: "test"}))
+	see(r.step(Fire{Timer: TimerKey{Kind: TimerDoctor}}))
+	see(r.step(Acquire{Lease: "l2", Attempt: "x2", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Minute}))
+	for _, name := range []string{"m/a", "m/b"} {
+		s := r.e.services[name]
+		see(r.step(Fire{Timer: TimerKey{Kind: TimerStatus, Subject: name, Slot: s.slot + uint32(TimerStatus)}}))
+	}
+	if len(byTarget) != 3 {
+		t.Errorf("ops ran on %v, want m/a, m/b and the probe m/p", byTarget)
+	}
+}

@@ -32,7 +32,7 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	r.id = e.nextOp
 	e.ops.put(r)
 	f := e.runOps.next()
-	*f = RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout}
+	*f = RunOp{ID: r.id, Target: target, Index: a.base().slot / timerKinds, Op: r.op, Args: args, Timeout: timeout}
 	e.emit(f)
 	return true
 }

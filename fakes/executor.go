@@ -102,7 +102,10 @@ type proc struct {
 type Executor struct {
 	sched    *clockwork.Virtual[engine.Event]
 	procs    map[string]*proc
-	byTarget map[engine.Target]*proc // Run's lookup, without building names
+	byTarget map[engine.Target]*proc // Kill's, Freeze's and Thaw's lookup, without building names
+	// byIndex is Run's, by RunOp.Index, whose target says whether the
+	// engine's number is still that target's.
+	byIndex []indexed
 	// free holds completions whose steps are over (Reuse), for Run to
 	// fill again instead of allocating one per op.
 	free []*engine.OpDone
@@ -144,6 +147,25 @@ func (x *Executor) proc(name string) *proc {
 		p.name = name
 		p.target, _ = engine.ServiceTarget(name)
 	}
+	return p
+}
+
+// indexed is a target's proc by the engine's number of it.
+type indexed struct {
+	target engine.Target
+	p      *proc
+}
+
+// procOfOp is the proc an op runs on.
+func (x *Executor) procOfOp(op *engine.RunOp) *proc {
+	if i := int(op.Index); i < len(x.byIndex) && x.byIndex[i].p != nil && x.byIndex[i].target == op.Target {
+		return x.byIndex[i].p
+	}
+	p := x.procOf(op.Target)
+	if i := int(op.Index); i >= len(x.byIndex) {
+		x.byIndex = append(x.byIndex, make([]indexed, i+1-len(x.byIndex)+64)...)
+	}
+	x.byIndex[op.Index] = indexed{target: op.Target, p: p}
 	return p
 }
 
@@ -250,7 +272,7 @@ func (s OpScript) outcome(n int) Outcome {
 // Run simulates op: its effect on the fake process happens when it starts,
 // its OpDone is due after its scripted duration (or at its timeout).
 func (x *Executor) Run(op engine.RunOp) {
-	p := x.procOf(op.Target)
+	p := x.procOfOp(&op)
 	name := p.name
 	sc := p.b.script(op.Op)
 	n := p.calls[opIndex(op.Op)]
