@@ -211,7 +211,8 @@ func TestRestartThawsFrozen(t *testing.T) {
 }
 
 // TestRecentIsEachStepsOwn: the trace a failure shows is each step as it
-// was, though the engine writes its ops and timers over at the next step.
+// was, though the engine writes its ops and timers over at the next step
+// and the fake executor its completions.
 func TestRecentIsEachStepsOwn(t *testing.T) {
 	w, c := invariantWorld(t)
 	var want []string
