@@ -207,7 +207,9 @@ lifecycle = "always"
 
 // TestRunOpIndexNamesItsTarget: every op of a target carries the same
 // Index, and no two targets the engine holds share one, services and
-// probes alike, leases' timer slots handed out between them included.
+// probes alike, leases' timer slots handed out between them included; the
+// numbers are small, one for each owner of timers the engine made, so
+// that a slice by them stays short.
 func TestRunOpIndexNamesItsTarget(t *testing.T) {
 	r := newOpRig(t, `
 [module]
@@ -238,6 +240,9 @@ exec = ["bin/p"]
 			}
 			if o, ok := byIndex[op.Index]; ok && o != op.Target {
 				t.Errorf("%s and %s share index %d", o, op.Target, op.Index)
+			}
+			if op.Index == 0 || op.Index > 5 { // 0 is the node's; three targets and two leases
+				t.Errorf("%s of %s has index %d, want one of 1-5", op.Op, op.Target, op.Index)
 			}
 			byTarget[op.Target], byIndex[op.Index] = op.Index, op.Target
 		}
