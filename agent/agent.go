@@ -545,7 +545,7 @@ func (a *Agent) drain() {
 			return
 		}
 		switch ev.(type) {
-		case engine.OpDone:
+		case *engine.OpDone:
 		default:
 			continue // timers and requests wait for the next start
 		}

@@ -87,7 +87,7 @@ func (a *Agent) logDecisions(now time.Time, effects []engine.Effect) {
 		case engine.Kill:
 			level, msg, subject = slog.LevelWarn, "kill process container", f.Service.String()
 			attrs = []any{"service", f.Service.String()}
-		case engine.RunOp:
+		case *engine.RunOp:
 			a.log.Debug("op", "target", f.Target.String(), "op", string(f.Op), "id", uint64(f.ID))
 			continue
 		default:

@@ -120,7 +120,7 @@ func (m *meters) step(now time.Time, ev engine.Event, effects []engine.Effect) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch ev := ev.(type) {
-	case engine.OpDone:
+	case *engine.OpDone:
 		if s, ok := m.opStarted[ev.ID]; ok {
 			delete(m.opStarted, ev.ID)
 			outcome := string(ev.Outcome.Failure)
@@ -138,7 +138,7 @@ func (m *meters) step(now time.Time, ev engine.Event, effects []engine.Effect) {
 	}
 	for _, f := range effects {
 		switch f := f.(type) {
-		case engine.RunOp:
+		case *engine.RunOp:
 			m.opStarted[f.ID] = opStart{op: f.Op, at: now}
 		case engine.Admitted:
 			m.waitEnded(now, f.Lease, "admitted")

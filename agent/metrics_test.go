@@ -192,15 +192,15 @@ func TestMetersStep(t *testing.T) {
 	}
 	m := newMeters()
 	for _, s := range []step{
-		{at(0), engine.Acquire{Lease: "l1"}, []engine.Effect{engine.RunOp{ID: 1, Op: protocol.OpStart}}},
+		{at(0), engine.Acquire{Lease: "l1"}, []engine.Effect{&engine.RunOp{ID: 1, Op: protocol.OpStart}}},
 		{at(0), engine.Acquire{Lease: "l2"}, []engine.Effect{engine.Rejected{Lease: "l2"}}}, // refused at once
 		{at(0), engine.Acquire{Lease: "l3"}, nil},
 		{at(time.Second), engine.Acquire{Lease: "l4"}, nil},
-		{at(2 * time.Second), engine.OpDone{ID: 1}, []engine.Effect{engine.Admitted{Lease: "l1"}, engine.RunOp{ID: 2, Op: protocol.OpStatus}}},
+		{at(2 * time.Second), &engine.OpDone{ID: 1}, []engine.Effect{engine.Admitted{Lease: "l1"}, &engine.RunOp{ID: 2, Op: protocol.OpStatus}}},
 		{at(3 * time.Second), engine.Release{Lease: "l3"}, []engine.Effect{engine.Released{Lease: "l3"}}},
 		{at(3 * time.Second), engine.Release{Lease: "l1"}, []engine.Effect{engine.Released{Lease: "l1"}}}, // held: not a wait
-		{at(8 * time.Second), engine.OpDone{ID: 2, Outcome: engine.Outcome{Failure: engine.FailTimeout}}, nil},
-		{at(9 * time.Second), engine.OpDone{ID: 99}, nil}, // not started by this svcrun
+		{at(8 * time.Second), &engine.OpDone{ID: 2, Outcome: engine.Outcome{Failure: engine.FailTimeout}}, nil},
+		{at(9 * time.Second), &engine.OpDone{ID: 99}, nil}, // not started by this svcrun
 	} {
 		m.step(s.at, s.ev, s.effects)
 	}

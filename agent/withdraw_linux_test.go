@@ -29,7 +29,7 @@ func holdOps(hold func(engine.OpDone) bool, held chan<- engine.Event, post *func
 	return func(c executor.Config, p func(engine.Event)) (*executor.Executor, error) {
 		*post = p
 		return executor.New(c, func(ev engine.Event) {
-			if d, ok := ev.(engine.OpDone); ok && hold(d) {
+			if d, ok := ev.(*engine.OpDone); ok && hold(*d) {
 				held <- ev
 				return
 			}

@@ -44,7 +44,7 @@ func TestJournalEntryRoundTrip(t *testing.T) {
 		Acquire{Lease: "l1", Job: "j", Attempt: "a", Requirements: Requirements{Pools: map[string]int64{"p": 2}, NeedsPools: []string{"q"}, Capabilities: []string{"c"}}, Wait: time.Minute, TTL: time.Second},
 		Renew{Lease: "l1"}, Release{Lease: "l1"}, Fire{Timer: TimerKey{Kind: TimerStatus, Subject: "m/s"}},
 		ContainerEmptied{Service: Target{Module: "m", Name: "s"}}, Doctor{Reason: "r"}, MemoryPressure{}, Reset{Service: Target{Module: "m", Name: "s"}}, ReapNow{},
-		OpDone{ID: 7, Outcome: Outcome{Failure: FailTimeout, Message: "killed after 5s"}},
+		&OpDone{ID: 7, Outcome: Outcome{Failure: FailTimeout, Message: "killed after 5s"}},
 	}
 	for _, ev := range events {
 		j, err := NewJournalEntry(at, ev, nil)

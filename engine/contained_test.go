@@ -36,7 +36,7 @@ func TestContainedStatusTimer(t *testing.T) {
 			r.now = r.now.Add(3 * time.Second)
 			var got []time.Duration
 			for _, f := range r.step(ContainerPopulated{Service: Target{Module: "m", Name: "s"}}) {
-				if s, ok := f.(SetTimer); ok && s.Key.Kind == TimerStatus {
+				if s, ok := f.(*SetTimer); ok && s.Key.Kind == TimerStatus {
 					got = append(got, s.At.Sub(r.now))
 				}
 			}

@@ -57,6 +57,10 @@
 //   - SetTimer replaces the pending timer of the same key; CancelTimer
 //     drops it; a cancelled or replaced timer never fires. A Fire may come
 //     late but never early.
+//   - A step's effects are the driver's until the next Step, which reuses
+//     the slice and the storage its *RunOp, *SetTimer and *CancelTimer
+//     point to: what is kept longer is copied (an executor gets its RunOp
+//     by value).
 //   - Kill, Freeze and Thaw act on a service's process container and are
 //     done before the next event is stepped.
 //   - Admitted, AlreadyHeld, Rejected, Renewed, Released, Expired and

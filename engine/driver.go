@@ -38,7 +38,8 @@ type Driver struct {
 	// Released, Expired, LeaseUnknown, Note). Optional.
 	Answer func(now time.Time, f Effect)
 	// Trace sees every step, the event and all its effects, before the
-	// effects are carried out. Optional.
+	// effects are carried out; what it keeps of them it copies (see
+	// Engine.Step). Optional.
 	Trace func(now time.Time, ev Event, effects []Effect)
 	// After sees every step once its effects are carried out, or once its
 	// store write failed (err); what it returns is the step's error.
@@ -50,12 +51,20 @@ type Driver struct {
 	// Run. Optional.
 	Own func(ev Event) (bool, error)
 
-	timers []clockwork.TimerID // by TimerKey.Slot; 0: none pending
-	// fires holds, by slot, the Fire last scheduled, boxed: a timer set
-	// again with the same key (a status poll's, every period) reuses it
-	// instead of boxing a new one.
-	fires []Event
+	// slots holds the timers by TimerKey.Slot: what one set needs in one
+	// place, as a node of many services touches a far slot at every
+	// step.
+	slots []timerSlot
 	batch []Effect
+}
+
+// timerSlot is one timer slot: the timer pending in it, and the Fire last
+// scheduled in it, boxed, with its key: a timer set again with the same key
+// (a status poll's, every period) reuses it instead of boxing a new one.
+type timerSlot struct {
+	id   clockwork.TimerID // 0: none pending
+	key  TimerKey
+	fire Event
 }
 
 // Step feeds one event to the engine at the scheduler's time and carries out
@@ -70,8 +79,8 @@ func (d *Driver) Step(ev Event) error {
 }
 
 func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
-	if f, ok := ev.(Fire); ok && int(f.Timer.Slot) < len(d.timers) {
-		d.timers[f.Timer.Slot] = 0
+	if f, ok := ev.(Fire); ok && int(f.Timer.Slot) < len(d.slots) {
+		d.slots[f.Timer.Slot].id = 0
 	}
 	effects := d.Engine.Step(now, ev)
 	if d.Trace != nil {
@@ -91,27 +100,25 @@ func (d *Driver) step(now time.Time, ev Event) ([]Effect, error) {
 	}
 	for _, f := range effects {
 		switch f := f.(type) {
-		case RunOp:
-			d.Exec.Run(f)
-		case SetTimer:
-			for int(f.Key.Slot) >= len(d.timers) {
-				d.timers = append(d.timers, make([]clockwork.TimerID, len(d.timers)+64)...)
-				d.fires = append(d.fires, make([]Event, len(d.timers)-len(d.fires))...)
+		case *RunOp:
+			d.Exec.Run(*f)
+		case *SetTimer:
+			for int(f.Key.Slot) >= len(d.slots) {
+				d.slots = append(d.slots, make([]timerSlot, len(d.slots)+64)...)
 			}
-			if id := d.timers[f.Key.Slot]; id != 0 {
-				d.Sched.Cancel(id)
+			s := &d.slots[f.Key.Slot]
+			if s.id != 0 {
+				d.Sched.Cancel(s.id)
 			}
-			fire := d.fires[f.Key.Slot]
-			if old, ok := fire.(Fire); !ok || old.Timer != f.Key {
-				fire = Fire{Timer: f.Key}
-				d.fires[f.Key.Slot] = fire
+			if s.fire == nil || s.key != f.Key {
+				s.key, s.fire = f.Key, Fire{Timer: f.Key}
 			}
-			d.timers[f.Key.Slot] = d.Sched.At(f.At, fire)
-		case CancelTimer:
-			if int(f.Key.Slot) < len(d.timers) {
-				if id := d.timers[f.Key.Slot]; id != 0 {
-					d.Sched.Cancel(id)
-					d.timers[f.Key.Slot] = 0
+			s.id = d.Sched.At(f.At, s.fire)
+		case *CancelTimer:
+			if int(f.Key.Slot) < len(d.slots) {
+				if s := &d.slots[f.Key.Slot]; s.id != 0 {
+					d.Sched.Cancel(s.id)
+					s.id = 0
 				}
 			}
 		case Kill:

@@ -125,9 +125,9 @@ func TestDriverTimersAndStore(t *testing.T) {
 				persist = persist[:0]
 				for _, f := range effects {
 					switch f := f.(type) {
-					case engine.SetTimer:
+					case *engine.SetTimer:
 						pending[f.Key] = f.At
-					case engine.CancelTimer:
+					case *engine.CancelTimer:
 						delete(pending, f.Key)
 					case engine.PutLease, engine.DeleteLease, engine.PutService:
 						persist = append(persist, f)

@@ -16,6 +16,10 @@ type Engine struct {
 	booted bool
 	out    []Effect
 	nextOp OpID
+	// Where the pointer effects of a step live (see Effect).
+	runOps  slab[RunOp]
+	timers  slab[SetTimer]
+	cancels slab[CancelTimer]
 
 	modules  map[string]*module
 	modOrder []*module // sorted by name
@@ -138,9 +142,14 @@ func (e *Engine) Now() time.Time { return e.now }
 
 // Step applies one event at time now and returns the effects, in the order
 // they must be carried out (see the package doc for the persistence rule).
-// The returned slice is reused by the next Step.
+// The returned slice, and the *RunOp, *SetTimer and *CancelTimer effects in
+// it, are reused by the next Step: a caller that keeps one past it copies
+// it.
 func (e *Engine) Step(now time.Time, ev Event) []Effect {
 	e.out = e.out[:0]
+	e.runOps.reset()
+	e.timers.reset()
+	e.cancels.reset()
 	if now.After(e.now) {
 		e.now = now
 	}
@@ -159,7 +168,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		e.renew(ev.Lease)
 	case Release:
 		e.release(ev.Lease)
-	case OpDone:
+	case *OpDone:
 		e.opDone(ev)
 	case Fire:
 		e.fire(ev.Timer)
@@ -233,11 +242,15 @@ func (e *Engine) alarm(subject, format string, args ...any) {
 }
 
 func (e *Engine) setTimer(base uint32, kind TimerKind, subject string, at time.Time) {
-	e.emit(SetTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}, At: at})
+	t := e.timers.next()
+	*t = SetTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}, At: at}
+	e.emit(t)
 }
 
 func (e *Engine) cancelTimer(base uint32, kind TimerKind, subject string) {
-	e.emit(CancelTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}})
+	c := e.cancels.next()
+	*c = CancelTimer{Key: TimerKey{Kind: kind, Subject: subject, Slot: base + uint32(kind)}}
+	e.emit(c)
 }
 
 // slotBase gives an owner (service, probe, lease) its range of timer slots;

@@ -47,7 +47,10 @@ type Renew struct{ Lease LeaseID }
 // Release ends a lease (or withdraws a waiting request).
 type Release struct{ Lease LeaseID }
 
-// OpDone reports the end of an op started by a RunOp effect.
+// OpDone reports the end of an op started by a RunOp effect. It travels as
+// *OpDone, so that a driver that ends many ops (the simulator's fake
+// executor) can reuse one once its step is over: Step keeps nothing of it
+// but copies of its fields.
 type OpDone struct {
 	ID      OpID
 	Outcome Outcome
@@ -111,7 +114,7 @@ func (Reload) EventName() string             { return "reload" }
 func (Acquire) EventName() string            { return "acquire" }
 func (Renew) EventName() string              { return "renew" }
 func (Release) EventName() string            { return "release" }
-func (OpDone) EventName() string             { return "op-done" }
+func (*OpDone) EventName() string            { return "op-done" }
 func (Fire) EventName() string               { return "fire" }
 func (ContainerEmptied) EventName() string   { return "container-emptied" }
 func (ContainerPopulated) EventName() string { return "container-populated" }

@@ -41,7 +41,7 @@ var decoders = map[string]func([]byte) (Event, error){
 	Acquire{}.EventName():            decode[Acquire],
 	Renew{}.EventName():              decode[Renew],
 	Release{}.EventName():            decode[Release],
-	OpDone{}.EventName():             decode[OpDone],
+	(*OpDone)(nil).EventName():       decodeRef[OpDone],
 	Fire{}.EventName():               decode[Fire],
 	ContainerEmptied{}.EventName():   decode[ContainerEmptied],
 	ContainerPopulated{}.EventName(): decode[ContainerPopulated],
@@ -54,6 +54,16 @@ var decoders = map[string]func([]byte) (Event, error){
 func decode[T Event](data []byte) (Event, error) {
 	var x T
 	err := json.Unmarshal(data, &x)
+	return x, err
+}
+
+// decodeRef rebuilds the events that travel as pointers.
+func decodeRef[T any, P interface {
+	*T
+	Event
+}](data []byte) (Event, error) {
+	x := P(new(T))
+	err := json.Unmarshal(data, x)
 	return x, err
 }
 
@@ -95,7 +105,7 @@ func LeaseOf(f Effect) LeaseID {
 // these, and traces print them.
 func FormatEffect(f Effect) string {
 	switch f := f.(type) {
-	case RunOp:
+	case *RunOp:
 		args := ""
 		if len(f.Args) > 0 {
 			args = " " + strings.Join(f.Args, " ")
@@ -144,9 +154,9 @@ func FormatEffect(f Effect) string {
 			}
 		}
 		return fmt.Sprintf("reap round %d done (%s): %d destroyed, %d kept, %d failed", f.Round, strings.Join(f.Tickets, ", "), n[0], n[1], n[2])
-	case SetTimer:
+	case *SetTimer:
 		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.UTC().Format(time.RFC3339Nano))
-	case CancelTimer:
+	case *CancelTimer:
 		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
 	case PutLease:
 		return "persist lease " + string(f.Lease.ID)

@@ -31,11 +31,13 @@ func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout 
 	e.nextOp++
 	r.id = e.nextOp
 	e.ops.put(r)
-	e.emit(RunOp{ID: r.id, Target: target, Op: r.op, Args: args, Timeout: timeout})
+	f := e.runOps.next()
+	*f = RunOp{ID: r.id, Target: target, Index: a.base().slot / timerKinds, Op: r.op, Args: args, Timeout: timeout}
+	e.emit(f)
 	return true
 }
 
-func (e *Engine) opDone(d OpDone) {
+func (e *Engine) opDone(d *OpDone) {
 	r := e.ops.get(d.ID)
 	if r == nil {
 		e.note("engine", "completion of unknown op %d ignored", d.ID)

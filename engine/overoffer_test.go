@@ -31,7 +31,7 @@ pools = ["slots"]
 	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	var fp OpID
 	for _, f := range out {
-		if r, ok := f.(RunOp); ok && r.Op == protocol.OpFingerprint {
+		if r, ok := f.(*RunOp); ok && r.Op == protocol.OpFingerprint {
 			fp = r.ID
 		}
 	}
@@ -39,7 +39,7 @@ pools = ["slots"]
 		t.Fatalf("no fingerprint at boot: %v", out)
 	}
 	no := false
-	e.Step(now, OpDone{ID: fp, Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
+	e.Step(now, &OpDone{ID: fp, Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
 	out = e.Step(now, Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
 	for _, f := range out {
 		if r, ok := f.(Rejected); ok {

@@ -56,15 +56,15 @@ func newReapWorld(t *testing.T) *reapWorld {
 
 func (w *reapWorld) step(ev Event) {
 	w.now = w.now.Add(time.Millisecond)
-	w.out = append([]Effect(nil), w.e.Step(w.now, ev)...)
+	w.out = kept(w.e.Step(w.now, ev))
 }
 
 func (w *reapWorld) done(id OpID, r protocol.Result) {
-	w.step(OpDone{ID: id, Outcome: Outcome{Result: r}})
+	w.step(&OpDone{ID: id, Outcome: Outcome{Result: r}})
 }
 
 func (w *reapWorld) fail(id OpID, msg string) {
-	w.step(OpDone{ID: id, Outcome: Outcome{Failure: FailOp, Message: msg}})
+	w.step(&OpDone{ID: id, Outcome: Outcome{Failure: FailOp, Message: msg}})
 }
 
 // effect returns the last step's effect of like's type, failing without one.
@@ -106,7 +106,7 @@ func TestReapDoneReportsTheRound(t *testing.T) {
 	list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
 	w.step(ReapNow{Ticket: "t2"})
 	for _, f := range w.out {
-		if r, ok := f.(RunOp); ok {
+		if r, ok := f.(*RunOp); ok {
 			t.Fatalf("a request during a round started ops: %v", r)
 		}
 	}
@@ -174,7 +174,7 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 				w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 				tt.want.Objects = append([]ReapObject{{ID: "o-first", Kind: "volume", Attempt: "a9", Outcome: ReapDestroyed}}, tt.want.Objects...)
 			} else {
-				w.step(OpDone{ID: list, Outcome: Outcome{Failure: FailOp, Message: "exit status 3"}})
+				w.step(&OpDone{ID: list, Outcome: Outcome{Failure: FailOp, Message: "exit status 3"}})
 			}
 			d := w.effect(ReapDone{}).(ReapDone)
 			if !reflect.DeepEqual(d.Services[0], tt.want) {
@@ -202,7 +202,7 @@ func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
 	// o-back is skipped: the next destroy is o-dead's.
 	destroy = opOf(t, w.out, "m/kv", protocol.OpDestroy)
 	for _, f := range w.out {
-		if r, ok := f.(RunOp); ok && r.Op == protocol.OpDestroy && !reflect.DeepEqual(r.Args, []string{"o-dead"}) {
+		if r, ok := f.(*RunOp); ok && r.Op == protocol.OpDestroy && !reflect.DeepEqual(r.Args, []string{"o-dead"}) {
 			t.Fatalf("destroy of %v, want o-dead's", r.Args)
 		}
 	}
@@ -251,7 +251,7 @@ func (w *reapWorld) reapTick() (OpID, bool, string) {
 		}
 	}
 	for _, f := range w.out {
-		if r, ok := f.(RunOp); ok && r.Target.String() == "m/kv" && r.Op == protocol.OpListOwned {
+		if r, ok := f.(*RunOp); ok && r.Target.String() == "m/kv" && r.Op == protocol.OpListOwned {
 			return r.ID, true, note
 		}
 	}
@@ -445,8 +445,8 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 		for len(w.out) > 0 {
 			var runs []RunOp
 			for _, f := range w.out {
-				if r, ok := f.(RunOp); ok {
-					runs = append(runs, r)
+				if r, ok := f.(*RunOp); ok {
+					runs = append(runs, *r)
 				}
 			}
 			w.out = nil

@@ -32,14 +32,14 @@ exec = ["bin/probe"]
 	e := New()
 	now := time.Unix(1_000_000, 0)
 	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	return e, now, append([]Effect(nil), out...)
+	return e, now, kept(out)
 }
 
 // opOf finds the RunOp of op on target name ("m/svc") among effects.
 func opOf(t *testing.T, effects []Effect, name string, op protocol.Op) OpID {
 	t.Helper()
 	for _, f := range effects {
-		if r, ok := f.(RunOp); ok && r.Target.String() == name && r.Op == op {
+		if r, ok := f.(*RunOp); ok && r.Target.String() == name && r.Op == op {
 			return r.ID
 		}
 	}
@@ -78,8 +78,8 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 			}
 			svcFP, prbFP := opOf(t, out, "m/svc", protocol.OpFingerprint), opOf(t, out, "m/sh", protocol.OpFingerprint)
 			now = now.Add(time.Second)
-			e.Step(now, OpDone{ID: svcFP, Outcome: tt.svc})
-			e.Step(now, OpDone{ID: prbFP, Outcome: tt.prb})
+			e.Step(now, &OpDone{ID: svcFP, Outcome: tt.svc})
+			e.Step(now, &OpDone{ID: prbFP, Outcome: tt.prb})
 			st := e.Status()
 			s, p := st.Services[0], st.Probes[0]
 			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message || !maps.Equal(s.Attrs, tt.wantSvc.Attrs) || !s.FingerprintedAt.Equal(now) {

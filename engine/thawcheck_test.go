@@ -54,11 +54,12 @@ func (r *opRig) step(ev Event) []Effect {
 	for len(queue) > 0 {
 		out := r.e.Step(r.now, queue[0])
 		queue = queue[1:]
+		out = kept(out)
 		for _, f := range out {
 			all = append(all, f)
-			if op, ok := f.(RunOp); ok {
+			if op, ok := f.(*RunOp); ok {
 				r.ran = append(r.ran, op.Op)
-				queue = append(queue, OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
+				queue = append(queue, &OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
 			}
 		}
 	}

@@ -48,9 +48,9 @@ func (w *modelWorld) step(ev Event) {
 // effect carries out f and returns the event that answers it, if any.
 func (w *modelWorld) effect(f Effect) Event {
 	switch f := f.(type) {
-	case SetTimer:
+	case *SetTimer:
 		w.timers[f.Key] = f.At
-	case CancelTimer:
+	case *CancelTimer:
 		delete(w.timers, f.Key)
 	case Freeze:
 		w.daemons[f.Service.String()].frozen = true
@@ -67,8 +67,8 @@ func (w *modelWorld) effect(f Effect) Event {
 		}
 	case Rejected:
 		w.answers[f.Lease] = f
-	case RunOp:
-		return OpDone{ID: f.ID, Outcome: Outcome{Result: w.op(f)}}
+	case *RunOp:
+		return &OpDone{ID: f.ID, Outcome: Outcome{Result: w.op(*f)}}
 	}
 	return nil
 }

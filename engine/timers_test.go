@@ -59,7 +59,7 @@ func TestDoctorDebounce(t *testing.T) {
 		var at []time.Duration
 		for _, ev := range []Event{Doctor{Reason: "one"}, Doctor{Reason: "two"}} {
 			for _, f := range e.Step(now, ev) {
-				if s, ok := f.(SetTimer); ok && s.Key.Kind == TimerDoctor {
+				if s, ok := f.(*SetTimer); ok && s.Key.Kind == TimerDoctor {
 					at = append(at, s.At.Sub(now))
 				}
 			}

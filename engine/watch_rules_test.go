@@ -29,8 +29,8 @@ func newHand(t *testing.T, module string) *reapWorld {
 func (w *reapWorld) timer(kind TimerKind) SetTimer {
 	w.t.Helper()
 	for _, f := range w.out {
-		if s, ok := f.(SetTimer); ok && s.Key.Kind == kind {
-			return s
+		if s, ok := f.(*SetTimer); ok && s.Key.Kind == kind {
+			return *s
 		}
 	}
 	w.t.Fatalf("no %s timer set in %v", kind, w.out)
@@ -40,7 +40,7 @@ func (w *reapWorld) timer(kind TimerKind) SetTimer {
 // setsTimer says whether the last step set a timer of kind.
 func (w *reapWorld) setsTimer(kind TimerKind) bool {
 	for _, f := range w.out {
-		if s, ok := f.(SetTimer); ok && s.Key.Kind == kind {
+		if s, ok := f.(*SetTimer); ok && s.Key.Kind == kind {
 			return true
 		}
 	}
@@ -58,7 +58,7 @@ func (w *reapWorld) fire(s SetTimer) {
 // ran says whether the last step started op on the service named.
 func (w *reapWorld) ran(name string, op protocol.Op) bool {
 	for _, f := range w.out {
-		if r, ok := f.(RunOp); ok && r.Target.String() == name && r.Op == op {
+		if r, ok := f.(*RunOp); ok && r.Target.String() == name && r.Op == op {
 			return true
 		}
 	}

@@ -102,7 +102,7 @@
 // svcrun started on the service still runs (see "Ops across restarts"),
 // then for a slot of the global cap (Config.MaxConcurrentOps, default the
 // node's max_concurrent_ops), runs the op, and posts
-// engine.OpDone{ID, Outcome}. Every RunOp is answered
+// &engine.OpDone{ID, Outcome}. Every RunOp is answered
 // exactly once, failures included (unknown target, a probe asked for more
 // than fingerprint: FailSpawn). Close kills the ops still running and waits
 // for their OpDone. RunWait runs an op the same way synchronously and

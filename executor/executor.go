@@ -312,7 +312,7 @@ func (x *Executor) Run(op engine.RunOp) {
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
-		x.post(engine.OpDone{ID: op.ID, Outcome: x.runOp(op)})
+		x.post(&engine.OpDone{ID: op.ID, Outcome: x.runOp(op)})
 	}()
 }
 

@@ -142,8 +142,8 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 	}
 	a.x, err = New(cfg, func(ev engine.Event) {
 		switch ev := ev.(type) {
-		case engine.OpDone:
-			a.done <- ev
+		case *engine.OpDone:
+			a.done <- *ev
 		case engine.ContainerEmptied:
 			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
 		case engine.ContainerPopulated:

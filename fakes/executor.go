@@ -102,7 +102,13 @@ type proc struct {
 type Executor struct {
 	sched    *clockwork.Virtual[engine.Event]
 	procs    map[string]*proc
-	byTarget map[engine.Target]*proc // Run's lookup, without building names
+	byTarget map[engine.Target]*proc // Kill's, Freeze's and Thaw's lookup, without building names
+	// byIndex is Run's, by RunOp.Index, whose target says whether the
+	// engine's number is still that target's.
+	byIndex []indexed
+	// free holds completions whose steps are over (Reuse), for Run to
+	// fill again instead of allocating one per op.
+	free []*engine.OpDone
 }
 
 // NewExecutor returns an executor whose services and probes (by full name,
@@ -141,6 +147,25 @@ func (x *Executor) proc(name string) *proc {
 		p.name = name
 		p.target, _ = engine.ServiceTarget(name)
 	}
+	return p
+}
+
+// indexed is a target's proc by the engine's number of it.
+type indexed struct {
+	target engine.Target
+	p      *proc
+}
+
+// procOfOp is the proc an op runs on.
+func (x *Executor) procOfOp(op *engine.RunOp) *proc {
+	if i := int(op.Index); i < len(x.byIndex) && x.byIndex[i].p != nil && x.byIndex[i].target == op.Target {
+		return x.byIndex[i].p
+	}
+	p := x.procOf(op.Target)
+	if i := int(op.Index); i >= len(x.byIndex) {
+		x.byIndex = append(x.byIndex, make([]indexed, i+1-len(x.byIndex)+64)...)
+	}
+	x.byIndex[op.Index] = indexed{target: op.Target, p: p}
 	return p
 }
 
@@ -247,7 +272,7 @@ func (s OpScript) outcome(n int) Outcome {
 // Run simulates op: its effect on the fake process happens when it starts,
 // its OpDone is due after its scripted duration (or at its timeout).
 func (x *Executor) Run(op engine.RunOp) {
-	p := x.procOf(op.Target)
+	p := x.procOfOp(&op)
 	name := p.name
 	sc := p.b.script(op.Op)
 	n := p.calls[opIndex(op.Op)]
@@ -283,7 +308,28 @@ func (x *Executor) Run(op engine.RunOp) {
 		// executor posts it at the op's end.
 		x.containerAfterOp(p, now.Add(d))
 	}
-	x.sched.At(now.Add(d), engine.OpDone{ID: op.ID, Outcome: o})
+	x.sched.At(now.Add(d), x.done(op.ID, o))
+}
+
+func (x *Executor) done(id engine.OpID, o engine.Outcome) *engine.OpDone {
+	var d *engine.OpDone
+	if n := len(x.free); n > 0 {
+		d, x.free = x.free[n-1], x.free[:n-1]
+	} else {
+		d = new(engine.OpDone)
+	}
+	*d = engine.OpDone{ID: id, Outcome: o}
+	return d
+}
+
+// Reuse takes back ev, once the engine has stepped it, if it is a
+// completion: a later op's completion is written over it. The world hands
+// back every event it steps, so whoever keeps an OpDone of the world past
+// its step keeps a copy.
+func (x *Executor) Reuse(ev engine.Event) {
+	if d, ok := ev.(*engine.OpDone); ok {
+		x.free = append(x.free, d)
+	}
 }
 
 // containerAfterOp posts what a contained service's container tells at

@@ -205,8 +205,8 @@ func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(engine.
 		Node: n.cfg, Modules: n.mods, User: id.User, Owner: id.Owner,
 		Hooks: hooks, Containers: cg,
 	}, func(e engine.Event) {
-		if d, ok := e.(engine.OpDone); ok {
-			done <- d
+		if d, ok := e.(*engine.OpDone); ok {
+			done <- *d
 		}
 	})
 	if err != nil {

@@ -61,7 +61,7 @@ func TestServiceAddedByReloadFingerprintedFirst(t *testing.T) {
 			w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
 				observe(now, ev, effects)
 				for _, f := range effects {
-					if r, ok := f.(engine.RunOp); ok && r.Target.String() == "m/b" {
+					if r, ok := f.(*engine.RunOp); ok && r.Target.String() == "m/b" {
 						ops = append(ops, r.Op)
 					}
 				}

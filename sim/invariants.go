@@ -52,22 +52,68 @@ type invariants struct {
 // line, and no failure shows more than 80.
 const traceSteps = 128
 
-// tracedStep is one step of the trace; effects is a copy, as the engine
-// reuses its slice.
+// tracedStep is one step of the trace: the event and the effects it
+// shows, copied, as the engine reuses its slice and its ops and cancelled
+// timers, which runs and cancels hold the copies of, and the fake executor
+// its completions, which done holds the copy of.
 type tracedStep struct {
 	now     time.Time
 	ev      engine.Event
+	done    engine.OpDone
 	effects []engine.Effect
+	runs    []engine.RunOp
+	cancels []engine.CancelTimer
+}
+
+// keepEvent copies ev where the step needs one.
+func (t *tracedStep) keepEvent(ev engine.Event) {
+	if d, ok := ev.(*engine.OpDone); ok {
+		t.done = *d
+		ev = &t.done
+	}
+	t.ev = ev
+}
+
+// keep copies what lines shows of a step's effects, every one but the
+// timers set, into storage the step reuses when the ring comes round.
+func (t *tracedStep) keep(effects []engine.Effect) {
+	t.runs, t.cancels = t.runs[:0], t.cancels[:0]
+	for _, f := range effects {
+		switch f := f.(type) {
+		case *engine.RunOp:
+			t.runs = append(t.runs, *f)
+		case *engine.CancelTimer:
+			t.cancels = append(t.cancels, *f)
+		}
+	}
+	// Pointers into runs and cancels are taken once they stopped growing.
+	t.effects = t.effects[:0]
+	r, c := 0, 0
+	for _, f := range effects {
+		switch f.(type) {
+		case *engine.SetTimer:
+		case *engine.RunOp:
+			t.effects = append(t.effects, &t.runs[r])
+			r++
+		case *engine.CancelTimer:
+			t.effects = append(t.effects, &t.cancels[c])
+			c++
+		default:
+			t.effects = append(t.effects, f)
+		}
+	}
 }
 
 // lines is the step as the trace shows it: the event, then every effect
 // but the timers set.
 func (t *tracedStep) lines(dst []string) []string {
-	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), t.ev))
+	var ev any = t.ev
+	if d, ok := ev.(*engine.OpDone); ok {
+		ev = *d // shown as a value, as the other events
+	}
+	dst = append(dst, fmt.Sprintf("%v > %s %+v", t.now.Sub(Epoch), t.ev.EventName(), ev))
 	for _, f := range t.effects {
-		if _, isTimer := f.(engine.SetTimer); !isTimer {
-			dst = append(dst, "    "+engine.FormatEffect(f))
-		}
+		dst = append(dst, "    "+engine.FormatEffect(f))
 	}
 	return dst
 }
@@ -129,9 +175,11 @@ func (c *invariants) Recent(n int) []string {
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
 	t := &c.trace[c.traced%traceSteps]
-	t.now, t.ev, t.effects = now, ev, append(t.effects[:0], effects...)
+	t.now = now
+	t.keepEvent(ev)
+	t.keep(effects)
 	c.traced++
-	if d, ok := ev.(engine.OpDone); ok {
+	if d, ok := ev.(*engine.OpDone); ok {
 		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
 			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
 		}
@@ -158,7 +206,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		case engine.Thaw:
 			thawed[f.Service.String()] = true
 			delete(c.blind, f.Service.String())
-		case engine.RunOp:
+		case *engine.RunOp:
 			c.ops[f.ID] = f.Target
 			name := f.Target.String()
 			if f.Target.Probe {
@@ -239,7 +287,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
 				}
 			}
-			if _, isFail := ev.(engine.OpDone); isFail || isFailureEvent(ev) {
+			if _, isFail := ev.(*engine.OpDone); isFail || isFailureEvent(ev) {
 				if r.Failures > 0 && !r.Unhealthy {
 					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
 						c.Failf("%s: backoff after failure %d ends %v, want %v", r.Name, r.Failures, r.BackoffUntil, want)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,11 +81,11 @@ func TestInvariantsFire(t *testing.T) {
 		}, "db/kv: the engine says frozen=false, its container frozen=true"},
 		{"an op on a frozen service", func(w *World, c *invariants) {
 			w.Exec.Freeze(kvTarget)
-			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
 		}, "status of db/kv while it is frozen"},
 		{"an op after the thaw", func(w *World, c *invariants) {
 			w.Exec.Freeze(kvTarget)
-			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Thaw{Service: kvTarget}, engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Thaw{Service: kvTarget}, &engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
 		}, ""},
 		{"an admission on a frozen service", func(w *World, c *invariants) {
 			w.Exec.Freeze(kvTarget)
@@ -104,7 +105,7 @@ func TestInvariantsFire(t *testing.T) {
 			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Admitted{Lease: "l2", Services: []string{"db/kv"}}})
 		}, ""},
 		{"a probe of a disabled module runs", func(w *World, c *invariants) {
-			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.RunOp{ID: 99, Target: chkTarget, Op: protocol.OpFingerprint}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: chkTarget, Op: protocol.OpFingerprint}})
 		}, "probe pm/chk run while its module is disabled"},
 		{"an admission on an unhealthy probe", func(w *World, c *invariants) {
 			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"ok"}}, Wait: time.Minute})
@@ -206,5 +207,32 @@ func TestRestartThawsFrozen(t *testing.T) {
 	}
 	if len(c.failures) > 0 {
 		t.Fatal(c.failures)
+	}
+}
+
+// TestRecentIsEachStepsOwn: the trace a failure shows is each step as it
+// was, though the engine writes its ops and timers over at the next step
+// and the fake executor its completions.
+func TestRecentIsEachStepsOwn(t *testing.T) {
+	w, c := invariantWorld(t)
+	var want []string
+	observe := w.Observe
+	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
+		observe(now, ev, effects)
+		want = (&tracedStep{now: now, ev: ev, effects: slices.DeleteFunc(slices.Clone(effects), func(f engine.Effect) bool {
+			_, isTimer := f.(*engine.SetTimer)
+			return isTimer
+		})}).lines(want)
+	}
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	w.RunFor(3 * time.Minute)
+	w.Do(engine.Release{Lease: "l1"})
+	w.RunFor(15 * time.Minute)
+	got := c.Recent(60)
+	if len(got) != 60 || !strings.Contains(strings.Join(got, "\n"), "run ") {
+		t.Fatalf("recent trace of %d lines, want 60 with ops:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	if !slices.Equal(got, want[len(want)-60:]) {
+		t.Errorf("recent trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want[len(want)-60:], "\n"))
 	}
 }

@@ -78,7 +78,7 @@ func TestReplayOfResultsWithoutPayload(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ev, err := j.DecodeEvent(); err == nil {
-			if d, ok := ev.(engine.OpDone); ok && d.Outcome.Failure == engine.FailNone {
+			if d, ok := ev.(*engine.OpDone); ok && d.Outcome.Failure == engine.FailNone {
 				d.Outcome.Result = protocol.Result{Op: protocol.OpStatus}
 				e, err := engine.NewJournalEntry(j.At, d, nil)
 				if err != nil {

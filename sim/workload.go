@@ -54,6 +54,13 @@ func (wl Workload) Run() (WorkloadResult, error) {
 	// only reads them.
 	var caps [][]string
 	var arrivals []engine.Event
+	// The services behave alike: one behaviour, which the fake executor
+	// only reads, keeps the scripts of every op in the cache, where 10,000
+	// copies of it did not.
+	behaviour := &fakes.Behaviour{
+		ReadyAfterPolls: 1,
+		Ops:             map[protocol.Op]fakes.OpScript{protocol.OpStart: {Duration: 2 * time.Second}},
+	}
 	for i := 0; i < wl.Services; i += 50 {
 		m := &manifest.Module{Name: fmt.Sprintf("mod%04d", i/50), Version: "1"}
 		for j := i; j < min(i+50, wl.Services); j++ {
@@ -64,10 +71,7 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				Restart:      manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5, ResetAfter: 10 * time.Minute},
 			}
 			m.Services = append(m.Services, s)
-			behaviours[s.FullName()] = &fakes.Behaviour{
-				ReadyAfterPolls: 1,
-				Ops:             map[protocol.Op]fakes.OpScript{protocol.OpStart: {Duration: 2 * time.Second}},
-			}
+			behaviours[s.FullName()] = behaviour
 			names = append(names, s.FullName())
 			caps = append(caps, s.Capabilities)
 			arrivals = append(arrivals, jobArrival{service: j})
@@ -89,7 +93,7 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				res.Admitted++
 			case engine.Rejected:
 				res.Rejected++
-			case engine.RunOp:
+			case *engine.RunOp:
 				if f.Op == protocol.OpStart {
 					res.Starts++
 				}

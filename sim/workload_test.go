@@ -52,10 +52,12 @@ func BenchmarkWorkloadDay(b *testing.B) {
 }
 
 // TestWorkloadAllocations bounds the allocations per event of the workload
-// svcsim bench runs: they are most of its cost beyond the engine's (2.30
-// per event: each completion and each effect is boxed anew).
+// svcsim bench runs: they were most of its cost beyond the engine's (2.30
+// per event when each op, timer, cancel and completion was boxed anew;
+// 0.64 with the engine's effects in reused storage and the fake
+// executor's completions reused).
 func TestWorkloadAllocations(t *testing.T) {
-	const most = 2.5
+	const most = 0.8
 	wl := DefaultWorkload
 	wl.Services, wl.Duration = 200, 24*time.Hour
 	var events int

@@ -31,6 +31,9 @@ type World struct {
 	// Answers holds every answer effect (Admitted, Rejected, ...) in order.
 	Answers []Answer
 	// Observe, when set, sees every step (for traces and invariants).
+	// The effects are the engine's until its next step, and an OpDone
+	// event the fake executor's, which reuses it once the step is over:
+	// what Observe keeps, it copies.
 	Observe func(now time.Time, ev engine.Event, effects []engine.Effect)
 	// Check, when set, runs after every step; an error stops the world.
 	Check func(w *World) error
@@ -117,8 +120,10 @@ func (w *World) own(ev engine.Event) (bool, error) {
 	return w.Exec.Intercept(ev) || w.Own != nil && w.Own(ev), w.err
 }
 
-// after checks the world after every step.
+// after checks the world after every step, and gives the step's
+// completion back to the fake executor, which reuses it.
 func (w *World) after(_ time.Time, ev engine.Event, _ []engine.Effect, err error) error {
+	defer w.Exec.Reuse(ev)
 	if err != nil || w.Check == nil {
 		return err
 	}

@@ -272,13 +272,13 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	var batch []engine.Effect
 	for _, f := range effects {
 		switch f := f.(type) {
-		case engine.SetTimer:
+		case *engine.SetTimer:
 			c.sched++
 			c.timers[f.Key] = f.At.Sub(sim.Epoch)
 			c.timerSeq[f.Key] = c.sched
-		case engine.CancelTimer:
+		case *engine.CancelTimer:
 			delete(c.timers, f.Key)
-		case engine.RunOp:
+		case *engine.RunOp:
 			name := f.Target.String()
 			if c.calls[name] == nil {
 				c.calls[name] = map[protocol.Op]int{}
@@ -300,7 +300,7 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 	}
 	c.now = at
 	c.want = append(c.want, l)
-	_, done := ev.(engine.OpDone)
+	_, done := ev.(*engine.OpDone)
 	_, fire := ev.(engine.Fire)
 	c.stepAt, c.stepInput = append(c.stepAt, at), append(c.stepInput, !done && !fire)
 	return nil
@@ -364,9 +364,9 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 	case engine.ReapNow:
 		c.input(at, "reap")
 	case engine.Fire:
-	case engine.OpDone:
+	case *engine.OpDone:
 		var err error
-		if at, err = c.done(l, at, e); err != nil {
+		if at, err = c.done(l, at, *e); err != nil {
 			return err
 		}
 	default:

@@ -33,7 +33,7 @@ func (c *converter) info(l sim.JournalLine) stepInfo {
 	switch e := l.Event.(type) {
 	case engine.Fire:
 		in.fire, in.seq = true, c.timerSeq[e.Timer]
-	case engine.OpDone:
+	case *engine.OpDone:
 		run := c.ops[e.ID]
 		in.done, in.opStep, in.seq = true, run.step, run.seq
 	default:
@@ -46,8 +46,10 @@ func nextDone(next *sim.JournalLine) (engine.OpDone, bool) {
 	if next == nil {
 		return engine.OpDone{}, false
 	}
-	d, ok := next.Event.(engine.OpDone)
-	return d, ok
+	if d, ok := next.Event.(*engine.OpDone); ok {
+		return *d, true
+	}
+	return engine.OpDone{}, false
 }
 
 // scheduledBefore says whether completion e, at the instant of step p,

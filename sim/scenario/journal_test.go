@@ -116,7 +116,7 @@ func TestFromJournalUnsayable(t *testing.T) {
 	base := journalOf(t, "testdata/tiny.txt")
 	firstDone := func(ls []sim.JournalLine) int {
 		for i, l := range ls {
-			if _, ok := l.Event.(engine.OpDone); ok {
+			if _, ok := l.Event.(*engine.OpDone); ok {
 				return i
 			}
 		}
@@ -132,9 +132,9 @@ func TestFromJournalUnsayable(t *testing.T) {
 		{name: "no boot", edit: func(ls []sim.JournalLine) []sim.JournalLine { return ls[1:] }, reason: "no boot entry"},
 		{name: "spawn failure", edit: func(ls []sim.JournalLine) []sim.JournalLine {
 			i := firstDone(ls)
-			d := ls[i].Event.(engine.OpDone)
+			d := *ls[i].Event.(*engine.OpDone) // the other cases share base's
 			d.Outcome = engine.Outcome{Failure: engine.FailSpawn, Message: "exec format error"}
-			ls[i].Event = d
+			ls[i].Event = &d
 			return ls
 		}, line: "journal.jsonl:2 (op-done)", reason: "no spawn failure"},
 		{name: "effects changed", edit: func(ls []sim.JournalLine) []sim.JournalLine {
@@ -207,7 +207,7 @@ func TestFromJournalNotReproduced(t *testing.T) {
 		}
 		lines = append(lines, sim.JournalLine{File: "journal.jsonl", Line: len(lines) + 1, Entry: j, Event: ev})
 		for _, f := range effects {
-			if r, ok := f.(engine.RunOp); ok {
+			if r, ok := f.(*engine.RunOp); ok {
 				return r.ID
 			}
 		}
@@ -215,10 +215,10 @@ func TestFromJournalNotReproduced(t *testing.T) {
 	}
 	no := false
 	fp := step(0, engine.Boot{Config: sc.Config, Modules: []engine.ModuleSpec{{Module: sc.Modules[0].Module, Enabled: true}}})
-	step(time.Second, engine.OpDone{ID: fp, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Running: &no, Healthy: true}}}})
+	step(time.Second, &engine.OpDone{ID: fp, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Running: &no, Healthy: true}}}})
 	start := step(2*time.Second, engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
-	stop := step(3*time.Second, engine.OpDone{ID: start, Outcome: engine.Outcome{Failure: engine.FailOp, Message: "exit status 3: disk full"}})
-	step(3500*time.Millisecond, engine.OpDone{ID: stop, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpStop, OpResult: &protocol.OpResult{OK: true}}}})
+	stop := step(3*time.Second, &engine.OpDone{ID: start, Outcome: engine.Outcome{Failure: engine.FailOp, Message: "exit status 3: disk full"}})
+	step(3500*time.Millisecond, &engine.OpDone{ID: stop, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpStop, OpResult: &protocol.OpResult{OK: true}}}})
 	step(3600*time.Millisecond, engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Capabilities: []string{"kv"}}})
 	if !strings.Contains(strings.Join(lines[5].Entry.Effects, " "), "disk full") {
 		t.Fatalf("the rejection of l2 does not say the failure: %v", lines[5].Entry.Effects)

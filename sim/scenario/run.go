@@ -42,10 +42,13 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		// A new engine numbers its ops from the start again; completions
 		// of the old one's ops are lost with it.
 		rec.ops = map[engine.OpID]OpInfo{}
-	case engine.OpDone:
+	case *engine.OpDone:
 		info, known := rec.ops[ev.ID]
 		delete(rec.ops, ev.ID)
-		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, ev), Event: ev, Op: info})
+		// The fake executor reuses the completion once the step is over:
+		// the record keeps its own.
+		kept := *ev
+		rec.add(Record{At: at, Kind: RecEvent, Text: formatDone(info, known, kept), Event: &kept, Op: info})
 	case engine.ContainerEmptied:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	case engine.ContainerPopulated:
@@ -53,9 +56,13 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	}
 	for _, f := range effects {
 		var info OpInfo
-		if r, ok := f.(engine.RunOp); ok {
+		if r, ok := f.(*engine.RunOp); ok {
 			info = OpInfo{ID: r.ID, Target: r.Target, Op: r.Op, Args: append([]string(nil), r.Args...)}
 			rec.ops[r.ID] = info
+			// The engine's next step writes over it: the record keeps
+			// its own.
+			kept := *r
+			f = &kept
 		}
 		if traced(f) {
 			rec.add(Record{At: at, Kind: RecEffect, Text: formatTraceEffect(f), Effect: f, Op: info})

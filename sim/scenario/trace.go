@@ -70,7 +70,7 @@ func fmtDur(d time.Duration) string { return d.String() }
 // are noise there.
 func traced(f engine.Effect) bool {
 	switch f.(type) {
-	case engine.SetTimer, engine.CancelTimer, engine.PutLease, engine.DeleteLease, engine.PutService:
+	case *engine.SetTimer, *engine.CancelTimer, engine.PutLease, engine.DeleteLease, engine.PutService:
 		return false
 	}
 	return true

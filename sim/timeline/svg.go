@@ -242,7 +242,7 @@ func (t *timeline) record(r scenario.Record) {
 			if s := t.services[ev.Service.String()]; s != nil {
 				s.marks = append(s.marks, mark{r.At, "crash", "crash: process container emptied"})
 			}
-		case engine.OpDone:
+		case *engine.OpDone:
 			if l := t.openOps[ev.ID]; l != nil {
 				delete(t.openOps, ev.ID)
 				for i := len(l.ops) - 1; i >= 0; i-- {
@@ -278,7 +278,7 @@ func (t *timeline) record(r scenario.Record) {
 
 func (t *timeline) effect(r scenario.Record) {
 	switch f := r.Effect.(type) {
-	case engine.RunOp:
+	case *engine.RunOp:
 		if l := t.opLane(f.Target); l != nil {
 			l.ops = append(l.ops, opSpan{from: r.At, op: f.Op, open: true})
 			t.openOps[f.ID] = l
