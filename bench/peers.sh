@@ -16,8 +16,8 @@
 # node holds one sweep, and two of each service's status and fingerprint,
 # 300 s apart: a shorter window sees a burst or none of them), PEERS the
 # peers to run, in order (svcrun supervisord s6 runit), BACKOFF svcrun's
-# backoff_initial_s (0.001: the peers restart a crash with no backoff
-# either). Loopback only: nothing leaves the machine.
+# backoff_initial_s (0: the first retry at once, as runsv restarts a
+# crashed daemon; the peers back off no more). Loopback only: nothing leaves the machine.
 set -eu
 cd "$(dirname "$0")/.."
 N=${N:-1000}
@@ -26,7 +26,7 @@ CALLS=${CALLS:-200}
 IDLE=${IDLE:-10}
 IDLE_SVCRUN=${IDLE_SVCRUN:-600}
 PEERS=${PEERS:-svcrun supervisord s6 runit}
-BACKOFF=${BACKOFF:-0.001}
+BACKOFF=${BACKOFF:-0}
 [ "$KILLS" -le "$N" ] || KILLS=$N
 
 die() {

@@ -25,8 +25,8 @@ func TestBackoff(t *testing.T) {
 	if got := Backoff(big, 64); got != big.BackoffMax {
 		t.Errorf("Backoff(big, 64) = %v", got)
 	}
-	// A backoff_initial_s under a nanosecond is a zero initial delay: the
-	// first retry is at once, the next ones still back off, at the maximum.
+	// backoff_initial_s = 0 (or under a nanosecond): the first retry is
+	// at once, the next ones still back off, at the maximum.
 	zero := manifest.Restart{BackoffMax: 300 * time.Second}
 	for _, tc := range []struct {
 		n    int

@@ -881,7 +881,9 @@ func (e *Engine) countFailure(s *service, reason string) {
 	e.admitDirty = true
 }
 
-// Backoff is the delay before the n-th retry: min(initial*2^(n-1), max).
+// Backoff is the delay before the n-th retry: min(initial*2^(n-1), max);
+// with a zero initial delay, the first retry at once and every later one
+// after max (doubling nothing would never back off).
 func Backoff(r manifest.Restart, n int) time.Duration {
 	d := r.BackoffInitial
 	for i := 1; i < n; i++ {

@@ -508,7 +508,9 @@ func parseService(m *Module, t *tomldoc.Table) (Service, execRef) {
 func parseRestart(svc *tomldoc.Table) Restart {
 	t := svc.Table("restart")
 	r := Restart{
-		BackoffInitial: t.Seconds("backoff_initial_s", DefaultBackoffInitial, false),
+		// 0: the first retry at once (as runsv restarts a crashed daemon),
+		// each later one after backoff_max_s (engine.Backoff).
+		BackoffInitial: t.Seconds("backoff_initial_s", DefaultBackoffInitial, true),
 		BackoffMax:     t.Seconds("backoff_max_s", DefaultBackoffMax, false),
 		ResetAfter:     t.Seconds("reset_after_s", DefaultResetAfter, false),
 	}

@@ -93,6 +93,13 @@ restart = { backoff_initial_s = 0.25 }
 	if got := m.Services[0].Restart.BackoffInitial; got != 250*time.Millisecond {
 		t.Errorf("backoff_initial = %v", got)
 	}
+	zero, err := Parse("m.toml", []byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"s\"\nexec = [\"bin/s\"]\nrestart = { backoff_initial_s = 0 }\n"))
+	if err != nil {
+		t.Fatalf("backoff_initial_s = 0: %v", err)
+	}
+	if got := zero.Services[0].Restart.BackoffInitial; got != 0 {
+		t.Errorf("backoff_initial_s = 0 read as %v", got)
+	}
 	if diff := cmp.Diff([]string{"slots"}, m.Services[0].Pools); diff != "" {
 		t.Errorf("pools: %s", diff)
 	}
@@ -184,6 +191,8 @@ func TestInvalid(t *testing.T) {
 			[]string{`module.toml:7:13: services[0].restart.backoff_initial_s: backoff_initial_s (10s) must not exceed backoff_max_s (5s)`}},
 		{"initial over default max", head + svc + "restart = { backoff_initial_s = 600 }\n",
 			[]string{`module.toml:7:13: services[0].restart.backoff_initial_s: backoff_initial_s (10m0s) must not exceed backoff_max_s (5m0s)`}},
+		{"negative initial", head + svc + "restart = { backoff_initial_s = -1 }\n",
+			[]string{`module.toml:7:13: services[0].restart.backoff_initial_s: must be 0 or more seconds, got -1`}},
 		{"zero max failures", head + svc + "restart = { max_failures = 0 }\n",
 			[]string{`module.toml:7:13: services[0].restart.max_failures: must be at least 1, got 0`}},
 		{"float max failures", head + svc + "restart = { max_failures = 2.5 }\n",
