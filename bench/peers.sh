@@ -17,7 +17,16 @@
 # 300 s apart: a shorter window sees a burst or none of them), PEERS the
 # peers to run, in order (svcrun supervisord s6 runit), BACKOFF svcrun's
 # backoff_initial_s (0: the first retry at once, as runsv restarts a
-# crashed daemon; the peers back off no more). Loopback only: nothing leaves the machine.
+# crashed daemon; the peers back off no more), FLOORS 0 to skip the floors
+# (below). Loopback only: nothing leaves the machine.
+#
+# The floors are what no design of svcrun could go below here, measured in
+# the same run: the boot as the module's own fingerprint and start ops of
+# the N services, run by xargs as many at a time as there are CPUs, with no
+# supervisor (the protocol runs both before a service starts); the job call
+# as a Go program that only execs true, and as one that acquires a lease
+# with a single HTTP request on svcrun's socket and then execs true (the
+# least an exec-in-place `run` would do: bench/peers/floor).
 set -eu
 cd "$(dirname "$0")/.."
 N=${N:-1000}
@@ -27,6 +36,7 @@ IDLE=${IDLE:-10}
 IDLE_SVCRUN=${IDLE_SVCRUN:-600}
 PEERS=${PEERS:-svcrun supervisord s6 runit}
 BACKOFF=${BACKOFF:-0}
+FLOORS=${FLOORS:-1}
 [ "$KILLS" -le "$N" ] || KILLS=$N
 
 die() {
@@ -82,6 +92,7 @@ gcc -static -O2 -Wall -o "$T/bin/peerd" bench/peers/daemon.c
 gcc -static -O2 -Wall -o "$T/bin/peerclock" bench/peers/clock.c
 # As the Debian package builds it: static, no cgo (fewer page faults per start).
 CGO_ENABLED=0 go build -trimpath -o "$T/bin/svcrun" ./cmd/svcrun
+CGO_ENABLED=0 go build -trimpath -o "$T/bin/floor" ./bench/peers/floor
 
 LOAD0=$(loadavg)
 echo "peers.sh: N=$N KILLS=$KILLS CALLS=$CALLS IDLE=${IDLE}s IDLE_SVCRUN=${IDLE_SVCRUN}s; load average at start: $LOAD0"
@@ -226,6 +237,12 @@ run_svcrun() {
 	SUP=$!
 	measure svcrun "$d/state/modules/peers" "$t0" \
 		"$T/bin/svcrun" run --socket "$d/state/svcrun.sock" --capability d1 -- true
+	if [ "$FLOORS" != 0 ]; then
+		f="$T/bin/floor acquire $d/state/svcrun.sock d1 true"
+		$f || die "floor: the acquire failed"
+		"$T/bin/peerclock" calls 5 $f >/dev/null # warm
+		R_floor_acquire=$("$T/bin/peerclock" calls "$CALLS" $f)
+	fi
 	kill "$SUP"
 	wait "$SUP" || :
 	SUP=
@@ -312,11 +329,35 @@ run_runit() {
 	SUP=
 }
 
+# --- the floors: no supervisor -----------------------------------------------------
+run_floor() {
+	d=$T/floor
+	mkdir -p "$d/bundle/bin" "$d/data"
+	cp bench/peers/peer-service "$T/bin/peerd" "$d/bundle/bin/"
+	t0=$(now)
+	(
+		cd "$d/bundle"
+		export OARBANK_MODULE_DATA="$d/data"
+		for op in fingerprint start; do
+			seq "$N" | sed 's/^/d/' | xargs -P "$(nproc)" -I{} bin/peer-service {} "$op" >/dev/null
+		done
+	)
+	wait_up "$d/data" "$N"
+	R_floor_boot=$(echo "$(last_start "$d/data") $t0" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
+	"$T/bin/peerclock" calls 5 "$T/bin/floor" exec true >/dev/null # warm
+	R_floor_exec=$("$T/bin/peerclock" calls "$CALLS" "$T/bin/floor" exec true)
+	echo "floor: boot $R_floor_boot s, exec call us (p50 max) $R_floor_exec, acquire call us (p50 max) ${R_floor_acquire:--}; load $(loadavg)"
+}
+
 for peer in $PEERS; do
 	case $peer in svcrun | supervisord | s6 | runit) ;; *) die "unknown peer $peer (svcrun supervisord s6 runit)" ;; esac
 	"run_$peer"
 	clean
 done
+if [ "$FLOORS" != 0 ]; then
+	run_floor
+	clean
+fi
 
 # --- the table ---------------------------------------------------------------------
 # get PEER METRIC [FIELD] prints a recorded number, or "-".
@@ -358,5 +399,20 @@ row "$N daemons: idle CPU (svcrun over ${IDLE_SVCRUN} s, the peers over ${IDLE} 
 [ -z "${R_svcrun_cpu:-}" ] || echo "| svcrun's idle CPU: svcrun itself + its ops (its base cgroup) | $(get svcrun cpu 1) % + $(get svcrun cpu 2) % |"
 row "\"is it up\" call, p50 of $CALLS" call 1 ms 0.001
 row "\"is it up\" call, max of $CALLS" call 2 ms 0.001
+if [ "$FLOORS" != 0 ]; then
+	echo
+	echo "| floors: no supervisor | | the floor / s6 | svcrun / the floor |"
+	echo "|---|---|---|---|"
+	# floor LABEL METRIC UNIT SCALE SVCRUN-METRIC prints a floor, its ratio
+	# to s6 and svcrun's to it.
+	floor() {
+		v=$(get floor "$2") s6=$(get s6 "$5") sv=$(get svcrun "$5")
+		echo "$v $4 $s6 $sv" | awk -v l="$1" -v u="$3" 'function r(a, b) { return (a == "-" || b == "-" || b <= 0) ? "-" : sprintf("%.2gx", a / b) }
+			{printf "| %s | %s | %s | %s |\n", l, ($1 == "-" ? "-" : sprintf("%.4g %s", $1 * $2, u)), r($1, $3), r($4, $1)}'
+	}
+	floor "$N daemons: the module's fingerprint and start ops, $(nproc) at a time, until all up" boot s 1 boot
+	floor "a Go program that only execs true, p50 of $CALLS" exec ms 0.001 call
+	floor "a Go client that acquires a lease (one request) and execs true, p50 of $CALLS" acquire ms 0.001 call
+fi
 echo
 echo "calls: svcrun run --capability d1 -- true; supervisorctl status d1; s6-svstat DIR; sv status DIR"
