@@ -149,7 +149,17 @@ idle_timeout_s = 600
 // naming the pool: the frozen service is not thawed and checked for a
 // lease that could not be admitted anyway.
 func TestNoThawCheckWhileTokensAreHeld(t *testing.T) {
-	r := newOpRig(t, `
+	cases := []struct {
+		name   string
+		held   int64 // tokens of slots (2 offered) another lease holds
+		admits bool  // the lease needing one token and m/vm is admitted after a check
+	}{
+		{"every token held: rejected for the pool, no check", 2, false},
+		{"the last token free: checked and admitted", 1, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newOpRig(t, `
 [module]
 name = "m"
 version = "1"
@@ -165,33 +175,41 @@ exec = ["bin/pooler"]
 pools = ["slots"]
 idle_timeout_s = 600
 `)
-	if _, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"vm"}}, Wait: time.Minute}), "l1").(Admitted); !ok {
-		t.Fatal("l1 not admitted")
-	}
-	r.now = r.now.Add(time.Second)
-	r.step(Release{Lease: "l1"})
-	if _, ok := r.answer(r.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Pools: map[string]int64{"slots": 2}}, Wait: time.Minute}), "l2").(Admitted); !ok {
-		t.Fatal("l2 not admitted")
-	}
-	vm := func() ServiceStatus {
-		for _, s := range r.e.Status().Services {
-			if s.Name == "m/vm" {
-				return s
+			if _, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"vm"}}, Wait: time.Minute}), "l1").(Admitted); !ok {
+				t.Fatal("l1 not admitted")
 			}
-		}
-		t.Fatal("no m/vm")
-		return ServiceStatus{}
-	}
-	if !vm().Frozen {
-		t.Fatal("m/vm, idle and freeze_ok, is not frozen")
-	}
-	r.ran = nil
-	r.now = r.now.Add(time.Second)
-	got := r.answer(r.step(Acquire{Lease: "l3", Attempt: "a3", Requirements: Requirements{Capabilities: []string{"vm"}, Pools: map[string]int64{"slots": 1}}}), "l3")
-	if rej, ok := got.(Rejected); !ok || !strings.Contains(rej.Reason, "pool slots") {
-		t.Errorf("l3: %+v, want rejected for pool slots", got)
-	}
-	if len(r.ran) != 0 || !vm().Frozen {
-		t.Errorf("ops %v, m/vm frozen %v: want no op and m/vm still frozen", r.ran, vm().Frozen)
+			r.now = r.now.Add(time.Second)
+			r.step(Release{Lease: "l1"})
+			if _, ok := r.answer(r.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Pools: map[string]int64{"slots": tc.held}}, Wait: time.Minute}), "l2").(Admitted); !ok {
+				t.Fatal("l2 not admitted")
+			}
+			vm := func() ServiceStatus {
+				for _, s := range r.e.Status().Services {
+					if s.Name == "m/vm" {
+						return s
+					}
+				}
+				t.Fatal("no m/vm")
+				return ServiceStatus{}
+			}
+			if !vm().Frozen {
+				t.Fatal("m/vm, idle and freeze_ok, is not frozen")
+			}
+			r.ran = nil
+			r.now = r.now.Add(time.Second)
+			got := r.answer(r.step(Acquire{Lease: "l3", Attempt: "a3", Requirements: Requirements{Capabilities: []string{"vm"}, Pools: map[string]int64{"slots": 1}}}), "l3")
+			if tc.admits {
+				if _, ok := got.(Admitted); !ok || len(r.ran) == 0 || vm().Frozen {
+					t.Errorf("l3: %+v after ops %v, m/vm frozen %v: want admitted after a check of the thawed m/vm", got, r.ran, vm().Frozen)
+				}
+				return
+			}
+			if rej, ok := got.(Rejected); !ok || !strings.Contains(rej.Reason, "pool slots") {
+				t.Errorf("l3: %+v, want rejected for pool slots", got)
+			}
+			if len(r.ran) != 0 || !vm().Frozen {
+				t.Errorf("ops %v, m/vm frozen %v: want no op and m/vm still frozen", r.ran, vm().Frozen)
+			}
+		})
 	}
 }
