@@ -117,6 +117,7 @@ idle_timeout_s = 600
 	}{
 		{"l2", 3, protocol.Status{Running: true, Ready: true}, false, "pool slots: needs 3 token(s), but m/vm offers 2 in all", false},
 		{"l3", 1, protocol.Status{Running: true, Ready: true}, true, "", true},
+		{"l3-every-token", 2, protocol.Status{Running: true, Ready: true}, true, "", true}, // all it offers is not over its offer
 		{"l4", 1, protocol.Status{Running: true, Ready: false}, false, "m/vm is waiting-ready", true},
 	} {
 		t.Run(string(tc.lease), func(t *testing.T) {
