@@ -164,12 +164,22 @@ func TestFingerprintDueWhileWaitingForReadyAgain(t *testing.T) {
 	}
 }
 
-// reset_after_s: a readiness with no failure to forget sets no timer; a
-// readiness after a failure does, and when it fires after a Reset already
-// cleared the failures, nothing more is forgotten or stored.
+// reset_after_s: a readiness with no failure to forget sets no timer, nor
+// does a reload changing reset_after_s then; a readiness after a failure
+// does, and when it fires after a Reset already cleared the failures,
+// nothing more is forgotten or stored.
 func TestResetAfterTimer(t *testing.T) {
-	if w := newReapWorld(t); w.setsTimer(TimerResetAfter) {
-		t.Fatalf("ready with no failures set a reset_after timer: %v", w.out)
+	w0 := newReapWorld(t)
+	if w0.setsTimer(TimerResetAfter) {
+		t.Fatalf("ready with no failures set a reset_after timer: %v", w0.out)
+	}
+	longer, err := manifest.Parse("module.toml", []byte(strings.Replace(reapModule, `capabilities = ["kv"]`, "capabilities = [\"kv\"]\nrestart = { reset_after_s = 3600 }", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w0.step(Reload{Modules: []ModuleSpec{{Module: longer, Enabled: true}}})
+	if w0.setsTimer(TimerResetAfter) {
+		t.Fatalf("a reload lengthening reset_after_s of a ready service with no failures set a reset_after timer: %v", w0.out)
 	}
 	w := newHand(t, `
 [module]
