@@ -111,6 +111,17 @@ wait_up() {
 	done
 }
 
+# secs T0 T1 prints the seconds from T0 to T1 (both ns), two decimals.
+secs() {
+	echo "$1 $2" | awk '{printf "%.2f", ($2 - $1) / 1e9}'
+}
+
+# calls CMD... prints "p50_us max_us" of CALLS runs of CMD after 5 warm-up runs.
+calls() {
+	"$T/bin/peerclock" calls 5 "$@" >/dev/null
+	"$T/bin/peerclock" calls "$CALLS" "$@"
+}
+
 # last_start DIR prints the latest start time (ns) among DIR's daemons.
 last_start() {
 	cat "$1"/d*.ts | sort -n | tail -n 1 | cut -d' ' -f1
@@ -165,7 +176,7 @@ measure() {
 	peer=$1 dir=$2 t0=$3
 	shift 3
 	wait_up "$dir" "$N"
-	boot=$(echo "$(last_start "$dir") $t0" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
+	boot=$(secs "$t0" "$(last_start "$dir")")
 	eval "R_${peer}_boot=\$boot"
 	[ "$peer" != svcrun ] || svcrun_ready "$t0"
 	sleep 2 # let the boot settle before idle is measured
@@ -179,8 +190,7 @@ measure() {
 	rm -f "$T/kills"
 	crash=$(crashes "$dir" | p50max)
 	"$@" >/dev/null 2>&1 || die "$peer: the status call failed: $*"
-	"$T/bin/peerclock" calls 5 "$@" >/dev/null # warm
-	call=$("$T/bin/peerclock" calls "$CALLS" "$@")
+	call=$(calls "$@")
 	eval "R_${peer}_pss=\$mem R_${peer}_cpu=\$cpu R_${peer}_crash=\$crash R_${peer}_call=\$call"
 	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops, total) $cpu, crash ms (p50 max) $crash, call us (p50 max) $call; load $(loadavg)"
 }
@@ -195,7 +205,7 @@ svcrun_ready() {
 		[ "$i" -lt $((600 + 6 * N)) ] || die "svcrun: not every service became ready"
 		sleep 0.1
 	done
-	R_svcrun_ready=$(echo "$(now) $1" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
+	R_svcrun_ready=$(secs "$1" "$(now)")
 }
 
 run_svcrun() {
@@ -240,8 +250,7 @@ run_svcrun() {
 	if [ "$FLOORS" != 0 ]; then
 		f="$T/bin/floor acquire $d/state/svcrun.sock d1 true"
 		$f || die "floor: the acquire failed"
-		"$T/bin/peerclock" calls 5 $f >/dev/null # warm
-		R_floor_acquire=$("$T/bin/peerclock" calls "$CALLS" $f)
+		R_floor_acquire=$(calls $f)
 	fi
 	kill "$SUP"
 	wait "$SUP" || :
@@ -343,9 +352,8 @@ run_floor() {
 		done
 	)
 	wait_up "$d/data" "$N"
-	R_floor_boot=$(echo "$(last_start "$d/data") $t0" | awk '{printf "%.2f", ($1 - $2) / 1e9}')
-	"$T/bin/peerclock" calls 5 "$T/bin/floor" exec true >/dev/null # warm
-	R_floor_exec=$("$T/bin/peerclock" calls "$CALLS" "$T/bin/floor" exec true)
+	R_floor_boot=$(secs "$t0" "$(last_start "$d/data")")
+	R_floor_exec=$(calls "$T/bin/floor" exec true)
 	echo "floor: boot $R_floor_boot s, exec call us (p50 max) $R_floor_exec, acquire call us (p50 max) ${R_floor_acquire:--}; load $(loadavg)"
 }
 
