@@ -62,7 +62,9 @@
 // modes: a rule that contains svcrun's data dir (its state and every
 // module's data) or socket, a write rule that contains the module's
 // bundle, a path that reaches a forbidden socket or /dev/kvm once its
-// symbolic links are resolved (manifest.Forbidden), an unknown run_as.
+// symbolic links are resolved (manifest.Forbidden), an unknown run_as. A
+// grant whose path does not exist yet is checked the same way, its links
+// followed by their targets' names: a device or socket can appear later.
 //
 // # Modes
 //

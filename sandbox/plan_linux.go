@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -101,12 +102,18 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 			rules = append(rules, r)
 		}
 	}
+	// absent are the grants not made because their path does not exist
+	// yet, resolved by name: what they would reach once it does is checked
+	// like a rule, so a link to a device the host lacks today is refused as
+	// it would be on a host that has it.
+	var absent []Rule
 	// grant resolves p, or notes that it is absent (and so not granted).
 	grant := func(p string, a Access, what string) error {
 		r, err := filepath.EvalSymlinks(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			notes = append(notes, fmt.Sprintf("%s %s does not exist: not granted until it does and the module's sandbox is set up again (reload)", what, p))
+			absent = append(absent, Rule{Path: resolveByName(p), Access: a, What: what})
 			return nil
 		case err != nil:
 			return fmt.Errorf("%s %s: %w", what, p, err)
@@ -130,7 +137,7 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 			return nil, nil, err
 		}
 	}
-	add(resolvePartial(cfg.ModuleDataDir(mod.Name)), ReadWrite, "data dir")
+	add(resolveByName(cfg.ModuleDataDir(mod.Name)), ReadWrite, "data dir")
 	for _, g := range mc.Grants.Write {
 		if err := grant(g, ReadWrite, "write grant"); err != nil {
 			return nil, nil, err
@@ -152,8 +159,8 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 		}
 	}
 
-	state, sock := resolvePartial(cfg.DataDir), resolvePartial(cfg.Socket)
-	for _, r := range rules {
+	state, sock := resolveByName(cfg.DataDir), resolveByName(cfg.Socket)
+	for _, r := range append(slices.Clip(rules), absent...) {
 		if what, reason := manifest.Forbidden(r.Path); what != "" {
 			return nil, nil, fmt.Errorf("%s %s reaches %s (%s), which is never granted", r.What, r.Path, what, reason)
 		}
@@ -170,22 +177,42 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 	return rules, notes, nil
 }
 
-// resolvePartial resolves the symbolic links of the longest existing
-// prefix of the clean absolute path p.
-func resolvePartial(p string) string {
+// resolveByName resolves the symbolic links of the clean absolute path p
+// as far as its elements exist, following a link whose target is missing by
+// the target's name: what p would be once everything it names exists. A
+// loop of links is left as it stands after 255 hops, as the kernel's
+// ELOOP would.
+func resolveByName(p string) string {
 	p = filepath.Clean(p)
-	rest := ""
-	for {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(r, rest)
+hop:
+	for hops := 0; hops < 255; hops++ {
+		done := "/"
+		var rest []string
+		if p != "/" {
+			rest = strings.Split(p[1:], "/")
 		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(p, rest)
+		for i, elem := range rest {
+			next := filepath.Join(done, elem)
+			fi, err := os.Lstat(next)
+			if err != nil {
+				return p // missing (or unreadable): the rest is taken as named
+			}
+			if fi.Mode().Type() == fs.ModeSymlink {
+				target, err := os.Readlink(next)
+				if err != nil {
+					return p
+				}
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(done, target)
+				}
+				p = filepath.Join(append([]string{target}, rest[i+1:]...)...)
+				continue hop
+			}
+			done = next
 		}
-		rest = filepath.Join(filepath.Base(p), rest)
-		p = parent
+		return p
 	}
+	return p
 }
 
 // socketsOf lists the pathname Unix sockets no op may connect to that exist

@@ -165,11 +165,29 @@ func TestPlanRefusesUnsound(t *testing.T) {
 			os.Symlink("/run", link)
 			fx.mc.Grants.Read = []string{link}
 		}, "reaches /run/docker.sock"},
+		// Whether the host has /dev/kvm or not: a device can appear later.
 		{"tool linking to /dev/kvm", func(fx *planFixture) {
 			link := filepath.Join(fx.root, "tools", "kvm")
 			os.Symlink("/dev/kvm", link)
 			fx.mc.Tools["kvm"] = link
 		}, "/dev/kvm"},
+		{"tool linking through a relative link to /dev/kvm", func(fx *planFixture) {
+			os.Symlink("/dev", filepath.Join(fx.root, "devices"))
+			link := filepath.Join(fx.root, "tools", "kvm")
+			os.Symlink("../devices/kvm", link)
+			fx.mc.Tools["kvm"] = link
+		}, "/dev/kvm"},
+		{"read grant linking to a runtime socket not there yet", func(fx *planFixture) {
+			link := filepath.Join(fx.root, "future")
+			os.Symlink("/run/containerd-svcrun-test-absent/containerd.sock", link)
+			fx.mc.Grants.Read = []string{link}
+		}, "a containerd socket"},
+		{"absent write grant that will contain the data dir", func(fx *planFixture) {
+			fx.cfg.DataDir = filepath.Join(fx.root, "pending", "state")
+			link := filepath.Join(fx.root, "later")
+			os.Symlink(filepath.Join(fx.root, "pending"), link)
+			fx.mc.Grants.Write = []string{link}
+		}, "contains svcrun's data dir"},
 		{"write grant containing the bundle", func(fx *planFixture) {
 			fx.cfg.DataDir = filepath.Join(t.TempDir(), "data")
 			fx.cfg.Socket = filepath.Join(fx.cfg.DataDir, "svcrun.sock")
@@ -339,5 +357,43 @@ func TestProbe(t *testing.T) {
 	}
 	if f := hostFacts(); f.landlock > 0 && !strings.Contains(out, "landlock: ABI ") {
 		t.Errorf("no Landlock ABI in:\n%s", out)
+	}
+}
+
+// TestResolveByName: links are followed by their targets' names whether or
+// not those exist, relative to the link's directory; a loop stops.
+func TestResolveByName(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := func(target, name string) {
+		if err := os.Symlink(target, filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mkdir(t, filepath.Join(root, "d"), 0o755)
+	link("/dev/kvm-svcrun-test-absent", "abs")
+	link("d/missing", "rel")
+	link("rel", "chain")
+	link("../d", "d/up")
+	link("loop-b", "loop-a")
+	link("loop-a", "loop-b")
+	for _, c := range []struct{ in, want string }{
+		{"/", "/"},
+		{root + "/d", root + "/d"},
+		{root + "/absent/x", root + "/absent/x"},
+		{root + "/abs", "/dev/kvm-svcrun-test-absent"},
+		{root + "/abs/deeper", "/dev/kvm-svcrun-test-absent/deeper"},
+		{root + "/rel", root + "/d/missing"},
+		{root + "/chain/x", root + "/d/missing/x"},
+		{root + "/d/up/up/up", root + "/d"},
+	} {
+		if got := resolveByName(c.in); got != c.want {
+			t.Errorf("resolveByName(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := resolveByName(root + "/loop-a"); got != root+"/loop-a" && got != root+"/loop-b" {
+		t.Errorf("a loop of links resolved to %s", got)
 	}
 }
