@@ -49,7 +49,7 @@ type Engine struct {
 	admitDirty bool
 	memBlocked []*service
 	memUsed    float64
-	unknown    int // services not fingerprinted since load
+	unknown    int // services holding back starts (see holdsStarts)
 
 	nextBase  uint32   // the last timer slot base handed out
 	freeBases []uint32 // bases of forgotten leases
@@ -63,7 +63,10 @@ type Engine struct {
 	// once.
 	ended map[LeaseID]string
 
+	// doctorPending: a doctor event's run of the probes and fingerprints
+	// is debounced until its timer; doctorAt is when the first event came.
 	doctorPending bool
+	doctorAt      time.Time
 
 	// The reap round in progress, the number of the last one started,
 	// and whether another was asked for meanwhile, with its tickets;
@@ -277,6 +280,14 @@ func (e *Engine) fire(k TimerKey) {
 				e.markDirty(p)
 			}
 		}
+		for _, s := range e.svcOrder {
+			// One fingerprinted since the doctor event came (at the
+			// reload that sent it) is not fingerprinted again.
+			if s.fpWatched() && s.enabled() && s.fpRan.Before(e.doctorAt) {
+				s.fpDue = true
+				e.markDirty(s)
+			}
+		}
 	case TimerProbe:
 		if p := e.probes[k.Subject]; p != nil && p.mod.enabled {
 			p.due = true
@@ -310,6 +321,7 @@ func (e *Engine) doctor(reason string) {
 		return
 	}
 	e.doctorPending = true
+	e.doctorAt = e.now
 	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
 }
 
