@@ -870,8 +870,12 @@ func e2eReadinessGate(t *testing.T, mode e2eMode) {
 			notReady++
 		}
 	}
+	// Whether the first ready poll comes before the gate opens is up to
+	// the machine's load, not svcrun: a loaded one may start polling after
+	// it. What svcrun must do, admit only after ready said so, is checked
+	// above.
 	if notReady == 0 {
-		t.Errorf("no ready op answered false before the gate opened: %+v", e.calls("gated"))
+		t.Logf("no ready op ran before the gate opened (a loaded machine?): %+v", e.calls("gated"))
 	}
 	t.Logf("ready polls before the gate opened: %d; admitted %v after ready", notReady, rec.At.Sub(ready).Round(time.Microsecond))
 	e.release(g)
@@ -1119,8 +1123,8 @@ func e2eProbes(t *testing.T, mode e2eMode) {
 	var res result
 	select {
 	case res = <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("acquire did not return")
+	case <-time.After(e2eGuard):
+		t.Fatalf("acquire did not return within %v", e2eGuard)
 	}
 	if res.err != nil {
 		t.Fatalf("lease waiting for the probe: %v", res.err)
@@ -1413,8 +1417,8 @@ func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
 	select {
 	case err := <-e.r.done:
 		e.r.done <- err // for the cleanup
-	case <-time.After(grace + 10*time.Second):
-		t.Fatal("svcrun did not exit")
+	case <-time.After(e2eGuard):
+		t.Fatalf("svcrun did not exit within %v", e2eGuard)
 	}
 	within(t, "exit with a hanging stop", time.Since(start), grace, grace+5*time.Second)
 	if e.count("hangstop", "stop") != 1 {
