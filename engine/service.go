@@ -36,9 +36,10 @@ type service struct {
 	state      svcState
 	stateSince time.Time // when it took its state
 
-	refs, waiting int  // admitted and waiting leases that need it
-	idleTimer     bool // the idle timer is pending
-	idleExpired   bool // idle_timeout_s passed with no user
+	refs, waiting int       // admitted and waiting leases that need it
+	idleTimer     bool      // the idle timer is pending
+	idleExpired   bool      // idle_timeout_s passed with no user
+	idleSince     time.Time // when the idle timer was armed: the stop note and a reload count from it
 	stopReason    string
 	lastUsed      time.Time
 
@@ -333,12 +334,15 @@ func (e *Engine) idleStop(s *service) bool {
 		return false
 	}
 	if s.idleExpired {
-		e.beginStop(s, fmt.Sprintf("idle for %v", s.spec.IdleTimeout))
+		// How long it was idle, not its idle_timeout_s: a reload may have
+		// changed that since.
+		e.beginStop(s, fmt.Sprintf("idle for %v", e.now.Sub(s.idleSince)))
 		e.reconcileNow(s)
 		return true
 	}
 	if !s.idleTimer {
 		s.idleTimer = true
+		s.idleSince = e.now
 		e.setTimer(s.slot, TimerIdle, s.name, e.now.Add(s.spec.IdleTimeout))
 	}
 	return false
