@@ -85,7 +85,7 @@ type service struct {
 	withheldNoted bool
 
 	reap    *reapSnap
-	orphans map[string]int // object id -> reap periods survived as an orphan
+	orphans map[string]time.Time // object id -> snapshot of the round that first found it an orphan
 	destroy []destroyReq
 	// reapWhy says why the next periodic reap round lists the service
 	// (see reapMark); "" when its last listing left nothing to reap.
@@ -637,7 +637,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.warn(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
 			return
 		}
-		// The orphan count stays until the object is gone from a
+		// Its age as an orphan stays until the object is gone from a
 		// listing: an object that survives a plain destroy must reach
 		// the --force one.
 		if o.Result.OpResult.Changed {

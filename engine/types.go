@@ -33,8 +33,10 @@ type Config struct {
 	// DoctorDebounce gathers doctor events arriving within this window into
 	// one run of the probes. Default 1 s.
 	DoctorDebounce time.Duration
-	// ForceAfter is the number of reap periods an orphan must survive before
-	// it is destroyed with --force. Default 3.
+	// ForceAfter is the number of reap periods (of time: ForceAfter x
+	// ReapPeriod from the round that first found it, however many rounds
+	// listed it meanwhile) an orphan must survive before it is destroyed
+	// with --force. Default 3.
 	ForceAfter int
 }
 
