@@ -47,6 +47,7 @@ func (e *Engine) boot(b Boot) {
 			continue
 		}
 		s.failures, s.unhealthy, s.reason, s.backoffUntil = r.Failures, r.Unhealthy, r.Reason, r.BackoffUntil
+		s.lastUsed = r.LastUsed
 		if s.unhealthy {
 			e.alarm(s.name, "unhealthy since before the restart: %s", s.reason)
 		}

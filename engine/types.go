@@ -152,4 +152,9 @@ type ServiceRecord struct {
 	Unhealthy    bool      `json:"unhealthy,omitempty"`
 	Reason       string    `json:"reason,omitempty"` // the last failure
 	BackoffUntil time.Time `json:"backoff_until,omitzero"`
+	// LastUsed is when a lease that used the service last ended, stored
+	// for the services it orders (yieldable ones, which yield memory least
+	// recently used first) so that the order survives a restart. Zero in
+	// a record stored before it existed: least recently used, as before.
+	LastUsed time.Time `json:"last_used,omitzero"`
 }
