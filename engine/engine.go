@@ -359,5 +359,9 @@ func (e *Engine) clearFailures(s *service) {
 }
 
 func (e *Engine) persistService(s *service) {
-	e.emit(PutService{Service: ServiceRecord{Name: s.name, Failures: s.failures, Unhealthy: s.unhealthy, Reason: s.reason, BackoffUntil: s.backoffUntil}})
+	r := ServiceRecord{Name: s.name, Failures: s.failures, Unhealthy: s.unhealthy, Reason: s.reason, BackoffUntil: s.backoffUntil}
+	if s.yieldsByLRU() {
+		r.LastUsed = s.lastUsed
+	}
+	e.emit(PutService{Service: r})
 }

@@ -642,6 +642,10 @@ func (e *Engine) endLease(l *lease) {
 	for _, s := range l.services {
 		s.refs--
 		s.lastUsed = e.now
+		if s.yieldsByLRU() {
+			// Its place in the order of yielding survives a restart.
+			e.persistService(s)
+		}
 		e.markDirty(s)
 	}
 	// A service just left idle may be yielded to one waiting for memory.

@@ -34,7 +34,7 @@ func (e *Engine) memoryFor(s *service) bool {
 			freeing += c.memGB // already on its way out
 			continue
 		}
-		if c.state == sReady && c.idle() && c.spec.Yieldable && c.spec.Lifecycle == manifest.OnDemand {
+		if c.state == sReady && c.idle() && c.yieldsByLRU() {
 			cands = append(cands, c)
 		}
 	}
@@ -57,6 +57,14 @@ func (e *Engine) memoryFor(s *service) bool {
 	}
 	e.block(s)
 	return false
+}
+
+// yieldsByLRU says s may yield its memory to a start, least recently used
+// first: the services whose last use is stored (ServiceRecord.LastUsed).
+// Only they: a store write at every lease's end for every service would
+// keep an order nothing reads.
+func (s *service) yieldsByLRU() bool {
+	return s.spec.ReservesHostMemory && s.spec.Yieldable && s.spec.Lifecycle == manifest.OnDemand
 }
 
 func (e *Engine) block(s *service) {

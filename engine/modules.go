@@ -47,6 +47,7 @@ func (e *Engine) boot(b Boot) {
 			continue
 		}
 		s.failures, s.unhealthy, s.reason, s.backoffUntil = r.Failures, r.Unhealthy, r.Reason, r.BackoffUntil
+		s.lastUsed = r.LastUsed
 		if s.unhealthy {
 			e.alarm(s.name, "unhealthy since before the restart: %s", s.reason)
 		}
@@ -428,8 +429,11 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 // respec gives a service its new manifest entry; memory already charged
 // stays accounted by what was charged (see setState).
 func (e *Engine) respec(s *service, sp *manifest.Service) {
-	old, oldLifecycle := s.spec.Restart.ResetAfter, s.spec.Lifecycle
+	old, oldLifecycle, oldIdle := s.spec.Restart.ResetAfter, s.spec.Lifecycle, s.spec.IdleTimeout
 	s.spec = sp
+	if sp.IdleTimeout != oldIdle && (s.idleTimer || s.idleExpired) {
+		e.rearmIdle(s)
+	}
 	// What it should do may have changed with it (a lifecycle now always,
 	// an idle timeout, a reservation): it is reconsidered.
 	e.markDirty(s)
@@ -455,4 +459,22 @@ func (e *Engine) respec(s *service, sp *manifest.Service) {
 		// they would never be forgotten.
 		e.setTimer(s.slot, TimerResetAfter, s.name, s.readySince.Add(sp.Restart.ResetAfter))
 	}
+}
+
+// rearmIdle moves the idle timer of an idle service to the new
+// idle_timeout_s, counted from when it became idle: the timer set then is
+// for the old value, and would stop it too early or keep it too long. A
+// timeout already past stops it at once.
+func (e *Engine) rearmIdle(s *service) {
+	at := s.idleSince.Add(s.spec.IdleTimeout)
+	if at.After(e.now) {
+		s.idleTimer, s.idleExpired = true, false
+		e.setTimer(s.slot, TimerIdle, s.name, at)
+		return
+	}
+	if s.idleTimer {
+		s.idleTimer = false
+		e.cancelTimer(s.slot, TimerIdle, s.name)
+	}
+	s.idleExpired = true
 }

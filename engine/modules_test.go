@@ -117,10 +117,15 @@ lifecycle = "always"
 // TestReenableForgetsFailures: re-enabling a module is a fresh start for
 // its services' failure records (docs/architecture.md, Backoff): a
 // service with failures has them forgotten, with a note and a store
-// write; one without has nothing to forget, and gets neither.
+// write; one without has nothing to forget, and gets neither. m/a's stop
+// at the disable escalates, so it is no clean run that would forget them
+// first.
 func TestReenableForgetsFailures(t *testing.T) {
 	w, rec := newWorld(t, testConfig(), modules(t, twoServices), map[string]*fakes.Behaviour{
-		"m/a": {Ops: map[protocol.Op]fakes.OpScript{protocol.OpStart: {Outcomes: []fakes.Outcome{fakes.Fail, fakes.OK}}}}})
+		"m/a": {Ops: map[protocol.Op]fakes.OpScript{
+			protocol.OpStart: {Outcomes: []fakes.Outcome{fakes.Fail, fakes.OK}},
+			protocol.OpStop:  {Outcomes: []fakes.Outcome{fakes.OK, fakes.Escalated}},
+		}}})
 	w.RunFor(time.Minute)
 	if f := status(w, "m/a").Failures; f != 1 {
 		t.Fatalf("m/a has %d failures, want 1 (its first start fails)\n%s", f, rec)

@@ -330,10 +330,20 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 		}
 		seen[o.ID] = true
 		if s.orphans == nil {
-			s.orphans = map[string]int{}
+			s.orphans = map[string]time.Time{}
 		}
-		s.orphans[o.ID]++
-		force := s.orphans[o.ID] > e.cfg.ForceAfter
+		first, known := s.orphans[o.ID]
+		if !known {
+			first = snap.at
+			s.orphans[o.ID] = first
+		}
+		// Periods of time, not listings: `svcrun reap` asked four times in
+		// four seconds must not force-destroy a busy object of an attempt
+		// that ended seconds ago. Snapshot times, not listing times, so
+		// that a slow list_owned does not push --force a period later.
+		age := snap.at.Sub(first)
+		period := int(age/e.cfg.ReapPeriod) + 1
+		force := age >= time.Duration(e.cfg.ForceAfter)*e.cfg.ReapPeriod
 		s.destroy = append(s.destroy, destroyReq{id: o.ID, attempt: o.Labels[protocol.LabelAttemptID], force: force})
 		if res != nil {
 			res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapPending, Forced: force})
@@ -344,7 +354,7 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 		if force {
 			how = "destroy --force"
 		}
-		e.note(s.name, "%s %s: orphan of attempt %s (period %d)", how, o.ID, o.Labels[protocol.LabelAttemptID], s.orphans[o.ID])
+		e.note(s.name, "%s %s: orphan of attempt %s (period %d)", how, o.ID, o.Labels[protocol.LabelAttemptID], period)
 	}
 	// Objects gone from the listing are no longer counted.
 	ids := make([]string, 0, len(s.orphans))

@@ -517,3 +517,44 @@ func TestReapRoundsWithNothingRunningGoWithoutNotes(t *testing.T) {
 		}
 	}
 }
+
+// --force comes once an orphan has been one for ForceAfter reap periods of
+// time, from the snapshot of the round that first found it: rounds asked
+// for in a burst are not periods.
+func TestReapForceCountsPeriodsOfTime(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name   string
+		rounds []time.Duration // snapshot times, from the first
+		forced []bool
+	}{
+		{"four rounds asked in four seconds", []time.Duration{0, s, 2 * s, 3 * s}, []bool{false, false, false, false}},
+		{"one round a period", []time.Duration{0, 60 * s, 120 * s, 180 * s}, []bool{false, false, false, true}},
+		{"asked rounds between the periods", []time.Duration{0, 30 * s, 60 * s, 90 * s, 120 * s, 179 * s, 180 * s}, []bool{false, false, false, false, false, false, true}},
+		{"rounds late", []time.Duration{0, 170 * s, 200 * s}, []bool{false, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newReapWorld(t)
+			t0 := w.now.Add(time.Hour)
+			for i, at := range tc.rounds {
+				w.now = t0.Add(at - time.Millisecond) // step adds 1ms
+				w.step(ReapNow{Ticket: fmt.Sprint("t", i)})
+				w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed(labelled("o-1", "a9")))
+				var destroy *RunOp
+				for _, f := range w.out {
+					if r, ok := f.(*RunOp); ok && r.Op == protocol.OpDestroy {
+						destroy = r
+					}
+				}
+				if destroy == nil {
+					t.Fatalf("round %d at %v: no destroy in %v", i, at, w.out)
+				}
+				if forced := len(destroy.Args) == 2 && destroy.Args[1] == "--force"; forced != tc.forced[i] {
+					t.Fatalf("round %d at %v: destroy %v, want forced=%v", i, at, destroy.Args, tc.forced[i])
+				}
+				w.done(destroy.ID, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true}})
+				w.effect(ReapDone{})
+			}
+		})
+	}
+}

@@ -1,11 +1,13 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/fakes"
 	"github.com/oarbank/svcrun/sim"
 )
 
@@ -110,6 +112,70 @@ func TestRestoredLeases(t *testing.T) {
 			}
 			if tt.note != "" && !rec.has(tt.note) {
 				t.Errorf("no note %q\n%s", tt.note, rec)
+			}
+		})
+	}
+}
+
+// TestRestoredLastUseOrdersYielding: the last use of a yieldable service
+// is stored with its record and restored at boot, so that the least
+// recently used yields first after a restart too (docs/decisions.md,
+// Memory). A record without it (stored before svcrun kept it) restores
+// as before: never used, least recently used, ties in name order.
+func TestRestoredLastUseOrdersYielding(t *testing.T) {
+	const vms = `
+[module]
+name = "vms"
+version = "1"
+[[services]]
+name = "a"
+exec = ["bin/vm"]
+capabilities = ["a"]
+reserves_host_memory = true
+yieldable = true
+[[services]]
+name = "b"
+exec = ["bin/vm"]
+capabilities = ["b"]
+reserves_host_memory = true
+yieldable = true
+[[services]]
+name = "c"
+exec = ["bin/vm"]
+capabilities = ["c"]
+reserves_host_memory = true
+`
+	for _, tt := range []struct {
+		name   string
+		stored string // the JSON of vms/a's and vms/b's records, as svcrun wrote them
+		yields string
+	}{
+		{"b used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b","failures":0,"last_used":"2025-12-31T23:30:00Z"}]`, "vms/a"},
+		{"a used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:30:00Z"},{"name":"vms/b","failures":0,"last_used":"2025-12-31T23:00:00Z"}]`, "vms/b"},
+		{"records from before last_used", `[{"name":"vms/a","failures":1},{"name":"vms/b","failures":0}]`, "vms/a"},
+		{"only a's has it", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b","failures":0}]`, "vms/b"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := sim.Build(testConfig(), modules(t, vms), map[string]*fakes.Behaviour{
+				"vms/a": {Running: true, MemGB: 3}, "vms/b": {Running: true, MemGB: 3}, "vms/c": {MemGB: 4}})
+			var records []engine.ServiceRecord
+			if err := json.Unmarshal([]byte(tt.stored), &records); err != nil {
+				t.Fatal(err)
+			}
+			var batch []engine.Effect
+			for _, r := range records {
+				batch = append(batch, engine.PutService{Service: r})
+			}
+			if err := w.Store.Apply(batch); err != nil {
+				t.Fatal(err)
+			}
+			rec := record(w)
+			w.Boot()
+			w.RunFor(time.Second) // both adopted: 6 of 8 GB
+			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: caps("c"), Wait: time.Minute})
+			w.RunFor(time.Second)
+			if want := tt.yields + ": stopping: yielding memory to vms/c"; !rec.has(want) || rec.count("stopping: yielding memory") != 1 {
+				t.Errorf("want only %q\n%s", want, rec)
 			}
 		})
 	}

@@ -36,11 +36,15 @@ type service struct {
 	state      svcState
 	stateSince time.Time // when it took its state
 
-	refs, waiting int  // admitted and waiting leases that need it
-	idleTimer     bool // the idle timer is pending
-	idleExpired   bool // idle_timeout_s passed with no user
+	refs, waiting int       // admitted and waiting leases that need it
+	idleTimer     bool      // the idle timer is pending
+	idleExpired   bool      // idle_timeout_s passed with no user
+	idleSince     time.Time // when the idle timer was armed: the stop note and a reload count from it
 	stopReason    string
-	lastUsed      time.Time
+	// cleanStop: the stop in progress began while the service was ready
+	// and not for a failure; ended gracefully, it forgets the failures.
+	cleanStop bool
+	lastUsed  time.Time
 
 	failures     int
 	unhealthy    bool
@@ -94,7 +98,7 @@ type service struct {
 	withheldNoted bool
 
 	reap    *reapSnap
-	orphans map[string]int // object id -> reap periods survived as an orphan
+	orphans map[string]time.Time // object id -> snapshot of the round that first found it an orphan
 	destroy []destroyReq
 	// reapWhy says why the next periodic reap round lists the service
 	// (see reapMark); "" when its last listing left nothing to reap.
@@ -252,6 +256,9 @@ func (s *service) setState(e *Engine, st svcState) {
 	if st != s.state {
 		s.stateSince = e.now
 	}
+	if st != sReady {
+		s.readySince = time.Time{} // readiness is continuous or not at all
+	}
 	s.state = st
 	e.heldChanged(held, s.holdsStarts())
 }
@@ -388,12 +395,15 @@ func (e *Engine) idleStop(s *service) bool {
 		return false
 	}
 	if s.idleExpired {
-		e.beginStop(s, fmt.Sprintf("idle for %v", s.spec.IdleTimeout))
+		// How long it was idle, not its idle_timeout_s: a reload may have
+		// changed that since.
+		e.beginStop(s, fmt.Sprintf("idle for %v", e.now.Sub(s.idleSince)))
 		e.reconcileNow(s)
 		return true
 	}
 	if !s.idleTimer {
 		s.idleTimer = true
+		s.idleSince = e.now
 		e.setTimer(s.slot, TimerIdle, s.name, e.now.Add(s.spec.IdleTimeout))
 	}
 	return false
@@ -455,8 +465,12 @@ func (e *Engine) startReason(s *service) string {
 	}
 }
 
-// beginStop asks for a graceful stop of a running service.
+// beginStop asks for a graceful stop of a running service. One that
+// begins while it is ready (readySince is set only by becoming ready, so
+// not for a daemon found running and stopped at once) ends a clean run,
+// unless fail asks for it.
 func (e *Engine) beginStop(s *service, reason string) {
+	s.cleanStop = s.state == sReady && !s.readySince.IsZero()
 	e.leftRunning(s)
 	s.stopReason = reason
 	s.setState(e, sStopping)
@@ -680,7 +694,16 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.warn(s.name, "stop %s (%s): escalated to a kill of its process container", o.Failure, o.Message)
 		} else if o.Result.OpResult.Escalated {
 			e.warn(s.name, "stopped: the service escalated to its forceful path")
+		} else if s.cleanStop && s.failures > 0 && !s.unhealthy {
+			// Ready until svcrun stopped it gracefully, for no failure: it
+			// recovered and served until nobody needed it. Failures days
+			// apart, each followed by such a run, are not consecutive,
+			// though the run was shorter than reset_after_s (docs/decisions.md,
+			// Failures and backoff).
+			e.note(s.name, "stopped gracefully after a clean run: %d failure(s) forgotten", s.failures)
+			e.clearFailures(s)
 		}
+		s.cleanStop = false
 		e.stopped(s)
 	case protocol.OpListOwned:
 		if failed {
@@ -696,7 +719,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.warn(s.name, "destroy %s %s: %s", r.object, o.Failure, o.Message)
 			return
 		}
-		// The orphan count stays until the object is gone from a
+		// Its age as an orphan stays until the object is gone from a
 		// listing: an object that survives a plain destroy must reach
 		// the --force one.
 		if o.Result.OpResult.Changed {
@@ -963,6 +986,7 @@ func (e *Engine) fail(s *service, reason string) {
 	// daemon may live on, hung, or have left processes) is followed by
 	// a stop so that the next attempt begins clean.
 	e.beginStop(s, "cleanup after failure")
+	s.cleanStop = false
 }
 
 // countFailure counts a failure and stores it: the service backs off, or

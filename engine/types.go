@@ -33,8 +33,10 @@ type Config struct {
 	// DoctorDebounce gathers doctor events arriving within this window into
 	// one run of the probes. Default 1 s.
 	DoctorDebounce time.Duration
-	// ForceAfter is the number of reap periods an orphan must survive before
-	// it is destroyed with --force. Default 3.
+	// ForceAfter is the number of reap periods (of time: ForceAfter x
+	// ReapPeriod from the round that first found it, however many rounds
+	// listed it meanwhile) an orphan must survive before it is destroyed
+	// with --force. Default 3.
 	ForceAfter int
 }
 
@@ -150,4 +152,9 @@ type ServiceRecord struct {
 	Unhealthy    bool      `json:"unhealthy,omitempty"`
 	Reason       string    `json:"reason,omitempty"` // the last failure
 	BackoffUntil time.Time `json:"backoff_until,omitzero"`
+	// LastUsed is when a lease that used the service last ended, stored
+	// for the services it orders (yieldable ones, which yield memory least
+	// recently used first) so that the order survives a restart. Zero in
+	// a record stored before it existed: least recently used, as before.
+	LastUsed time.Time `json:"last_used,omitzero"`
 }

@@ -27,7 +27,12 @@ type invariants struct {
 	traced int
 
 	readySince map[string]time.Time // services in state ready, since when (continuously)
-	state      map[string]string    // each service's state after the last step
+	// stored holds each service's failure count as last persisted (from
+	// the boot's state on): a record is a new failure's only when its
+	// count grew, since a record is also persisted for other reasons (a
+	// yieldable service's last use, at a lease's end).
+	stored map[string]int
+	state  map[string]string // each service's state after the last step
 	// blind holds the services whose daemon died silently (no
 	// container-emptied event) and of which no status, ready or
 	// fingerprint begun since has answered, nor a thaw come: a lease
@@ -125,7 +130,7 @@ func (t *tracedStep) lines(dst []string) []string {
 
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
-	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{},
+	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
 		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}}
 	c.setModules(mods)
@@ -196,6 +201,12 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		}
 		delete(c.looks, d.ID)
 		delete(c.ops, d.ID)
+	}
+	if b, ok := ev.(engine.Boot); ok {
+		clear(c.stored)
+		for _, r := range b.State.Services {
+			c.stored[r.Name] = r.Failures
+		}
 	}
 	c.st, c.viewed = c.w.Engine.Status(), true
 	st := &c.st
@@ -302,8 +313,10 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
 				}
 			}
-			if _, isFail := ev.(*engine.OpDone); isFail || isFailureEvent(ev) {
-				if r.Failures > 0 && !r.Unhealthy {
+			counted := r.Failures > c.stored[r.Name]
+			c.stored[r.Name] = r.Failures
+			if _, isFail := ev.(*engine.OpDone); counted && (isFail || isFailureEvent(ev)) {
+				if !r.Unhealthy {
 					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
 						c.Failf("%s: backoff after failure %d ends %v, want %v", r.Name, r.Failures, r.BackoffUntil, want)
 					}

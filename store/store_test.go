@@ -68,6 +68,7 @@ func fullState() engine.State {
 		Services: []engine.ServiceRecord{
 			{Name: "colima/vm", Failures: 3, Unhealthy: true, Reason: "exit 1: no space", BackoffUntil: t0.Add(time.Minute)},
 			{Name: "db/postgres"},
+			{Name: "vms/linux", LastUsed: t0.Add(-time.Hour)},
 		},
 	}
 }
@@ -421,6 +422,35 @@ func TestUndecodableRecord(t *testing.T) {
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.why) {
 			t.Errorf("Open = %v; want %q", err, tc.why)
 		}
+	}
+}
+
+// A service record stored before a field existed restores with that
+// field's zero value: last_used (a record of svcrun before it kept the
+// order of yielding) is zero, least recently used, as that svcrun had it.
+func TestRecordsOfOlderVersionsRestore(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want        engine.ServiceRecord
+	}{
+		{"before last_used", `{"name":"m/a","failures":2,"reason":"exit 1"}`, engine.ServiceRecord{Name: "m/a", Failures: 2, Reason: "exit 1"}},
+		{"with last_used", `{"name":"m/a","failures":0,"last_used":"2026-01-01T00:00:00Z"}`, engine.ServiceRecord{Name: "m/a", LastUsed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			validStore(t, path)
+			putRaw(t, path, servicesBucket, "m/a", tc.value)
+			db := openT(t, path)
+			var got engine.ServiceRecord
+			for _, s := range state(t, db).Services {
+				if s.Name == "m/a" {
+					got = s
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("restored record (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/sim"
 )
 
 // parseRestart reads `restart`: svcrun restarts; the engine starts again
@@ -32,6 +33,9 @@ func storeSummary(st engine.State) string {
 		x := fmt.Sprintf("%s failures=%d", s.Name, s.Failures)
 		if s.Unhealthy {
 			x += " unhealthy"
+		}
+		if !s.LastUsed.IsZero() {
+			x += fmt.Sprintf(" last_used=%v", s.LastUsed.Sub(sim.Epoch))
 		}
 		svcs = append(svcs, x)
 	}

@@ -11,12 +11,12 @@ import (
 )
 
 // parseStored reads `stored lease ID key=value...` and `stored service
-// MODULE/NAME failures=N [unhealthy] [backoff_until=T] [reason: TEXT]`:
+// MODULE/NAME failures=N [unhealthy] [backoff_until=T] [last_used=T] [reason: TEXT]`:
 // what svcrun's store held when the scenario's svcrun started (a journal
 // replayed from a restart on an older data dir). Times are offsets from
 // the start, negative for the past.
 func (p *parser) parseStored(line int, args []string) error {
-	usage := "usage: stored lease ID attempt=A admitted=T [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [ttl=D expires=T], or stored service MODULE/NAME failures=N [unhealthy] [backoff_until=T] [reason: TEXT]"
+	usage := "usage: stored lease ID attempt=A admitted=T [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [ttl=D expires=T], or stored service MODULE/NAME failures=N [unhealthy] [backoff_until=T] [last_used=T] [reason: TEXT]"
 	if len(args) < 2 || strings.Contains(args[1], "=") {
 		return lineError(p.file, line, "%s", usage)
 	}
@@ -103,8 +103,10 @@ func storedService(name string, args []string) (engine.ServiceRecord, error) {
 			r.Failures, err = strconv.Atoi(x.Value)
 		case x.Key == "backoff_until" && !x.Flag:
 			r.BackoffUntil, err = parseInstant(x.Value)
+		case x.Key == "last_used" && !x.Flag:
+			r.LastUsed, err = parseInstant(x.Value)
 		default:
-			return r, fmt.Errorf("unknown argument %q; arguments: failures=N, unhealthy, backoff_until=T, reason: TEXT (last)", x.Key)
+			return r, fmt.Errorf("unknown argument %q; arguments: failures=N, unhealthy, backoff_until=T, last_used=T, reason: TEXT (last)", x.Key)
 		}
 		if err != nil {
 			return r, fmt.Errorf("%s=%s: %v", x.Key, x.Value, err)
@@ -145,6 +147,9 @@ func storedText(st engine.State, t0 time.Time) ([]string, error) {
 		}
 		if !s.BackoffUntil.IsZero() {
 			line += fmt.Sprintf(" backoff_until=%v", s.BackoffUntil.Sub(t0))
+		}
+		if !s.LastUsed.IsZero() {
+			line += fmt.Sprintf(" last_used=%v", s.LastUsed.Sub(t0))
 		}
 		if s.Reason != "" {
 			if strings.Join(strings.Fields(stripComment(s.Reason)), " ") != s.Reason {
