@@ -40,7 +40,6 @@ type Engine struct {
 	leases   map[LeaseID]*lease
 	waiting  []*lease // FIFO
 	attempts map[string]int
-	reserved map[string]int64
 
 	ops       opTable // in flight
 	slotQueue []actor
@@ -129,7 +128,6 @@ func New() *Engine {
 		pools:    map[string]*service{},
 		leases:   map[LeaseID]*lease{},
 		attempts: map[string]int{},
-		reserved: map[string]int64{},
 		ended:    map[LeaseID]string{},
 
 		offPlatform: map[string]string{},

@@ -21,6 +21,10 @@ type lease struct {
 
 	services []*service // needed, sorted by name, unique
 	probes   []*probe
+	// grants are the tokens it holds, each on the service that granted
+	// them: a pool name may later be offered by another service (its
+	// module disabled, another enabled), whose tokens these are not.
+	grants []grant
 
 	// waitless: acquired with no wait, it waits only while the thaw checks
 	// of its services run, the check being part of its admission.
@@ -30,6 +34,13 @@ type lease struct {
 	admitted   bool
 	admittedAt time.Time
 	expires    time.Time
+}
+
+// grant is n tokens of a pool reserved on a service.
+type grant struct {
+	svc  *service
+	pool string
+	n    int64
 }
 
 func (l *lease) record() LeaseRecord {
@@ -372,16 +383,14 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 		return false
 	}
 	for name, n := range l.req.Pools {
-		if blocked[name] || e.capacity(name)-e.reserved[name] < n {
+		if blocked[name] || e.free(name) < n {
 			return false
 		}
 	}
 	e.removeWaiting(l)
 	l.admitted = true
 	l.admittedAt = e.now
-	for name, n := range l.req.Pools {
-		e.reserved[name] += n
-	}
+	e.reserve(l)
 	names := make([]string, len(l.services))
 	for i, s := range l.services {
 		s.waiting--
@@ -433,6 +442,44 @@ func (e *Engine) capacity(pool string) int64 {
 	return s.pools[pool]
 }
 
+// reservedOn is how many tokens of pool the service that offers it now
+// has granted.
+func (e *Engine) reservedOn(pool string) int64 {
+	if s := e.pools[pool]; s != nil {
+		return s.reserved[pool]
+	}
+	return 0
+}
+
+// free is how many tokens of pool can be reserved now.
+func (e *Engine) free(pool string) int64 { return e.capacity(pool) - e.reservedOn(pool) }
+
+// reserve takes l's tokens on the services that offer its pools now.
+func (e *Engine) reserve(l *lease) {
+	l.grants = l.grants[:0]
+	for name, n := range l.req.Pools {
+		s := e.pools[name]
+		if s == nil {
+			continue // a restored lease of a pool nobody offers: nothing to hold
+		}
+		if s.reserved == nil {
+			s.reserved = map[string]int64{}
+		}
+		s.reserved[name] += n
+		l.grants = append(l.grants, grant{svc: s, pool: name, n: n})
+	}
+}
+
+// unreserve gives l's tokens back to the services that granted them.
+func (e *Engine) unreserve(l *lease) {
+	for _, g := range l.grants {
+		if g.svc.reserved[g.pool] -= g.n; g.svc.reserved[g.pool] <= 0 {
+			delete(g.svc.reserved, g.pool)
+		}
+	}
+	l.grants = l.grants[:0]
+}
+
 // poolBlocked says l waits only for pool tokens.
 func (e *Engine) poolBlocked(l *lease) bool {
 	return len(l.req.Pools) > 0 && e.readyBarTokens(l)
@@ -467,7 +514,7 @@ func (e *Engine) awaitsCheck(l *lease) bool {
 		return false
 	}
 	for name, n := range l.req.Pools {
-		if e.capacity(name)-e.reserved[name] < n {
+		if e.free(name) < n {
 			return false
 		}
 	}
@@ -576,8 +623,8 @@ func (e *Engine) waitingReason(l *lease) string {
 	}
 	if len(parts) == 0 {
 		for _, n := range slices.Sorted(maps.Keys(l.req.Pools)) {
-			if free := e.capacity(n) - e.reserved[n]; free < l.req.Pools[n] {
-				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reserved[n], e.capacity(n)))
+			if e.free(n) < l.req.Pools[n] {
+				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reservedOn(n), e.capacity(n)))
 			}
 		}
 		for _, n := range l.req.NeedsPools {
@@ -631,11 +678,7 @@ func (e *Engine) release(id LeaseID) {
 // endLease releases an admitted lease: its tokens and references.
 func (e *Engine) endLease(l *lease) {
 	e.forgetLease(l)
-	for name, n := range l.req.Pools {
-		if e.reserved[name] -= n; e.reserved[name] <= 0 {
-			delete(e.reserved, name)
-		}
-	}
+	e.unreserve(l)
 	for _, s := range l.services {
 		s.refs--
 		s.lastUsed = e.now
@@ -688,9 +731,7 @@ func (e *Engine) restoreLease(r LeaseRecord) {
 	l.services, l.probes = svcs, prbs
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
-	for name, n := range l.req.Pools {
-		e.reserved[name] += n
-	}
+	e.reserve(l)
 	for _, s := range svcs {
 		s.refs++
 		s.lastUsed = e.now

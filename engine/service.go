@@ -75,6 +75,7 @@ type service struct {
 	fpAttrs   map[string]any
 	fpAt      time.Time // when it came; zero before any
 	pools     map[string]int64
+	reserved  map[string]int64 // tokens of its pools granted to admitted leases
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
 	memNoted  bool
