@@ -760,3 +760,192 @@ func (e *Engine) notOffered(kind, kinds, name string, offered func() []string) s
 	}
 	return fmt.Sprintf("no module on this node offers %s %q%s", kind, name, e.known(kinds, offered()))
 }
+
+// reresolve makes every lease need exactly the services and probes that
+// offer what it asked for now, after a reload changed who offers what (a
+// capability or pool moved to another service or to a probe, or dropped).
+// A waiting lease is checked as a new acquire would be and rejected with
+// the reason if it could never be admitted; an admitted one keeps each
+// provider that still offers what it asked for (its tokens stay where they
+// were granted), follows what moved, and ends with the reason, as on a
+// service's removal, when nobody offers something it needs any more.
+func (e *Engine) reresolve() {
+	for _, l := range slices.Clone(e.waiting) {
+		svcs, prbs, reason := e.resolve(l.req)
+		if reason != "" {
+			e.dropWaiting(l, reason)
+			continue
+		}
+		e.repoint(l, svcs, prbs, nil)
+	}
+	ids := make([]LeaseID, 0, len(e.leases))
+	for id, l := range e.leases {
+		if l.admitted {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		l := e.leases[id]
+		svcs, prbs, grants, reason := e.providers(l)
+		if reason != "" {
+			e.endWithReason(l, reason)
+			continue
+		}
+		e.repoint(l, svcs, prbs, grants)
+	}
+}
+
+// providers finds, for an admitted lease, the service or probe that
+// offers each thing it asked for: the one it has, while that still offers
+// it; else the enabled one that offers it now; else, as for a lease on a
+// module that is then disabled, a disabled module's. reason says what
+// nobody offers.
+func (e *Engine) providers(l *lease) (svcs []*service, prbs []*probe, grants []grant, reason string) {
+	addSvc := func(s *service) {
+		if !slices.Contains(svcs, s) {
+			svcs = append(svcs, s)
+		}
+	}
+	for _, c := range l.req.Capabilities {
+		s, p := e.capOffering(l, c)
+		switch {
+		case s != nil:
+			addSvc(s)
+		case p != nil:
+			prbs = append(prbs, p)
+		default:
+			return nil, nil, nil, e.notOffered("capability", "capabilities", c, e.capNames)
+		}
+	}
+	for _, name := range l.req.NeedsPools {
+		s := e.offering(l, name)
+		if s == nil {
+			return nil, nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
+		}
+		addSvc(s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.req.Pools)) {
+		// Its tokens are where they were granted while that service
+		// offers the pool; they follow the pool where it moved.
+		s := e.offering(l, name)
+		if s == nil {
+			return nil, nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
+		}
+		addSvc(s)
+		grants = append(grants, grant{svc: s, pool: name, n: l.req.Pools[name]})
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	return svcs, prbs, grants, ""
+}
+
+// offering is the service that offers pool name to l: one of its
+// services that still declares it, else the enabled one that offers it,
+// else a disabled module's.
+func (e *Engine) offering(l *lease, name string) *service {
+	declares := func(s *service) bool { return !s.gone() && slices.Contains(s.spec.Pools, name) }
+	if i := slices.IndexFunc(l.services, declares); i >= 0 {
+		return l.services[i]
+	}
+	if s := e.pools[name]; s != nil {
+		return s
+	}
+	if i := slices.IndexFunc(e.svcOrder, declares); i >= 0 {
+		return e.svcOrder[i]
+	}
+	return nil
+}
+
+// capOffering is the service or probe that establishes capability c for
+// l, found as offering finds a pool's service.
+func (e *Engine) capOffering(l *lease, c string) (*service, *probe) {
+	svcDeclares := func(s *service) bool { return !s.gone() && slices.Contains(s.spec.Capabilities, c) }
+	prbDeclares := func(p *probe) bool { return !p.removed && p.spec.Name == c }
+	if i := slices.IndexFunc(l.services, svcDeclares); i >= 0 {
+		return l.services[i], nil
+	}
+	if i := slices.IndexFunc(l.probes, prbDeclares); i >= 0 {
+		return nil, l.probes[i]
+	}
+	if p, ok := e.caps[c]; ok {
+		return p.svc, p.prb
+	}
+	if i := slices.IndexFunc(e.svcOrder, svcDeclares); i >= 0 {
+		return e.svcOrder[i], nil
+	}
+	if i := slices.IndexFunc(e.prbOrder, prbDeclares); i >= 0 {
+		return nil, e.prbOrder[i]
+	}
+	return nil, nil
+}
+
+// repoint gives a lease the services and probes it needs now, moving its
+// claim (a reference when admitted, a wait otherwise) and, when admitted,
+// its tokens to grants.
+func (e *Engine) repoint(l *lease, svcs []*service, prbs []*probe, grants []grant) {
+	same := slices.Equal(svcs, l.services) && slices.Equal(prbs, l.probes) &&
+		(!l.admitted || slices.Equal(grants, l.grants))
+	if same {
+		return
+	}
+	for _, s := range l.services {
+		if slices.Contains(svcs, s) {
+			continue
+		}
+		if l.admitted {
+			s.refs--
+			s.lastUsed = e.now
+			reapMark(s, "a lease that used it ended")
+		} else {
+			s.waiting--
+		}
+		e.markDirty(s)
+	}
+	for _, s := range svcs {
+		if slices.Contains(l.services, s) {
+			continue
+		}
+		if l.admitted {
+			s.refs++
+			s.lastUsed = e.now
+		} else {
+			s.waiting++
+		}
+		e.markDirty(s)
+	}
+	var was []string
+	for _, s := range l.services {
+		was = append(was, s.name)
+	}
+	for _, p := range l.probes {
+		was = append(was, "probe "+p.name)
+	}
+	l.services, l.probes = svcs, prbs
+	if l.admitted {
+		e.unreserve(l)
+		l.grants = grants
+		for _, g := range grants {
+			if g.svc.reserved == nil {
+				g.svc.reserved = map[string]int64{}
+			}
+			g.svc.reserved[g.pool] += g.n
+		}
+	}
+	var now []string
+	for _, s := range svcs {
+		now = append(now, s.name)
+	}
+	for _, p := range prbs {
+		now = append(now, "probe "+p.name)
+	}
+	e.note("lease "+string(l.id), "now needs %s (was %s): what it asked for moved", orNothing(now), orNothing(was))
+	e.unblockMemory()
+	e.admitDirty = true
+}
+
+func orNothing(names []string) string {
+	if len(names) == 0 {
+		return "nothing"
+	}
+	return strings.Join(names, ", ")
+}

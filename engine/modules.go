@@ -271,11 +271,18 @@ func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		e.note("lease "+string(id), "ended: %s", reason)
-		e.endLease(e.leases[id])
-		e.ended[id] = reason
-		e.emit(Expired{Lease: id, Reason: reason})
+		e.endWithReason(e.leases[id], reason)
 	}
+}
+
+// endWithReason ends an admitted lease nothing will serve again: its
+// holder gets Expired with why, and its next renew or release is told
+// why too.
+func (e *Engine) endWithReason(l *lease, reason string) {
+	e.note("lease "+string(l.id), "ended: %s", reason)
+	e.endLease(l)
+	e.ended[l.id] = reason
+	e.emit(Expired{Lease: l.id, Reason: reason})
 }
 
 // unknownLease answers a renew or release of a lease the engine does not
@@ -348,6 +355,7 @@ func (e *Engine) reload(specs []ModuleSpec, reason string) {
 		}
 	}
 	e.rebuildIndex()
+	e.reresolve()
 	if reason == "" {
 		e.doctor("configuration reloaded")
 	}
