@@ -50,7 +50,7 @@ func (l *lease) record() LeaseRecord {
 // resolve finds the services and probes a lease needs, or says why it can
 // never be admitted.
 func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, reason string) {
-	svcs, prbs, reason = e.lookup(req, false)
+	svcs, prbs, reason = e.lookup(req)
 	if reason != "" {
 		return nil, nil, reason
 	}
@@ -72,10 +72,8 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, reas
 
 // lookup finds the providers of req's capabilities and pools: services
 // sorted by name and unique, probes in the order asked. It stops at the
-// first one missing and says why, unless partial, when it takes what
-// exists and says nothing (a lease restored from the store keeps what is
-// left of it).
-func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs []*probe, reason string) {
+// first one missing and says why.
+func (e *Engine) lookup(req Requirements) (svcs []*service, prbs []*probe, reason string) {
 	seen := map[*service]bool{}
 	addSvc := func(s *service) {
 		if !seen[s] {
@@ -90,7 +88,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 			addSvc(p.svc)
 		case ok:
 			prbs = append(prbs, p.prb)
-		case !partial:
+		default:
 			return nil, nil, e.notOffered("capability", "capabilities", c, e.capNames)
 		}
 	}
@@ -101,7 +99,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 	}
 	sort.Strings(poolNames)
 	for _, name := range poolNames {
-		if n := req.Pools[name]; n <= 0 && !partial {
+		if n := req.Pools[name]; n <= 0 {
 			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
 		}
 	}
@@ -112,7 +110,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 		switch {
 		case ok:
 			addSvc(s)
-		case !partial:
+		default:
 			return nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
 		}
 	}
@@ -456,18 +454,22 @@ func (e *Engine) free(pool string) int64 { return e.capacity(pool) - e.reservedO
 
 // reserve takes l's tokens on the services that offer its pools now.
 func (e *Engine) reserve(l *lease) {
-	l.grants = l.grants[:0]
+	grants := l.grants[:0]
 	for name, n := range l.req.Pools {
-		s := e.pools[name]
-		if s == nil {
-			continue // a restored lease of a pool nobody offers: nothing to hold
-		}
-		if s.reserved == nil {
-			s.reserved = map[string]int64{}
-		}
-		s.reserved[name] += n
-		l.grants = append(l.grants, grant{svc: s, pool: name, n: n})
+		grants = append(grants, grant{svc: e.pools[name], pool: name, n: n})
 	}
+	e.take(l, grants)
+}
+
+// take reserves grants for l.
+func (e *Engine) take(l *lease, grants []grant) {
+	for _, g := range grants {
+		if g.svc.reserved == nil {
+			g.svc.reserved = map[string]int64{}
+		}
+		g.svc.reserved[g.pool] += g.n
+	}
+	l.grants = grants
 }
 
 // unreserve gives l's tokens back to the services that granted them.
@@ -718,31 +720,34 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 }
 
 // restoreLease takes back an admitted lease from the store at boot. Its
-// services are referenced again, so that adoption keeps them up.
+// services are referenced again, so that adoption keeps them up. What it
+// asked for is found as after a reload (see providers), a disabled
+// module's service or probe too, as a lease admitted before a disable
+// keeps it; a lease that needs what nobody offers any more (its module or
+// service removed while svcrun was down) ends as a run-time removal ends
+// it, rather than pinning what else it named.
 func (e *Engine) restoreLease(r LeaseRecord) {
 	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
-	svcs, prbs, reason := e.resolve(r.Requirements)
-	if reason != "" {
-		// Keep the lease (its attempt stays live, its objects safe) but
-		// reference what still exists.
-		e.note("lease "+string(r.ID), "restored, but %s", reason)
-		svcs, prbs, _ = e.lookup(r.Requirements, true)
-	}
+	svcs, prbs, grants, reason := e.providers(l)
 	l.services, l.probes = svcs, prbs
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
-	e.reserve(l)
+	e.take(l, grants)
 	for _, s := range svcs {
 		s.refs++
 		s.lastUsed = e.now
 	}
+	if l.ttl > 0 && !e.now.Before(l.expires) {
+		e.note("lease "+string(l.id), "expired while svcrun was down")
+		e.endLease(l)
+		e.emit(Expired{Lease: l.id})
+		return
+	}
+	if reason != "" {
+		e.endWithReason(l, "changed while svcrun was down: "+reason)
+		return
+	}
 	if l.ttl > 0 {
-		if !e.now.Before(l.expires) {
-			e.note("lease "+string(l.id), "expired while svcrun was down")
-			e.endLease(l)
-			e.emit(Expired{Lease: l.id})
-			return
-		}
 		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
 }
@@ -923,13 +928,7 @@ func (e *Engine) repoint(l *lease, svcs []*service, prbs []*probe, grants []gran
 	l.services, l.probes = svcs, prbs
 	if l.admitted {
 		e.unreserve(l)
-		l.grants = grants
-		for _, g := range grants {
-			if g.svc.reserved == nil {
-				g.svc.reserved = map[string]int64{}
-			}
-			g.svc.reserved[g.pool] += g.n
-		}
+		e.take(l, grants)
 	}
 	var now []string
 	for _, s := range svcs {
