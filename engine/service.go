@@ -235,11 +235,15 @@ func (s *service) reconcile(e *Engine) {
 		return
 	}
 	if !s.enabled() && (s.state == sReady || s.state == sWaitReady || s.state == sStarting) {
-		if s.spec.Lifecycle == manifest.Manual {
-			s.setState(e, sStopped)
-		} else {
+		switch {
+		case s.spec.Lifecycle != manifest.Manual:
 			e.beginStop(s, s.disabledReason())
+		case s.gone():
+			// svcrun lets go of it: nothing of it is configured any more.
+			s.setState(e, sStopped)
 		}
+		// A manual service of a disabled module runs on (svcrun never
+		// stops it), so it stays charged and fingerprinted until it stops.
 	}
 	switch s.state {
 	case sUnknown:
@@ -686,8 +690,14 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	case sUnknown:
 		switch {
 		case s.spec.Lifecycle == manifest.Manual && !s.enabled():
-			// Never stopped by svcrun; not watched while disabled.
-			s.setState(e, sStopped)
+			// Never stopped by svcrun, nor offered while disabled; one that
+			// runs is charged and watched until it stops.
+			if running && !s.gone() {
+				s.setState(e, sReady)
+				e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			} else {
+				s.setState(e, sStopped)
+			}
 		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
@@ -721,6 +731,11 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	case sReady, sWaitReady:
 		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		if !running {
+			if s.spec.Lifecycle == manifest.Manual && !s.enabled() {
+				e.note(s.name, "not running (manual, module disabled): no longer charged")
+				s.setState(e, sStopped)
+				return
+			}
 			if s.spec.Lifecycle == manifest.Manual {
 				e.note(s.name, "not running (manual): unusable until it runs again")
 				s.setState(e, sStopped)

@@ -438,7 +438,7 @@ func (c *invariants) settled() bool {
 }
 
 // checkSettled runs after every input, once the node has settled: nothing
-// of a disabled module runs or is charged, every probe of an enabled
+// of a disabled module runs or is charged but its manual services, every probe of an enabled
 // module has reported, every enabled service has been fingerprinted, and
 // no wanted service sits stopped while it could start: its memory fits, or
 // idle yieldable services could make room (unless it backs off, is
@@ -460,7 +460,10 @@ func (c *invariants) checkSettledState(st engine.Status) {
 	for _, s := range st.Services {
 		spec := c.specs[s.Name]
 		if !s.Enabled {
-			if s.State != "stopped" {
+			// A manual service runs on in a disabled module, charged, until
+			// its owner stops it.
+			manualUp := s.Lifecycle == manifest.Manual && s.State == "ready"
+			if s.State != "stopped" && !manualUp {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
 			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) {
