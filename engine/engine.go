@@ -48,7 +48,10 @@ type Engine struct {
 	admitDirty bool
 	memBlocked []*service
 	memUsed    float64
-	unknown    int // services not fingerprinted since load
+	// memUnknown counts the services that reserve host memory and are not
+	// fingerprinted since load or enable: they may run, so a start that
+	// reserves memory waits for their fingerprints (see maybeStart).
+	memUnknown int
 
 	nextBase  uint32   // the last timer slot base handed out
 	freeBases []uint32 // bases of forgotten leases

@@ -654,10 +654,23 @@ func (e *Engine) describeWait(s *service) string {
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
 	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
 		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)
+	case s.state == sStopped && s.spec.ReservesHostMemory && e.memUnknown > 0:
+		return fmt.Sprintf("%s waits for memory: %s may run, and its memory is counted only once it is fingerprinted", s.name, e.firstMemUnknown())
 	case s.state == sStopped && s.spec.ReservesHostMemory && !e.fits(s):
 		return fmt.Sprintf("%s waits for memory: it reserves %v GB, %v of %v GB in use", s.name, s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
 	}
 	return fmt.Sprintf("%s is %s", s.name, s.state)
+}
+
+// firstMemUnknown names the first service whose memory is not counted
+// before its fingerprint.
+func (e *Engine) firstMemUnknown() string {
+	for _, s := range e.svcOrder {
+		if s.memUnknown {
+			return s.name
+		}
+	}
+	return ""
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }

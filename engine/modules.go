@@ -61,10 +61,11 @@ func (e *Engine) boot(b Boot) {
 	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 }
 
-// fingerprintFirst has services fingerprinted before anything else: the
+// fingerprintFirst has services fingerprinted before they start: the
 // last svcrun, an earlier configuration or its owner may have left one
 // running, which is then adopted and charged against the budget, or, in a
-// disabled module, stopped (see fingerprinted).
+// disabled module, stopped (see fingerprinted). Starts that reserve memory
+// wait for them too (see maybeStart).
 func (e *Engine) fingerprintFirst(services []*service) {
 	for _, s := range services {
 		s.setState(e, sUnknown)
@@ -205,9 +206,15 @@ func (e *Engine) rebuildIndex() {
 func (e *Engine) enableModule(m *module) {
 	m.enabled = true
 	for _, s := range m.services {
-		s.setState(e, sUnknown)
 		s.fpDue = true
 		e.markDirty(s)
+		if s.op != nil {
+			// Its op (a start, a stop, a poll) goes on: its end says where
+			// the service is, it stays charged meanwhile, and the
+			// fingerprint follows.
+			continue
+		}
+		s.setState(e, sUnknown)
 	}
 	for _, p := range m.probes {
 		p.due = true
@@ -386,9 +393,9 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			continue
 		}
 		// As at boot: it may already run (left by an earlier
-		// configuration or its owner), so it is fingerprinted before
-		// anything starts, to be adopted and its memory counted, or, in a
-		// disabled module, stopped.
+		// configuration or its owner), so it is fingerprinted before it
+		// starts, to be adopted and its memory counted, or, in a disabled
+		// module, stopped.
 		e.fingerprintFirst([]*service{e.newService(m, sp)})
 	}
 	for _, s := range m.services {

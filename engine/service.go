@@ -78,7 +78,9 @@ type service struct {
 	reserved  map[string]int64 // tokens of its pools granted to admitted leases
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
-	memNoted  bool
+	// memUnknown: unknown, and counted in Engine.memUnknown.
+	memUnknown bool
+	memNoted   bool
 
 	// withheldNoted: the start withheld by the latest (unhealthy)
 	// fingerprint was noted.
@@ -168,13 +170,19 @@ func (s *service) startWithheld() bool {
 
 // setState moves the service and keeps the memory account.
 func (s *service) setState(e *Engine, st svcState) {
-	if (s.state == sUnknown) != (st == sUnknown) {
-		if st == sUnknown {
-			e.unknown++
-		} else if e.unknown--; e.unknown == 0 {
-			// Every service is fingerprinted: starts held back may go.
+	switch {
+	case st == sUnknown && s.state != sUnknown && s.spec.ReservesHostMemory:
+		// Counted by what it reserved as it became unknown, so that a
+		// reload changing reserves_host_memory meanwhile cannot make the
+		// count drift.
+		s.memUnknown = true
+		e.memUnknown++
+	case st != sUnknown && s.memUnknown:
+		s.memUnknown = false
+		if e.memUnknown--; e.memUnknown == 0 {
+			// Every memory is counted: the starts held back may go.
 			for _, x := range e.svcOrder {
-				if x.state == sStopped {
+				if x.state == sStopped && x.spec.ReservesHostMemory {
 					e.markDirty(x)
 				}
 			}
@@ -363,10 +371,11 @@ func (e *Engine) maybeStart(s *service) {
 	if !s.wantUp() {
 		return
 	}
-	if e.unknown > 0 {
-		// Adoption first: every service is fingerprinted before anything
-		// starts, so that what already runs is adopted and its memory
-		// counted.
+	if s.spec.ReservesHostMemory && e.memUnknown > 0 {
+		// A service starts once its own fingerprint has answered (it is
+		// stopped, not unknown); one that reserves memory also waits for
+		// those of the others that reserve it, which may run and hold it.
+		// Nothing else waits for another service's op.
 		return
 	}
 	if s.startWithheld() {
