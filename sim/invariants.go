@@ -368,6 +368,7 @@ func (c *invariants) checkState(st engine.Status) {
 	clear(waits)
 	admitted := 0
 	for _, l := range st.Leases {
+		c.checkNeeds(st, l)
 		for _, s := range l.Services {
 			if l.Admitted {
 				refs[s]++
@@ -435,6 +436,46 @@ func (c *invariants) settled() bool {
 	}
 	at, ok := c.w.Sched.Peek()
 	return !ok || at.After(c.w.Now())
+}
+
+// checkNeeds checks that a lease needs exactly what offers what it asked
+// for now: each pool and capability is declared by one of its services (a
+// capability may be a probe's), and each of its services declares one.
+func (c *invariants) checkNeeds(st engine.Status, l engine.LeaseStatus) {
+	declares := func(name string, list func(*manifest.Service) []string) bool {
+		for _, s := range l.Services {
+			if sp := c.specs[s]; sp != nil && slices.Contains(list(sp), name) {
+				return true
+			}
+		}
+		return false
+	}
+	pools := func(sp *manifest.Service) []string { return sp.Pools }
+	caps := func(sp *manifest.Service) []string { return sp.Capabilities }
+	for name := range l.Pools {
+		if !declares(name, pools) {
+			c.Failf("lease %s asked for pool %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, name := range l.NeedsPools {
+		if !declares(name, pools) {
+			c.Failf("lease %s needs pool %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, name := range l.Capabilities {
+		probe := slices.ContainsFunc(st.Probes, func(p engine.ProbeStatus) bool { return p.Capability == name })
+		if !probe && !declares(name, caps) {
+			c.Failf("lease %s asked for capability %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, s := range l.Services {
+		sp := c.specs[s]
+		used := sp != nil && (slices.ContainsFunc(sp.Capabilities, func(x string) bool { return slices.Contains(l.Capabilities, x) }) ||
+			slices.ContainsFunc(sp.Pools, func(x string) bool { _, ok := l.Pools[x]; return ok || slices.Contains(l.NeedsPools, x) }))
+		if !used {
+			c.Failf("lease %s needs %s, which offers nothing it asked for", l.ID, s)
+		}
+	}
 }
 
 // checkSettled runs after every input, once the node has settled: nothing
