@@ -83,8 +83,8 @@ func TestReviewOnLoopAfterStopHangs(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Logf("Status returned %v", err)
-	case <-time.After(3 * time.Second):
-		t.Errorf("Status(Background) still blocked 3s after Run returned")
+	case <-time.After(time.Minute): // a hang's guard, however loaded the machine
+		t.Errorf("Status(Background) still blocked a minute after Run returned")
 	}
 }
 

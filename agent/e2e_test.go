@@ -601,19 +601,24 @@ func (e *e2e) checkContained(name string, pid int) {
 
 // shortStops is the production executor, except that stop ops get timeout
 // instead of the spec's 120 s (stop_timeout). It notes the timeouts the
-// engine asked for stops.
+// engine asked for stops, and when each stop was handed to the executor.
 type shortStops struct {
 	*executor.Executor
 	timeout time.Duration
 
-	mu    sync.Mutex
-	asked []time.Duration
+	mu     sync.Mutex
+	asked  []time.Duration
+	handed []time.Time
 }
 
 func (x *shortStops) Run(op engine.RunOp) {
 	if op.Op == protocol.OpStop {
 		x.mu.Lock()
 		x.asked = append(x.asked, op.Timeout)
+		// Before Executor.Run, so before the op's timer is armed: the
+		// timeout and the grace after it cannot end before handed plus
+		// them, however late a loaded machine lets the op itself run.
+		x.handed = append(x.handed, time.Now())
 		x.mu.Unlock()
 		op.Timeout = x.timeout
 	}
@@ -625,6 +630,13 @@ func (x *shortStops) stopsAsked() []time.Duration {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return slices.Clone(x.asked)
+}
+
+// stopsHanded returns when each stop op was handed to the executor.
+func (x *shortStops) stopsHanded() []time.Time {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Clone(x.handed)
 }
 
 // groupMembers returns the live (not zombie) processes of process group
@@ -858,8 +870,12 @@ func e2eReadinessGate(t *testing.T, mode e2eMode) {
 			notReady++
 		}
 	}
+	// Whether the first ready poll comes before the gate opens is up to
+	// the machine's load, not svcrun: a loaded one may start polling after
+	// it. What svcrun must do, admit only after ready said so, is checked
+	// above.
 	if notReady == 0 {
-		t.Errorf("no ready op answered false before the gate opened: %+v", e.calls("gated"))
+		t.Logf("no ready op ran before the gate opened (a loaded machine?): %+v", e.calls("gated"))
 	}
 	t.Logf("ready polls before the gate opened: %d; admitted %v after ready", notReady, rec.At.Sub(ready).Round(time.Microsecond))
 	e.release(g)
@@ -1107,8 +1123,8 @@ func e2eProbes(t *testing.T, mode e2eMode) {
 	var res result
 	select {
 	case res = <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("acquire did not return")
+	case <-time.After(e2eGuard):
+		t.Fatalf("acquire did not return within %v", e2eGuard)
 	}
 	if res.err != nil {
 		t.Fatalf("lease waiting for the probe: %v", res.err)
@@ -1326,11 +1342,24 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 	}
 	ns, _ := strconv.ParseInt(terms[0], 10, 64)
 	term := time.Unix(0, ns)
-	// The timeout runs from the spawn, a little before the script noted
-	// its call.
-	within(t, "stop to its SIGTERM (timeout "+stopTimeout.String()+")", term.Sub(stops[0].At), stopTimeout-100*time.Millisecond, stopTimeout+time.Second)
-	within(t, "SIGTERM to the escalation (grace "+executor.DefaultGrace.String()+", then SIGKILL)", rec.At.Sub(term),
-		executor.DefaultGrace-100*time.Millisecond, executor.DefaultGrace+time.Second)
+	// The bounds run from the stop's handover to the executor, which is
+	// before its timer was armed: the script's own notes of its call and
+	// of the SIGTERM come when a loaded machine lets it run, so the span
+	// between them can be shorter than the timeout, or the span from the
+	// SIGTERM note to the escalation shorter than the grace, with svcrun
+	// right. Measured from the handover, no load can bring either below
+	// the rule's own time.
+	handed := e.stopAsked.stopsHanded()
+	if len(handed) != 1 {
+		t.Fatalf("%d stops handed to the executor, want 1", len(handed))
+	}
+	if term.Before(stops[0].At) || !rec.At.After(term) {
+		t.Errorf("the stop began at %v, got SIGTERM at %v and was escalated at %v: want them in that order",
+			stops[0].At.Format(time.StampMicro), term.Format(time.StampMicro), rec.At.Format(time.StampMicro))
+	}
+	within(t, "the stop's handover to its SIGTERM (timeout "+stopTimeout.String()+")", term.Sub(handed[0]), stopTimeout, stopTimeout+time.Second)
+	within(t, "the stop's handover to its escalation (timeout "+stopTimeout.String()+", then grace "+executor.DefaultGrace.String()+", then SIGKILL)",
+		rec.At.Sub(handed[0]), stopTimeout+executor.DefaultGrace, stopTimeout+executor.DefaultGrace+time.Second)
 	if asked := e.stopAsked.stopsAsked(); len(asked) != 1 || asked[0] != protocol.DefaultTimeout(protocol.OpStop) {
 		t.Errorf("the engine asked for stop timeouts %v, want [%v] (the spec's)", asked, protocol.DefaultTimeout(protocol.OpStop))
 	}
@@ -1388,8 +1417,8 @@ func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
 	select {
 	case err := <-e.r.done:
 		e.r.done <- err // for the cleanup
-	case <-time.After(grace + 10*time.Second):
-		t.Fatal("svcrun did not exit")
+	case <-time.After(e2eGuard):
+		t.Fatalf("svcrun did not exit within %v", e2eGuard)
 	}
 	within(t, "exit with a hanging stop", time.Since(start), grace, grace+5*time.Second)
 	if e.count("hangstop", "stop") != 1 {

@@ -310,8 +310,10 @@ func TestLimitsWhereControllersAre(t *testing.T) {
 }
 
 // TestEmptiedEvent: a daemon that outlived its op and is then killed from
-// outside is reported within 100 ms; ops that leave nothing are never
-// reported.
+// outside is reported; ops that leave nothing are never reported. How soon
+// is for executor's BenchmarkContainerEmptied/cgroup to measure (this
+// event, through the executor): a loaded machine may delay it past any
+// bound a unit test could hold it to.
 func TestEmptiedEvent(t *testing.T) {
 	var mu sync.Mutex
 	got := map[string]chan time.Time{"mod/daemon": make(chan time.Time, 10), "mod/nodaemon": make(chan time.Time, 10)}
@@ -326,29 +328,25 @@ func TestEmptiedEvent(t *testing.T) {
 	if st, _ := m.Status("mod/nodaemon"); st.Armed || st.Populated {
 		t.Fatalf("a daemon-less container: %+v", st)
 	}
-	var worst time.Duration
+	// Only keeps a lost event from hanging the test: the wait ends on it.
+	const guard = time.Minute
 	for i := range 10 {
 		pid := pidsOf(t, spawn(t, m, "mod/daemon", "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"))[0]
 		if st, _ := m.Status("mod/daemon"); !st.Armed {
 			t.Fatalf("run %d: not armed with a daemon: %+v", i, st)
 		}
-		t0 := time.Now()
-		syscall.Kill(pid, syscall.SIGKILL)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("run %d: kill the daemon %d: %v", i, pid, err)
+		}
 		select {
-		case at := <-got["mod/daemon"]:
-			lat := at.Sub(t0)
-			worst = max(worst, lat)
-			if lat > 100*time.Millisecond {
-				t.Errorf("run %d: emptied seen after %v", i, lat)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("run %d: no emptied event", i)
+		case <-got["mod/daemon"]:
+		case <-time.After(guard):
+			t.Fatalf("run %d: no emptied event within %v of the daemon's kill", i, guard)
 		}
 		if st, _ := m.Status("mod/daemon"); st.Armed {
 			t.Errorf("run %d: still armed after the event: %+v", i, st)
 		}
 	}
-	t.Logf("worst emptied latency over 10 runs: %v", worst)
 	select {
 	case <-got["mod/nodaemon"]:
 		t.Error("emptied event for a daemon-less service")

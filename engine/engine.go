@@ -48,9 +48,9 @@ type Engine struct {
 	admitDirty bool
 	memBlocked []*service
 	memUsed    float64
-	// memUnknown counts the services that reserve host memory and are not
-	// fingerprinted since load or enable: they may run, so a start that
-	// reserves memory waits for their fingerprints (see maybeStart).
+	// memUnknown counts the services that reserve host memory and whose
+	// first fingerprint since load or enable is due or running: they may
+	// run, so a start that reserves memory waits for them (see holdsStarts).
 	memUnknown int
 
 	nextBase  uint32   // the last timer slot base handed out
@@ -65,7 +65,10 @@ type Engine struct {
 	// once.
 	ended map[LeaseID]string
 
+	// doctorPending: a doctor event's run of the probes and fingerprints
+	// is debounced until its timer; doctorAt is when the first event came.
 	doctorPending bool
+	doctorAt      time.Time
 
 	// The reap round in progress, the number of the last one started,
 	// and whether another was asked for meanwhile, with its tickets;
@@ -278,6 +281,14 @@ func (e *Engine) fire(k TimerKey) {
 				e.markDirty(p)
 			}
 		}
+		for _, s := range e.svcOrder {
+			// One fingerprinted since the doctor event came (at the
+			// reload that sent it) is not fingerprinted again.
+			if s.fpWatched() && s.enabled() && s.fpRan.Before(e.doctorAt) {
+				s.fpDue = true
+				e.markDirty(s)
+			}
+		}
 	case TimerProbe:
 		if p := e.probes[k.Subject]; p != nil && p.mod.enabled {
 			p.due = true
@@ -311,6 +322,7 @@ func (e *Engine) doctor(reason string) {
 		return
 	}
 	e.doctorPending = true
+	e.doctorAt = e.now
 	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
 }
 

@@ -410,16 +410,17 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 // overOffer says why req asks a pool for more tokens than its service
 // offers in all, or "". Such a request is rejected at once: waiting would
 // not help it, and as the first in line it would hold back every later
-// request for the pool. Only a usable (running, ready, healthy) service's
-// offer counts: a stopped one may report what it can provide only once
-// started, so a request for its pool waits for the start.
+// request for the pool. Only the offer of a usable (running, ready,
+// healthy) service fingerprinted since it runs counts: a stopped one may
+// report what it can provide only once started, so a request for its pool
+// waits for the start and the fingerprint that follows it.
 func (e *Engine) overOffer(req Requirements) string {
 	over := ""
 	for name, n := range req.Pools {
 		// Map order: the first pool over in name order is named, so that
 		// the reason is the same from run to run. No sorting on the
 		// admission path, which runs this for every waiting lease.
-		if s := e.pools[name]; s != nil && s.usable() && n > s.pools[name] && (over == "" || name < over) {
+		if s := e.pools[name]; s != nil && s.usable() && s.fpRunning && n > s.pools[name] && (over == "" || name < over) {
 			over = name
 		}
 	}
@@ -652,6 +653,8 @@ func (e *Engine) describeWait(s *service) string {
 		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
 	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
+	case s.state == sUnknown && s.fpFailures > 0:
+		return fmt.Sprintf("%s: its fingerprint failed %d time(s), so whether it runs is unknown: not started until a fingerprint answers", s.name, s.fpFailures)
 	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
 		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)
 	case s.state == sStopped && s.spec.ReservesHostMemory && e.memUnknown > 0:
@@ -666,7 +669,7 @@ func (e *Engine) describeWait(s *service) string {
 // before its fingerprint.
 func (e *Engine) firstMemUnknown() string {
 	for _, s := range e.svcOrder {
-		if s.memUnknown {
+		if s.holdsStarts() {
 			return s.name
 		}
 	}

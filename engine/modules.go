@@ -443,11 +443,27 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 // respec gives a service its new manifest entry; memory already charged
 // stays accounted by what was charged (see setState).
 func (e *Engine) respec(s *service, sp *manifest.Service) {
-	old := s.spec.Restart.ResetAfter
+	old, oldLifecycle := s.spec.Restart.ResetAfter, s.spec.Lifecycle
 	s.spec = sp
 	// What it should do may have changed with it (a lifecycle now always,
 	// an idle timeout, a reservation): it is reconsidered.
 	e.markDirty(s)
+	if s.frozen && !s.freezable() {
+		// Nothing would thaw it while idle: no poll runs on a frozen
+		// service, and a manual one is never reaped.
+		e.thaw(s)
+	}
+	if oldLifecycle == manifest.Manual && sp.Lifecycle != manifest.Manual && s.state == sReady {
+		// Only fingerprinted until now: watched by status from now on.
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
+	}
+	if sp.Lifecycle != oldLifecycle && s.fpWatched() {
+		// A lifecycle change takes effect at once: a service made manual
+		// is usable as soon as a fingerprint says it runs. (Every other
+		// fingerprint of a configuration reload comes with its doctor
+		// event.)
+		s.fpDue = true
+	}
 	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
 		// The timer set when it became ready is for the old reset_after_s:
 		// after a lengthening it would find the failures not yet due and

@@ -51,7 +51,19 @@ func newReapWorld(t *testing.T) *reapWorld {
 	w.done(opOf(t, w.out, "m/kv", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 	w.done(opOf(t, w.out, "m/kv", protocol.OpReady), protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true, Ready: true}})
 	w.effect(Admitted{})
+	w.fingerprintedRunning("m/kv")
 	return w
+}
+
+// fingerprintedRunning answers the fingerprint that follows a start: it
+// runs. w.out keeps the effects of the step that made it ready too, its
+// watch timers among them.
+func (w *reapWorld) fingerprintedRunning(name string) {
+	w.t.Helper()
+	yes := true
+	ready := w.out
+	w.done(opOf(w.t, w.out, name, protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
+	w.out = append(ready, w.out...)
 }
 
 func (w *reapWorld) step(ev Event) {
@@ -440,8 +452,8 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 	}
 	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
 	// answer runs every op the last step started, and those they lead to.
+	started := map[string]bool{}
 	answer := func() {
-		no := false
 		for len(w.out) > 0 {
 			var runs []RunOp
 			for _, f := range w.out {
@@ -455,8 +467,10 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 				res := protocol.Result{Op: r.Op}
 				switch r.Op {
 				case protocol.OpFingerprint:
-					res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &no}
+					running := started[r.Target.String()]
+					res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &running}
 				case protocol.OpStart:
+					started[r.Target.String()] = true
 					res.OpResult = &protocol.OpResult{OK: true, Changed: true}
 				case protocol.OpReady:
 					res.Status = &protocol.Status{Running: true, Ready: true}

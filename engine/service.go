@@ -54,12 +54,13 @@ type service struct {
 	// says it still runs and is ready.
 	thawCheck     bool
 	startDeadline time.Time // zero when not starting
-	// emptiedInStart: the process container emptied while the start op
-	// ran. A ready saying not running is then a crash, not a daemon slow
-	// to come up.
-	emptiedInStart bool
-	readySince     time.Time
-	adopting       bool
+	// emptiedInOp: the process container emptied while the start op, or
+	// the first fingerprint since load, ran. A ready saying not running is
+	// then a crash, not a daemon slow to come up; a fingerprint saying
+	// running looked before the daemon died.
+	emptiedInOp bool
+	readySince  time.Time
+	adopting    bool
 	// contained: its process container holds a process outside its ops
 	// (ContainerPopulated, until ContainerEmptied), so its death is an
 	// event and status polls are a safety net.
@@ -67,9 +68,18 @@ type service struct {
 
 	fpDue, statusDue, readyDue, reapDue bool
 	readyTimer                          bool
+	// fpFailures counts the failed fingerprints of a service still
+	// unknown: its daemon may run, so the fingerprint is retried, with the
+	// backoff of a failure, until one answers.
+	fpFailures int
+	fpRan      time.Time // when the latest fingerprint op began
 
 	// From the latest fingerprint.
-	fpKnown   bool
+	fpKnown bool
+	// fpRunning: the latest fingerprint was taken in this run of the
+	// daemon and says it runs. Only such an offer is the whole offer of a
+	// pool: a stopped service may offer nothing until it is started.
+	fpRunning bool
 	fpHealthy bool
 	fpMessage string
 	fpAttrs   map[string]any
@@ -78,7 +88,8 @@ type service struct {
 	reserved  map[string]int64 // tokens of its pools granted to admitted leases
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
-	// memUnknown: unknown, and counted in Engine.memUnknown.
+	// memUnknown: it reserved host memory as it became unknown (see
+	// holdsStarts).
 	memUnknown bool
 	memNoted   bool
 
@@ -168,17 +179,42 @@ func (s *service) startWithheld() bool {
 	return s.state == sStopped && s.spec.Lifecycle != manifest.Manual && s.fpKnown && !s.fpHealthy
 }
 
-// setState moves the service and keeps the memory account.
-func (s *service) setState(e *Engine, st svcState) {
+// fpWatched says the service is watched by fingerprint: every
+// fingerprint_period_s, at reloads of its module and at doctor events. A
+// frozen service's polls pause.
+func (s *service) fpWatched() bool {
 	switch {
-	case st == sUnknown && s.state != sUnknown && s.spec.ReservesHostMemory:
-		// Counted by what it reserved as it became unknown, so that a
-		// reload changing reserves_host_memory meanwhile cannot make the
-		// count drift.
-		s.memUnknown = true
+	case s.frozen:
+		return false
+	case s.state == sReady, s.state == sWaitReady:
+		return true
+	case s.state == sStopped:
+		return s.enabled() && (s.spec.Lifecycle == manifest.Manual || s.startWithheld())
+	}
+	return false
+}
+
+// freezable says the service may be frozen when idle.
+func (s *service) freezable() bool {
+	return s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand
+}
+
+// holdsStarts says the service reserves host memory and its first
+// fingerprint since load or enable is due or running: it may run and hold
+// memory, so every start that reserves memory waits for it (see
+// maybeStart); no other start does. One whose fingerprint failed holds
+// nothing back while it is retried: a fingerprint that never answers must
+// not stop the node. memUnknown is what it reserved as it became unknown,
+// so that a reload changing reserves_host_memory meanwhile cannot make the
+// count drift.
+func (s *service) holdsStarts() bool { return s.state == sUnknown && s.fpFailures == 0 && s.memUnknown }
+
+// heldChanged keeps the count of services holding back starts.
+func (e *Engine) heldChanged(before, after bool) {
+	switch {
+	case after && !before:
 		e.memUnknown++
-	case st != sUnknown && s.memUnknown:
-		s.memUnknown = false
+	case before && !after:
 		if e.memUnknown--; e.memUnknown == 0 {
 			// Every memory is counted: the starts held back may go.
 			for _, x := range e.svcOrder {
@@ -187,6 +223,22 @@ func (s *service) setState(e *Engine, st svcState) {
 				}
 			}
 		}
+	}
+}
+
+// setState moves the service and keeps the memory account.
+func (s *service) setState(e *Engine, st svcState) {
+	held := s.holdsStarts()
+	// A new state ends a fingerprint retry; entering unknown begins a
+	// fingerprint first afresh (a module enabled again).
+	s.fpFailures = 0
+	if st == sUnknown && s.state != sUnknown {
+		s.memUnknown = s.spec.ReservesHostMemory
+	}
+	switch st {
+	case sUnknown, sStopped, sStarting:
+		s.fpRunning = false // a new run of the daemon, if any, is not fingerprinted yet
+		s.emptiedInOp = false
 	}
 	// The amount charged is remembered, so that a reload changing
 	// reserves_host_memory cannot make the account drift.
@@ -212,6 +264,7 @@ func (s *service) setState(e *Engine, st svcState) {
 		s.stateSince = e.now
 	}
 	s.state = st
+	e.heldChanged(held, s.holdsStarts())
 }
 
 func (s *service) setMem(e *Engine, gb float64) {
@@ -290,9 +343,13 @@ func (s *service) reconcile(e *Engine) {
 			return
 		}
 		if !s.idle() {
-			// A lease needs it: thawed, and checked before it is admitted.
+			// A lease needs it: thawed, and checked before it is admitted,
+			// by a status, or the fingerprint of a manual service, which
+			// gets no status.
 			e.thaw(s)
-			if s.thawCheck {
+			if s.thawCheck && s.spec.Lifecycle == manifest.Manual {
+				s.fpDue = true
+			} else if s.thawCheck {
 				s.statusDue = true
 			}
 		}
@@ -308,7 +365,7 @@ func (s *service) reconcile(e *Engine) {
 			e.serviceOp(s, protocol.OpDestroy, "")
 		case s.reapDue:
 			e.serviceOp(s, protocol.OpListOwned, "")
-		case s.idle() && s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand:
+		case s.idle() && s.freezable():
 			s.frozen = true
 			e.emit(Freeze{Service: s.target})
 			e.cancelTimer(s.slot, TimerStatus, s.name)
@@ -398,7 +455,6 @@ func (e *Engine) maybeStart(s *service) {
 		return
 	}
 	s.adopting = false
-	s.emptiedInStart = false
 	s.setState(e, sStarting)
 	e.note(s.name, "starting (%s)", e.startReason(s))
 	e.serviceOp(s, protocol.OpStart, "")
@@ -470,6 +526,7 @@ func (e *Engine) serviceOp(s *service, op protocol.Op, object string) {
 			s.startDeadline = e.now.Add(s.spec.StartTimeout)
 		case protocol.OpFingerprint:
 			s.fpDue = false
+			s.fpRan = e.now
 		case protocol.OpStatus:
 			s.statusDue = false
 		case protocol.OpReady:
@@ -494,14 +551,17 @@ func (e *Engine) thaw(s *service) {
 	}
 }
 
-// armWatch sets the status and fingerprint timers of a running service;
-// with now, both are due at once.
-func (e *Engine) armWatch(s *service, now bool) {
-	if now {
-		s.statusDue, s.fpDue = true, true
+// armWatch sets the status timer of a running service (a manual one gets
+// no status) and its fingerprint's, or with fpNow has its fingerprint due
+// at once.
+func (e *Engine) armWatch(s *service, fpNow bool) {
+	if s.spec.Lifecycle != manifest.Manual {
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
+	}
+	if fpNow {
+		s.fpDue = true
 		return
 	}
-	e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 	e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 }
 
@@ -552,8 +612,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 			s.statusDue = true
 		}
 	case TimerFingerprint:
-		manualDown := s.spec.Lifecycle == manifest.Manual && s.state == sStopped && s.enabled()
-		if (s.state == sReady || s.state == sWaitReady || manualDown || s.startWithheld() && s.enabled()) && !s.frozen {
+		if s.fpWatched() || s.state == sUnknown && s.fpFailures > 0 {
 			s.fpDue = true
 		}
 	case TimerResetAfter:
@@ -595,7 +654,13 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.fail(s, "ready reports not running")
 			return
 		}
-		if !failed && !o.Result.Status.Running && s.emptiedInStart {
+		if !failed && !o.Result.Status.Running && s.adopting {
+			// An adopted daemon is not one still launching: it ran, and
+			// is gone.
+			e.fail(s, "crashed: adopted, and ready reports not running")
+			return
+		}
+		if !failed && !o.Result.Status.Running && s.emptiedInOp {
 			e.fail(s, "crashed during its start: its process container emptied and ready reports not running")
 			return
 		}
@@ -660,16 +725,28 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 
 func (e *Engine) fingerprinted(s *service, o Outcome) {
 	if o.Failure != FailNone {
+		if s.state == sUnknown {
+			// Nothing is known: its daemon may run, unwatched and not
+			// charged, so it is neither started nor taken as stopped
+			// until a fingerprint answers.
+			held := s.holdsStarts()
+			s.fpFailures++
+			s.emptiedInOp = false
+			d := Backoff(s.spec.Restart, s.fpFailures)
+			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(d))
+			e.warn(s.name, "fingerprint %s: %s; whether it runs is unknown: not started, fingerprinted again in %v", o.Failure, o.Message, d)
+			e.heldChanged(held, s.holdsStarts())
+			return
+		}
 		e.warn(s.name, "fingerprint %s: %s", o.Failure, o.Message)
-		if s.spec.Lifecycle == manifest.Manual {
+		if s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
-		if s.state == sUnknown {
-			// Nothing is known: treat it as stopped; start is idempotent
-			// should it in fact be running.
-			s.setState(e, sStopped)
-		} else if s.state == sReady || s.state == sWaitReady {
-			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+		if s.thawCheck && s.spec.Lifecycle == manifest.Manual {
+			// A failed fingerprint proves no death, as a failed status
+			// does not: admissions go on.
+			s.thawCheck = false
+			e.admitDirty = true
 		}
 		e.watchWithheld(s) // the latest fingerprint that answered still holds
 		return
@@ -695,9 +772,31 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	}
 	s.setMem(e, mem)
 	running := fp.Running != nil && *fp.Running
+	// Its container emptied while the fingerprint ran: the daemon it saw
+	// is dead.
+	died := running && s.state == sUnknown && s.emptiedInOp
+	s.emptiedInOp = false
+	if died {
+		running = false
+	}
+	if running != s.fpRunning {
+		// Its offer is now, or no longer, the pool's whole offer.
+		e.admitDirty = true
+	}
+	s.fpRunning = running
+	if s.thawCheck && running && s.spec.Lifecycle == manifest.Manual {
+		// A manual service gets no status: its fingerprint is the check.
+		s.thawCheck = false
+		e.admitDirty = true
+	}
 	switch s.state {
 	case sUnknown:
 		switch {
+		case died && s.enabled() && !s.unhealthy && s.spec.Lifecycle != manifest.Manual:
+			// It would have been adopted: an adopted daemon that dies
+			// crashed, as a ready service's would.
+			e.countFailure(s, "crashed: its process container emptied while its first fingerprint ran")
+			s.setState(e, sStopped)
 		case s.spec.Lifecycle == manifest.Manual && !s.enabled():
 			// Never stopped by svcrun, nor offered while disabled; one that
 			// runs is charged and watched until it stops.
@@ -787,7 +886,9 @@ func (e *Engine) becameReady(s *service) {
 	s.setState(e, sReady)
 	s.readySince = e.now
 	reapMark(s, "not listed since it became ready")
-	e.armWatch(s, false)
+	// Fingerprinted after each start: what it offers running may differ
+	// from what it offered stopped. An adopted one was, at adoption.
+	e.armWatch(s, !s.fpRunning)
 	if s.failures > 0 {
 		e.setTimer(s.slot, TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
 	}
@@ -830,6 +931,13 @@ func (e *Engine) forget(s *service) {
 }
 
 func (e *Engine) containerEmptied(s *service) {
+	if s.state == sUnknown {
+		// What the fingerprint in flight saw running is gone.
+		if s.op != nil {
+			s.emptiedInOp = true
+		}
+		return
+	}
 	if s.spec.Lifecycle == manifest.Manual {
 		// The agent never starts or stops a manual service: it is
 		// unusable until a fingerprint sees it running again.
@@ -844,7 +952,7 @@ func (e *Engine) containerEmptied(s *service) {
 	case sStarting:
 		// The start op may still be launching the daemon: its ready
 		// decides, once the op is done.
-		s.emptiedInStart = true
+		s.emptiedInOp = true
 	case sReady, sWaitReady:
 		// Thaw the empty container too, or the next start would be
 		// cloned into a frozen cgroup and hang.

@@ -18,6 +18,7 @@ type opRig struct {
 	now     time.Time
 	results map[protocol.Op]protocol.Result
 	ran     []protocol.Op // ops run, in order
+	running bool          // what the default fingerprint says: since a start, until a stop
 }
 
 func newOpRig(t *testing.T, toml string) *opRig {
@@ -38,8 +39,8 @@ func (r *opRig) result(op protocol.Op) protocol.Result {
 	yes := true
 	switch op {
 	case protocol.OpFingerprint:
-		no := false
-		return protocol.Result{Op: op, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no, Pools: map[string]int64{"slots": 2}}}
+		running := r.running
+		return protocol.Result{Op: op, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Pools: map[string]int64{"slots": 2}}}
 	case protocol.OpStatus, protocol.OpReady:
 		return protocol.Result{Op: op, Status: &protocol.Status{Running: yes, Ready: yes}}
 	}
@@ -59,6 +60,12 @@ func (r *opRig) step(ev Event) []Effect {
 			all = append(all, f)
 			if op, ok := f.(*RunOp); ok {
 				r.ran = append(r.ran, op.Op)
+				switch op.Op {
+				case protocol.OpStart:
+					r.running = true
+				case protocol.OpStop:
+					r.running = false
+				}
 				queue = append(queue, &OpDone{ID: op.ID, Outcome: Outcome{Result: r.result(op.Op)}})
 			}
 		}

@@ -97,7 +97,7 @@ var (
 // stays (a lease released), moved when it changes (the idle stop).
 func TestStatusStateSinceIsWhenTheStateChanged(t *testing.T) {
 	w := newReapWorld(t)
-	readyAt := w.now
+	readyAt := w.now.Add(-time.Millisecond) // the step before the fingerprint that follows the start
 	if got := w.service("m/kv").StateSince; !got.Equal(readyAt) {
 		t.Fatalf("ready since %v, want %v", got, readyAt)
 	}
@@ -219,10 +219,24 @@ reset_after_s = 20
 	}
 }
 
-// A manual service whose fingerprint fails is fingerprinted again a period
-// later, as when it answers: it may be started by its owner any time.
+// A manual service whose fingerprint fails is fingerprinted again: its
+// first since load after the backoff of a failure (whether it runs is
+// unknown until one answers), a later one a period later, as when it
+// answers: it may be started by its owner any time.
 func TestManualFingerprintFailedIsRetried(t *testing.T) {
-	w := newHand(t, `
+	no := false
+	tests := []struct {
+		name      string
+		answered  bool // a fingerprint answered before the one that fails
+		wantState string
+		wantIn    time.Duration
+	}{
+		{"first since load", false, "unknown", time.Second},
+		{"after one answered", true, "stopped", 5 * time.Minute}, // the default period
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newHand(t, `
 [module]
 name = "m"
 version = "1"
@@ -231,13 +245,23 @@ name = "man"
 exec = ["bin/man"]
 lifecycle = "manual"
 `)
-	w.fail(opOf(t, w.out, "m/man", protocol.OpFingerprint), "exit status 2")
-	if got := w.service("m/man").State; got != "stopped" {
-		t.Fatalf("after a failed fingerprint: %s", got)
-	}
-	w.fire(w.timer(TimerFingerprint))
-	if !w.ran("m/man", protocol.OpFingerprint) {
-		t.Fatalf("not fingerprinted again: %v", w.out)
+			if tc.answered {
+				w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+				w.fire(w.timer(TimerFingerprint))
+			}
+			w.fail(opOf(t, w.out, "m/man", protocol.OpFingerprint), "exit status 2")
+			if got := w.service("m/man").State; got != tc.wantState {
+				t.Fatalf("after a failed fingerprint: %s, want %s", got, tc.wantState)
+			}
+			next := w.timer(TimerFingerprint)
+			if got := next.At.Sub(w.now); got != tc.wantIn {
+				t.Fatalf("fingerprinted again in %v, want %v", got, tc.wantIn)
+			}
+			w.fire(next)
+			if !w.ran("m/man", protocol.OpFingerprint) {
+				t.Fatalf("not fingerprinted again: %v", w.out)
+			}
+		})
 	}
 }
 
@@ -300,6 +324,7 @@ reserves_host_memory = true
 	w.done(opOf(t, w.out, "m/a", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
 	w.done(opOf(t, w.out, "m/a", protocol.OpReady), readyNow)
 	w.effect(Admitted{})
+	w.done(opOf(t, w.out, "m/a", protocol.OpFingerprint), mem(true, 3)) // the one after the start
 	fp := w.timer(TimerFingerprint)
 	w.step(Release{Lease: "la"})
 	idle := w.timer(TimerIdle)

@@ -109,7 +109,7 @@ type emptiedAt struct {
 func newAdapter(t *testing.T) *adapterFixture { return newAdapterWith(t, nil) }
 
 // newAdapterWith builds the executor with containers (nil: none).
-func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
+func newAdapterWith(t testing.TB, containers *cgroup.Manager) *adapterFixture {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -120,7 +120,7 @@ func newAdapterWith(t *testing.T, containers *cgroup.Manager) *adapterFixture {
 
 // newAdapterIn builds the executor of the node in root (a second one on the
 // same root is the next svcrun), logging to log (nil: nowhere).
-func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
+func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
 	t.Helper()
 	copyExecutable(t, "testdata/svc.sh", filepath.Join(root, "bundle", "bin", "svc.sh"))
 	if err := os.WriteFile(filepath.Join(root, "bundle", manifest.FileName), []byte(testManifest), 0o644); err != nil {
@@ -172,7 +172,7 @@ func newAdapterIn(t *testing.T, root string, containers *cgroup.Manager, log *sl
 }
 
 // run runs one op and waits for its OpDone.
-func (a *adapterFixture) run(t *testing.T, id engine.OpID, name string, probe bool, op protocol.Op) engine.Outcome {
+func (a *adapterFixture) run(t testing.TB, id engine.OpID, name string, probe bool, op protocol.Op) engine.Outcome {
 	t.Helper()
 	a.x.Run(engine.RunOp{ID: id, Target: engine.Target{Module: "test", Name: name, Probe: probe}, Op: op, Timeout: 30 * time.Second})
 	d := <-a.done

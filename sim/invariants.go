@@ -29,10 +29,15 @@ type invariants struct {
 	readySince map[string]time.Time // services in state ready, since when (continuously)
 	state      map[string]string    // each service's state after the last step
 	// blind holds the services whose daemon died silently (no
-	// container-emptied event) and that no status, ready or fingerprint
-	// has looked at since, nor a thaw: a lease admitted on one of them is
-	// no fault of the engine, which cannot know.
-	blind map[string]bool
+	// container-emptied event) and of which no status, ready or
+	// fingerprint begun since has answered, nor a thaw come: a lease
+	// admitted on one of them is no fault of the engine, which cannot
+	// know. Each death has its number; looks maps such an op in flight
+	// to the death it will tell of (the engine learns it at the op's end,
+	// not its start).
+	blind  map[string]int
+	looks  map[engine.OpID]int
+	deaths int
 	// ops maps the ops in flight to their targets; fpUnhealthy holds the
 	// services whose latest fingerprint said healthy:false.
 	ops         map[engine.OpID]engine.Target
@@ -121,7 +126,7 @@ func (t *tracedStep) lines(dst []string) []string {
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{},
-		state: map[string]string{}, blind: map[string]bool{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
+		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}}
 	c.setModules(mods)
 	w.Observe = c.observe
@@ -142,7 +147,10 @@ func (c *invariants) setModules(mods []engine.ModuleSpec) {
 }
 
 // diedSilently records that the daemon of service died unseen.
-func (c *invariants) diedSilently(service string) { c.blind[service] = true }
+func (c *invariants) diedSilently(service string) {
+	c.deaths++
+	c.blind[service] = c.deaths
+}
 
 // Failf records a broken invariant; the world stops at its next step.
 func (c *invariants) Failf(format string, args ...any) {
@@ -183,6 +191,10 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
 			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
 		}
+		if death, ok := c.looks[d.ID]; ok && c.blind[c.ops[d.ID].String()] == death {
+			delete(c.blind, c.ops[d.ID].String())
+		}
+		delete(c.looks, d.ID)
 		delete(c.ops, d.ID)
 	}
 	c.st, c.viewed = c.w.Engine.Status(), true
@@ -208,6 +220,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			delete(c.blind, f.Service.String())
 		case *engine.RunOp:
 			c.ops[f.ID] = f.Target
+			delete(c.looks, f.ID) // op ids start again after a restart
 			name := f.Target.String()
 			if f.Target.Probe {
 				if p, _ := c.probe(func(p *engine.ProbeStatus) bool { return p.Name == name }); !p.Enabled {
@@ -221,7 +234,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			}
 			switch f.Op {
 			case protocol.OpStatus, protocol.OpReady, protocol.OpFingerprint:
-				delete(c.blind, name)
+				if death := c.blind[name]; death != 0 {
+					c.looks[f.ID] = death
+				}
 			case protocol.OpStart:
 				if c.w.Exec.Running(name) && !killed[name] {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
@@ -247,7 +262,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				if s := c.service(name); !s.Ready {
 					c.Failf("lease %s admitted while %s is %s", f.Lease, name, s.State)
 				}
-				if !c.w.Exec.Running(name) && !c.blind[name] {
+				if !c.w.Exec.Running(name) && c.blind[name] == 0 {
 					c.Failf("lease %s admitted while the daemon of %s is down", f.Lease, name)
 				}
 				if frozen(name) {

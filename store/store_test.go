@@ -236,8 +236,11 @@ func TestSecondOpenFailsFast(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("error %q does not start with %q", err, want)
 	}
-	if took < 800*time.Millisecond || took > 2*time.Second {
-		t.Errorf("second Open took %v, want about 1s", took)
+	// The lock timeout is the floor, which no load can lower; a loaded
+	// machine only adds to it, so the ceiling merely tells a wait bounded
+	// by the timeout from one for the lock's release.
+	if took < 800*time.Millisecond || took > time.Minute {
+		t.Errorf("second Open took %v, want its lock timeout of %v, give or take a loaded machine's delay", took, DefaultLockTimeout)
 	}
 	t.Log(err)
 	// The first one is unharmed.

@@ -129,3 +129,16 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// waitFor polls cond until it holds; the minute is only a guard against a
+// hang, however loaded the machine.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within a minute: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the server, not synchronizing with it
+	}
+}

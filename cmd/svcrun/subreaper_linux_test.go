@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/api"
 )
 
 // TestServeCgroupDaemonReapedAtOnce: svcrun serve is the child subreaper
@@ -64,6 +67,7 @@ func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 	if ppid := parentOf(t, first); ppid != serve {
 		t.Errorf("the daemon %d is a child of %d, not of svcrun serve %d: svcrun is not the child subreaper", first, ppid, serve)
 	}
+	killed := time.Now()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +75,15 @@ func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 	waitUntil(t, "the crashed daemon restarted (its container's emptying seen, its zombie gone)", func() bool {
 		second = pidIn(pidFile)
 		return second != 0 && second != first && alive(second)
+	})
+	// The daemon is the start op's child until that op exits, and only
+	// then svcrun's: its parent is checked once the service is ready
+	// again, after the start op ended. The ready must be one that began
+	// after the kill, since status may answer from a snapshot taken
+	// before the crash was seen.
+	waitUntil(t, "demo/kv ready again after its restart", func() bool {
+		s, ok := n.serviceStatus("demo/kv")
+		return ok && s.State == "ready" && s.StateSince.After(killed)
 	})
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", first)); err == nil {
 		t.Errorf("the crashed daemon %d is still in /proc after its restart: its zombie was not reaped", first)
@@ -87,6 +100,23 @@ func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 		procs = containerProcs(t, "svcrun-sr", "demo", "kv")
 		return procs == ""
 	})
+}
+
+// serviceStatus is service name as svcrun status --json reports it; false
+// when status does not answer or lists no such service.
+func (n *restartNode) serviceStatus(name string) (api.ServiceStatus, bool) {
+	n.t.Helper()
+	out, code := n.cli("status", "--json")
+	var st struct{ Services []api.ServiceStatus }
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		return api.ServiceStatus{}, false
+	}
+	for _, s := range st.Services {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return api.ServiceStatus{}, false
 }
 
 // pidIn reads a pid file; 0 when it is absent or being written.

@@ -18,11 +18,11 @@ func TestReplayArguments(t *testing.T) {
 		code int
 		want string // in stdout+stderr
 	}{
-		{"check dir", []string{"replay", dir}, 0, "ok: 17 steps replayed"},
-		{"check file", []string{"replay", filepath.Join(dir, "journal.jsonl")}, 0, "ok: 17 steps replayed"},
+		{"check dir", []string{"replay", dir}, 0, "ok: 22 steps replayed"},
+		{"check file", []string{"replay", filepath.Join(dir, "journal.jsonl")}, 0, "ok: 22 steps replayed"},
 		{"scenario", []string{"replay", dir, "--scenario", out}, 0, "wrote " + out},
 		{"window offsets", []string{"replay", dir, "--scenario", out, "--from", "2s", "--to", "4s", "--service", "demo/kv"}, 0, "wrote"},
-		{"window time", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T20:18:11Z"}, 0, "wrote"},
+		{"window time", []string{"replay", dir, "--scenario", out, "--from", "2026-12-06T20:05:23Z"}, 0, "wrote"},
 		{"from before boot", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:00:00Z"}, 2, "before the journal's first boot"},
 		{"bad from", []string{"replay", dir, "--scenario", out, "--from", "soon"}, 2, "neither an offset"},
 		{"to before from", []string{"replay", dir, "--scenario", out, "--from", "3s", "--to", "2s"}, 2, "is before --from"},
@@ -100,7 +100,7 @@ func TestReplayRotatedInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, stdout, stderr := run(t, "replay", dir); code != 0 || !strings.Contains(stdout, "ok: 17 steps") {
+	if code, stdout, stderr := run(t, "replay", dir); code != 0 || !strings.Contains(stdout, "ok: 22 steps") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	// Out of order, the same lines diverge (or fail): the order matters.

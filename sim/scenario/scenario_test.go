@@ -89,11 +89,13 @@ func TestScenarioTrace(t *testing.T) {
     3.000s  < done #4 db/kv ready: ok running=true ready=true
     3.000s    db/kv: ready
     3.000s    admitted l1 (db/kv)
+    3.000s    run db/kv fingerprint #5
+    3.000s  < done #5 db/kv fingerprint: ok running=true healthy=true
     4.000s  > release l1
     4.000s    released l1
     9.000s    db/kv: stopping: idle for 5s
-    9.000s    run db/kv stop #5
-    9.000s  < done #5 db/kv stop: ok changed
+    9.000s    run db/kv stop #6
+    9.000s  < done #6 db/kv stop: ok changed
     9.000s    db/kv: stopped (idle for 5s)
 `
 	if got := res.Trace(); got != want {
