@@ -40,7 +40,6 @@ type Engine struct {
 	leases   map[LeaseID]*lease
 	waiting  []*lease // FIFO
 	attempts map[string]int
-	reserved map[string]int64
 
 	ops       opTable // in flight
 	slotQueue []actor
@@ -49,7 +48,10 @@ type Engine struct {
 	admitDirty bool
 	memBlocked []*service
 	memUsed    float64
-	unknown    int // services holding back starts (see holdsStarts)
+	// memUnknown counts the services that reserve host memory and whose
+	// first fingerprint since load or enable is due or running: they may
+	// run, so a start that reserves memory waits for them (see holdsStarts).
+	memUnknown int
 
 	nextBase  uint32   // the last timer slot base handed out
 	freeBases []uint32 // bases of forgotten leases
@@ -132,7 +134,6 @@ func New() *Engine {
 		pools:    map[string]*service{},
 		leases:   map[LeaseID]*lease{},
 		attempts: map[string]int{},
-		reserved: map[string]int64{},
 		ended:    map[LeaseID]string{},
 
 		offPlatform: map[string]string{},

@@ -21,6 +21,10 @@ type lease struct {
 
 	services []*service // needed, sorted by name, unique
 	probes   []*probe
+	// grants are the tokens it holds, each on the service that granted
+	// them: a pool name may later be offered by another service (its
+	// module disabled, another enabled), whose tokens these are not.
+	grants []grant
 
 	// waitless: acquired with no wait, it waits only while the thaw checks
 	// of its services run, the check being part of its admission.
@@ -32,6 +36,13 @@ type lease struct {
 	expires    time.Time
 }
 
+// grant is n tokens of a pool reserved on a service.
+type grant struct {
+	svc  *service
+	pool string
+	n    int64
+}
+
 func (l *lease) record() LeaseRecord {
 	return LeaseRecord{ID: l.id, Job: l.job, Attempt: l.attempt, Requirements: l.req, TTL: l.ttl, Expires: l.expires, Admitted: l.admittedAt}
 }
@@ -39,7 +50,7 @@ func (l *lease) record() LeaseRecord {
 // resolve finds the services and probes a lease needs, or says why it can
 // never be admitted.
 func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, reason string) {
-	svcs, prbs, reason = e.lookup(req, false)
+	svcs, prbs, reason = e.lookup(req)
 	if reason != "" {
 		return nil, nil, reason
 	}
@@ -61,10 +72,8 @@ func (e *Engine) resolve(req Requirements) (svcs []*service, prbs []*probe, reas
 
 // lookup finds the providers of req's capabilities and pools: services
 // sorted by name and unique, probes in the order asked. It stops at the
-// first one missing and says why, unless partial, when it takes what
-// exists and says nothing (a lease restored from the store keeps what is
-// left of it).
-func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs []*probe, reason string) {
+// first one missing and says why.
+func (e *Engine) lookup(req Requirements) (svcs []*service, prbs []*probe, reason string) {
 	seen := map[*service]bool{}
 	addSvc := func(s *service) {
 		if !seen[s] {
@@ -79,7 +88,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 			addSvc(p.svc)
 		case ok:
 			prbs = append(prbs, p.prb)
-		case !partial:
+		default:
 			return nil, nil, e.notOffered("capability", "capabilities", c, e.capNames)
 		}
 	}
@@ -90,7 +99,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 	}
 	sort.Strings(poolNames)
 	for _, name := range poolNames {
-		if n := req.Pools[name]; n <= 0 && !partial {
+		if n := req.Pools[name]; n <= 0 {
 			return nil, nil, fmt.Sprintf("pool %q: a reservation needs at least 1 token, got %d", name, n)
 		}
 	}
@@ -101,7 +110,7 @@ func (e *Engine) lookup(req Requirements, partial bool) (svcs []*service, prbs [
 		switch {
 		case ok:
 			addSvc(s)
-		case !partial:
+		default:
 			return nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
 		}
 	}
@@ -372,16 +381,14 @@ func (e *Engine) tryAdmit(l *lease, blocked map[string]bool) bool {
 		return false
 	}
 	for name, n := range l.req.Pools {
-		if blocked[name] || e.capacity(name)-e.reserved[name] < n {
+		if blocked[name] || e.free(name) < n {
 			return false
 		}
 	}
 	e.removeWaiting(l)
 	l.admitted = true
 	l.admittedAt = e.now
-	for name, n := range l.req.Pools {
-		e.reserved[name] += n
-	}
+	e.reserve(l)
 	names := make([]string, len(l.services))
 	for i, s := range l.services {
 		s.waiting--
@@ -434,6 +441,48 @@ func (e *Engine) capacity(pool string) int64 {
 	return s.pools[pool]
 }
 
+// reservedOn is how many tokens of pool the service that offers it now
+// has granted.
+func (e *Engine) reservedOn(pool string) int64 {
+	if s := e.pools[pool]; s != nil {
+		return s.reserved[pool]
+	}
+	return 0
+}
+
+// free is how many tokens of pool can be reserved now.
+func (e *Engine) free(pool string) int64 { return e.capacity(pool) - e.reservedOn(pool) }
+
+// reserve takes l's tokens on the services that offer its pools now.
+func (e *Engine) reserve(l *lease) {
+	grants := l.grants[:0]
+	for name, n := range l.req.Pools {
+		grants = append(grants, grant{svc: e.pools[name], pool: name, n: n})
+	}
+	e.take(l, grants)
+}
+
+// take reserves grants for l.
+func (e *Engine) take(l *lease, grants []grant) {
+	for _, g := range grants {
+		if g.svc.reserved == nil {
+			g.svc.reserved = map[string]int64{}
+		}
+		g.svc.reserved[g.pool] += g.n
+	}
+	l.grants = grants
+}
+
+// unreserve gives l's tokens back to the services that granted them.
+func (e *Engine) unreserve(l *lease) {
+	for _, g := range l.grants {
+		if g.svc.reserved[g.pool] -= g.n; g.svc.reserved[g.pool] <= 0 {
+			delete(g.svc.reserved, g.pool)
+		}
+	}
+	l.grants = l.grants[:0]
+}
+
 // poolBlocked says l waits only for pool tokens.
 func (e *Engine) poolBlocked(l *lease) bool {
 	return len(l.req.Pools) > 0 && e.readyBarTokens(l)
@@ -468,7 +517,7 @@ func (e *Engine) awaitsCheck(l *lease) bool {
 		return false
 	}
 	for name, n := range l.req.Pools {
-		if e.capacity(name)-e.reserved[name] < n {
+		if e.free(name) < n {
 			return false
 		}
 	}
@@ -577,8 +626,8 @@ func (e *Engine) waitingReason(l *lease) string {
 	}
 	if len(parts) == 0 {
 		for _, n := range slices.Sorted(maps.Keys(l.req.Pools)) {
-			if free := e.capacity(n) - e.reserved[n]; free < l.req.Pools[n] {
-				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reserved[n], e.capacity(n)))
+			if e.free(n) < l.req.Pools[n] {
+				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reservedOn(n), e.capacity(n)))
 			}
 		}
 		for _, n := range l.req.NeedsPools {
@@ -608,10 +657,23 @@ func (e *Engine) describeWait(s *service) string {
 		return fmt.Sprintf("%s: its fingerprint failed %d time(s), so whether it runs is unknown: not started until a fingerprint answers", s.name, s.fpFailures)
 	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
 		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)
+	case s.state == sStopped && s.spec.ReservesHostMemory && e.memUnknown > 0:
+		return fmt.Sprintf("%s waits for memory: %s may run, and its memory is counted only once it is fingerprinted", s.name, e.firstMemUnknown())
 	case s.state == sStopped && s.spec.ReservesHostMemory && !e.fits(s):
 		return fmt.Sprintf("%s waits for memory: it reserves %v GB, %v of %v GB in use", s.name, s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
 	}
 	return fmt.Sprintf("%s is %s", s.name, s.state)
+}
+
+// firstMemUnknown names the first service whose memory is not counted
+// before its fingerprint.
+func (e *Engine) firstMemUnknown() string {
+	for _, s := range e.svcOrder {
+		if s.holdsStarts() {
+			return s.name
+		}
+	}
+	return ""
 }
 
 func round2(x float64) float64 { return float64(int64(x*100+0.5)) / 100 }
@@ -634,11 +696,7 @@ func (e *Engine) release(id LeaseID) {
 // endLease releases an admitted lease: its tokens and references.
 func (e *Engine) endLease(l *lease) {
 	e.forgetLease(l)
-	for name, n := range l.req.Pools {
-		if e.reserved[name] -= n; e.reserved[name] <= 0 {
-			delete(e.reserved, name)
-		}
-	}
+	e.unreserve(l)
 	for _, s := range l.services {
 		s.refs--
 		s.lastUsed = e.now
@@ -682,33 +740,34 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 }
 
 // restoreLease takes back an admitted lease from the store at boot. Its
-// services are referenced again, so that adoption keeps them up.
+// services are referenced again, so that adoption keeps them up. What it
+// asked for is found as after a reload (see providers), a disabled
+// module's service or probe too, as a lease admitted before a disable
+// keeps it; a lease that needs what nobody offers any more (its module or
+// service removed while svcrun was down) ends as a run-time removal ends
+// it, rather than pinning what else it named.
 func (e *Engine) restoreLease(r LeaseRecord) {
 	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
-	svcs, prbs, reason := e.resolve(r.Requirements)
-	if reason != "" {
-		// Keep the lease (its attempt stays live, its objects safe) but
-		// reference what still exists.
-		e.note("lease "+string(r.ID), "restored, but %s", reason)
-		svcs, prbs, _ = e.lookup(r.Requirements, true)
-	}
+	svcs, prbs, grants, reason := e.providers(l)
 	l.services, l.probes = svcs, prbs
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
-	for name, n := range l.req.Pools {
-		e.reserved[name] += n
-	}
+	e.take(l, grants)
 	for _, s := range svcs {
 		s.refs++
 		s.lastUsed = e.now
 	}
+	if l.ttl > 0 && !e.now.Before(l.expires) {
+		e.note("lease "+string(l.id), "expired while svcrun was down")
+		e.endLease(l)
+		e.emit(Expired{Lease: l.id})
+		return
+	}
+	if reason != "" {
+		e.endWithReason(l, "changed while svcrun was down: "+reason)
+		return
+	}
 	if l.ttl > 0 {
-		if !e.now.Before(l.expires) {
-			e.note("lease "+string(l.id), "expired while svcrun was down")
-			e.endLease(l)
-			e.emit(Expired{Lease: l.id})
-			return
-		}
 		e.setTimer(l.slot, TimerLeaseTTL, string(l.id), l.expires)
 	}
 }
@@ -725,4 +784,187 @@ func (e *Engine) notOffered(kind, kinds, name string, offered func() []string) s
 		return e.offline[key]
 	}
 	return fmt.Sprintf("no module on this node offers %s %q%s", kind, name, e.known(kinds, offered()))
+}
+
+// reresolve makes every lease need exactly the services and probes that
+// offer what it asked for now, after a reload changed who offers what (a
+// capability or pool moved to another service or to a probe, or dropped).
+// A waiting lease is checked as a new acquire would be and rejected with
+// the reason if it could never be admitted; an admitted one keeps each
+// provider that still offers what it asked for (its tokens stay where they
+// were granted), follows what moved, and ends with the reason, as on a
+// service's removal, when nobody offers something it needs any more.
+func (e *Engine) reresolve() {
+	for _, l := range slices.Clone(e.waiting) {
+		svcs, prbs, reason := e.resolve(l.req)
+		if reason != "" {
+			e.dropWaiting(l, reason)
+			continue
+		}
+		e.repoint(l, svcs, prbs, nil)
+	}
+	ids := make([]LeaseID, 0, len(e.leases))
+	for id, l := range e.leases {
+		if l.admitted {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		l := e.leases[id]
+		svcs, prbs, grants, reason := e.providers(l)
+		if reason != "" {
+			e.endWithReason(l, reason)
+			continue
+		}
+		e.repoint(l, svcs, prbs, grants)
+	}
+}
+
+// providers finds, for an admitted lease, the service or probe that
+// offers each thing it asked for: the one it has, while that still offers
+// it; else the enabled one that offers it now; else, as for a lease on a
+// module that is then disabled, a disabled module's. reason says what
+// nobody offers.
+func (e *Engine) providers(l *lease) (svcs []*service, prbs []*probe, grants []grant, reason string) {
+	addSvc := func(s *service) {
+		if !slices.Contains(svcs, s) {
+			svcs = append(svcs, s)
+		}
+	}
+	for _, c := range l.req.Capabilities {
+		s, p := e.capOffering(l, c)
+		switch {
+		case s != nil:
+			addSvc(s)
+		case p != nil:
+			prbs = append(prbs, p)
+		default:
+			return nil, nil, nil, e.notOffered("capability", "capabilities", c, e.capNames)
+		}
+	}
+	for _, name := range l.req.NeedsPools {
+		s := e.offering(l, name)
+		if s == nil {
+			return nil, nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
+		}
+		addSvc(s)
+	}
+	for _, name := range slices.Sorted(maps.Keys(l.req.Pools)) {
+		// Its tokens are where they were granted while that service
+		// offers the pool; they follow the pool where it moved.
+		s := e.offering(l, name)
+		if s == nil {
+			return nil, nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
+		}
+		addSvc(s)
+		grants = append(grants, grant{svc: s, pool: name, n: l.req.Pools[name]})
+	}
+	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	return svcs, prbs, grants, ""
+}
+
+// offering is the service that offers pool name to l: one of its
+// services that still declares it, else the enabled one that offers it,
+// else a disabled module's.
+func (e *Engine) offering(l *lease, name string) *service {
+	declares := func(s *service) bool { return !s.gone() && slices.Contains(s.spec.Pools, name) }
+	if i := slices.IndexFunc(l.services, declares); i >= 0 {
+		return l.services[i]
+	}
+	if s := e.pools[name]; s != nil {
+		return s
+	}
+	if i := slices.IndexFunc(e.svcOrder, declares); i >= 0 {
+		return e.svcOrder[i]
+	}
+	return nil
+}
+
+// capOffering is the service or probe that establishes capability c for
+// l, found as offering finds a pool's service.
+func (e *Engine) capOffering(l *lease, c string) (*service, *probe) {
+	svcDeclares := func(s *service) bool { return !s.gone() && slices.Contains(s.spec.Capabilities, c) }
+	prbDeclares := func(p *probe) bool { return !p.removed && p.spec.Name == c }
+	if i := slices.IndexFunc(l.services, svcDeclares); i >= 0 {
+		return l.services[i], nil
+	}
+	if i := slices.IndexFunc(l.probes, prbDeclares); i >= 0 {
+		return nil, l.probes[i]
+	}
+	if p, ok := e.caps[c]; ok {
+		return p.svc, p.prb
+	}
+	if i := slices.IndexFunc(e.svcOrder, svcDeclares); i >= 0 {
+		return e.svcOrder[i], nil
+	}
+	if i := slices.IndexFunc(e.prbOrder, prbDeclares); i >= 0 {
+		return nil, e.prbOrder[i]
+	}
+	return nil, nil
+}
+
+// repoint gives a lease the services and probes it needs now, moving its
+// claim (a reference when admitted, a wait otherwise) and, when admitted,
+// its tokens to grants.
+func (e *Engine) repoint(l *lease, svcs []*service, prbs []*probe, grants []grant) {
+	same := slices.Equal(svcs, l.services) && slices.Equal(prbs, l.probes) &&
+		(!l.admitted || slices.Equal(grants, l.grants))
+	if same {
+		return
+	}
+	for _, s := range l.services {
+		if slices.Contains(svcs, s) {
+			continue
+		}
+		if l.admitted {
+			s.refs--
+			s.lastUsed = e.now
+			reapMark(s, "a lease that used it ended")
+		} else {
+			s.waiting--
+		}
+		e.markDirty(s)
+	}
+	for _, s := range svcs {
+		if slices.Contains(l.services, s) {
+			continue
+		}
+		if l.admitted {
+			s.refs++
+			s.lastUsed = e.now
+		} else {
+			s.waiting++
+		}
+		e.markDirty(s)
+	}
+	var was []string
+	for _, s := range l.services {
+		was = append(was, s.name)
+	}
+	for _, p := range l.probes {
+		was = append(was, "probe "+p.name)
+	}
+	l.services, l.probes = svcs, prbs
+	if l.admitted {
+		e.unreserve(l)
+		e.take(l, grants)
+	}
+	var now []string
+	for _, s := range svcs {
+		now = append(now, s.name)
+	}
+	for _, p := range prbs {
+		now = append(now, "probe "+p.name)
+	}
+	e.note("lease "+string(l.id), "now needs %s (was %s): what it asked for moved", orNothing(now), orNothing(was))
+	e.unblockMemory()
+	e.admitDirty = true
+}
+
+func orNothing(names []string) string {
+	if len(names) == 0 {
+		return "nothing"
+	}
+	return strings.Join(names, ", ")
 }

@@ -62,10 +62,11 @@ func (e *Engine) boot(b Boot) {
 	e.setTimer(0, TimerReap, "", e.now.Add(e.cfg.ReapPeriod))
 }
 
-// fingerprintFirst has services fingerprinted before anything else: the
+// fingerprintFirst has services fingerprinted before they start: the
 // last svcrun, an earlier configuration or its owner may have left one
 // running, which is then adopted and charged against the budget, or, in a
-// disabled module, stopped (see fingerprinted).
+// disabled module, stopped (see fingerprinted). Starts that reserve memory
+// wait for them too (see maybeStart).
 func (e *Engine) fingerprintFirst(services []*service) {
 	for _, s := range services {
 		s.setState(e, sUnknown)
@@ -206,9 +207,15 @@ func (e *Engine) rebuildIndex() {
 func (e *Engine) enableModule(m *module) {
 	m.enabled = true
 	for _, s := range m.services {
-		s.setState(e, sUnknown)
 		s.fpDue = true
 		e.markDirty(s)
+		if s.op != nil {
+			// Its op (a start, a stop, a poll) goes on: its end says where
+			// the service is, it stays charged meanwhile, and the
+			// fingerprint follows.
+			continue
+		}
+		s.setState(e, sUnknown)
 	}
 	for _, p := range m.probes {
 		p.due = true
@@ -272,11 +279,18 @@ func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		e.note("lease "+string(id), "ended: %s", reason)
-		e.endLease(e.leases[id])
-		e.ended[id] = reason
-		e.emit(Expired{Lease: id, Reason: reason})
+		e.endWithReason(e.leases[id], reason)
 	}
+}
+
+// endWithReason ends an admitted lease nothing will serve again: its
+// holder gets Expired with why, and its next renew or release is told
+// why too.
+func (e *Engine) endWithReason(l *lease, reason string) {
+	e.note("lease "+string(l.id), "ended: %s", reason)
+	e.endLease(l)
+	e.ended[l.id] = reason
+	e.emit(Expired{Lease: l.id, Reason: reason})
 }
 
 // unknownLease answers a renew or release of a lease the engine does not
@@ -349,6 +363,7 @@ func (e *Engine) reload(specs []ModuleSpec, reason string) {
 		}
 	}
 	e.rebuildIndex()
+	e.reresolve()
 	if reason == "" {
 		e.doctor("configuration reloaded")
 	}
@@ -379,9 +394,9 @@ func (e *Engine) updateModule(m *module, spec *manifest.Module) {
 			continue
 		}
 		// As at boot: it may already run (left by an earlier
-		// configuration or its owner), so it is fingerprinted before
-		// anything starts, to be adopted and its memory counted, or, in a
-		// disabled module, stopped.
+		// configuration or its owner), so it is fingerprinted before it
+		// starts, to be adopted and its memory counted, or, in a disabled
+		// module, stopped.
 		e.fingerprintFirst([]*service{e.newService(m, sp)})
 	}
 	for _, s := range m.services {

@@ -15,8 +15,9 @@ import (
 // at boot (docs/architecture.md, Waiting requests and restarts; An attempt
 // holds one lease): an admitted lease is restored with its TTL, and one
 // whose TTL ran out while svcrun was down expires at the boot, its holder
-// told; a lease whose capability is gone is kept, so its attempt stays
-// live. A store written before the one-lease-per-attempt rule may hold
+// told; a lease whose capability nobody offers any more (its module
+// removed while svcrun was down) ends at the boot with the reason, as a
+// run-time removal ends it, and its attempt is no longer live. A store written before the one-lease-per-attempt rule may hold
 // several leases of an attempt: a repeated acquire gets the one with the
 // same requirements, else is refused naming the lowest id.
 func TestRestoredLeases(t *testing.T) {
@@ -48,8 +49,12 @@ func TestRestoredLeases(t *testing.T) {
 			stays:  []string{"l1"}, live: []string{"a1"}},
 		{name: "capability gone",
 			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "gone")},
-			stays:  []string{"l1"}, live: []string{"a1"},
-			note: `lease l1: restored, but no module on this node offers capability "gone" (capabilities: ca, cb)`},
+			want:   []string{`expired l1: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
+			note:   `lease l1: ended: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
+		{name: "only the lease of the gone capability ends",
+			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a2", 0, 0, "gone")},
+			want:   []string{`expired l2: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
+			stays:  []string{"l1"}, live: []string{"a1"}},
 		{name: "several of an attempt: the same request wins",
 			stored:  []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb")},
 			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("cb")},

@@ -89,9 +89,13 @@ type service struct {
 	fpAttrs   map[string]any
 	fpAt      time.Time // when it came; zero before any
 	pools     map[string]int64
+	reserved  map[string]int64 // tokens of its pools granted to admitted leases
 	memGB     float64
 	chargedGB float64 // what memUsed holds for this service
-	memNoted  bool
+	// memUnknown: it reserved host memory as it became unknown (see
+	// holdsStarts).
+	memUnknown bool
+	memNoted   bool
 
 	// withheldNoted: the start withheld by the latest (unhealthy)
 	// fingerprint was noted.
@@ -199,22 +203,26 @@ func (s *service) freezable() bool {
 	return s.spec.FreezeOK && s.spec.Lifecycle == manifest.OnDemand
 }
 
-// holdsStarts says the service's first fingerprint since load is due or
-// running: every start waits for it, so that what runs is adopted and
-// charged first. One whose fingerprint failed holds nothing back while it
-// is retried: a fingerprint that never answers must not stop the node.
-func (s *service) holdsStarts() bool { return s.state == sUnknown && s.fpFailures == 0 }
+// holdsStarts says the service reserves host memory and its first
+// fingerprint since load or enable is due or running: it may run and hold
+// memory, so every start that reserves memory waits for it (see
+// maybeStart); no other start does. One whose fingerprint failed holds
+// nothing back while it is retried: a fingerprint that never answers must
+// not stop the node. memUnknown is what it reserved as it became unknown,
+// so that a reload changing reserves_host_memory meanwhile cannot make the
+// count drift.
+func (s *service) holdsStarts() bool { return s.state == sUnknown && s.fpFailures == 0 && s.memUnknown }
 
 // heldChanged keeps the count of services holding back starts.
 func (e *Engine) heldChanged(before, after bool) {
 	switch {
 	case after && !before:
-		e.unknown++
+		e.memUnknown++
 	case before && !after:
-		if e.unknown--; e.unknown == 0 {
-			// Every service is fingerprinted: starts held back may go.
+		if e.memUnknown--; e.memUnknown == 0 {
+			// Every memory is counted: the starts held back may go.
 			for _, x := range e.svcOrder {
-				if x.state == sStopped {
+				if x.state == sStopped && x.spec.ReservesHostMemory {
 					e.markDirty(x)
 				}
 			}
@@ -228,6 +236,9 @@ func (s *service) setState(e *Engine, st svcState) {
 	// A new state ends a fingerprint retry; entering unknown begins a
 	// fingerprint first afresh (a module enabled again).
 	s.fpFailures = 0
+	if st == sUnknown && s.state != sUnknown {
+		s.memUnknown = s.spec.ReservesHostMemory
+	}
 	switch st {
 	case sUnknown, sStopped, sStarting:
 		s.fpRunning = false // a new run of the daemon, if any, is not fingerprinted yet
@@ -292,11 +303,15 @@ func (s *service) reconcile(e *Engine) {
 		return
 	}
 	if !s.enabled() && (s.state == sReady || s.state == sWaitReady || s.state == sStarting) {
-		if s.spec.Lifecycle == manifest.Manual {
-			s.setState(e, sStopped)
-		} else {
+		switch {
+		case s.spec.Lifecycle != manifest.Manual:
 			e.beginStop(s, s.disabledReason())
+		case s.gone():
+			// svcrun lets go of it: nothing of it is configured any more.
+			s.setState(e, sStopped)
 		}
+		// A manual service of a disabled module runs on (svcrun never
+		// stops it), so it stays charged and fingerprinted until it stops.
 	}
 	switch s.state {
 	case sUnknown:
@@ -423,10 +438,11 @@ func (e *Engine) maybeStart(s *service) {
 	if !s.wantUp() {
 		return
 	}
-	if e.unknown > 0 {
-		// Adoption first: every service is fingerprinted before anything
-		// starts, so that what already runs is adopted and its memory
-		// counted.
+	if s.spec.ReservesHostMemory && e.memUnknown > 0 {
+		// A service starts once its own fingerprint has answered (it is
+		// stopped, not unknown); one that reserves memory also waits for
+		// those of the others that reserve it, which may run and hold it.
+		// Nothing else waits for another service's op.
 		return
 	}
 	if s.startWithheld() {
@@ -805,8 +821,14 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			e.countFailure(s, "crashed: its process container emptied while its first fingerprint ran")
 			s.setState(e, sStopped)
 		case s.spec.Lifecycle == manifest.Manual && !s.enabled():
-			// Never stopped by svcrun; not watched while disabled.
-			s.setState(e, sStopped)
+			// Never stopped by svcrun, nor offered while disabled; one that
+			// runs is charged and watched until it stops.
+			if running && !s.gone() {
+				s.setState(e, sReady)
+				e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+			} else {
+				s.setState(e, sStopped)
+			}
 		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
@@ -840,6 +862,11 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	case sReady, sWaitReady:
 		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		if !running {
+			if s.spec.Lifecycle == manifest.Manual && !s.enabled() {
+				e.note(s.name, "not running (manual, module disabled): no longer charged")
+				s.setState(e, sStopped)
+				return
+			}
 			if s.spec.Lifecycle == manifest.Manual {
 				e.note(s.name, "not running (manual): unusable until it runs again")
 				s.setState(e, sStopped)

@@ -140,7 +140,7 @@ func (e *Engine) Status() Status {
 		if s.fpKnown && s.fpHealthy {
 			offered = s.pools[name]
 		}
-		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: s.name, Capacity: e.capacity(name), Offered: offered, Reserved: e.reserved[name]})
+		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: s.name, Capacity: e.capacity(name), Offered: offered, Reserved: s.reserved[name]})
 	}
 	st.Skipped = append(st.Skipped, e.skipped...)
 	for a := range e.attempts {

@@ -194,7 +194,10 @@
 //
 // New reads the records an earlier svcrun left and resolves them in the
 // background, and Run holds every op of their service (fingerprints
-// included, so before the boot fingerprint) until they are: an op whose
+// included, so before the boot fingerprint) until they are; only that
+// service waits, since the engine starts each other service once its own
+// fingerprint has answered (a start that reserves memory waits for the
+// fingerprints of the services that reserve it): an op whose
 // pid still runs with the recorded start time is waited for (its pidfd)
 // until it ends or its deadline (began + timeout), then its process group
 // gets the timeout treatment (SIGTERM, the grace, SIGKILL). A record

@@ -396,6 +396,7 @@ func (c *invariants) checkState(st engine.Status) {
 	clear(waits)
 	admitted := 0
 	for _, l := range st.Leases {
+		c.checkNeeds(st, l)
 		for _, s := range l.Services {
 			if l.Admitted {
 				refs[s]++
@@ -465,8 +466,48 @@ func (c *invariants) settled() bool {
 	return !ok || at.After(c.w.Now())
 }
 
+// checkNeeds checks that a lease needs exactly what offers what it asked
+// for now: each pool and capability is declared by one of its services (a
+// capability may be a probe's), and each of its services declares one.
+func (c *invariants) checkNeeds(st engine.Status, l engine.LeaseStatus) {
+	declares := func(name string, list func(*manifest.Service) []string) bool {
+		for _, s := range l.Services {
+			if sp := c.specs[s]; sp != nil && slices.Contains(list(sp), name) {
+				return true
+			}
+		}
+		return false
+	}
+	pools := func(sp *manifest.Service) []string { return sp.Pools }
+	caps := func(sp *manifest.Service) []string { return sp.Capabilities }
+	for name := range l.Pools {
+		if !declares(name, pools) {
+			c.Failf("lease %s asked for pool %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, name := range l.NeedsPools {
+		if !declares(name, pools) {
+			c.Failf("lease %s needs pool %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, name := range l.Capabilities {
+		probe := slices.ContainsFunc(st.Probes, func(p engine.ProbeStatus) bool { return p.Capability == name })
+		if !probe && !declares(name, caps) {
+			c.Failf("lease %s asked for capability %s, which none of its services %v offers", l.ID, name, l.Services)
+		}
+	}
+	for _, s := range l.Services {
+		sp := c.specs[s]
+		used := sp != nil && (slices.ContainsFunc(sp.Capabilities, func(x string) bool { return slices.Contains(l.Capabilities, x) }) ||
+			slices.ContainsFunc(sp.Pools, func(x string) bool { _, ok := l.Pools[x]; return ok || slices.Contains(l.NeedsPools, x) }))
+		if !used {
+			c.Failf("lease %s needs %s, which offers nothing it asked for", l.ID, s)
+		}
+	}
+}
+
 // checkSettled runs after every input, once the node has settled: nothing
-// of a disabled module runs or is charged, every probe of an enabled
+// of a disabled module runs or is charged but its manual services, every probe of an enabled
 // module has reported, every enabled service has been fingerprinted, and
 // no wanted service sits stopped while it could start: its memory fits, or
 // idle yieldable services could make room (unless it backs off, is
@@ -488,7 +529,10 @@ func (c *invariants) checkSettledState(st engine.Status) {
 	for _, s := range st.Services {
 		spec := c.specs[s.Name]
 		if !s.Enabled {
-			if s.State != "stopped" {
+			// A manual service runs on in a disabled module, charged, until
+			// its owner stops it.
+			manualUp := s.Lifecycle == manifest.Manual && s.State == "ready"
+			if s.State != "stopped" && !manualUp {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
 			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) {

@@ -123,6 +123,21 @@ func TestInvariantsFire(t *testing.T) {
 		{"a service of a disabled module is charged", func(w *World, c *invariants) {
 			c.checkSettledState(engine.Status{Services: []engine.ServiceStatus{{Name: "pm/x", Lifecycle: manifest.OnDemand, State: "ready", Charged: true}}})
 		}, "settled, and pm/x, not enabled, is ready (charged=true)"},
+		{"a manual service of a disabled module runs on, charged", func(w *World, c *invariants) {
+			c.checkSettledState(engine.Status{Services: []engine.ServiceStatus{{Name: "pm/x", Lifecycle: manifest.Manual, State: "ready", Charged: true}}})
+		}, ""},
+		{"a lease on a service that offers nothing it asked for", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Leases: []engine.LeaseStatus{{ID: "l1", Admitted: true, Services: []string{"db/cache"},
+				Requirements: engine.Requirements{Capabilities: []string{"kv"}}}}})
+		}, "lease l1 asked for capability kv, which none of its services [db/cache] offers"},
+		{"a lease on a service more than it asked for", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Leases: []engine.LeaseStatus{{ID: "l1", Admitted: true, Services: []string{"db/cache", "db/kv"},
+				Requirements: engine.Requirements{Capabilities: []string{"kv"}}}}})
+		}, "lease l1 needs db/cache, which offers nothing it asked for"},
+		{"a lease on a probe's capability", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Probes: []engine.ProbeStatus{{Name: "db/ok", Capability: "ok"}},
+				Leases: []engine.LeaseStatus{{ID: "l1", Requirements: engine.Requirements{Capabilities: []string{"ok"}}}}})
+		}, ""},
 		{"a probe of an enabled module never reported", func(w *World, c *invariants) {
 			c.checkSettledState(engine.Status{Probes: []engine.ProbeStatus{{Name: "db/ok", Enabled: true}}})
 		}, "settled, and probe db/ok of an enabled module has never reported"},
