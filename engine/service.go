@@ -411,8 +411,9 @@ func (e *Engine) idleStop(s *service) bool {
 	}
 	if s.idleExpired {
 		// How long it was idle, not its idle_timeout_s: a reload may have
-		// changed that since.
-		e.beginStop(s, fmt.Sprintf("idle for %v", e.now.Sub(s.idleSince)))
+		// changed that since. In milliseconds: a real timer fires a little
+		// late, and nanoseconds of it would only be noise in the log.
+		e.beginStop(s, fmt.Sprintf("idle for %v", e.now.Sub(s.idleSince).Truncate(time.Millisecond)))
 		e.reconcileNow(s)
 		return true
 	}
