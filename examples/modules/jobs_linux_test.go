@@ -100,6 +100,11 @@ func (n *node) serve(t *testing.T) {
 func (n *node) svcrun(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(svcrunBin, args...)
+	// svcrun run writes its services file in <temp dir>/svcrun-services-<uid>,
+	// where a user's runs write theirs: the tests' go to their own
+	// directory. Only svcrun's TMPDIR: the nodes' data dirs stay short,
+	// as the daemons' Unix socket paths under them must be.
+	cmd.Env = append(os.Environ(), "TMPDIR="+runtimeDir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

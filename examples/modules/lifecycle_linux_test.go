@@ -26,6 +26,9 @@ import (
 // svcrunBin is the svcrun binary TestMain builds.
 var svcrunBin string
 
+// runtimeDir is TestMain's directory, the test process's own.
+var runtimeDir string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "examples-svcrun-")
 	if err != nil {
@@ -35,17 +38,12 @@ func TestMain(m *testing.M) {
 	svcrunBin = filepath.Join(dir, "svcrun")
 	// svcrun serve announces its socket for the commands given no
 	// --socket: as root in /run/svcrun/socket, where a user's svcrun serve
-	// announced its own; and svcrun run writes its services file in
-	// <temp dir>/svcrun-services-<uid>, a user's too. Both go to the test
-	// process's directory, whose tmp is traversable (0755) as the
-	// temporary directory is, for run_as.
-	tmp := filepath.Join(dir, "tmp")
-	for _, err := range []error{os.Mkdir(tmp, 0o755), os.Chmod(dir, 0o755), os.Setenv("SVCRUN_RUNTIME_DIR", dir), os.Setenv("TMPDIR", tmp)} {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	// announced its own. The tests' announcements stay in their directory.
+	if err := os.Setenv("SVCRUN_RUNTIME_DIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
+	runtimeDir = dir
 	if out, err := exec.Command("go", "build", "-o", svcrunBin, "../../cmd/svcrun").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build svcrun: %v\n%s", err, out)
 		os.Exit(1)
