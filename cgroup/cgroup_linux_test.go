@@ -86,6 +86,26 @@ func TestServiceNames(t *testing.T) {
 	}
 }
 
+// TestLocateCreatesNothing: Locate names the base a Manager of the same
+// Options uses, and leaves the host as it found it.
+func TestLocateCreatesNothing(t *testing.T) {
+	o := Options{NodeID: fmt.Sprintf("locate-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	s, err := Locate(o)
+	if err != nil {
+		t.Skipf("no cgroup v2 base to locate here: %v", err)
+	}
+	if filepath.Base(s.Base) != "svcrun-"+o.NodeID || filepath.Dir(s.Base) != s.Parent {
+		t.Errorf("Locate: base %s, parent %s", s.Base, s.Parent)
+	}
+	if _, err := os.Stat(s.Base); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Locate left %s: %v", s.Base, err)
+	}
+	m := newManagerWith(t, o)
+	if m.Base() != s.Base {
+		t.Errorf("Locate says %s, the Manager uses %s", s.Base, m.Base())
+	}
+}
+
 // ----- Real cgroups. -----
 
 // newManager returns a Manager on a base of its own, removed (with every

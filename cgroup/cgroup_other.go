@@ -56,3 +56,6 @@ func (m *Manager) Status(string) (Status, bool) { return Status{}, false }
 func (m *Manager) Services() []string           { return nil }
 func (m *Manager) Remove(string) error          { return errNotAvailable }
 func (m *Manager) Close() error                 { return nil }
+
+// Locate says that cgroups are not available on this platform.
+func Locate(Options) (Support, error) { return unavailable(), errNotAvailable }

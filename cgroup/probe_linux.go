@@ -56,45 +56,11 @@ func probe(o Options) (s Support, created bool) {
 		}
 		return s, created
 	}
-	name, err := o.baseName()
+	mounts, err := locate(o, &s)
 	if err != nil {
 		return fail("%v", err)
 	}
-	mounts, merr := readMountinfo()
-	parent := o.Parent
-	if parent == "" {
-		if merr != nil {
-			return fail("read /proc/self/mountinfo: %v", merr)
-		}
-		m := cgroup2Mount(mounts)
-		if m == nil {
-			return fail("no cgroup2 mount in /proc/self/mountinfo (a cgroup v1 only host)")
-		}
-		s.Mount = m.point
-		own, err := ownCgroup()
-		if err != nil {
-			return fail("%v", err)
-		}
-		s.Own = own
-		rel := own
-		if m.root != "/" { // a bind mount of a subtree
-			if r, ok := strings.CutPrefix(own, m.root); ok && (r == "" || r[0] == '/') {
-				rel = r
-			} else {
-				return fail("svcrun's cgroup %s is outside the cgroup2 mount %s (root %s)", own, m.point, m.root)
-			}
-		}
-		parent = filepath.Join(m.point, rel)
-	} else {
-		parent = filepath.Clean(parent)
-		for i := range mounts {
-			if mounts[i].fstype == "cgroup2" && within(parent, mounts[i].point) && len(mounts[i].point) > len(s.Mount) {
-				s.Mount = mounts[i].point
-			}
-		}
-	}
-	s.Parent = parent
-	s.Base = filepath.Join(parent, name)
+	parent := s.Parent
 	var st unix.Statfs_t
 	if err := unix.Statfs(parent, &st); err != nil {
 		return fail("%s: %v", parent, err)
@@ -132,6 +98,62 @@ func probe(o Options) (s Support, created bool) {
 		*f = enableController(s, mounts, lc.name)
 	}
 	return s, created
+}
+
+// Locate is where a Manager of o, in this process or a child of it, puts
+// its base cgroup (Support's Mount, Own, Parent and Base), found as Probe
+// finds it but without creating or writing anything: for a caller that
+// must find a base another svcrun made, such as a test removing what its
+// svcrun left.
+func Locate(o Options) (Support, error) {
+	var s Support
+	_, err := locate(o, &s)
+	return s, err
+}
+
+// locate fills s's Mount, Own, Parent and Base for o and returns the
+// mounts it read; an error says why there is no base to be had.
+func locate(o Options, s *Support) ([]mountEntry, error) {
+	name, err := o.baseName()
+	if err != nil {
+		return nil, err
+	}
+	mounts, merr := readMountinfo()
+	parent := o.Parent
+	if parent == "" {
+		if merr != nil {
+			return nil, fmt.Errorf("read /proc/self/mountinfo: %v", merr)
+		}
+		m := cgroup2Mount(mounts)
+		if m == nil {
+			return nil, errors.New("no cgroup2 mount in /proc/self/mountinfo (a cgroup v1 only host)")
+		}
+		s.Mount = m.point
+		own, err := ownCgroup()
+		if err != nil {
+			return nil, err
+		}
+		s.Own = own
+		rel := own
+		if m.root != "/" { // a bind mount of a subtree
+			if r, ok := strings.CutPrefix(own, m.root); ok && (r == "" || r[0] == '/') {
+				rel = r
+			} else {
+				return nil, fmt.Errorf("svcrun's cgroup %s is outside the cgroup2 mount %s (root %s)", own, m.point, m.root)
+			}
+		}
+		parent = filepath.Join(m.point, rel)
+	} else {
+		parent = filepath.Clean(parent)
+		for i := range mounts {
+			if mounts[i].fstype == "cgroup2" && within(parent, mounts[i].point) && len(mounts[i].point) > len(s.Mount) {
+				s.Mount = mounts[i].point
+			}
+		}
+	}
+	s.Parent = parent
+	s.Base = filepath.Join(parent, name)
+	return mounts, nil
 }
 
 // fileFeature is the Feature of a core file of the base.

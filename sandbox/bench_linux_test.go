@@ -14,6 +14,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/svcenv"
 )
@@ -53,7 +54,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	}
 	runAs := ""
 	if os.Geteuid() == 0 {
-		runAs = "nobody"
+		runAs = testhost.RunAs(b).Name // the tests' own user, not the image's nobody
 	}
 	n := newNode(b, nodeOptions{sandbox: "best_effort", runAs: runAs, modules: []testModule{{"bench", "host"}, {"benchnone", "none"}}})
 	for _, m := range []string{"bench", "benchnone"} {

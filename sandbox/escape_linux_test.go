@@ -17,6 +17,7 @@ import (
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
 )
@@ -45,6 +46,21 @@ func needNetNS(t testing.TB) {
 	if f := hostFacts(); f.netnsReason != "" {
 		skipUnless(t, "network namespaces: "+f.netnsReason)
 	}
+}
+
+// credentials is "uid:gid:groups" of the user name, as the escape
+// binary's "value uid" prints them.
+func credentials(t *testing.T, name string) string {
+	t.Helper()
+	a, err := lookupAccount(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := make([]string, len(a.Groups))
+	for i, g := range a.Groups {
+		groups[i] = strconv.Itoa(g)
+	}
+	return fmt.Sprintf("%d:%d:%s", a.UID, a.GID, strings.Join(groups, ","))
 }
 
 // newContainers is a cgroup Manager on a base of its own, removed at the
@@ -164,10 +180,12 @@ func TestEscapes(t *testing.T) {
 	needRoot(t)
 	needLandlock(t, 6)
 	needNetNS(t)
+	// run_as is the tests' own unprivileged user (testhost.RunAs), not
+	// the image's nobody.
 	for _, v := range []struct {
 		name, sandbox, runAs string
 	}{
-		{"require-run_as-nobody", "require", "nobody"},
+		{"require-run_as", "require", testhost.RunAs(t).Name},
 		{"best_effort-root", "best_effort", ""},
 	} {
 		t.Run(v.name, func(t *testing.T) { testEscapes(t, v.sandbox, v.runAs) })
@@ -180,10 +198,21 @@ func testEscapes(t *testing.T, mode, runAs string) {
 	x, done := n.executor(t, cg)
 	asRoot := runAs == ""
 
-	// What the ops must not reach, made reachable for svcrun.
-	rootSecret := "/root/.svcrun-sandbox-test-secret"
+	// What the ops must not reach, made reachable for svcrun. The paths
+	// outside the test's directory (in /root, /etc and /tmp) are named for
+	// this test, so that another test process's neither collides with
+	// them nor removes them, and a path left by anything else does not
+	// read as the op's doing.
+	own := fmt.Sprintf("svcrun-sandbox-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	rootSecret := "/root/." + own + "-secret"
 	writeFile(t, rootSecret, "root secret\n", 0o644)
 	t.Cleanup(func() { os.Remove(rootSecret) })
+	planted := []string{"/etc/" + own, "/tmp/" + own, "/tmp/" + own + "-dir", "/root/" + own}
+	t.Cleanup(func() {
+		for _, p := range planted {
+			os.Remove(p) // there only if an op escaped, which the test reports
+		}
+	})
 	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -228,10 +257,10 @@ func testEscapes(t *testing.T, mode, runAs string) {
 				{"append", filepath.Join(bundleOf(m), "bin", "helper.sh"), denied, "its own executable"},
 				{"append", n.tool, denied, "its granted tool"},
 				{"write", filepath.Join(bundleOf(m), "module.toml"), denied, "its own manifest"},
-				{"write", "/etc/svcrun-sandbox-test", denied, "/etc"},
-				{"write", "/tmp/svcrun-sandbox-test", denied, "/tmp"},
-				{"mkdir", "/tmp/svcrun-sandbox-test-dir", denied, "/tmp"},
-				{"write", "/root/svcrun-sandbox-test", denied, "/root"},
+				{"write", planted[0], denied, "/etc"},
+				{"write", planted[1], denied, "/tmp"},
+				{"mkdir", planted[2], denied, "/tmp"},
+				{"write", planted[3], denied, "/root"},
 				{"write", filepath.Join(n.rgrant, "f"), denied, "a read grant"},
 				{"write", filepath.Join(otherData, "planted"), denied, "another module's data"},
 				{"writepid", filepath.Join(cg.Base(), "cgroup.procs"), denied, "moving itself out of its cgroup"},
@@ -275,7 +304,7 @@ func testEscapes(t *testing.T, mode, runAs string) {
 				cases = append(cases,
 					escapeCase{"read", environ, denied, "svcrun's environment through /proc"},
 					escapeCase{"kill", "ppid", denied, "signalling svcrun (root; the op is run_as)"},
-					escapeCase{"value", "uid", "65534:65534:65534", "run_as nobody"},
+					escapeCase{"value", "uid", credentials(t, runAs), "run_as"},
 					escapeCase{"unix", svcrunSock, denied, "svcrun's API socket"},
 					escapeCase{"unix", closedSock, denied, "a socket its user cannot write"},
 				)
@@ -315,8 +344,10 @@ func testEscapes(t *testing.T, mode, runAs string) {
 				g := checks(t, x, done, m, "unix", openSock)["unix "+openSock]
 				t.Logf("known gap below Landlock ABI 9: a world-writable pathname socket outside the grants: %q", g)
 			}
-			if _, err := os.Stat("/tmp/svcrun-sandbox-test"); err == nil {
-				t.Errorf("the op wrote /tmp")
+			for _, p := range planted {
+				if _, err := os.Stat(p); err == nil {
+					t.Errorf("the op made %s", p)
+				}
 			}
 
 			// The shell service: the ordinary work of a service.
@@ -385,8 +416,9 @@ func listenUnix(t *testing.T, path string, mode os.FileMode) string {
 	return path
 }
 
-// demoNode is examples/node.toml with its data dir in a temporary
-// directory, run_as nobody when root, in mode.
+// demoNode is examples/node.toml with a node id of the test's own and its
+// data dir in a temporary directory, run_as the tests' user when root, in
+// mode.
 func demoNode(t *testing.T, mode string) *node {
 	t.Helper()
 	cfg, err := nodeconfig.Load("../examples/node.toml")
@@ -400,11 +432,12 @@ func demoNode(t *testing.T, mode string) *node {
 	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		os.Chmod(d, 0o755)
 	}
+	cfg.NodeID = testhost.NodeID("sbdemo")
 	cfg.DataDir = filepath.Join(root, "state")
 	cfg.Socket = filepath.Join(cfg.DataDir, "svcrun.sock")
 	cfg.Sandbox = nodeconfig.SandboxMode(mode)
 	if os.Geteuid() == 0 {
-		cfg.RunAs = "nobody"
+		cfg.RunAs = testhost.RunAs(t).Name
 	}
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
@@ -449,7 +482,7 @@ func TestDemoDaemonAcrossReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.DataDir, cfg.Socket, cfg.Sandbox, cfg.RunAs = n.cfg.DataDir, n.cfg.Socket, n.cfg.Sandbox, n.cfg.RunAs
+	cfg.NodeID, cfg.DataDir, cfg.Socket, cfg.Sandbox, cfg.RunAs = n.cfg.NodeID, n.cfg.DataDir, n.cfg.Socket, n.cfg.Sandbox, n.cfg.RunAs
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -521,7 +554,7 @@ func TestCoreLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Setrlimit(unix.RLIMIT_CORE, &old)
-	n := newNode(t, nodeOptions{sandbox: "best_effort", runAs: "nobody", modules: []testModule{{"core", "host"}}})
+	n := newNode(t, nodeOptions{sandbox: "best_effort", runAs: testhost.RunAs(t).Name, modules: []testModule{{"core", "host"}}})
 	x, done := n.executor(t, nil)
 	got := checks(t, x, done, "core", "value", "core")["value core"]
 	if !strings.HasPrefix(got, "0/") {

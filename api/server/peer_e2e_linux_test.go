@@ -14,14 +14,17 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
-// TestPeerDeniedEndToEnd connects as another user (nobody) through a
-// socket opened to everyone: SO_PEERCRED is what refuses, with a 403.
+// TestPeerDeniedEndToEnd connects as another user (the tests' own
+// unprivileged one, testhost.RunAs, rather than the image's nobody) through
+// a socket opened to everyone: SO_PEERCRED is what refuses, with a 403.
 func TestPeerDeniedEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user")
 	}
+	u := testhost.RunAs(t)
 	dir := shortTempDir(t)
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -42,12 +45,12 @@ func TestPeerDeniedEndToEnd(t *testing.T) {
 	cmd := exec.Command(bin, "-test.run=^TestPeerHelper$", "-test.v")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SVCRUN_PEER_HELPER="+sock)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID)}}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "RESULT 403 forbidden: uid 65534 (pid ") || !strings.Contains(string(out), "may not use svcrun's API") {
+	if !strings.Contains(string(out), fmt.Sprintf("RESULT 403 forbidden: uid %d (pid ", u.UID)) || !strings.Contains(string(out), "may not use svcrun's API") {
 		t.Errorf("helper output:\n%s", out)
 	}
 }
@@ -59,7 +62,8 @@ func TestSocketGroupEndToEnd(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a client as another user")
 	}
-	const gid = 54321 // a group that nobody (uid 65534) is not in
+	u := testhost.RunAs(t)
+	const gid = 54321 // a group the client user is not in: its groups are given below
 	n := startNode(t, "", WithSocketGroup(gid))
 	dir := filepath.Dir(n.socket)
 	if err := os.Chmod(dir, 0o755); err != nil {
@@ -88,7 +92,7 @@ func TestSocketGroupEndToEnd(t *testing.T) {
 			cmd := exec.Command(bin, "-test.run=^TestPeerHelper$", "-test.v")
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "SVCRUN_PEER_HELPER="+n.socket)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: tc.groups}}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: tc.groups}}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("helper: %v\n%s", err, out)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestServeCgroupParent: with --cgroup-parent, the containers' base is
@@ -35,7 +37,7 @@ func TestServeCgroupParent(t *testing.T) {
 		}
 		t.Skip("no writable cgroup v2")
 	}
-	t.Cleanup(func() { removeCgroups(t, name) })
+	t.Cleanup(func() { testhost.RemoveTree(t, parent) })
 	bin := buildSvcrun(t)
 	sdir, err := os.MkdirTemp("", "cgp")
 	if err != nil {
@@ -44,8 +46,8 @@ func TestServeCgroupParent(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "svcrun.toml")
-	node := fmt.Sprintf("cgparent-%d", os.Getpid())
-	t.Cleanup(func() { removeCgroups(t, "svcrun-"+node) }) // had it gone to svcrun's own cgroup
+	node := testhost.NodeID("cgparent")
+	t.Cleanup(func() { testhost.RemoveBase(t, node) }) // had it gone to svcrun's own cgroup
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, filepath.Join(sdir, "s.sock"))), 0o644); err != nil {
 		t.Fatal(err)
 	}

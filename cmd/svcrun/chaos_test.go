@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestChaosKill9DuringOps kills the real svcrun with SIGKILL in the middle
@@ -108,7 +110,7 @@ func newChaos(t *testing.T) *chaos {
 	data := t.TempDir()
 	c := &chaos{
 		t: t, bin: bin, cfg: filepath.Join(data, "svcrun.toml"), sock: filepath.Join(sdir, "s.sock"),
-		node: fmt.Sprintf("chaos-%d", os.Getpid()), ctl: filepath.Join(data, "data", "modules", "chaos", "ctl"),
+		node: testhost.NodeID("chaos"), ctl: filepath.Join(data, "data", "modules", "chaos", "ctl"),
 		leases: map[string]bool{},
 	}
 	// The orphans it makes belong to attempts no lease of this node had:
@@ -126,7 +128,7 @@ func newChaos(t *testing.T) *chaos {
 		for _, pid := range c.daemons("") {
 			killWithChildren(pid)
 		}
-		removeCgroups(t, "svcrun-"+c.node)
+		testhost.RemoveBase(t, c.node)
 	})
 	return c
 }

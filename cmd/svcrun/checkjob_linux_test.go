@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +15,11 @@ import (
 // TestCheckJobLeavesNothing: what a job of svcrun check --job starts in
 // the background is killed with it.
 func TestCheckJobLeavesNothing(t *testing.T) {
-	marker := fmt.Sprintf("%d", 400000+os.Getpid()%100000) // a sleep nobody else runs
+	// A sleep nobody else runs: the pid is unique among the live
+	// processes /proc shows, and 10,000,000 above it (pid_max is at most
+	// 2^22) no other test's marker (sdk/sh's are 20,000,000 above) nor a
+	// pid modulo some base of another test process can meet it.
+	marker := strconv.Itoa(10_000_000 + os.Getpid())
 	j := runCheckJob(context.Background(), "sleep "+marker+" & echo started", api.Grant{Lease: "lease-x", Attempt: "attempt-x", NodeID: "n"})
 	if j.ExitCode != 0 || !strings.Contains(j.Stdout, "started") {
 		t.Fatalf("job %+v", j)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // buildSvcrun builds the real binary once per test.
@@ -46,7 +47,7 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	data := t.TempDir()
 	cfg := filepath.Join(data, "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
-	node := fmt.Sprintf("k9-%d", os.Getpid()) // a base cgroup of its own
+	node := testhost.NodeID("k9") // a base cgroup of its own
 	config := func(sock string) string {
 		return fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)
 	}
@@ -128,7 +129,7 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 			}
 		}
 		// And no cgroup: svcrun leaves its containers for the next start.
-		removeCgroups(t, "svcrun-"+node)
+		testhost.RemoveBase(t, node)
 	})
 	var st struct {
 		Leases []struct {
@@ -149,31 +150,6 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	}
 	if n := strings.Count(string(journal), "run demo/kv start"); n != 1 {
 		t.Errorf("demo/kv started %d times across kill -9, want 1 (adopted)", n)
-	}
-}
-
-// removeCgroups deletes a node's cgroup tree, deepest first, once it is
-// empty (killed processes take a moment to leave).
-func removeCgroups(t *testing.T, name string) {
-	t.Helper()
-	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		root := filepath.Join(mount, name)
-		if _, err := os.Stat(root); err != nil {
-			continue
-		}
-		var dirs []string
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		deadline := time.Now().Add(5 * time.Second)
-		for i := len(dirs) - 1; i >= 0; i-- {
-			for os.Remove(dirs[i]) != nil && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the kernel empties a killed cgroup asynchronously
-			}
-		}
 	}
 }
 
@@ -198,15 +174,16 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	cfg := filepath.Join(t.TempDir(), "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = \"an\"\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", sock, demo)), 0o644)
+	node := testhost.NodeID("an")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
 	serve := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text", "--stop-services-on-exit")
 	serve.Stderr = &testLog{t}
 	if err := serve.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer serve.Process.Kill()
-	t.Cleanup(func() { removeCgroups(t, "svcrun-an") })
-	env := []string{EnvRuntimeDir + "=" + os.Getenv(EnvRuntimeDir), "PATH=" + os.Getenv("PATH")} // no SVCRUN_SOCKET
+	t.Cleanup(func() { testhost.RemoveBase(t, node) })
+	env := []string{EnvRuntimeDir + "=" + os.Getenv(EnvRuntimeDir), "TMPDIR=" + os.Getenv("TMPDIR"), "PATH=" + os.Getenv("PATH")} // no SVCRUN_SOCKET
 	status := func() ([]byte, error) {
 		c := exec.Command(bin, "status", "--json")
 		c.Env = env
@@ -216,7 +193,7 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 	for {
 		out, err := status()
 		if err == nil {
-			if !strings.Contains(string(out), `"node_id": "an"`) {
+			if !strings.Contains(string(out), `"node_id": "`+node+`"`) {
 				t.Fatalf("status of another svcrun:\n%s", out)
 			}
 			break

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestOpBundleSandboxed: svcrun op --bundle runs the op in the module's
@@ -60,7 +62,7 @@ func TestOpConfigRunAsEntersDataDir(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("run_as needs root")
 	}
-	// Every directory on the way must let nobody through.
+	// Every directory on the way must let the run_as user through.
 	root := t.TempDir()
 	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -77,7 +79,8 @@ printf '{"healthy":true,"running":false,"attrs":{"data":"%s"}}\n' "$w"
 		"bin/svc":     script,
 	})
 	cfg := filepath.Join(root, "svcrun.toml")
-	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"nobody\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
+	// run_as is the tests' own unprivileged user, not the image's nobody.
+	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"" + testhost.RunAs(t).Name + "\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

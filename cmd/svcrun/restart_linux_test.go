@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/internal/procfs"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // lockedBuffer is a command's stderr, read while the command runs.
@@ -39,15 +41,18 @@ func (l *lockedBuffer) String() string {
 // restartNode is a node configuration for the real binary, started and
 // killed at will.
 type restartNode struct {
-	t         *testing.T
-	bin, cfg  string
+	t        *testing.T
+	bin, cfg string
+	// node is the node id, the test's own (testhost.NodeID): its svcrun
+	// names and locks its base cgroup after it.
+	node      string
 	sock, dir string
 	serve     *exec.Cmd
 }
 
 func newRestartNode(t *testing.T, name string) *restartNode {
 	t.Helper()
-	n := &restartNode{t: t, bin: buildSvcrun(t), dir: t.TempDir()}
+	n := &restartNode{t: t, bin: buildSvcrun(t), dir: t.TempDir(), node: testhost.NodeID(name)}
 	demo, _ := filepath.Abs("../../examples/modules/demo")
 	sdir, err := os.MkdirTemp("", name)
 	if err != nil {
@@ -56,7 +61,7 @@ func newRestartNode(t *testing.T, name string) *restartNode {
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	n.sock = filepath.Join(sdir, "s.sock")
 	n.cfg = filepath.Join(n.dir, "svcrun.toml")
-	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\nsettings = { slots = 2 }\n", name, n.sock, demo)
+	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\nsettings = { slots = 2 }\n", n.node, n.sock, demo)
 	if err := os.WriteFile(n.cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +77,7 @@ func newRestartNode(t *testing.T, name string) *restartNode {
 				syscall.Kill(p, syscall.SIGKILL)
 			}
 		}
-		removeCgroups(t, "svcrun-"+name)
+		testhost.RemoveBase(t, n.node)
 	})
 	return n
 }
@@ -319,10 +324,14 @@ func TestRemovedModuleEndedAtStart(t *testing.T) {
 		t.Errorf("no line saying demo/kv was ended:\n%s", log.String())
 	}
 	waitUntil(t, "the removed module's daemon has ended", func() bool { return procGone(pid) })
-	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		if _, err := os.Stat(filepath.Join(mount, cg)); err == nil {
-			t.Errorf("the removed service's container %s stays", filepath.Join(mount, cg))
-		}
+	// The container is found under the node's base, wherever the mount
+	// and the test's own cgroup put it.
+	if loc, err := cgroup.Locate(cgroup.Options{NodeID: n.node}); err != nil {
+		t.Errorf("no base for the daemon's container %s: %v", cg, err)
+	} else if dir := filepath.Join(loc.Base, "demo", "kv"); !strings.HasSuffix(dir, cg) {
+		t.Errorf("the daemon's container %s is not %s", cg, dir)
+	} else if _, err := os.Stat(dir); err == nil {
+		t.Errorf("the removed service's container %s stays", dir)
 	}
 }
 

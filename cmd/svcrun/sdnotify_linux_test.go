@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // listenNotify is a stand-in for systemd's notification socket: the
@@ -101,8 +103,8 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
-	node := fmt.Sprintf("sdnotify-%d", os.Getpid())
-	t.Cleanup(func() { removeCgroups(t, "svcrun-"+node) })
+	node := testhost.NodeID("sdnotify")
+	t.Cleanup(func() { testhost.RemoveBase(t, node) })
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)), 0o644); err != nil {
 		t.Fatal(err)
 	}

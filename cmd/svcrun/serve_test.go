@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // lockedLog collects a child's stderr for the test to read while it runs.
@@ -58,7 +60,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
-	node := fmt.Sprintf("sig2-%d", os.Getpid())
+	node := testhost.NodeID("sig2")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, bundle)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		removeCgroups(t, "svcrun-"+node)
+		testhost.RemoveBase(t, node)
 	})
 
 	var logs = &lockedLog{t: t}

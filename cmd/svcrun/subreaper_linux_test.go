@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/cgroup"
 )
 
 // TestServeCgroupDaemonReapedAtOnce: svcrun serve is the child subreaper
@@ -97,7 +98,7 @@ func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 	waitUntil(t, "the daemon stopped", func() bool { return !alive(second) })
 	var procs string
 	waitUntil(t, "demo/kv's container empty", func() bool {
-		procs = containerProcs(t, "svcrun-sr", "demo", "kv")
+		procs = containerProcs(t, n.node, "demo", "kv")
 		return procs == ""
 	})
 }
@@ -168,23 +169,17 @@ func parentOf(t *testing.T, pid int) int {
 }
 
 // containerProcs is the cgroup.procs of a service's container under the
-// base named base, wherever the cgroup2 mount has it.
-func containerProcs(t *testing.T, base, module, name string) string {
+// base of node id node, where svcrun puts it (cgroup.Locate: under the
+// test's own cgroup in the cgroup2 mount, whichever that is).
+func containerProcs(t *testing.T, node, module, name string) string {
 	t.Helper()
-	own, err := os.ReadFile("/proc/self/cgroup")
+	loc, err := cgroup.Locate(cgroup.Options{NodeID: node})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel := strings.TrimSpace(string(own))
-	if i := strings.LastIndex(rel, "::"); i >= 0 {
-		rel = rel[i+2:]
+	b, err := os.ReadFile(filepath.Join(loc.Base, module, name, "cgroup.procs"))
+	if err != nil {
+		t.Fatalf("no container %s/%s under the base %s: %v", module, name, loc.Base, err)
 	}
-	for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		b, err := os.ReadFile(filepath.Join(mount, rel, base, module, name, "cgroup.procs"))
-		if err == nil {
-			return strings.TrimSpace(string(b))
-		}
-	}
-	t.Fatalf("no container %s/%s/%s under svcrun's cgroup %s", base, module, name, rel)
-	return ""
+	return strings.TrimSpace(string(b))
 }

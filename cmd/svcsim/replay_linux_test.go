@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestReplayRealJournal closes the loop end to end: a real svcrun with the
@@ -38,7 +40,7 @@ func TestReplayRealJournal(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	dir := t.TempDir()
 	sock := filepath.Join(sdir, "s.sock")
-	node := fmt.Sprintf("rp-%d", os.Getpid())
+	node := testhost.NodeID("rp") // a base cgroup of its own
 	cfg := filepath.Join(dir, "svcrun.toml")
 	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
 	data := filepath.Join(dir, "data")
@@ -58,6 +60,9 @@ func TestReplayRealJournal(t *testing.T) {
 	start := func(flags ...string) {
 		serve = exec.Command(bin, append([]string{"serve", "--config", cfg, "--log-format", "text"}, flags...)...)
 		serve.Stderr = &log
+		// It announces its socket in the test's directory, not where a
+		// user's commands (as root: /run/svcrun/socket) would find it.
+		serve.Env = append(os.Environ(), "SVCRUN_RUNTIME_DIR="+dir)
 		if err := serve.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +79,7 @@ func TestReplayRealJournal(t *testing.T) {
 	t.Cleanup(func() {
 		stop()
 		killDaemon() // svcrun leaves its services running for the next start to adopt
-		removeCgroups("svcrun-" + node)
+		testhost.RemoveBase(t, node)
 	})
 	// waitFor polls a real daemon (no virtual time here); the bound only
 	// guards against a hang.
@@ -142,27 +147,3 @@ func TestReplayRealJournal(t *testing.T) {
 // readyDone matches a journaled ready op that found demo/kv ready, in the
 // journal's raw JSON (whatever the case of the result's keys).
 var readyDone = regexp.MustCompile(`(?i)"op":"ready","fingerprint":null,"opresult":null,"status":\{"running":true,"ready":true`)
-
-// removeCgroups deletes a node's cgroup tree, deepest first, once it is
-// empty (killed processes take a moment to leave).
-func removeCgroups(name string) {
-	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		root := filepath.Join(mount, name)
-		if _, err := os.Stat(root); err != nil {
-			continue
-		}
-		var dirs []string
-		filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		deadline := time.Now().Add(5 * time.Second)
-		for i := len(dirs) - 1; i >= 0; i-- {
-			for os.Remove(dirs[i]) != nil && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the kernel empties a killed cgroup asynchronously
-			}
-		}
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // serve runs a real `svcrun serve` of the node until the test ends, when
@@ -88,28 +89,10 @@ func (n *node) serve(t *testing.T) {
 				syscall.Kill(id, syscall.SIGKILL)
 			}
 		}
-		removeBase(t, "svcrun-node-1")
+		// The containers svcrun serve left (empty once its services
+		// stopped) under the base of the node's own id: no other svcrun's.
+		testhost.RemoveBase(t, n.id)
 	})
-}
-
-// removeBase deletes the containers svcrun serve left under the host's
-// base cgroup name (empty once its services stopped), deepest first.
-func removeBase(t *testing.T, name string) {
-	t.Helper()
-	for _, mount := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		var dirs []string
-		filepath.WalkDir(filepath.Join(mount, name), func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := os.Remove(dirs[i]); err != nil {
-				t.Logf("cleanup: %v", err)
-			}
-		}
-	}
 }
 
 // svcrun runs a svcrun command against the node's serve and returns its
@@ -117,6 +100,11 @@ func removeBase(t *testing.T, name string) {
 func (n *node) svcrun(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(svcrunBin, args...)
+	// svcrun run writes its services file in <temp dir>/svcrun-services-<uid>,
+	// where a user's runs write theirs: the tests' go to their own
+	// directory. Only svcrun's TMPDIR: the nodes' data dirs stay short,
+	// as the daemons' Unix socket paths under them must be.
+	cmd.Env = append(os.Environ(), "TMPDIR="+runtimeDir)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -159,7 +147,7 @@ func runJob(t *testing.T, n *node, bundle string, j job) {
 		return
 	}
 	id := j.object(attempt)
-	want := map[string]string{"oarbank.attempt_id": attempt, "oarbank.node": "node-1", "oarbank.service": n.module + "/" + j.svc}
+	want := map[string]string{"oarbank.attempt_id": attempt, "oarbank.node": n.id, "oarbank.service": n.module + "/" + j.svc}
 	found := false
 	for _, o := range n.op(j.svc, "list_owned").Objects {
 		if o.ID != id {
@@ -270,7 +258,7 @@ func TestJDKJob(t *testing.T) {
 			runJob(t, n, "jdk", job{
 				capability: "jdk",
 				check: func(t *testing.T, out string) {
-					if !strings.Contains(out, "at /usr/bin/java on node node-1") {
+					if !strings.Contains(out, "at /usr/bin/java on node "+n.id) {
 						t.Errorf("job said %q, want the java and the node of the services file", out)
 					}
 				},

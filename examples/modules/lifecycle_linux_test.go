@@ -19,10 +19,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // svcrunBin is the svcrun binary TestMain builds.
 var svcrunBin string
+
+// runtimeDir is TestMain's directory, the test process's own.
+var runtimeDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "examples-svcrun-")
@@ -31,6 +36,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	svcrunBin = filepath.Join(dir, "svcrun")
+	// svcrun serve announces its socket for the commands given no
+	// --socket: as root in /run/svcrun/socket, where a user's svcrun serve
+	// announced its own. The tests' announcements stay in their directory.
+	if err := os.Setenv("SVCRUN_RUNTIME_DIR", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	runtimeDir = dir
 	if out, err := exec.Command("go", "build", "-o", svcrunBin, "../../cmd/svcrun").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build svcrun: %v\n%s", err, out)
 		os.Exit(1)
@@ -61,8 +74,9 @@ type mode struct {
 	runAs   string
 }
 
-// modes are the two the examples must work in. require needs root (run_as);
-// without root only best_effort runs, as this user.
+// modes are the two the examples must work in. require needs root (run_as,
+// the tests' own unprivileged user: testhost.RunAs); without root only
+// best_effort runs, as this user.
 func modes(t *testing.T) []mode {
 	if os.Geteuid() != 0 {
 		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
@@ -70,13 +84,17 @@ func modes(t *testing.T) []mode {
 		}
 		return []mode{{"best_effort", "best_effort", ""}}
 	}
-	return []mode{{"require+run_as", "require", "nobody"}, {"root+best_effort", "best_effort", ""}}
+	return []mode{{"require+run_as", "require", testhost.RunAs(t).Name}, {"root+best_effort", "best_effort", ""}}
 }
 
 // node is a node configuration with one module, whose ops the test runs.
 type node struct {
-	t      *testing.T
-	cfg    string
+	t   *testing.T
+	cfg string
+	// id is the node id, the test's own (testhost.NodeID): svcrun serve
+	// names and locks its base cgroup after it, and the labels of what a
+	// job makes carry it.
+	id     string
 	module string
 	// data is the module data dir.
 	data string
@@ -96,7 +114,9 @@ func newNode(t *testing.T, bundle, module string, m mode, settings string) *node
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf("node_id = \"node-1\"\ndata_dir = \"data\"\nmemory_budget_gb = 4\nsandbox = %q\n", m.sandbox)
+	// The budget covers the examples' reserves and fits a small host.
+	id := testhost.NodeID("examples")
+	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = %q\n", id, m.sandbox)
 	if m.runAs != "" {
 		text += fmt.Sprintf("run_as = %q\n", m.runAs)
 	}
@@ -115,7 +135,7 @@ func newNode(t *testing.T, bundle, module string, m mode, settings string) *node
 			t.Skipf("sandbox = \"require\" refuses the module on this host:\n%s", out)
 		}
 	}
-	return &node{t: t, cfg: cfg, module: module, data: filepath.Join(root, "data", "modules", module)}
+	return &node{t: t, cfg: cfg, id: id, module: module, data: filepath.Join(root, "data", "modules", module)}
 }
 
 // report is what `svcrun op --json` prints.
@@ -359,7 +379,7 @@ func runService(t *testing.T, n *node, l lifecycle) {
 				continue
 			}
 			found = true
-			want := map[string]string{"oarbank.attempt_id": "a1", "oarbank.node": "node-1", "oarbank.service": n.module + "/" + l.svc}
+			want := map[string]string{"oarbank.attempt_id": "a1", "oarbank.node": n.id, "oarbank.service": n.module + "/" + l.svc}
 			for k, v := range want {
 				if o.Labels[k] != v {
 					t.Errorf("object %s: label %s = %q, want %q", id, k, o.Labels[k], v)

@@ -28,7 +28,7 @@ func TestPostgres(t *testing.T) {
 			}
 			owned := func(t *testing.T, db, attempt string) {
 				sql(t, "postgres", "CREATE DATABASE "+db,
-					"COMMENT ON DATABASE "+db+" IS 'oarbank.attempt_id="+attempt+" oarbank.node=node-1 oarbank.service=postgres/postgres'")
+					"COMMENT ON DATABASE "+db+" IS 'oarbank.attempt_id="+attempt+" oarbank.node="+n.id+" oarbank.service=postgres/postgres'")
 			}
 			runService(t, n, lifecycle{
 				svc: "postgres",

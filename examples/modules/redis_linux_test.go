@@ -28,7 +28,7 @@ func TestRedis(t *testing.T) {
 					if got := n.op("redis", "fingerprint").Pools["redis-db"]; got != 2 {
 						t.Errorf("pool %d with database 2 used, want 2", got)
 					}
-					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:byhand", "oarbank.node", "node-1")
+					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:byhand", "oarbank.node", n.id)
 					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:other-node", "oarbank.attempt_id", "a9", "oarbank.node", "node-2", "oarbank.service", "redis/redis")
 					if objs := n.op("redis", "list_owned").Objects; len(objs) != 0 {
 						t.Errorf("list_owned %+v: want none of the keys not labelled for this node", objs)
@@ -36,7 +36,7 @@ func TestRedis(t *testing.T) {
 				},
 				object: func(t *testing.T, n *node, attempt string) string {
 					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:cache-"+attempt,
-						"oarbank.attempt_id", attempt, "oarbank.node", "node-1", "oarbank.service", "redis/redis")
+						"oarbank.attempt_id", attempt, "oarbank.node", n.id, "oarbank.service", "redis/redis")
 					return "cache-" + attempt
 				},
 			})

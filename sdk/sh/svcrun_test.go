@@ -366,7 +366,11 @@ svcrun_daemon_alive "$pf" || echo not-alive
 func TestDaemonPIDFileFailure(t *testing.T) {
 	forShells(t, func(t *testing.T, sh shell) {
 		dir := t.TempDir()
-		arg := strconv.Itoa(500000 + os.Getpid()%100000) // a sleep nobody else runs
+		// A sleep nobody else runs: the pid is unique among the live
+		// processes /proc shows, and 20,000,000 above it (pid_max is at
+		// most 2^22) no other test's marker (cmd/svcrun's are 10,000,000
+		// above) can meet it.
+		arg := strconv.Itoa(20_000_000 + os.Getpid())
 		script := `svcrun_daemon_start "$D/missing/d.pid" "$D/d.log" sleep ` + arg + `
 echo "code=$?"
 `
