@@ -31,6 +31,9 @@
 // every ReapSweepPeriod and a ReapNow, which list every running one; probes and doctor events; enabling, disabling and
 // removing modules (a removal is a disable whose admitted leases end,
 // Expired with a Reason, and whose services are forgotten once stopped).
+// Each rule's file here, and the scenarios that play it, are in the
+// table of scenarios/README.md ("Rules and files"), which a test keeps
+// complete against the rules marked in the documentation.
 //
 // # The driver contract
 //

@@ -833,7 +833,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		case s.spec.Lifecycle == manifest.Manual:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
-				e.note(s.name, "running (manual): usable")
+				e.note(s.name, "%s", manualRunning(s))
 				s.setState(e, sReady)
 				e.admitDirty = true
 			} else {
@@ -881,13 +881,24 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			// Fingerprinted only, forever: it may come back.
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
-				e.note(s.name, "running (manual): usable")
+				e.note(s.name, "%s", manualRunning(s))
 				s.setState(e, sReady)
 				e.admitDirty = true
 			}
 		}
 	}
 	e.watchWithheld(s)
+}
+
+// manualRunning is the note of a manual service found running. Its
+// unhealthy mark (failures counted while it had another lifecycle, stored
+// across a restart) still withdraws it until svcrun reset: "usable" would
+// then lie to the operator reading the log.
+func manualRunning(s *service) string {
+	if s.unhealthy {
+		return "running (manual), but unhealthy: not offered until svcrun reset or re-enabling its module clears the mark"
+	}
+	return "running (manual): usable"
 }
 
 // watchWithheld fingerprints a service whose start is withheld again in a
