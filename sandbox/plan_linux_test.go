@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
@@ -56,6 +57,9 @@ func layers(p *Plan) []Layer {
 
 func TestPlanLayers(t *testing.T) {
 	full := facts{goos: "linux", landlock: 7, euid: 0}
+	// A plan as root looks run_as up: a user the tests made, not one the
+	// host may lack.
+	user := testhost.RunAs(t).Name
 	for _, c := range []struct {
 		name    string
 		f       facts
@@ -63,17 +67,17 @@ func TestPlanLayers(t *testing.T) {
 		runAs   string
 		want    []Layer
 	}{
-		{"everything", full, manifest.NetworkNone, "nobody", nil},
-		{"no landlock", facts{goos: "linux", landlockReason: "the kernel has no Landlock", euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerLandlock}},
-		{"abi 2", facts{goos: "linux", landlock: 2, euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerTruncate, LayerScope}},
-		{"abi 5", facts{goos: "linux", landlock: 5, euid: 0}, manifest.NetworkHost, "nobody", []Layer{LayerScope}},
-		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkNone, "nobody", []Layer{LayerNetNS}},
-		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkHost, "nobody", nil},
+		{"everything", full, manifest.NetworkNone, user, nil},
+		{"no landlock", facts{goos: "linux", landlockReason: "the kernel has no Landlock", euid: 0}, manifest.NetworkHost, user, []Layer{LayerLandlock}},
+		{"abi 2", facts{goos: "linux", landlock: 2, euid: 0}, manifest.NetworkHost, user, []Layer{LayerTruncate, LayerScope}},
+		{"abi 5", facts{goos: "linux", landlock: 5, euid: 0}, manifest.NetworkHost, user, []Layer{LayerScope}},
+		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkNone, user, []Layer{LayerNetNS}},
+		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkHost, user, nil},
 		{"root without run_as", full, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
 		{"root without run_as, abi 9", facts{goos: "linux", landlock: 9, euid: 0}, manifest.NetworkHost, "", []Layer{LayerRunAs}},
 		{"not root", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
-		{"not root with run_as", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "nobody", []Layer{LayerRunAs, LayerUnixSockets}},
-		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpReason: "prctl: EINVAL"}, manifest.NetworkHost, "nobody", []Layer{LayerNoNewPrivs}},
+		{"not root with run_as", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, user, []Layer{LayerRunAs, LayerUnixSockets}},
+		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpReason: "prctl: EINVAL"}, manifest.NetworkHost, user, []Layer{LayerNoNewPrivs}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fx := newPlanFixture(t, nodeconfig.SandboxRequire, c.network, c.runAs)
@@ -155,6 +159,7 @@ func TestPlanRules(t *testing.T) {
 // state or socket, a forbidden path (once symlinks are resolved), or let
 // an op rewrite its bundle.
 func TestPlanRefusesUnsound(t *testing.T) {
+	user := testhost.RunAs(t).Name
 	for _, c := range []struct {
 		name  string
 		setup func(fx *planFixture)
@@ -210,7 +215,7 @@ func TestPlanRefusesUnsound(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, mode := range []nodeconfig.SandboxMode{nodeconfig.SandboxRequire, nodeconfig.SandboxBestEffort} {
-				fx := newPlanFixture(t, mode, manifest.NetworkHost, "nobody")
+				fx := newPlanFixture(t, mode, manifest.NetworkHost, user)
 				c.setup(fx)
 				_, err := plan(fx.cfg, fx.mod, fx.mc, facts{goos: "linux", landlock: 7})
 				if err == nil || !strings.Contains(err.Error(), c.want) {
