@@ -173,7 +173,11 @@ type result struct {
 // try runs one op of the service (or probe) and returns its report.
 func (n *node) try(svc string, op ...string) (report, result) {
 	n.t.Helper()
-	args := append([]string{"op", "--json", "--config", n.cfg, n.module + "/" + svc}, op...)
+	// The tests check what the real daemons do, not how fast: a JVM or a
+	// postgres on a loaded machine can take longer than the protocol's
+	// 5 s for a fingerprint or a status, which svcrun check and the
+	// benchmarks measure instead.
+	args := append([]string{"op", "--json", "--timeout", "5m", "--config", n.cfg, n.module + "/" + svc}, op...)
 	cmd := exec.Command(svcrunBin, args...)
 	out, err := cmd.Output()
 	var rep report
