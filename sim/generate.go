@@ -445,7 +445,7 @@ func (a *actor) act(kind string, draw drawer) bool {
 		a.record("owner-stop %s", name)
 		w.Exec.SetRunning(name, false)
 		if a.inv != nil {
-			a.inv.diedSilently(name)
+			a.inv.changedUnseen(name)
 		}
 	case "owner start":
 		var manual []string
@@ -462,6 +462,9 @@ func (a *actor) act(kind string, draw drawer) bool {
 		name := pick(draw, "manual", manual)
 		a.record("owner-start %s", name)
 		w.Exec.SetRunning(name, true)
+		if a.inv != nil {
+			a.inv.changedUnseen(name)
+		}
 	case "fingerprint":
 		// What the daemon's next fingerprint reports changes: its memory
 		// reservation and its pools' capacities.

@@ -33,20 +33,38 @@ type invariants struct {
 	// yieldable service's last use, at a lease's end).
 	stored map[string]int
 	state  map[string]string // each service's state after the last step
-	// blind holds the services whose daemon died silently (no
-	// container-emptied event) and of which no status, ready or
-	// fingerprint begun since has answered, nor a thaw come: a lease
-	// admitted on one of them is no fault of the engine, which cannot
-	// know. Each death has its number; looks maps such an op in flight
-	// to the death it will tell of (the engine learns it at the op's end,
-	// not its start).
+	// blind holds the services whose daemon died or was started unseen
+	// (no container event: a silent death, its owner's hand) and of which
+	// no status, ready or fingerprint begun since has answered, nor a thaw
+	// come: a lease admitted on a dead one, or a live one taken as
+	// stopped, is no fault of the engine, which cannot know. Each change
+	// has its number; looks maps such an op in flight to the change it
+	// will tell of (the engine learns it at the op's end, not its start).
 	blind  map[string]int
 	looks  map[engine.OpID]int
 	deaths int
-	// ops maps the ops in flight to their targets; fpUnhealthy holds the
-	// services whose latest fingerprint said healthy:false.
-	ops         map[engine.OpID]engine.Target
+	// ops maps the ops in flight to their targets and ops; fpUnhealthy
+	// holds the services whose latest fingerprint said healthy:false.
+	ops         map[engine.OpID]opOf
 	fpUnhealthy map[string]bool
+
+	// The watch: the timers pending in the driver, by kind and subject (a
+	// service is watched while one of its polls is pending), and the
+	// services of the configuration now (a service no longer configured
+	// is let go of).
+	timers     map[timerOf]bool
+	configured map[string]bool
+	// The memory rule of starts: memAtUnknown says a service reserved
+	// host memory as it became unknown (its first fingerprint then holds
+	// back the starts that reserve memory), fpFailed that a fingerprint
+	// of it failed since (it then holds back nothing).
+	memAtUnknown, fpFailed map[string]bool
+	// Clean runs: viaReady says a service's readiness came from a ready
+	// poll (a start or an adoption), cleanStop that its stop in progress
+	// began from such a readiness, for no failure. Such a stop, ended
+	// without escalation, ends a clean run: the failures before it are
+	// forgotten.
+	viaReady, cleanStop map[string]bool
 
 	// st is the engine's view after the step observe saw, which check
 	// checks: the engine does not step between a step's trace and its
@@ -131,8 +149,9 @@ func (t *tracedStep) lines(dst []string) []string {
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
-		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
-		refs: map[string]int{}, waits: map[string]int{}}
+		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
+		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]bool{}, configured: map[string]bool{},
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -143,16 +162,31 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 // entry of their latest manifest, also once gone from it, as the engine
 // keeps it until they are forgotten.
 func (c *invariants) setModules(mods []engine.ModuleSpec) {
+	clear(c.configured)
 	for _, m := range mods {
 		for i := range m.Module.Services {
 			s := &m.Module.Services[i]
 			c.specs[s.FullName()] = s
+			c.configured[s.FullName()] = true
 		}
 	}
 }
 
-// diedSilently records that the daemon of service died unseen.
-func (c *invariants) diedSilently(service string) {
+// opOf is an op in flight: its target and op.
+type opOf struct {
+	engine.Target
+	op protocol.Op
+}
+
+// timerOf is a pending timer's kind and subject.
+type timerOf struct {
+	kind    engine.TimerKind
+	subject string
+}
+
+// changedUnseen records that the daemon of service died or was started
+// unseen.
+func (c *invariants) changedUnseen(service string) {
 	c.deaths++
 	c.blind[service] = c.deaths
 }
@@ -192,24 +226,47 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
+	cleanRun := ""
 	if d, ok := ev.(*engine.OpDone); ok {
-		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
-			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
+		t, ok := c.ops[d.ID]
+		name := t.String()
+		failed := d.Outcome.Failure != engine.FailNone
+		if ok && !t.Probe {
+			switch {
+			case t.op == protocol.OpFingerprint && !failed:
+				c.fpUnhealthy[name] = !d.Outcome.Result.Fingerprint.Healthy
+			case t.op == protocol.OpFingerprint && c.state[name] == "unknown":
+				c.fpFailed[name] = true
+			case t.op == protocol.OpStop && c.cleanStop[name] && !failed && !d.Outcome.Result.OpResult.Escalated:
+				cleanRun = name
+			}
 		}
-		if death, ok := c.looks[d.ID]; ok && c.blind[c.ops[d.ID].String()] == death {
-			delete(c.blind, c.ops[d.ID].String())
+		if death, ok := c.looks[d.ID]; ok && c.blind[name] == death {
+			delete(c.blind, name)
 		}
 		delete(c.looks, d.ID)
 		delete(c.ops, d.ID)
 	}
+	if f, ok := ev.(engine.Fire); ok {
+		delete(c.timers, timerOf{f.Timer.Kind, f.Timer.Subject})
+	}
 	if b, ok := ev.(engine.Boot); ok {
+		// A new engine: the old one's timers and ops are gone, and every
+		// service begins unknown.
 		clear(c.stored)
 		for _, r := range b.State.Services {
 			c.stored[r.Name] = r.Failures
 		}
+		clear(c.timers)
+		clear(c.state)
+		clear(c.fpFailed)
+		clear(c.cleanStop)
 	}
 	c.st, c.viewed = c.w.Engine.Status(), true
 	st := &c.st
+	if cleanRun != "" {
+		c.checkCleanRun(c.service(cleanRun))
+	}
 	// Effects run in order: a kill or a thaw precedes what follows it.
 	killed := map[string]bool{}
 	thawed := map[string]bool{} // true: thawed, false: frozen, by this step
@@ -226,11 +283,15 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			thawed[f.Service.String()] = true
 		case engine.Freeze:
 			thawed[f.Service.String()] = false
+		case *engine.SetTimer:
+			c.timers[timerOf{f.Key.Kind, f.Key.Subject}] = true
+		case *engine.CancelTimer:
+			delete(c.timers, timerOf{f.Key.Kind, f.Key.Subject})
 		case engine.Thaw:
 			thawed[f.Service.String()] = true
 			delete(c.blind, f.Service.String())
 		case *engine.RunOp:
-			c.ops[f.ID] = f.Target
+			c.ops[f.ID] = opOf{f.Target, f.Op}
 			delete(c.looks, f.ID) // op ids start again after a restart
 			name := f.Target.String()
 			if f.Target.Probe {
@@ -435,8 +496,11 @@ func (c *invariants) checkState(st engine.Status) {
 		if s.State == "starting" && c.state[s.Name] != "starting" && s.Charged && st.MemoryUsedGB > st.MemoryBudgetGB+1e-9 {
 			c.Failf("%s started with %v GB reserved of a budget of %v GB", s.Name, st.MemoryUsedGB, st.MemoryBudgetGB)
 		}
-		c.state[s.Name] = s.State
+		c.transition(&s)
+		c.checkWatched(&st, &s)
 	}
+	c.checkStarts(&st)
+	c.checkTokens(&st)
 	if !w.Store.holdsLeases(st.Leases, admitted) {
 		var ids []string
 		for _, l := range st.Leases {
