@@ -39,7 +39,8 @@ type invariants struct {
 	// come: a lease admitted on a dead one, or a live one taken as
 	// stopped, is no fault of the engine, which cannot know. Each change
 	// has its number; looks maps such an op in flight to the change it
-	// will tell of (the engine learns it at the op's end, not its start).
+	// will tell of if it answers (the engine learns it at the op's end,
+	// not its start).
 	blind  map[string]int
 	looks  map[engine.OpID]int
 	deaths int
@@ -59,6 +60,7 @@ type invariants struct {
 	// back the starts that reserve memory), fpFailed that a fingerprint
 	// of it failed since (it then holds back nothing).
 	memAtUnknown, fpFailed map[string]bool
+	modEnabled             map[string]bool // the modules enabled, as the engine last heard
 	// Clean runs: viaReady says a service's readiness came from a ready
 	// poll (a start or an adoption), cleanStop that its stop in progress
 	// began from such a readiness, for no failure. Such a stop, ended
@@ -151,7 +153,7 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
 		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]bool{}, configured: map[string]bool{},
-		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -226,7 +228,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
-	cleanRun := ""
+	cleanRun, fpFailed := "", ""
 	if d, ok := ev.(*engine.OpDone); ok {
 		t, ok := c.ops[d.ID]
 		name := t.String()
@@ -235,13 +237,14 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			switch {
 			case t.op == protocol.OpFingerprint && !failed:
 				c.fpUnhealthy[name] = !d.Outcome.Result.Fingerprint.Healthy
-			case t.op == protocol.OpFingerprint && c.state[name] == "unknown":
-				c.fpFailed[name] = true
+			case t.op == protocol.OpFingerprint:
+				fpFailed = name
 			case t.op == protocol.OpStop && c.cleanStop[name] && !failed && !d.Outcome.Result.OpResult.Escalated:
 				cleanRun = name
 			}
 		}
-		if death, ok := c.looks[d.ID]; ok && c.blind[name] == death {
+		// A look that failed tells nothing.
+		if death, ok := c.looks[d.ID]; ok && !failed && c.blind[name] == death {
 			delete(c.blind, name)
 		}
 		delete(c.looks, d.ID)
@@ -258,14 +261,26 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			c.stored[r.Name] = r.Failures
 		}
 		clear(c.timers)
+		clear(c.ops)
+		clear(c.looks)
 		clear(c.state)
 		clear(c.fpFailed)
 		clear(c.cleanStop)
+	}
+	if b, ok := ev.(engine.Boot); ok {
+		c.reloaded(b.Modules)
+	}
+	if r, ok := ev.(engine.Reload); ok {
+		c.reloaded(r.Modules)
 	}
 	c.st, c.viewed = c.w.Engine.Status(), true
 	st := &c.st
 	if cleanRun != "" {
 		c.checkCleanRun(c.service(cleanRun))
+	}
+	if fpFailed != "" && c.service(fpFailed).State == "unknown" {
+		// Whether it runs stays unknown: its fingerprint is retried.
+		c.fpFailed[fpFailed] = true
 	}
 	// Effects run in order: a kill or a thaw precedes what follows it.
 	killed := map[string]bool{}
@@ -310,7 +325,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.looks[f.ID] = death
 				}
 			case protocol.OpStart:
-				if c.w.Exec.Running(name) && !killed[name] {
+				// One its owner started unseen (a manual service made always
+				// before its next fingerprint) gets a start, idempotent.
+				if c.w.Exec.Running(name) && !killed[name] && c.blind[name] == 0 {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
 				}
 				if now.Before(s.BackoffUntil) {
@@ -356,6 +373,11 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				}
 			}
 			for _, cp := range mine.Capabilities {
+				// A capability one of its services declares is not the
+				// probe's of the same name in a disabled module.
+				if slices.ContainsFunc(mine.Services, func(s string) bool { return c.specs[s] != nil && slices.Contains(c.specs[s].Capabilities, cp) }) {
+					continue
+				}
 				if p, ok := c.probe(func(p *engine.ProbeStatus) bool { return p.Capability == cp }); ok && (!p.Enabled || !p.Reported || !p.Healthy) {
 					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease, p.Name, cp, p.Enabled, p.Reported, p.Healthy)
 				}
@@ -572,7 +594,8 @@ func (c *invariants) checkNeeds(st engine.Status, l engine.LeaseStatus) {
 
 // checkSettled runs after every input, once the node has settled: nothing
 // of a disabled module runs or is charged but its manual services, every probe of an enabled
-// module has reported, every enabled service has been fingerprinted, and
+// module has reported, every enabled service has been fingerprinted (or
+// waits for the retry of a failed fingerprint), and
 // no wanted service sits stopped while it could start: its memory fits, or
 // idle yieldable services could make room (unless it backs off, is
 // unhealthy, or its latest fingerprint says unhealthy).
@@ -596,16 +619,25 @@ func (c *invariants) checkSettledState(st engine.Status) {
 			// A manual service runs on in a disabled module, charged, until
 			// its owner stops it.
 			manualUp := s.Lifecycle == manifest.Manual && s.State == "ready"
-			if s.State != "stopped" && !manualUp {
+			// Whether one whose fingerprint failed runs is unknown until
+			// a retry answers.
+			retried := s.State == "unknown" && c.fpFailed[s.Name]
+			if s.State != "stopped" && !manualUp && !retried {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
-			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) {
+			// (Nor one its owner started unseen: svcrun watches no stopped
+			// service of a disabled module.)
+			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && c.blind[s.Name] == 0 {
 				c.Failf("settled, and the daemon of %s runs while it is not enabled", s.Name)
 			}
 			continue
 		}
 		if s.State == "unknown" {
-			c.Failf("settled, and %s has never been fingerprinted", s.Name)
+			// One whose fingerprint failed waits for its retry (the
+			// watch checks that one is pending).
+			if !c.fpFailed[s.Name] {
+				c.Failf("settled, and %s has never been fingerprinted", s.Name)
+			}
 			continue
 		}
 		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0

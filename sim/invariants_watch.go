@@ -15,8 +15,12 @@ func (c *invariants) transition(s *engine.ServiceStatus) {
 	if s.State != prev || !known {
 		switch s.State {
 		case "unknown":
+			// Its first fingerprint is due afresh (a module enabled
+			// again): the failures of an earlier one are past.
 			c.memAtUnknown[s.Name] = c.specs[s.Name].ReservesHostMemory
-			delete(c.fpFailed, s.Name)
+			if known {
+				delete(c.fpFailed, s.Name)
+			}
 		case "ready":
 			c.viaReady[s.Name] = prev == "waiting-ready"
 		case "stopping":
@@ -162,5 +166,29 @@ func (c *invariants) checkTokens(st *engine.Status) {
 func (c *invariants) checkCleanRun(s engine.ServiceStatus) {
 	if s.Failures > 0 && !s.Unhealthy {
 		c.Failf("%s stopped gracefully after a clean run, and keeps %d failure(s)", s.Name, s.Failures)
+	}
+}
+
+// reloaded follows the modules a reload enables: the services of a module
+// enabled again begin their first fingerprint afresh, those with no op in
+// flight (which goes on) unknown again, a failed fingerprint before it
+// forgotten.
+func (c *invariants) reloaded(mods []engine.ModuleSpec) {
+	was := c.modEnabled
+	c.modEnabled = map[string]bool{}
+	for _, m := range mods {
+		c.modEnabled[m.Module.Name] = m.Enabled
+		if !m.Enabled || was[m.Module.Name] {
+			continue
+		}
+		for _, sp := range m.Module.Services {
+			busy := false
+			for _, o := range c.ops {
+				busy = busy || !o.Probe && o.String() == sp.FullName()
+			}
+			if !busy {
+				delete(c.fpFailed, sp.FullName())
+			}
+		}
 	}
 }
