@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,11 +50,12 @@ type invariants struct {
 	ops         map[engine.OpID]opOf
 	fpUnhealthy map[string]bool
 
-	// The watch: the timers pending in the driver, by kind and subject (a
-	// service is watched while one of its polls is pending), and the
+	// The watch: the timers pending in the driver, by kind and subject,
+	// with when they are due (a service is watched while one of its polls
+	// is pending), and the
 	// services of the configuration now (a service no longer configured
 	// is let go of).
-	timers     map[timerOf]bool
+	timers     map[timerOf]time.Time
 	configured map[string]bool
 	// The memory rule of starts: memAtUnknown says a service reserved
 	// host memory as it became unknown (its first fingerprint then holds
@@ -152,7 +154,7 @@ func (t *tracedStep) lines(dst []string) []string {
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
 		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
-		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]bool{}, configured: map[string]bool{},
+		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
 		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
 	c.setModules(mods)
 	w.Observe = c.observe
@@ -299,7 +301,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		case engine.Freeze:
 			thawed[f.Service.String()] = false
 		case *engine.SetTimer:
-			c.timers[timerOf{f.Key.Kind, f.Key.Subject}] = true
+			c.timers[timerOf{f.Key.Kind, f.Key.Subject}] = f.At
 		case *engine.CancelTimer:
 			delete(c.timers, timerOf{f.Key.Kind, f.Key.Subject})
 		case engine.Thaw:
@@ -344,7 +346,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
-				c.checkDestroy(name, f.Args[0], st.LiveAttempts)
+				c.checkDestroy(name, f.Args, st.LiveAttempts)
 			}
 		case engine.Admitted:
 			for _, name := range f.Services {
@@ -385,7 +387,11 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		case engine.PutService:
 			r := f.Service
 			spec := c.specs[r.Name]
-			if r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) {
+			// A failure counted marks it unhealthy at max_failures; the mark
+			// then stays until a reset, also when a reload raises
+			// max_failures. Without failures it has none.
+			grew := r.Failures > c.stored[r.Name]
+			if grew && r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) || r.Failures == 0 && r.Unhealthy {
 				c.Failf("%s: %d failure(s) of %d, unhealthy=%v", r.Name, r.Failures, spec.Restart.MaxFailures, r.Unhealthy)
 			}
 			// Failures are forgotten by reset_after_s only after that long
@@ -441,7 +447,14 @@ func isFailureEvent(ev engine.Event) bool {
 }
 
 // checkDestroy checks a destroy of object id of service; live is sorted.
-func (c *invariants) checkDestroy(service, id string, live []string) {
+//
+// A forced one must have been an orphan for force_after reap periods of
+// time: at least that long since it was made.
+func (c *invariants) checkDestroy(service string, args []string, live []string) {
+	id := args[0]
+	force := len(args) > 1 && args[1] == "--force"
+	cfg := c.w.cfg
+	forceAge := time.Duration(cmp.Or(cfg.ForceAfter, 3)) * cmp.Or(cfg.ReapPeriod, time.Minute) // the engine's defaults
 	for _, o := range c.w.Exec.Objects(service) {
 		if o.ID != id {
 			continue
@@ -456,6 +469,9 @@ func (c *invariants) checkDestroy(service, id string, live []string) {
 			c.Failf("destroy of %s/%s of service %s", service, id, l[protocol.LabelService])
 		case slices.Contains(live, l[protocol.LabelAttemptID]):
 			c.Failf("destroy of %s/%s of live attempt %s", service, id, l[protocol.LabelAttemptID])
+		}
+		if force && c.w.Now().Sub(o.CreatedAt) < forceAge {
+			c.Failf("destroy --force of %s/%s %v after it was made: an orphan is forced only after force_after reap periods (%v)", service, id, c.w.Now().Sub(o.CreatedAt), forceAge)
 		}
 	}
 }

@@ -151,7 +151,7 @@ func TestInvariantsFire(t *testing.T) {
 			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"}}})
 		}, "db/kv is unknown, and no fingerprint of it runs, queues or is pending"},
 		{"an unknown service whose fingerprint is retried", func(w *World, c *invariants) {
-			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = true
+			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = w.Now()
 			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"}}})
 		}, ""},
 		{"a stopped manual service never fingerprinted again", func(w *World, c *invariants) {
@@ -164,7 +164,7 @@ func TestInvariantsFire(t *testing.T) {
 			c.checkState(engine.Status{OpsInFlight: 8, Services: []engine.ServiceStatus{{Name: "web/a", Enabled: true, Lifecycle: manifest.Always, State: "starting"}}})
 		}, ""},
 		{"a ready service no poll watches", func(w *World, c *invariants) {
-			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = true
+			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = w.Now()
 			c.checkState(engine.Status{Services: []engine.ServiceStatus{ready("db/kv", 0)}})
 		}, "db/kv is ready, and no status of it is pending"},
 		{"a frozen service that may not be frozen", func(w *World, c *invariants) {
@@ -180,14 +180,14 @@ func TestInvariantsFire(t *testing.T) {
 		}, "web/a is wanted (0 lease(s), always) and stopped, though nothing holds its start back (ops in flight: [db/kv:stop])"},
 		{"a start that reserves memory waits for another's first fingerprint", func(w *World, c *invariants) {
 			c.memAtUnknown["db/cache"] = true
-			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = true
+			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = w.Now()
 			c.checkState(engine.Status{MemoryBudgetGB: 4, Services: []engine.ServiceStatus{
 				{Name: "db/cache", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"},
 				{Name: "db/kv", Enabled: true, Lifecycle: manifest.Always, State: "stopped"}}})
 		}, ""},
 		{"a start that reserves memory held back by a failed fingerprint", func(w *World, c *invariants) {
 			c.state["db/cache"], c.memAtUnknown["db/cache"], c.fpFailed["db/cache"] = "unknown", true, true
-			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = true
+			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = w.Now()
 			c.checkState(engine.Status{MemoryBudgetGB: 4, Services: []engine.ServiceStatus{
 				{Name: "db/cache", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"},
 				{Name: "db/kv", Enabled: true, Lifecycle: manifest.Always, State: "stopped"}}})
@@ -196,6 +196,20 @@ func TestInvariantsFire(t *testing.T) {
 			c.checkState(engine.Status{Pools: []engine.PoolStatus{{Name: "kv", Service: "db/kv", Capacity: 2, Reserved: 2}},
 				Leases: []engine.LeaseStatus{{ID: "l1", Admitted: true, Services: []string{"pm/x"}, Requirements: engine.Requirements{Pools: map[string]int64{"kv": 2}}}}})
 		}, "pool kv of db/kv: 2 token(s) reserved, but its admitted leases hold 0"},
+		{"an idle timer beyond the idle timeout", func(w *World, c *invariants) {
+			c.timers[timerOf{engine.TimerIdle, "db/kv"}] = w.Now().Add(time.Hour)
+			c.checkState(engine.Status{Now: w.Now(), Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "stopped"}}})
+		}, "the idle timer of db/kv is due in 1h0m0s, beyond its idle_timeout_s of 10m0s"},
+		{"an orphan forced at once", func(w *World, c *invariants) {
+			w.Exec.AddObject("db/kv", fakes.Object{ID: "o1", CreatedAt: w.Now(), Labels: map[string]string{
+				protocol.LabelAttemptID: "a9", protocol.LabelNode: "n1", protocol.LabelService: "db/kv"}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpDestroy, Args: []string{"o1", "--force"}}})
+		}, "destroy --force of db/kv/o1 0s after it was made: an orphan is forced only after force_after reap periods (3m0s)"},
+		{"an old orphan forced", func(w *World, c *invariants) {
+			w.Exec.AddObject("db/kv", fakes.Object{ID: "o1", CreatedAt: w.Now().Add(-time.Hour), Labels: map[string]string{
+				protocol.LabelAttemptID: "a9", protocol.LabelNode: "n1", protocol.LabelService: "db/kv"}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpDestroy, Args: []string{"o1", "--force"}}})
+		}, ""},
 		{"failures kept after a clean run", func(w *World, c *invariants) {
 			c.checkCleanRun(engine.ServiceStatus{Name: "db/kv", Failures: 2})
 		}, "db/kv stopped gracefully after a clean run, and keeps 2 failure(s)"},

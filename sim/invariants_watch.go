@@ -50,7 +50,10 @@ func (c *invariants) slotsFull(st *engine.Status) bool {
 func (c *invariants) checkWatched(st *engine.Status, s *engine.ServiceStatus) {
 	name := s.Name
 	looking := s.OpInFlight != "" || c.slotsFull(st)
-	pending := func(k engine.TimerKind) bool { return c.timers[timerOf{k, name}] }
+	pending := func(k engine.TimerKind) bool {
+		_, ok := c.timers[timerOf{k, name}]
+		return ok
+	}
 	switch s.State {
 	case "unknown":
 		if !looking && !pending(engine.TimerFingerprint) {
@@ -83,6 +86,11 @@ func (c *invariants) checkWatched(st *engine.Status, s *engine.ServiceStatus) {
 			c.Failf("%s is ready, and no status of it is pending", name)
 		}
 	}
+	// An idle timer counts the idle_timeout_s the manifest says now: a
+	// reload shortening it re-arms it.
+	if at, ok := c.timers[timerOf{engine.TimerIdle, name}]; ok && at.Sub(st.Now) > c.specs[name].IdleTimeout {
+		c.Failf("the idle timer of %s is due in %v, beyond its idle_timeout_s of %v", name, at.Sub(st.Now), c.specs[name].IdleTimeout)
+	}
 	if s.Frozen {
 		if sp := c.specs[name]; !sp.FreezeOK || sp.Lifecycle != manifest.OnDemand {
 			c.Failf("%s is frozen, though its manifest (%s, freeze_ok=%v) lets nothing thaw it when idle", name, sp.Lifecycle, sp.FreezeOK)
@@ -108,7 +116,8 @@ func (c *invariants) checkStarts(st *engine.Status) {
 		withheld := !s.FingerprintedAt.IsZero() && !s.Healthy
 		// A backoff ending now ends with its timer, which may be due
 		// after the event stepped at this instant.
-		backoff := s.BackoffUntil.After(st.Now) || c.timers[timerOf{engine.TimerBackoff, s.Name}]
+		_, backoffTimer := c.timers[timerOf{engine.TimerBackoff, s.Name}]
+		backoff := s.BackoffUntil.After(st.Now) || backoffTimer
 		if s.State != "stopped" || !wanted || !s.Enabled || s.Unhealthy || withheld || s.OpInFlight != "" || backoff {
 			continue
 		}
