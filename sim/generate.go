@@ -217,7 +217,11 @@ func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Ser
 	}
 	for i := range m.Services {
 		s := &m.Services[i]
-		switch draw("change", 0, 10) {
+		change := draw("change", 0, 11) // 11: none
+		if change == 10 {
+			change = 4 // twice the odds: see case 4
+		}
+		switch change {
 		case 0:
 			s.Restart = genRestart(draw)
 		case 1:
@@ -227,7 +231,9 @@ func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Ser
 		case 3:
 			s.FreezeOK = !s.FreezeOK
 		case 4:
-			s.IdleTimeout = seconds(draw, "idle_s", 5, 90)
+			// Longer or shorter, by minutes, often: the reload must come
+			// while its idle timer runs to change what it counts.
+			s.IdleTimeout = seconds(draw, "idle_s", 5, 600)
 		case 5:
 			others := slices.DeleteFunc(slices.Clone(lifecycles), func(l manifest.Lifecycle) bool { return l == s.Lifecycle })
 			s.Lifecycle = pick(draw, "lifecycle", others)
@@ -649,16 +655,48 @@ func (a *actor) act(kind string, draw drawer) bool {
 // changeModules reloads the configuration with one module changed (see
 // moduleChange). It reports false when the change drawn does not apply.
 func (a *actor) changeModules(draw drawer) bool {
+	if a.mods[len(a.mods)-1].Name == shadowModule && draw("swap", 0, 2) == 0 {
+		return a.swapShadow()
+	}
 	change := a.moduleChange(draw)
 	if change == "" {
 		return false
 	}
+	a.reload(change)
+	return true
+}
+
+// reload sends the configuration as it is now, after change.
+func (a *actor) reload(change string) {
 	a.record("%s", change)
 	set := a.moduleSet()
 	if a.inv != nil {
 		a.inv.setModules(set)
 	}
 	a.W.Do(engine.Reload{Modules: set})
+}
+
+// swapShadow switches the provider of what the shadow module declares, as
+// an operator moving a pool to other hardware: the enabled one of m0 and
+// the shadow is disabled, then the other enabled (unless its names clash
+// with another enabled module's), while leases hold tokens and references
+// on the first. It reports false when it changed nothing.
+func (a *actor) swapShadow() bool {
+	from, to := 0, len(a.mods)-1
+	if a.enabled[to] && !a.removed[to] {
+		from, to = to, from
+	}
+	did := false
+	if a.enabled[from] && !a.removed[from] {
+		a.enabled[from] = false
+		a.reload("disable " + a.mods[from].Name)
+		did = true
+	}
+	if a.enabled[to] && !a.removed[to] || a.clashes(to, a.mods[to]) {
+		return did
+	}
+	a.enabled[to], a.removed[to] = true, false
+	a.reload("enable " + a.mods[to].Name)
 	return true
 }
 
