@@ -993,6 +993,10 @@ func (e *Engine) containerEmptied(s *service) {
 			e.warn(s.name, "not running (manual): its process container emptied; unusable until it runs again")
 			s.setState(e, sStopped)
 			e.admitDirty = true
+			// A fingerprint due (a reload made it manual while it waited
+			// for readiness, whose poll never runs it) runs now, not at
+			// whatever marks it next.
+			e.markDirty(s)
 		}
 		return
 	}
