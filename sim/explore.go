@@ -27,12 +27,15 @@ const exploreNode = "n1"
 
 // Explore runs a random node from seed: a safety phase of steps random
 // inputs with faults (failing and hanging ops, crashes and silent deaths,
-// frozen daemons that die, agent restarts, stops that need a kill, leaked
-// objects, fingerprints that change, module reloads, enables, disables and
-// removals), every invariant checked after every step and the settled node
-// after every input; then a liveness phase without faults, every module
-// back and enabled, in which every service must become usable for a
-// lease, every orphan of a running service must be reaped, and every idle
+// frozen daemons that die, agent restarts and daemons dying at boot,
+// configurations edited while svcrun is down, stops that need a kill,
+// leaked objects and reap bursts, fingerprints that change, fail or time
+// out, module reloads that change lifecycles and move capabilities and
+// pools, enables, disables and removals; one node in six lives for days),
+// every invariant checked after every step and the settled node after
+// every input; then a liveness phase without faults, every module back
+// and enabled, in which every service must become usable for a lease,
+// every orphan of a running service must be reaped, and every idle
 // on_demand service must stop.
 func Explore(seed uint64, steps int) Exploration {
 	draw := seededDraw(seed)
