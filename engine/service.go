@@ -298,6 +298,7 @@ func (s *service) reconcile(e *Engine) {
 		e.leaveSlotQueue(s)
 		s.setState(e, sStopped)
 		e.note(s.name, "start dropped before it ran: %s", s.noNeedReason())
+		e.watchManual(s)
 	}
 	if s.op != nil || s.waitSlot {
 		return
@@ -901,6 +902,17 @@ func manualRunning(s *service) string {
 	return "running (manual): usable"
 }
 
+// watchManual fingerprints a stopped manual service again in a period. A
+// fingerprint that finds one stopped arms its next; this is for one a
+// reload made manual while svcrun still started or stopped it, stopped
+// by that op's end (or its start dropped from the op queue): its owner
+// may start it, and only a fingerprint can tell.
+func (e *Engine) watchManual(s *service) {
+	if s.state == sStopped && s.spec.Lifecycle == manifest.Manual && s.enabled() {
+		e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
+	}
+}
+
 // watchWithheld fingerprints a service whose start is withheld again in a
 // period: only a fingerprint can say it is healthy again.
 func (e *Engine) watchWithheld(s *service) {
@@ -939,6 +951,7 @@ func (e *Engine) stopped(s *service) {
 	e.cancelWatch(s)
 	e.note(s.name, "stopped (%s)", reason)
 	e.watchWithheld(s)
+	e.watchManual(s)
 	if s.gone() && s.idle() {
 		e.forget(s)
 		return
@@ -980,6 +993,10 @@ func (e *Engine) containerEmptied(s *service) {
 			e.warn(s.name, "not running (manual): its process container emptied; unusable until it runs again")
 			s.setState(e, sStopped)
 			e.admitDirty = true
+			// A fingerprint due (a reload made it manual while it waited
+			// for readiness, whose poll never runs it) runs now, not at
+			// whatever marks it next.
+			e.markDirty(s)
 		}
 		return
 	}

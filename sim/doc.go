@@ -9,13 +9,26 @@
 //     invariant checked after every step and effect and the settled node
 //     after every input, then a liveness phase (the same generator and
 //     invariants drive the property tests). The node has one to three
-//     modules, next manifests for their reloads and at times a disabled
-//     module shadowing another's capability; the history mixes leases,
-//     crashes, silent deaths (also of frozen daemons), fingerprints that
-//     change mem_gb and pools, reloads, enables, disables, removals and
-//     agent restarts. The settled checks: nothing of a disabled module
-//     runs or is charged, and no wanted service sits stopped while its
-//     memory fits or idle yieldable services could make room;
+//     modules, next manifests for their reloads (lifecycles changing in
+//     every direction, manual too; capabilities and pools moving to
+//     another service, to a probe, to another module, or vanishing) and
+//     at times a disabled module shadowing another's capability; one node
+//     in six lives for days, idle for hours between uses. The history
+//     mixes leases, crashes, silent deaths (also of frozen daemons, and
+//     during boot fingerprints), fingerprints that fail, time out or
+//     change mem_gb, pools and health, reloads, enables, disables,
+//     removals, agent restarts, configurations edited while svcrun is
+//     down (a restart that boots with modules removed, lifecycles changed,
+//     pools moved, on the stored leases and service records) and reap
+//     requests in bursts. The step checks: every service svcrun may act
+//     on is watched (a running daemon is never taken as stopped, an
+//     unknown one's fingerprint runs or is retried), no wanted start waits
+//     for another service's op, every lease needs what offers what it
+//     asked for now, tokens belong to the service that granted them, a
+//     clean run forgets failures. The settled checks: nothing of a
+//     disabled module runs or is charged, and no wanted service sits
+//     stopped while its memory fits or idle yieldable services could make
+//     room;
 //     ExploreSeeds runs many on several goroutines and reports them in
 //     seed order (explorations share nothing, so a seed gives the same
 //     result alone or among others), and ShardSeeds splits a run's seeds;

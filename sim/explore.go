@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,18 +27,22 @@ const exploreNode = "n1"
 
 // Explore runs a random node from seed: a safety phase of steps random
 // inputs with faults (failing and hanging ops, crashes and silent deaths,
-// frozen daemons that die, agent restarts, stops that need a kill, leaked
-// objects, fingerprints that change, module reloads, enables, disables and
-// removals), every invariant checked after every step and the settled node
-// after every input; then a liveness phase without faults, every module
-// back and enabled, in which every service must become usable for a
-// lease, every orphan of a running service must be reaped, and every idle
+// frozen daemons that die, agent restarts and daemons dying at boot,
+// configurations edited while svcrun is down, stops that need a kill,
+// leaked objects and reap bursts, fingerprints that change, fail or time
+// out, module reloads that change lifecycles and move capabilities and
+// pools, enables, disables and removals; one node in six lives for days),
+// every invariant checked after every step and the settled node after
+// every input; then a liveness phase without faults, every module back
+// and enabled, in which every service must become usable for a lease,
+// every orphan of a running service must be reaped, and every idle
 // on_demand service must stop.
 func Explore(seed uint64, steps int) Exploration {
 	draw := seededDraw(seed)
 	n := genNode(draw, exploreNode)
-	w := New(n.Config, n.Modules, n.Behaviours)
+	w := Build(n.Config, n.Modules, n.Behaviours)
 	inv := watchInvariants(w, n.Modules, exploreNode)
+	w.Boot()
 	w.RunFor(0)
 	a := newActor(w, n, inv)
 	x := Exploration{Seed: seed, Steps: steps}
@@ -73,7 +79,25 @@ func Explore(seed uint64, steps int) Exploration {
 	for _, name := range a.Services {
 		b := n.Behaviours[name]
 		b.Ops, b.CrashAfter, b.StopIgnored, b.Healthy = nil, 0, false, nil
-		a.record("behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
+		// Every pool it declares now has a token, so that a lease needing
+		// one (all a service offering no capability serves) is admitted.
+		pools := maps.Clone(b.Pools)
+		if spec := inv.specs[name]; spec != nil {
+			for _, p := range spec.Pools {
+				pools[p] = max(pools[p], 1)
+			}
+		}
+		b.Pools = pools
+		var args []string
+		for _, p := range slices.Sorted(maps.Keys(pools)) {
+			args = append(args, fmt.Sprintf("%s:%d", p, pools[p]))
+		}
+		line := fmt.Sprintf("behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
+		if len(args) > 0 {
+			line += " pools=" + strings.Join(args, ",")
+		}
+		a.record("%s", line)
+		a.record("behaviour %s op=fingerprint duration=0s outcomes=ok", name)
 	}
 	if b := n.Behaviours["m0/cap-probe"]; b.Healthy != nil {
 		b.Healthy = nil
@@ -95,7 +119,9 @@ func Explore(seed uint64, steps int) Exploration {
 			case shadow && a.enabled[i] && !a.removed[i]:
 				a.enabled[i] = false
 				a.record("disable %s", m.Name)
-			case !shadow && (!a.enabled[i] || a.removed[i]):
+			case !shadow && (!a.enabled[i] || a.removed[i]) && !a.clashes(i, m):
+				// One that would declare what an enabled module took
+				// meanwhile stays as it is: the configuration refuses it.
 				a.enabled[i], a.removed[i] = true, false
 				a.record("enable %s", m.Name)
 			default:
@@ -130,10 +156,26 @@ func Explore(seed uint64, steps int) Exploration {
 		if spec.Lifecycle == manifest.Manual && !w.Exec.Running(name) {
 			continue // nobody starts it
 		}
+		// What it offers now: a capability, else a pool (needed, not
+		// reserved: its capacity may be 0); one that offers neither
+		// serves no lease.
 		id := engine.LeaseID(fmt.Sprintf("live-%d", i))
-		a.record("acquire %s attempt=live cap=%s wait=15m", id, spec.Capabilities[0])
-		w.Do(engine.Acquire{Lease: id, Attempt: "live", Wait: 15 * time.Minute, Requirements: engine.Requirements{Capabilities: spec.Capabilities}})
+		var req engine.Requirements
+		switch {
+		case len(spec.Capabilities) > 0:
+			req.Capabilities = spec.Capabilities[:1]
+			a.record("acquire %s attempt=live cap=%s wait=15m", id, spec.Capabilities[0])
+		case len(spec.Pools) > 0:
+			req.NeedsPools = spec.Pools[:1]
+			a.record("acquire %s attempt=live needs=%s wait=15m", id, spec.Pools[0])
+		default:
+			continue
+		}
+		w.Do(engine.Acquire{Lease: id, Attempt: "live", Wait: 15 * time.Minute, Requirements: req})
 		w.RunFor(16 * time.Minute)
+		if failed() {
+			return finish(w.Err())
+		}
 		switch ans := w.LastAnswer(id).(type) {
 		case engine.Admitted:
 		case engine.Rejected:
@@ -164,11 +206,12 @@ func Explore(seed uint64, steps int) Exploration {
 		a.record("release %s", id)
 		w.Do(engine.Release{Lease: id})
 		w.RunFor(spec.IdleTimeout + 5*time.Minute)
-		if spec.Lifecycle == manifest.OnDemand && w.Exec.Running(name) {
-			return finish(fmt.Errorf("liveness: %s still runs %v after its last lease", name, spec.IdleTimeout+5*time.Minute))
-		}
+		// A broken invariant stops the world's time: it is the failure.
 		if failed() {
 			return finish(w.Err())
+		}
+		if spec.Lifecycle == manifest.OnDemand && w.Exec.Running(name) {
+			return finish(fmt.Errorf("liveness: %s still runs %v after its last lease", name, spec.IdleTimeout+5*time.Minute))
 		}
 	}
 	return finish(w.Err())

@@ -38,6 +38,9 @@ type Node struct {
 	Modules    []engine.ModuleSpec
 	Later      map[string][]*manifest.Module
 	Behaviours map[string]*fakes.Behaviour
+	// Days: its history spans many simulated days, uses separated by
+	// idle gaps of hours (slower polls, so that a day costs little).
+	Days bool
 }
 
 // shadowModule is the generated module, disabled at boot, that declares the
@@ -60,9 +63,17 @@ func genNode(draw drawer, node string) Node {
 		FingerprintPeriod: seconds(draw, "fingerprint_s", 20, 120),
 		ReapPeriod:        seconds(draw, "reap_s", 20, 120),
 	}
+	// One node in six lives for days: its polls are those of a real
+	// node's (minutes), so that its hours of idleness cost few steps.
+	days := draw("days", 0, 5) == 0
+	if days {
+		cfg.StatusPeriod = seconds(draw, "status_s", 60, 300)
+		cfg.FingerprintPeriod = seconds(draw, "fingerprint_s", 600, 3600)
+		cfg.ReapPeriod = seconds(draw, "reap_s", 600, 3600)
+	}
 	// Sweeps within the histories, not only in the liveness phase.
 	cfg.ReapSweepPeriod = 4 * cfg.ReapPeriod
-	n := Node{Config: cfg, Later: map[string][]*manifest.Module{}, Behaviours: map[string]*fakes.Behaviour{}}
+	n := Node{Config: cfg, Later: map[string][]*manifest.Module{}, Behaviours: map[string]*fakes.Behaviour{}, Days: days}
 	var mods []*manifest.Module
 	for i, k := 0, draw("modules", 1, 3); i < k; i++ {
 		mods = append(mods, &manifest.Module{Name: fmt.Sprintf("m%d", i), Version: "1"})
@@ -90,7 +101,7 @@ func genNode(draw drawer, node string) Node {
 		prev := m
 		var gone []manifest.Service
 		for v, k := 2, draw("versions", 0, 3); v < k+2; v++ {
-			nm := nextVersion(draw, prev, v, &gone, func() manifest.Service {
+			nm := nextVersion(draw, prev, v, &gone, &next, func() manifest.Service {
 				// A service a reload adds may run already, left by an
 				// earlier configuration or its owner.
 				return newService(prev.Name, draw("added_running", 0, 2) == 0)
@@ -160,22 +171,57 @@ func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviou
 	if draw("crashes", 0, 3) == 0 {
 		b.CrashAfter = seconds(draw, "crash_after_s", 10, 200)
 	}
+	if draw("fp_faults", 0, 3) == 0 {
+		// Its first fingerprints (at boot, at an enable) fail or time out
+		// before one answers, and take time: a daemon may die meanwhile.
+		b.Ops[protocol.OpFingerprint] = fpScript(draw, draw("fp_bad", 1, 3))
+	}
 	return b
+}
+
+// fpScript draws a fingerprint's script: bad failures or timeouts, then
+// answers; each call takes up to 3 s.
+func fpScript(draw drawer, bad int) fakes.OpScript {
+	sc := fakes.OpScript{Duration: seconds(draw, "fp_s", 0, 3)}
+	for range bad {
+		sc.Outcomes = append(sc.Outcomes, pick(draw, "fp_outcome", []fakes.Outcome{fakes.Fail, fakes.Timeout, fakes.Protocol}))
+	}
+	sc.Outcomes = append(sc.Outcomes, fakes.OK)
+	return sc
 }
 
 // nextVersion draws version v of module prev: each service may change its
 // restart table, memory reservation, yielding, freezing, idle timeout,
-// lifecycle (on_demand and always swap) or second pool, or leave the
-// manifest; one that left may come back, and add draws a new one.
-func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Service, add func() manifest.Service) *manifest.Module {
-	m := &manifest.Module{Name: prev.Name, Version: fmt.Sprint(v), Probes: prev.Probes}
+// lifecycle (to any other, manual too) or second pool, hand a capability
+// or a pool to another service of the module or a probe, lose one, or
+// take one another module declares (a reload the configuration refuses
+// while that module declares it too), or leave the manifest; a probe
+// offering a capability may go; one service that left may come back, and
+// add draws a new one. numbers is how many service numbers were drawn.
+func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Service, numbers *int, add func() manifest.Service) *manifest.Module {
+	m := &manifest.Module{Name: prev.Name, Version: fmt.Sprint(v)}
+	for _, p := range prev.Probes {
+		if p.Name != "cap-probe" && draw("drop_probe", 0, 2) == 0 {
+			continue
+		}
+		m.Probes = append(m.Probes, p)
+	}
 	for _, s := range prev.Services {
 		if draw("drop_service", 0, 5) == 0 {
 			*gone = append(*gone, s)
 			continue
 		}
 		s.Pools = slices.Clone(s.Pools)
-		switch draw("change", 0, 7) {
+		s.Capabilities = slices.Clone(s.Capabilities)
+		m.Services = append(m.Services, s)
+	}
+	for i := range m.Services {
+		s := &m.Services[i]
+		change := draw("change", 0, 11) // 11: none
+		if change == 10 {
+			change = 4 // twice the odds: see case 4
+		}
+		switch change {
 		case 0:
 			s.Restart = genRestart(draw)
 		case 1:
@@ -185,32 +231,79 @@ func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Ser
 		case 3:
 			s.FreezeOK = !s.FreezeOK
 		case 4:
-			s.IdleTimeout = seconds(draw, "idle_s", 5, 90)
+			// Longer or shorter, by minutes, often: the reload must come
+			// while its idle timer runs to change what it counts.
+			s.IdleTimeout = seconds(draw, "idle_s", 5, 600)
 		case 5:
-			switch s.Lifecycle {
-			case manifest.OnDemand:
-				s.Lifecycle = manifest.Always
-			case manifest.Always:
-				s.Lifecycle = manifest.OnDemand
-			}
+			others := slices.DeleteFunc(slices.Clone(lifecycles), func(l manifest.Lifecycle) bool { return l == s.Lifecycle })
+			s.Lifecycle = pick(draw, "lifecycle", others)
 		case 6:
 			// A second pool, p<i>b, comes or goes.
 			if len(s.Pools) > 1 {
 				s.Pools = s.Pools[:1]
-			} else {
+			} else if len(s.Pools) == 1 && !declares(m, "pool", s.Pools[0]+"b") {
 				s.Pools = append(s.Pools, s.Pools[0]+"b")
 			}
+		case 7, 8:
+			// A capability (7) or pool (8) goes to another service of the
+			// module, to a probe (a capability), or nowhere.
+			list := &s.Capabilities
+			if draw("what", 7, 8) == 8 {
+				list = &s.Pools
+			}
+			if len(*list) == 0 {
+				break
+			}
+			name := (*list)[0]
+			*list = (*list)[1:]
+			switch to := draw("to", 0, len(m.Services)+1); {
+			case to < len(m.Services) && to != i:
+				o := &m.Services[to]
+				if list == &s.Pools {
+					o.Pools = append(o.Pools, name)
+				} else {
+					o.Capabilities = append(o.Capabilities, name)
+				}
+			case to == len(m.Services) && list == &s.Capabilities:
+				m.Probes = append(m.Probes, manifest.Probe{Module: m.Name, Name: name, Exec: []string{"bin/p"}, Period: time.Minute})
+			}
+		case 9:
+			// It takes the capability or pool of number k, which another
+			// module may declare.
+			k := draw("take", 0, *numbers-1)
+			if c := fmt.Sprintf("c%d", k); draw("what", 0, 1) == 0 && !declares(m, "capability", c) {
+				s.Capabilities = append(s.Capabilities, c)
+			} else if p := fmt.Sprintf("p%d", k); !declares(m, "pool", p) {
+				s.Pools = append(s.Pools, p)
+			}
 		}
-		m.Services = append(m.Services, s)
 	}
 	if len(*gone) > 0 && draw("back_service", 0, 2) == 0 {
-		m.Services = append(m.Services, (*gone)[0])
+		back := (*gone)[0]
 		*gone = (*gone)[1:]
+		// What it offered may be another's now.
+		back.Capabilities = slices.DeleteFunc(slices.Clone(back.Capabilities), func(c string) bool { return declares(m, "capability", c) })
+		back.Pools = slices.DeleteFunc(slices.Clone(back.Pools), func(p string) bool { return declares(m, "pool", p) })
+		m.Services = append(m.Services, back)
 	}
 	if draw("add_service", 0, 2) == 0 || len(m.Services)+len(m.Probes) == 0 {
 		m.Services = append(m.Services, add())
 	}
 	return m
+}
+
+var lifecycles = []manifest.Lifecycle{manifest.OnDemand, manifest.Always, manifest.Manual}
+
+// declares says a service or probe of m declares the capability or pool
+// name (kind "capability" or "pool"): names are node-wide, one
+// declaration each.
+func declares(m *manifest.Module, kind, name string) bool {
+	for _, s := range m.Services {
+		if kind == "pool" && slices.Contains(s.Pools, name) || kind == "capability" && slices.Contains(s.Capabilities, name) {
+			return true
+		}
+	}
+	return kind == "capability" && slices.ContainsFunc(m.Probes, func(p manifest.Probe) bool { return p.Name == name })
 }
 
 // actor applies random inputs to a world and writes each one down as a
@@ -233,6 +326,7 @@ type actor struct {
 	enabled, removed []bool
 	later            [][]*manifest.Module
 	reloads          []int
+	days             bool // long idle gaps (Node.Days)
 
 	// inv, when set, is told of the new manifests and of silent deaths,
 	// and checks the settled node after every input.
@@ -241,7 +335,7 @@ type actor struct {
 
 // newActor returns the actor of a node booted in w; inv may be nil.
 func newActor(w *World, n Node, inv *invariants) *actor {
-	a := &actor{W: w, Node: n.Config.NodeID, inv: inv}
+	a := &actor{W: w, Node: n.Config.NodeID, inv: inv, days: n.Days}
 	names := map[string]bool{}
 	for _, ms := range n.Modules {
 		a.mods = append(a.mods, ms.Module)
@@ -278,29 +372,25 @@ func (a *actor) moduleSet() []engine.ModuleSpec {
 // capability or pool that another enabled module declares: the node
 // configuration refuses that, so the actor never asks for it.
 func (a *actor) clashes(i int, m *manifest.Module) bool {
-	names := map[string]bool{}
-	for _, s := range m.Services {
-		for _, c := range s.Capabilities {
-			names["capability "+c] = true
-		}
-		for _, p := range s.Pools {
-			names["pool "+p] = true
-		}
-	}
 	for j, o := range a.mods {
 		if j == i || !a.enabled[j] || a.removed[j] {
 			continue
 		}
 		for _, s := range o.Services {
 			for _, c := range s.Capabilities {
-				if names["capability "+c] {
+				if declares(m, "capability", c) {
 					return true
 				}
 			}
 			for _, p := range s.Pools {
-				if names["pool "+p] {
+				if declares(m, "pool", p) {
 					return true
 				}
+			}
+		}
+		for _, p := range o.Probes {
+			if declares(m, "capability", p.Name) {
+				return true
 			}
 		}
 	}
@@ -309,7 +399,7 @@ func (a *actor) clashes(i int, m *manifest.Module) bool {
 
 // actionKinds are the kinds of input an actor knows.
 var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset",
-	"module", "silent death", "fingerprint", "probe health", "owner start"}
+	"module", "silent death", "fingerprint", "probe health", "owner start", "reap burst", "reconfigured restart", "restart and deaths"}
 
 func (a *actor) record(format string, args ...any) {
 	a.Inputs = append(a.Inputs, fmt.Sprintf("at %s %s", fmtOffset(a.W.Now().Sub(Epoch)), fmt.Sprintf(format, args...)))
@@ -420,10 +510,13 @@ func (a *actor) act(kind string, draw drawer) bool {
 	case "time passes":
 		// Short steps half the time: what happens within an idle timeout
 		// or a backoff (a frozen daemon dying, a lease coming back) needs
-		// them.
-		if draw("short", 0, 1) == 0 {
+		// them. A node that lives for days idles for hours between uses.
+		switch {
+		case a.days && draw("gap", 0, 2) == 0:
+			w.RunFor(time.Duration(draw("minutes", 60, 30*60)) * time.Minute)
+		case draw("short", 0, 1) == 0:
 			w.RunFor(seconds(draw, "seconds", 1, 10))
-		} else {
+		default:
 			w.RunFor(seconds(draw, "seconds", 1, 300))
 		}
 	case "crash":
@@ -435,18 +528,11 @@ func (a *actor) act(kind string, draw drawer) bool {
 		w.Exec.Crash(name)
 		w.RunFor(0)
 	case "silent death":
-		// The daemon dies and its container empties unseen (a missed
-		// event, a process that outlives its group's leader): only the
-		// next status, ready or fingerprint can tell.
 		name := a.victim(draw)
 		if name == "" {
 			return false
 		}
-		a.record("owner-stop %s", name)
-		w.Exec.SetRunning(name, false)
-		if a.inv != nil {
-			a.inv.diedSilently(name)
-		}
+		a.silentDeath(name)
 	case "owner start":
 		var manual []string
 		for _, m := range a.mods {
@@ -462,11 +548,24 @@ func (a *actor) act(kind string, draw drawer) bool {
 		name := pick(draw, "manual", manual)
 		a.record("owner-start %s", name)
 		w.Exec.SetRunning(name, true)
+		if a.inv != nil {
+			a.inv.changedUnseen(name)
+		}
 	case "fingerprint":
 		// What the daemon's next fingerprint reports changes: its memory
-		// reservation and its pools' capacities.
+		// reservation, its pools' capacities and its health; or its
+		// fingerprints fail or time out from now on, or answer again.
 		name := pick(draw, "service", a.Services)
 		b := w.Exec.Behaviour(name)
+		if draw("fp_ops", 0, 2) == 0 {
+			sc := fakes.OpScript{Duration: seconds(draw, "fp_s", 0, 3), Outcomes: []fakes.Outcome{pick(draw, "fp_outcome", []fakes.Outcome{fakes.OK, fakes.Fail, fakes.Timeout})}}
+			if b.Ops == nil {
+				b.Ops = map[protocol.Op]fakes.OpScript{}
+			}
+			b.Ops[protocol.OpFingerprint] = sc
+			a.record("behaviour %s op=fingerprint duration=%v outcomes=%s", name, sc.Duration, sc.Outcomes[0])
+			break
+		}
 		b.MemGB = float64(draw("mem_half_gb", 1, 6)) / 2
 		pools := make(map[string]int64, len(b.Pools))
 		var args []string
@@ -475,7 +574,9 @@ func (a *actor) act(kind string, draw drawer) bool {
 			args = append(args, fmt.Sprintf("%s:%d", p, pools[p]))
 		}
 		b.Pools = pools
-		a.record("behaviour %s mem_gb=%v pools=%s", name, b.MemGB, strings.Join(args, ","))
+		h := draw("healthy", 0, 3) > 0
+		b.Healthy = &h
+		a.record("behaviour %s mem_gb=%v pools=%s healthy=%v", name, b.MemGB, strings.Join(args, ","), h)
 	case "probe health":
 		h := draw("probe_healthy", 0, 1) == 1
 		w.Exec.Behaviour("m0/cap-probe").Healthy = &h
@@ -513,6 +614,28 @@ func (a *actor) act(kind string, draw drawer) bool {
 	case "reap now":
 		a.record("reap")
 		w.Do(engine.ReapNow{})
+	case "reap burst":
+		// `svcrun reap` typed again and again, seconds apart.
+		for i, k := 0, draw("reaps", 2, 6); i < k; i++ {
+			if i > 0 {
+				w.RunFor(seconds(draw, "reap_gap_s", 0, 2))
+			}
+			a.record("reap")
+			w.Do(engine.ReapNow{})
+		}
+	case "reconfigured restart":
+		return a.reconfiguredRestart(draw)
+	case "restart and deaths":
+		// Daemons die at boot: while their first fingerprint runs, or
+		// while it is retried.
+		a.record("restart")
+		w.Restart()
+		for i, k := 0, draw("deaths", 1, 2); i < k; i++ {
+			w.RunFor(seconds(draw, "death_after_s", 0, 3))
+			if name := a.victim(draw); name != "" {
+				a.die(name, draw)
+			}
+		}
 	case "memory pressure":
 		a.record("pressure")
 		w.Do(engine.MemoryPressure{})
@@ -529,45 +652,87 @@ func (a *actor) act(kind string, draw drawer) bool {
 	return true
 }
 
-// changeModules reloads the configuration with one module changed: its
-// next manifest, or enabled, disabled or removed. It reports false when the
-// change drawn does not apply (no manifest left, already so, or a clash of
-// names the configuration would refuse).
+// changeModules reloads the configuration with one module changed (see
+// moduleChange). It reports false when the change drawn does not apply.
 func (a *actor) changeModules(draw drawer) bool {
-	i := draw("module", 0, len(a.mods)-1)
-	name := a.mods[i].Name
-	switch change := pick(draw, "module_change", []string{"reload", "reload", "enable", "disable", "remove"}); change {
-	case "reload":
-		if a.reloads[i] >= len(a.later[i]) {
-			return false
-		}
-		m := a.later[i][a.reloads[i]]
-		if a.enabled[i] && !a.removed[i] && a.clashes(i, m) {
-			return false
-		}
-		a.mods[i] = m
-		a.reloads[i]++
-		a.record("reload %s", name)
-	case "enable", "disable":
-		on := change == "enable"
-		if a.enabled[i] == on && !a.removed[i] || on && a.clashes(i, a.mods[i]) {
-			return false
-		}
-		a.enabled[i], a.removed[i] = on, false
-		a.record("%s %s", change, name)
-	case "remove":
-		if a.removed[i] {
-			return false
-		}
-		a.removed[i] = true
-		a.record("remove %s", name)
+	if a.mods[len(a.mods)-1].Name == shadowModule && draw("swap", 0, 2) == 0 {
+		return a.swapShadow()
 	}
+	change := a.moduleChange(draw)
+	if change == "" {
+		return false
+	}
+	a.reload(change)
+	return true
+}
+
+// reload sends the configuration as it is now, after change.
+func (a *actor) reload(change string) {
+	a.record("%s", change)
 	set := a.moduleSet()
 	if a.inv != nil {
 		a.inv.setModules(set)
 	}
 	a.W.Do(engine.Reload{Modules: set})
+}
+
+// swapShadow switches the provider of what the shadow module declares, as
+// an operator moving a pool to other hardware: the enabled one of m0 and
+// the shadow is disabled, then the other enabled (unless its names clash
+// with another enabled module's), while leases hold tokens and references
+// on the first. It reports false when it changed nothing.
+func (a *actor) swapShadow() bool {
+	from, to := 0, len(a.mods)-1
+	if a.enabled[to] && !a.removed[to] {
+		from, to = to, from
+	}
+	did := false
+	if a.enabled[from] && !a.removed[from] {
+		a.enabled[from] = false
+		a.reload("disable " + a.mods[from].Name)
+		did = true
+	}
+	if a.enabled[to] && !a.removed[to] || a.clashes(to, a.mods[to]) {
+		return did
+	}
+	a.enabled[to], a.removed[to] = true, false
+	a.reload("enable " + a.mods[to].Name)
 	return true
+}
+
+// moduleChange changes one module of the configuration: its next
+// manifest, or enabled, disabled or removed; it returns the change as a
+// scenario input, or "" when the change drawn does not apply (no manifest
+// left, already so, or a clash of names the configuration would refuse).
+func (a *actor) moduleChange(draw drawer) string {
+	i := draw("module", 0, len(a.mods)-1)
+	name := a.mods[i].Name
+	switch change := pick(draw, "module_change", []string{"reload", "reload", "enable", "disable", "remove"}); change {
+	case "reload":
+		if a.reloads[i] >= len(a.later[i]) {
+			return ""
+		}
+		m := a.later[i][a.reloads[i]]
+		if a.enabled[i] && !a.removed[i] && a.clashes(i, m) {
+			return ""
+		}
+		a.mods[i] = m
+		a.reloads[i]++
+		return "reload " + name
+	case "enable", "disable":
+		on := change == "enable"
+		if a.enabled[i] == on && !a.removed[i] || on && a.clashes(i, a.mods[i]) {
+			return ""
+		}
+		a.enabled[i], a.removed[i] = on, false
+		return change + " " + name
+	default:
+		if a.removed[i] {
+			return ""
+		}
+		a.removed[i] = true
+		return "remove " + name
+	}
 }
 
 // serviceTarget is the target of a service name the generator took from
@@ -575,4 +740,62 @@ func (a *actor) changeModules(draw drawer) bool {
 func serviceTarget(name string) engine.Target {
 	t, _ := engine.ServiceTarget(name)
 	return t
+}
+
+// silentDeath kills the daemon of name unseen: its container empties
+// without an event (a missed one, a process that outlives its group's
+// leader), so only the next status, ready or fingerprint can tell.
+func (a *actor) silentDeath(name string) {
+	a.record("owner-stop %s", name)
+	a.W.Exec.SetRunning(name, false)
+	if a.inv != nil {
+		a.inv.changedUnseen(name)
+	}
+}
+
+// die kills the daemon of name, seen (a crash) or silently.
+func (a *actor) die(name string, draw drawer) {
+	if draw("seen", 0, 1) == 0 {
+		a.silentDeath(name)
+		return
+	}
+	a.record("crash %s", name)
+	a.W.Exec.Crash(name)
+	a.W.RunFor(0)
+}
+
+// reconfiguredRestart stops svcrun, changes its configuration while it
+// is down (one to three module changes: next manifests, enables,
+// disables, removals), lets daemons die meanwhile, and starts it again:
+// the new engine boots with the stored leases and service records and a
+// configuration it never saw at run time. It reports false when no
+// change drawn applies.
+func (a *actor) reconfiguredRestart(draw drawer) bool {
+	var changes []string
+	for i, k := 0, draw("down_changes", 1, 3); i < k; i++ {
+		if c := a.moduleChange(draw); c != "" {
+			changes = append(changes, c)
+		}
+	}
+	if len(changes) == 0 {
+		return false
+	}
+	a.record("down")
+	for _, c := range changes {
+		a.record("%s", c)
+	}
+	set := a.moduleSet()
+	if a.inv != nil {
+		a.inv.setModules(set)
+	}
+	a.W.Configure(set)
+	for i, k := 0, draw("down_deaths", 0, 2); i < k; i++ {
+		if name := a.victim(draw); name != "" {
+			a.silentDeath(name)
+		}
+	}
+	a.record("restart")
+	a.W.Restart()
+	a.W.RunFor(0)
+	return true
 }

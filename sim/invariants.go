@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -33,20 +34,41 @@ type invariants struct {
 	// yieldable service's last use, at a lease's end).
 	stored map[string]int
 	state  map[string]string // each service's state after the last step
-	// blind holds the services whose daemon died silently (no
-	// container-emptied event) and of which no status, ready or
-	// fingerprint begun since has answered, nor a thaw come: a lease
-	// admitted on one of them is no fault of the engine, which cannot
-	// know. Each death has its number; looks maps such an op in flight
-	// to the death it will tell of (the engine learns it at the op's end,
+	// blind holds the services whose daemon died or was started unseen
+	// (no container event: a silent death, its owner's hand) and of which
+	// no status, ready or fingerprint begun since has answered, nor a thaw
+	// come: a lease admitted on a dead one, or a live one taken as
+	// stopped, is no fault of the engine, which cannot know. Each change
+	// has its number; looks maps such an op in flight to the change it
+	// will tell of if it answers (the engine learns it at the op's end,
 	// not its start).
 	blind  map[string]int
 	looks  map[engine.OpID]int
 	deaths int
-	// ops maps the ops in flight to their targets; fpUnhealthy holds the
-	// services whose latest fingerprint said healthy:false.
-	ops         map[engine.OpID]engine.Target
+	// ops maps the ops in flight to their targets and ops; fpUnhealthy
+	// holds the services whose latest fingerprint said healthy:false.
+	ops         map[engine.OpID]opOf
 	fpUnhealthy map[string]bool
+
+	// The watch: the timers pending in the driver, by kind and subject,
+	// with when they are due (a service is watched while one of its polls
+	// is pending), and the
+	// services of the configuration now (a service no longer configured
+	// is let go of).
+	timers     map[timerOf]time.Time
+	configured map[string]bool
+	// The memory rule of starts: memAtUnknown says a service reserved
+	// host memory as it became unknown (its first fingerprint then holds
+	// back the starts that reserve memory), fpFailed that a fingerprint
+	// of it failed since (it then holds back nothing).
+	memAtUnknown, fpFailed map[string]bool
+	modEnabled             map[string]bool // the modules enabled, as the engine last heard
+	// Clean runs: viaReady says a service's readiness came from a ready
+	// poll (a start or an adoption), cleanStop that its stop in progress
+	// began from such a readiness, for no failure. Such a stop, ended
+	// without escalation, ends a clean run: the failures before it are
+	// forgotten.
+	viaReady, cleanStop map[string]bool
 
 	// st is the engine's view after the step observe saw, which check
 	// checks: the engine does not step between a step's trace and its
@@ -131,8 +153,9 @@ func (t *tracedStep) lines(dst []string) []string {
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
-		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]engine.Target{}, fpUnhealthy: map[string]bool{},
-		refs: map[string]int{}, waits: map[string]int{}}
+		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
+		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -143,16 +166,31 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 // entry of their latest manifest, also once gone from it, as the engine
 // keeps it until they are forgotten.
 func (c *invariants) setModules(mods []engine.ModuleSpec) {
+	clear(c.configured)
 	for _, m := range mods {
 		for i := range m.Module.Services {
 			s := &m.Module.Services[i]
 			c.specs[s.FullName()] = s
+			c.configured[s.FullName()] = true
 		}
 	}
 }
 
-// diedSilently records that the daemon of service died unseen.
-func (c *invariants) diedSilently(service string) {
+// opOf is an op in flight: its target and op.
+type opOf struct {
+	engine.Target
+	op protocol.Op
+}
+
+// timerOf is a pending timer's kind and subject.
+type timerOf struct {
+	kind    engine.TimerKind
+	subject string
+}
+
+// changedUnseen records that the daemon of service died or was started
+// unseen.
+func (c *invariants) changedUnseen(service string) {
 	c.deaths++
 	c.blind[service] = c.deaths
 }
@@ -192,24 +230,60 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
+	cleanRun, fpFailed := "", ""
 	if d, ok := ev.(*engine.OpDone); ok {
-		if t, ok := c.ops[d.ID]; ok && d.Outcome.Failure == engine.FailNone && d.Outcome.Result.Fingerprint != nil && !t.Probe {
-			c.fpUnhealthy[t.String()] = !d.Outcome.Result.Fingerprint.Healthy
+		t, ok := c.ops[d.ID]
+		name := t.String()
+		failed := d.Outcome.Failure != engine.FailNone
+		if ok && !t.Probe {
+			switch {
+			case t.op == protocol.OpFingerprint && !failed:
+				c.fpUnhealthy[name] = !d.Outcome.Result.Fingerprint.Healthy
+			case t.op == protocol.OpFingerprint:
+				fpFailed = name
+			case t.op == protocol.OpStop && c.cleanStop[name] && !failed && !d.Outcome.Result.OpResult.Escalated:
+				cleanRun = name
+			}
 		}
-		if death, ok := c.looks[d.ID]; ok && c.blind[c.ops[d.ID].String()] == death {
-			delete(c.blind, c.ops[d.ID].String())
+		// A look that failed tells nothing.
+		if death, ok := c.looks[d.ID]; ok && !failed && c.blind[name] == death {
+			delete(c.blind, name)
 		}
 		delete(c.looks, d.ID)
 		delete(c.ops, d.ID)
 	}
+	if f, ok := ev.(engine.Fire); ok {
+		delete(c.timers, timerOf{f.Timer.Kind, f.Timer.Subject})
+	}
 	if b, ok := ev.(engine.Boot); ok {
+		// A new engine: the old one's timers and ops are gone, and every
+		// service begins unknown.
 		clear(c.stored)
 		for _, r := range b.State.Services {
 			c.stored[r.Name] = r.Failures
 		}
+		clear(c.timers)
+		clear(c.ops)
+		clear(c.looks)
+		clear(c.state)
+		clear(c.fpFailed)
+		clear(c.cleanStop)
+	}
+	if b, ok := ev.(engine.Boot); ok {
+		c.reloaded(b.Modules)
+	}
+	if r, ok := ev.(engine.Reload); ok {
+		c.reloaded(r.Modules)
 	}
 	c.st, c.viewed = c.w.Engine.Status(), true
 	st := &c.st
+	if cleanRun != "" {
+		c.checkCleanRun(c.service(cleanRun))
+	}
+	if fpFailed != "" && c.service(fpFailed).State == "unknown" {
+		// Whether it runs stays unknown: its fingerprint is retried.
+		c.fpFailed[fpFailed] = true
+	}
 	// Effects run in order: a kill or a thaw precedes what follows it.
 	killed := map[string]bool{}
 	thawed := map[string]bool{} // true: thawed, false: frozen, by this step
@@ -226,11 +300,15 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			thawed[f.Service.String()] = true
 		case engine.Freeze:
 			thawed[f.Service.String()] = false
+		case *engine.SetTimer:
+			c.timers[timerOf{f.Key.Kind, f.Key.Subject}] = f.At
+		case *engine.CancelTimer:
+			delete(c.timers, timerOf{f.Key.Kind, f.Key.Subject})
 		case engine.Thaw:
 			thawed[f.Service.String()] = true
 			delete(c.blind, f.Service.String())
 		case *engine.RunOp:
-			c.ops[f.ID] = f.Target
+			c.ops[f.ID] = opOf{f.Target, f.Op}
 			delete(c.looks, f.ID) // op ids start again after a restart
 			name := f.Target.String()
 			if f.Target.Probe {
@@ -249,7 +327,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.looks[f.ID] = death
 				}
 			case protocol.OpStart:
-				if c.w.Exec.Running(name) && !killed[name] {
+				// One its owner started unseen (a manual service made always
+				// before its next fingerprint) gets a start, idempotent.
+				if c.w.Exec.Running(name) && !killed[name] && c.blind[name] == 0 {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
 				}
 				if now.Before(s.BackoffUntil) {
@@ -266,7 +346,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
-				c.checkDestroy(name, f.Args[0], st.LiveAttempts)
+				c.checkDestroy(name, f.Args, st.LiveAttempts)
 			}
 		case engine.Admitted:
 			for _, name := range f.Services {
@@ -295,6 +375,11 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				}
 			}
 			for _, cp := range mine.Capabilities {
+				// A capability one of its services declares is not the
+				// probe's of the same name in a disabled module.
+				if slices.ContainsFunc(mine.Services, func(s string) bool { return c.specs[s] != nil && slices.Contains(c.specs[s].Capabilities, cp) }) {
+					continue
+				}
 				if p, ok := c.probe(func(p *engine.ProbeStatus) bool { return p.Capability == cp }); ok && (!p.Enabled || !p.Reported || !p.Healthy) {
 					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease, p.Name, cp, p.Enabled, p.Reported, p.Healthy)
 				}
@@ -302,7 +387,11 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		case engine.PutService:
 			r := f.Service
 			spec := c.specs[r.Name]
-			if r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) {
+			// A failure counted marks it unhealthy at max_failures; the mark
+			// then stays until a reset, also when a reload raises
+			// max_failures. Without failures it has none.
+			grew := r.Failures > c.stored[r.Name]
+			if grew && r.Unhealthy != (r.Failures >= spec.Restart.MaxFailures) || r.Failures == 0 && r.Unhealthy {
 				c.Failf("%s: %d failure(s) of %d, unhealthy=%v", r.Name, r.Failures, spec.Restart.MaxFailures, r.Unhealthy)
 			}
 			// Failures are forgotten by reset_after_s only after that long
@@ -358,7 +447,14 @@ func isFailureEvent(ev engine.Event) bool {
 }
 
 // checkDestroy checks a destroy of object id of service; live is sorted.
-func (c *invariants) checkDestroy(service, id string, live []string) {
+//
+// A forced one must have been an orphan for force_after reap periods of
+// time: at least that long since it was made.
+func (c *invariants) checkDestroy(service string, args []string, live []string) {
+	id := args[0]
+	force := len(args) > 1 && args[1] == "--force"
+	cfg := c.w.cfg
+	forceAge := time.Duration(cmp.Or(cfg.ForceAfter, 3)) * cmp.Or(cfg.ReapPeriod, time.Minute) // the engine's defaults
 	for _, o := range c.w.Exec.Objects(service) {
 		if o.ID != id {
 			continue
@@ -373,6 +469,9 @@ func (c *invariants) checkDestroy(service, id string, live []string) {
 			c.Failf("destroy of %s/%s of service %s", service, id, l[protocol.LabelService])
 		case slices.Contains(live, l[protocol.LabelAttemptID]):
 			c.Failf("destroy of %s/%s of live attempt %s", service, id, l[protocol.LabelAttemptID])
+		}
+		if force && c.w.Now().Sub(o.CreatedAt) < forceAge {
+			c.Failf("destroy --force of %s/%s %v after it was made: an orphan is forced only after force_after reap periods (%v)", service, id, c.w.Now().Sub(o.CreatedAt), forceAge)
 		}
 	}
 }
@@ -435,8 +534,11 @@ func (c *invariants) checkState(st engine.Status) {
 		if s.State == "starting" && c.state[s.Name] != "starting" && s.Charged && st.MemoryUsedGB > st.MemoryBudgetGB+1e-9 {
 			c.Failf("%s started with %v GB reserved of a budget of %v GB", s.Name, st.MemoryUsedGB, st.MemoryBudgetGB)
 		}
-		c.state[s.Name] = s.State
+		c.transition(&s)
+		c.checkWatched(&st, &s)
 	}
+	c.checkStarts(&st)
+	c.checkTokens(&st)
 	if !w.Store.holdsLeases(st.Leases, admitted) {
 		var ids []string
 		for _, l := range st.Leases {
@@ -508,7 +610,8 @@ func (c *invariants) checkNeeds(st engine.Status, l engine.LeaseStatus) {
 
 // checkSettled runs after every input, once the node has settled: nothing
 // of a disabled module runs or is charged but its manual services, every probe of an enabled
-// module has reported, every enabled service has been fingerprinted, and
+// module has reported, every enabled service has been fingerprinted (or
+// waits for the retry of a failed fingerprint), and
 // no wanted service sits stopped while it could start: its memory fits, or
 // idle yieldable services could make room (unless it backs off, is
 // unhealthy, or its latest fingerprint says unhealthy).
@@ -532,16 +635,25 @@ func (c *invariants) checkSettledState(st engine.Status) {
 			// A manual service runs on in a disabled module, charged, until
 			// its owner stops it.
 			manualUp := s.Lifecycle == manifest.Manual && s.State == "ready"
-			if s.State != "stopped" && !manualUp {
+			// Whether one whose fingerprint failed runs is unknown until
+			// a retry answers.
+			retried := s.State == "unknown" && c.fpFailed[s.Name]
+			if s.State != "stopped" && !manualUp && !retried {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
-			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) {
+			// (Nor one its owner started unseen: svcrun watches no stopped
+			// service of a disabled module.)
+			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && c.blind[s.Name] == 0 {
 				c.Failf("settled, and the daemon of %s runs while it is not enabled", s.Name)
 			}
 			continue
 		}
 		if s.State == "unknown" {
-			c.Failf("settled, and %s has never been fingerprinted", s.Name)
+			// One whose fingerprint failed waits for its retry (the
+			// watch checks that one is pending).
+			if !c.fpFailed[s.Name] {
+				c.Failf("settled, and %s has never been fingerprinted", s.Name)
+			}
 			continue
 		}
 		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0

@@ -95,13 +95,13 @@ func TestInvariantsFire(t *testing.T) {
 			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
 			w.Exec.Freeze(kvTarget)
 			w.Exec.SetRunning("db/kv", false)
-			c.diedSilently("db/kv")
+			c.changedUnseen("db/kv")
 			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Thaw{Service: kvTarget}, engine.Admitted{Lease: "l2", Services: []string{"db/kv"}}})
 		}, "lease l2 admitted while the daemon of db/kv is down"},
 		{"a silent death nobody could see yet", func(w *World, c *invariants) {
 			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
 			w.Exec.SetRunning("db/kv", false)
-			c.diedSilently("db/kv")
+			c.changedUnseen("db/kv")
 			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Admitted{Lease: "l2", Services: []string{"db/kv"}}})
 		}, ""},
 		{"a probe of a disabled module runs", func(w *World, c *invariants) {
@@ -137,6 +137,84 @@ func TestInvariantsFire(t *testing.T) {
 		{"a lease on a probe's capability", func(w *World, c *invariants) {
 			c.checkState(engine.Status{Probes: []engine.ProbeStatus{{Name: "db/ok", Capability: "ok"}},
 				Leases: []engine.LeaseStatus{{ID: "l1", Requirements: engine.Requirements{Capabilities: []string{"ok"}}}}})
+		}, ""},
+		{"a running daemon taken as stopped", func(w *World, c *invariants) {
+			w.Exec.SetRunning("db/kv", true)
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "stopped"}}})
+		}, "the daemon of db/kv runs, but svcrun has it stopped: unwatched and not charged"},
+		{"a daemon its owner started, not seen yet", func(w *World, c *invariants) {
+			w.Exec.SetRunning("db/kv", true)
+			c.changedUnseen("db/kv")
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "stopped"}}})
+		}, ""},
+		{"an unknown service with no fingerprint coming", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"}}})
+		}, "db/kv is unknown, and no fingerprint of it runs, queues or is pending"},
+		{"an unknown service whose fingerprint is retried", func(w *World, c *invariants) {
+			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = w.Now()
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"}}})
+		}, ""},
+		{"a stopped manual service never fingerprinted again", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "db/cache", Enabled: true, Lifecycle: manifest.Manual, State: "stopped"}}})
+		}, "db/cache is stopped (manual), and no fingerprint of it runs, queues or is pending"},
+		{"a start with no op", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{{Name: "web/a", Enabled: true, Lifecycle: manifest.Always, State: "starting"}}})
+		}, "web/a is starting, and no op of it runs or queues"},
+		{"a start queued for an op slot", func(w *World, c *invariants) {
+			c.checkState(engine.Status{OpsInFlight: 8, Services: []engine.ServiceStatus{{Name: "web/a", Enabled: true, Lifecycle: manifest.Always, State: "starting"}}})
+		}, ""},
+		{"a ready service no poll watches", func(w *World, c *invariants) {
+			c.timers[timerOf{engine.TimerFingerprint, "db/kv"}] = w.Now()
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{ready("db/kv", 0)}})
+		}, "db/kv is ready, and no status of it is pending"},
+		{"a frozen service that may not be frozen", func(w *World, c *invariants) {
+			w.Exec.Freeze(engine.Target{Module: "web", Name: "a"})
+			s := ready("web/a", 0)
+			s.Lifecycle, s.Frozen = manifest.Always, true
+			c.checkState(engine.Status{Services: []engine.ServiceStatus{s}})
+		}, "web/a is frozen, though its manifest (always, freeze_ok=false) lets nothing thaw it when idle"},
+		{"a start held back by another service's op", func(w *World, c *invariants) {
+			c.checkState(engine.Status{MemoryBudgetGB: 4, OpsInFlight: 1, Services: []engine.ServiceStatus{
+				{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "stopping", OpInFlight: "stop"},
+				{Name: "web/a", Enabled: true, Lifecycle: manifest.Always, State: "stopped"}}})
+		}, "web/a is wanted (0 lease(s), always) and stopped, though nothing holds its start back (ops in flight: [db/kv:stop])"},
+		{"a start that reserves memory waits for another's first fingerprint", func(w *World, c *invariants) {
+			c.memAtUnknown["db/cache"] = true
+			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = w.Now()
+			c.checkState(engine.Status{MemoryBudgetGB: 4, Services: []engine.ServiceStatus{
+				{Name: "db/cache", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"},
+				{Name: "db/kv", Enabled: true, Lifecycle: manifest.Always, State: "stopped"}}})
+		}, ""},
+		{"a start that reserves memory held back by a failed fingerprint", func(w *World, c *invariants) {
+			c.state["db/cache"], c.memAtUnknown["db/cache"], c.fpFailed["db/cache"] = "unknown", true, true
+			c.timers[timerOf{engine.TimerFingerprint, "db/cache"}] = w.Now()
+			c.checkState(engine.Status{MemoryBudgetGB: 4, Services: []engine.ServiceStatus{
+				{Name: "db/cache", Enabled: true, Lifecycle: manifest.OnDemand, State: "unknown"},
+				{Name: "db/kv", Enabled: true, Lifecycle: manifest.Always, State: "stopped"}}})
+		}, "db/kv is wanted (0 lease(s), always) and stopped, though nothing holds its start back"},
+		{"tokens counted against the pool's name, not its service", func(w *World, c *invariants) {
+			c.checkState(engine.Status{Pools: []engine.PoolStatus{{Name: "kv", Service: "db/kv", Capacity: 2, Reserved: 2}},
+				Leases: []engine.LeaseStatus{{ID: "l1", Admitted: true, Services: []string{"pm/x"}, Requirements: engine.Requirements{Pools: map[string]int64{"kv": 2}}}}})
+		}, "pool kv of db/kv: 2 token(s) reserved, but its admitted leases hold 0"},
+		{"an idle timer beyond the idle timeout", func(w *World, c *invariants) {
+			c.timers[timerOf{engine.TimerIdle, "db/kv"}] = w.Now().Add(time.Hour)
+			c.checkState(engine.Status{Now: w.Now(), Services: []engine.ServiceStatus{{Name: "db/kv", Enabled: true, Lifecycle: manifest.OnDemand, State: "stopped"}}})
+		}, "the idle timer of db/kv is due in 1h0m0s, beyond its idle_timeout_s of 10m0s"},
+		{"an orphan forced at once", func(w *World, c *invariants) {
+			w.Exec.AddObject("db/kv", fakes.Object{ID: "o1", CreatedAt: w.Now(), Labels: map[string]string{
+				protocol.LabelAttemptID: "a9", protocol.LabelNode: "n1", protocol.LabelService: "db/kv"}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpDestroy, Args: []string{"o1", "--force"}}})
+		}, "destroy --force of db/kv/o1 0s after it was made: an orphan is forced only after force_after reap periods (3m0s)"},
+		{"an old orphan forced", func(w *World, c *invariants) {
+			w.Exec.AddObject("db/kv", fakes.Object{ID: "o1", CreatedAt: w.Now().Add(-time.Hour), Labels: map[string]string{
+				protocol.LabelAttemptID: "a9", protocol.LabelNode: "n1", protocol.LabelService: "db/kv"}})
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpDestroy, Args: []string{"o1", "--force"}}})
+		}, ""},
+		{"failures kept after a clean run", func(w *World, c *invariants) {
+			c.checkCleanRun(engine.ServiceStatus{Name: "db/kv", Failures: 2})
+		}, "db/kv stopped gracefully after a clean run, and keeps 2 failure(s)"},
+		{"an unhealthy mark kept after a clean run", func(w *World, c *invariants) {
+			c.checkCleanRun(engine.ServiceStatus{Name: "db/kv", Failures: 2, Unhealthy: true})
 		}, ""},
 		{"a probe of an enabled module never reported", func(w *World, c *invariants) {
 			c.checkSettledState(engine.Status{Probes: []engine.ProbeStatus{{Name: "db/ok", Enabled: true}}})

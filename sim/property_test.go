@@ -32,8 +32,9 @@ func rapidDraw(t *rapid.T) drawer {
 func TestProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := genNode(rapidDraw(t), propNode)
-		w := New(n.Config, n.Modules, n.Behaviours)
+		w := Build(n.Config, n.Modules, n.Behaviours)
 		c := watchInvariants(w, n.Modules, propNode)
+		w.Boot()
 		w.RunFor(0)
 		a := newActor(w, n, c)
 		actions := map[string]func(*rapid.T){

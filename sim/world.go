@@ -245,3 +245,8 @@ func (m *MemStore) Leases() []string {
 	sort.Strings(ids)
 	return ids
 }
+
+// Configure sets the module set the next boot reads, as an operator
+// editing svcrun's configuration while it is down: the running engine
+// is not told.
+func (w *World) Configure(modules []engine.ModuleSpec) { w.modules = modules }

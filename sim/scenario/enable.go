@@ -51,5 +51,15 @@ func (pl *player) playModuleSwitch(in *Input) error {
 		i := pl.sc.modNames[in.target]
 		pl.enabled[i], pl.removed[i] = in.Name == "enable", false
 	}
-	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed), Reason: in.why})
+	return pl.edit(in, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed), Reason: in.why})
+}
+
+// edit sends a module edit's reload, or, while svcrun is down, makes it
+// what svcrun reads at its restart.
+func (pl *player) edit(in *Input, r engine.Reload) error {
+	if pl.down {
+		pl.w.Configure(r.Modules)
+		return pl.input(in, in.Text+" (while down: read at the restart)", nil)
+	}
+	return pl.input(in, in.Text, r)
 }

@@ -8,10 +8,12 @@ import (
 )
 
 // TestExplorationAsScenario checks that an exploration's inputs read back
-// as a scenario file that runs. Seed 3's holds every kind of module change
-// and a disabled module shadowing an enabled one's capability and pool.
+// as a scenario file that runs. Seed 4's holds every kind of module change,
+// also while svcrun is down, a disabled module shadowing an enabled one's
+// capability and pool, a capability moved to a probe, and fingerprints
+// that fail and say unhealthy.
 func TestExplorationAsScenario(t *testing.T) {
-	for _, seed := range []uint64{3, 11, 29} {
+	for _, seed := range []uint64{4, 11, 29} {
 		text := Explored(sim.Explore(seed, 150))
 		sc, err := Parse("explore.txt", []byte(text))
 		if err != nil {
@@ -20,10 +22,11 @@ func TestExplorationAsScenario(t *testing.T) {
 		if _, err := sc.Run(); err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if seed != 3 {
+		if seed != 4 {
 			continue
 		}
-		for _, want := range []string{"module disabled\n", "module later\n", " reload m", " enable m", " disable m", " remove m", " owner-stop m", " mem_gb=", " restart\n"} {
+		for _, want := range []string{"module disabled\n", "module later\n", " reload m", " enable m", " disable m", " remove m", " owner-stop m", " mem_gb=", " restart\n",
+			" down\n", " op=fingerprint", "healthy=false", "[[probes]]\nname = \"c"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("seed %d: no %q in the scenario:\n%s", seed, want, text)
 			}

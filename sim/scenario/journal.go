@@ -380,11 +380,23 @@ func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) 
 	if !reflect.DeepEqual(b.Config, c.cfg) {
 		return unsayable(l, "svcrun restarted with another node configuration (%+v, was %+v): a scenario's `restart` keeps the node", b.Config, c.cfg)
 	}
-	if !sameSpecs(b.Modules, c.mods) {
-		return unsayable(l, "svcrun restarted with other modules than it ran: a scenario's `restart` keeps them (a reload of them is `reload MODULE`)")
-	}
 	if got, want := storeIDs(b.State), storeIDs(c.store.State()); got != want {
 		return unsayable(l, "the store at this restart held %s, but the journal before it leaves %s (lines missing from the journal?)", got, want)
+	}
+	if !sameSpecs(b.Modules, c.mods) {
+		// Its configuration was edited while it was down.
+		changes, r, err := c.moduleChanges(l, engine.Reload{Modules: b.Modules})
+		if err != nil {
+			return err
+		}
+		if len(r.Modules) > 0 && !sameOrder(r.Modules, c.boot0) {
+			return unsayable(l, "the restart lists the modules in another order than the boot: a scenario keeps the boot's order")
+		}
+		c.input(at, "down")
+		for _, ch := range changes {
+			c.input(at, "%s", ch)
+		}
+		c.mods = r.Modules
 	}
 	c.input(at, "restart")
 	c.eng = engine.New()
@@ -449,48 +461,9 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 		}
 		why = " why: " + r.Reason
 	}
-	known := map[string]bool{}
-	for _, m := range c.boot0 {
-		known[m.Module.Name] = true
-	}
-	old := map[string]engine.ModuleSpec{}
-	for _, m := range c.mods {
-		old[m.Module.Name] = m
-	}
-	var changes []string
-	seen := map[string]bool{}
-	r.Modules = slices.Clone(r.Modules)
-	for i, m := range r.Modules {
-		name := m.Module.Name
-		seen[name] = true
-		if !known[name] {
-			return r, unsayable(l, "module %s appears in a reload; a scenario's modules are those of its boot", name)
-		}
-		o, was := old[name]
-		prev := o.Module
-		if !was {
-			prev = c.manifestOf(name)
-		}
-		if was && sameManifest(prev, m.Module) {
-			r.Modules[i].Module = prev
-		}
-		onOff := map[bool]string{true: "enable", false: "disable"}[m.Enabled]
-		switch {
-		case !sameManifest(prev, m.Module):
-			c.later = append(c.later, m.Module)
-			if was && o.Enabled == m.Enabled {
-				changes = append(changes, "reload "+name)
-			} else {
-				changes = append(changes, "reload "+name+" "+onOff)
-			}
-		case !was || o.Enabled != m.Enabled:
-			changes = append(changes, onOff+" "+name)
-		}
-	}
-	for _, m := range c.mods {
-		if !seen[m.Module.Name] {
-			changes = append(changes, "remove "+m.Module.Name)
-		}
+	changes, r, err := c.moduleChanges(l, r)
+	if err != nil {
+		return r, err
 	}
 	allOff := len(r.Modules) == len(c.mods) && !slices.ContainsFunc(r.Modules, func(m engine.ModuleSpec) bool { return m.Enabled })
 	switch {
@@ -520,6 +493,56 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 	c.input(at, "%s%s", changes[0], why)
 	c.mods = r.Modules
 	return r, nil
+}
+
+// moduleChanges is what turns the module set the scenario runs into
+// r's, as scenario inputs (one per module that changed), and r with each
+// module's manifest the scenario's own where it is the same.
+func (c *converter) moduleChanges(l sim.JournalLine, r engine.Reload) ([]string, engine.Reload, error) {
+	known := map[string]bool{}
+	for _, m := range c.boot0 {
+		known[m.Module.Name] = true
+	}
+	old := map[string]engine.ModuleSpec{}
+	for _, m := range c.mods {
+		old[m.Module.Name] = m
+	}
+	var changes []string
+	seen := map[string]bool{}
+	r.Modules = slices.Clone(r.Modules)
+	for i, m := range r.Modules {
+		name := m.Module.Name
+		seen[name] = true
+		if !known[name] {
+			return nil, r, unsayable(l, "module %s appears in a reload; a scenario's modules are those of its boot", name)
+		}
+		o, was := old[name]
+		prev := o.Module
+		if !was {
+			prev = c.manifestOf(name)
+		}
+		if was && sameManifest(prev, m.Module) {
+			r.Modules[i].Module = prev
+		}
+		onOff := map[bool]string{true: "enable", false: "disable"}[m.Enabled]
+		switch {
+		case !sameManifest(prev, m.Module):
+			c.later = append(c.later, m.Module)
+			if was && o.Enabled == m.Enabled {
+				changes = append(changes, "reload "+name)
+			} else {
+				changes = append(changes, "reload "+name+" "+onOff)
+			}
+		case !was || o.Enabled != m.Enabled:
+			changes = append(changes, onOff+" "+name)
+		}
+	}
+	for _, m := range c.mods {
+		if !seen[m.Module.Name] {
+			changes = append(changes, "remove "+m.Module.Name)
+		}
+	}
+	return changes, r, nil
 }
 
 // manifestOf is the last manifest of a module the scenario loaded.

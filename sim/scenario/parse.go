@@ -206,6 +206,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := p.checkWhileDown(&in); err != nil {
+				return nil, err
+			}
 			sc.Inputs = append(sc.Inputs, in)
 		case "run":
 			if len(fields) != 2 {
@@ -239,6 +242,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		default:
 			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, stored, window, at TIME ..., run", fields[0])
 		}
+	}
+	if p.down != nil {
+		return nil, lineError(file, p.down.Line, "down: no restart follows; svcrun must start again")
 	}
 	if len(sc.Modules) == 0 {
 		return nil, lineError(file, 1, "no module: embed at least one module.toml between `module` and `end`")
@@ -296,6 +302,9 @@ type parser struct {
 	// storedServices are the services of `stored service` lines, checked
 	// once every module is known.
 	storedServices []storedAt
+	// down is the `down` input whose restart has not come yet (nil:
+	// svcrun runs).
+	down *Input
 }
 
 type storedAt struct {
@@ -397,6 +406,8 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseReload(&in, args)
 	case "restart":
 		err = p.parseRestart(&in, args)
+	case "down":
+		err = p.nargs(&in, args, 0, "down")
 	case "doctor":
 		err = p.parseDoctor(&in, args)
 	case "pressure":
@@ -408,7 +419,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, owner-start, owner-stop, object, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, owner-start, owner-stop, object, down, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }

@@ -36,5 +36,5 @@ func (pl *player) playReload(in *Input) error {
 	if in.switchTo != "" {
 		pl.enabled[i], pl.removed[i] = in.switchTo == "enable", false
 	}
-	return pl.input(in, in.Text, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed)})
+	return pl.edit(in, engine.Reload{Modules: specs(pl.mods, pl.enabled, pl.removed)})
 }

@@ -18,6 +18,7 @@ func (p *parser) parseRestart(in *Input, args []string) error {
 // kept for the new one.
 func (pl *player) playRestart(in *Input) error {
 	pl.record(in, in.Text+" (store: "+storeSummary(pl.w.Store.State())+")", nil)
+	pl.down = false
 	pl.w.Restart()
 	pl.w.RunFor(0)
 	return pl.stopped(in)

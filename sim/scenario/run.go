@@ -164,6 +164,9 @@ type player struct {
 	mods             []*manifest.Module
 	reloads          []int
 	enabled, removed []bool
+	// down: svcrun is down until the next restart; module edits only
+	// change what it reads then.
+	down bool
 }
 
 // play does what an input does to the world.
@@ -179,6 +182,8 @@ func (pl *player) play(in *Input) error {
 		return pl.playObject(in)
 	case "behaviour":
 		return pl.playBehaviour(in)
+	case "down":
+		return pl.playDown(in)
 	case "restart":
 		return pl.playRestart(in)
 	case "enable", "disable", "remove", "disable-all":

@@ -117,6 +117,10 @@ func TestScenarioErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"unknown command", base + "frobnicate\nrun 1s\n", "x.txt:9: unknown command \"frobnicate\""},
 		{"unknown input", base + "at 1s explode\nrun 1s\n", "x.txt:9: unknown input \"explode\""},
+		{"an acquire while down", base + "at 1s down\nat 1s acquire l1 attempt=a cap=kv\nat 1s restart\nrun 1s\n", "x.txt:10: acquire while svcrun is down (line 9)"},
+		{"time passing while down", base + "at 1s down\nat 1s disable db\nat 2s restart\nrun 2s\n", "x.txt:11: restart: svcrun went down at 1s"},
+		{"down twice", base + "at 1s down\nat 1s down\nrun 2s\n", "x.txt:10: down: svcrun is down already (line 9)"},
+		{"down without a restart", base + "at 1s down\nat 1s disable db\nrun 2s\n", "x.txt:9: down: no restart follows"},
 		{"unknown acquire key", base + "at 1s acquire l1 attempt=a colour=red\nrun 1s\n", "x.txt:9: acquire: unknown key \"colour\""},
 		{"unknown behaviour key", base + "behaviour db/kv speed=3\nrun 1s\n", "x.txt:9: behaviour db/kv: unknown key \"speed\""},
 		{"duration without op", base + "behaviour db/kv duration=3s\nrun 1s\n", "x.txt:9: behaviour db/kv: duration= needs op="},
