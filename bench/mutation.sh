@@ -27,7 +27,8 @@ cd "$root"
 # The module's packages engine and sim's tests need, as directories.
 dirs=$(go list -deps -test -f '{{if .Module}}{{if eq .Module.Path "'"$module"'"}}{{.Dir}}{{end}}{{end}}' ./engine ./sim/... | sort -u)
 files() { git ls-files --cached --others --exclude-standard -- "$@"; }
-files go.mod go.sum scenarios | xargs cp --parents -t "$work"
+# The rule table's test (sim/scenario) reads the rules' documents.
+files go.mod go.sum scenarios docs/protocol.md docs/decisions.md | xargs cp --parents -t "$work"
 for d in $dirs; do
 	rel=${d#"$root"/}
 	case $rel in
