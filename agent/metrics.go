@@ -35,7 +35,7 @@ var (
 )
 
 // opOutcomes are the outcome label's values: "ok", or how the op failed.
-var opOutcomes = []string{"ok", string(engine.FailOp), string(engine.FailProtocol), string(engine.FailTimeout), string(engine.FailSpawn)}
+var opOutcomes = []string{"ok", string(engine.FailOp), string(engine.FailProtocol), string(engine.FailTimeout), string(engine.FailSpawn), string(engine.FailPrepare)}
 
 // leaseOutcomes end a lease's wait: admitted (or already held by its
 // attempt), rejected (refused, or its wait ran out), withdrawn (its caller

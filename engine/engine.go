@@ -185,6 +185,8 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		if s := e.services[ev.Service.String()]; s != nil {
 			e.setContained(s, true)
 		}
+	case Paused:
+		// TODO(issue 25): extend the deadlines the pause would charge.
 	case Doctor:
 		e.doctor(ev.Reason)
 	case MemoryPressure:

@@ -75,6 +75,10 @@ const (
 	FailProtocol FailureKind = "protocol" // bad output (protocol.ProtocolError)
 	FailTimeout  FailureKind = "timeout"  // killed at its timeout
 	FailSpawn    FailureKind = "spawn"    // could not be started at all
+	// FailPrepare: svcrun could not prepare the op for a reason of the node,
+	// not of the module (a full disk, a container that could not be made):
+	// nothing of the module ran.
+	FailPrepare FailureKind = "prepare"
 )
 
 // Fire is a timer set by a SetTimer effect, now due.
@@ -90,6 +94,12 @@ type ContainerEmptied struct{ Service Target }
 // ContainerEmptied, and status becomes a safety net
 // (Config.WatchedStatusPeriod). The process-group fallback never posts it.
 type ContainerPopulated struct{ Service Target }
+
+// Paused says svcrun itself did not run for Length (SIGSTOP, a VM paused,
+// a host suspended, a stalled page-in): what fell due meanwhile is late
+// through no fault of a holder or a module. A driver delivers it before
+// any timer that fell due during the pause.
+type Paused struct{ Length time.Duration }
 
 // Doctor asks for the probes to run again (debounced): an explicit request,
 // a configuration reload, or the node waking from sleep.
@@ -118,6 +128,7 @@ func (*OpDone) EventName() string            { return "op-done" }
 func (Fire) EventName() string               { return "fire" }
 func (ContainerEmptied) EventName() string   { return "container-emptied" }
 func (ContainerPopulated) EventName() string { return "container-populated" }
+func (Paused) EventName() string             { return "paused" }
 func (Doctor) EventName() string             { return "doctor" }
 func (MemoryPressure) EventName() string     { return "memory-pressure" }
 func (Reset) EventName() string              { return "reset" }
