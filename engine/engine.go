@@ -185,6 +185,8 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		if s := e.services[ev.Service.String()]; s != nil {
 			e.setContained(s, true)
 		}
+	case MemberExited:
+		// TODO(issue 25): a status op at once.
 	case Paused:
 		// TODO(issue 25): extend the deadlines the pause would charge.
 	case Doctor:

@@ -95,6 +95,11 @@ type ContainerEmptied struct{ Service Target }
 // (Config.WatchedStatusPeriod). The process-group fallback never posts it.
 type ContainerPopulated struct{ Service Target }
 
+// MemberExited says a long-lived process of a service's process container
+// ended while others live on (a master whose workers remain): the
+// container will not empty, so its status is due at once.
+type MemberExited struct{ Service Target }
+
 // Paused says svcrun itself did not run for Length (SIGSTOP, a VM paused,
 // a host suspended, a stalled page-in): what fell due meanwhile is late
 // through no fault of a holder or a module. A driver delivers it before
@@ -128,6 +133,7 @@ func (*OpDone) EventName() string            { return "op-done" }
 func (Fire) EventName() string               { return "fire" }
 func (ContainerEmptied) EventName() string   { return "container-emptied" }
 func (ContainerPopulated) EventName() string { return "container-populated" }
+func (MemberExited) EventName() string       { return "member-exited" }
 func (Paused) EventName() string             { return "paused" }
 func (Doctor) EventName() string             { return "doctor" }
 func (MemoryPressure) EventName() string     { return "memory-pressure" }
