@@ -157,6 +157,7 @@ type Agent struct {
 	mods   []nodeconfig.LoadedModule
 	db     *store.DB
 	sched  *clockwork.Real[engine.Event]
+	pauses *clockwork.Pauses // svcrun's own pauses, not charged to holders or modules
 	exec   Executor
 	engine *engine.Engine
 	driver *engine.Driver
@@ -285,6 +286,7 @@ func Open(opts Options) (*Agent, error) {
 	a := &Agent{
 		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour, file: cfg.File,
 		sched:     clockwork.NewReal[engine.Event](opts.Clock),
+		pauses:    clockwork.NewPauses(opts.Clock, clockwork.PauseBeat, clockwork.PauseLate),
 		waiters:   map[engine.LeaseID][]waiter{},
 		quit:      make(chan struct{}),
 		persist:   db,
@@ -350,7 +352,7 @@ func Open(opts Options) (*Agent, error) {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg), Logger: a.log}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg), Logger: a.log, Pauses: a.pauses}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -393,6 +395,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Own:    a.own,
 	}
 	a.stopStrays()
+	a.sched.NotePauses(a.pauses, func(d time.Duration) engine.Event { return engine.Paused{Length: d} })
+	a.pauses.Start()
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
@@ -474,6 +478,12 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 		a.readSignals()
 	case refresh:
 		a.refreshed()
+	case engine.Paused:
+		// Logged here, once; the engine extends what the pause would
+		// charge.
+		a.log.Warn("svcrun did not run for a while (stopped by a signal, a paused VM, a suspended host or a stall): lease TTLs, waits and op deadlines are extended by the pause",
+			"pause", ev.Length.Round(time.Millisecond))
+		return false, a.fatal
 	default:
 		return false, a.fatal
 	}
@@ -514,6 +524,7 @@ func (a *Agent) shutdown(cause error) error {
 	a.stepWithdrawals()
 	a.thawAll()
 	a.exec.Close()
+	a.pauses.Stop()
 	if a.containers != nil {
 		// The containers stay, with their daemons, for the next svcrun.
 		a.containers.Close()

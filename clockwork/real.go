@@ -31,6 +31,9 @@ type Real[E any] struct {
 	timer   *clock.Timer // nil until the first future At
 	armed   bool
 	armedAt int64
+
+	pauses *Pauses
+	paused func(time.Duration) E
 }
 
 // readyItem is a Post (id 0, ev set) or a fired timer (ev kept in q until
@@ -46,6 +49,17 @@ func NewReal[E any](c clock.Clock) *Real[E] {
 		clock: c,
 		base:  c.Now(),
 		wake:  make(chan struct{}, 1),
+	}
+}
+
+// NotePauses makes Next return paused(d), before any other event, once p
+// has noticed a pause of length d: the timers that fell due during it are
+// then still in the ready queue, where the event's handler can cancel or
+// move them. Call it before the first Next.
+func (r *Real[E]) NotePauses(p *Pauses, paused func(time.Duration) E) {
+	r.pauses, r.paused = p, paused
+	if p != nil {
+		p.onNotice(r.notify)
 	}
 }
 
@@ -100,6 +114,9 @@ func (r *Real[E]) Next(ctx context.Context) (E, bool) {
 	for {
 		if ctx.Err() != nil {
 			return zero, false
+		}
+		if d := r.pauses.Take(); d > 0 {
+			return r.paused(d), true
 		}
 		r.mu.Lock()
 		for r.ready.len() > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oarbank/svcrun/clockwork"
 	"log/slog"
 	"maps"
 	"os"
@@ -44,6 +45,9 @@ type Config struct {
 	MaxConcurrentOps int
 	// Grace and WaitDelay are passed to every Spec (0: the defaults).
 	Grace, WaitDelay time.Duration
+	// Pauses is passed to every Spec: a pause of svcrun is not charged
+	// to an op's timeout or grace. Nil: it is.
+	Pauses *clockwork.Pauses
 	// Hooks returns the sandbox hooks of a target (sandbox.For builds
 	// it). It is called when the targets are built (New, Update); an
 	// error fails every op of the target with FailSpawn and that message;
@@ -82,6 +86,7 @@ type Executor struct {
 	sem       chan struct{}
 	grace     time.Duration
 	waitDelay time.Duration
+	pauses    *clockwork.Pauses
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -175,6 +180,7 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 		sem:       make(chan struct{}, n),
 		grace:     cfg.Grace,
 		waitDelay: cfg.WaitDelay,
+		pauses:    cfg.Pauses,
 		ctx:       ctx,
 		cancel:    cancel,
 		targets:   targets,
@@ -348,7 +354,7 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	case <-x.ctx.Done():
 		return canceled()
 	}
-	spec.Grace, spec.WaitDelay = x.grace, x.waitDelay
+	spec.Grace, spec.WaitDelay, spec.Pauses = x.grace, x.waitDelay, x.pauses
 	if op.Op == protocol.OpStart {
 		reapBeforeStart()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/oarbank/svcrun/clockwork"
 	"os"
 	"sync"
 	"syscall"
@@ -55,6 +56,11 @@ type Spec struct {
 	// OnStart, if set, is called with the op's pid, which is also its
 	// process group id, as soon as it runs and before Run waits for it.
 	OnStart func(pid int)
+	// Pauses, if set, keeps a pause of svcrun itself out of the op's
+	// timeout and grace: neither ends while svcrun does not run, nor at
+	// the instant it runs again, when the op's exit meanwhile is still to
+	// be reaped.
+	Pauses *clockwork.Pauses
 }
 
 // Hooks are the extension points of the sandbox (docs/decisions.md, Sandbox). The zero
@@ -230,7 +236,7 @@ func (p *prepared) launch(start func() error, started func() bool) error {
 
 // arm starts the timeout and the cancellation of an op that runs.
 func (p *prepared) arm(ctx context.Context, k *killer) (stop func()) {
-	timer := time.AfterFunc(p.spec.Timeout, func() { k.terminate(&k.timedOut) })
+	timer := p.spec.Pauses.AfterFunc(p.spec.Timeout, func() { k.terminate(&k.timedOut) })
 	stopCtx := context.AfterFunc(ctx, func() { k.terminate(&k.canceled) })
 	return func() {
 		timer.Stop()
@@ -281,7 +287,7 @@ func runPortable(ctx context.Context, p *prepared) Result {
 	if p.spec.OnStart != nil {
 		p.spec.OnStart(proc.Pid)
 	}
-	k := &killer{pgid: proc.Pid, grace: p.grace}
+	k := &killer{pgid: proc.Pid, grace: p.grace, pauses: p.spec.Pauses}
 	disarm := p.arm(ctx, k)
 
 	var tail tailBuffer
@@ -384,7 +390,8 @@ type killer struct {
 
 	mu        sync.Mutex
 	termAt    time.Time // when SIGTERM was sent; zero if it was not
-	graceKill *time.Timer
+	graceKill clockwork.Stopper
+	pauses    *clockwork.Pauses
 	done      bool // the process exited, and finish ran or is running
 	gone      bool // the leader was reaped
 	timedOut  bool
@@ -398,13 +405,16 @@ type killer struct {
 func (k *killer) terminate(reason *bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.gone || !k.termAt.IsZero() {
+	// An op whose process exited but is not reaped yet (svcrun was
+	// paused, or busy) ended before its deadline: its group, where a
+	// start's daemon lives, is left alone.
+	if k.gone || !k.termAt.IsZero() || leaderExited(k.pgid) {
 		return
 	}
 	*reason = true
 	k.termAt = time.Now()
 	signalGroup(k.pgid, syscall.SIGTERM)
-	k.graceKill = time.AfterFunc(k.grace, k.kill)
+	k.graceKill = k.pauses.AfterFunc(k.grace, k.kill)
 }
 
 // kill sends SIGKILL to the group, once.

@@ -101,7 +101,7 @@ func runNative(ctx context.Context, p *prepared) (Result, bool) {
 	if p.spec.OnStart != nil {
 		p.spec.OnStart(pid)
 	}
-	k := &killer{pgid: pid, grace: p.grace}
+	k := &killer{pgid: pid, grace: p.grace, pauses: p.spec.Pauses}
 	disarm := p.arm(ctx, k)
 
 	var (
@@ -235,3 +235,8 @@ func reapPidBlocking(pid int, ws *unix.WaitStatus) error {
 		}
 	}
 }
+
+// leaderExited reports whether the op's process (pid) has exited and waits
+// to be reaped: its exit happened before the timer that now fires, and is
+// taken first.
+func leaderExited(pid int) bool { return exited(pid) }
