@@ -82,8 +82,9 @@ type Behaviour struct {
 	// Stray: at the beginning its process container holds a process its
 	// ops do not see (a daemon whose pid file is gone, left by an agent
 	// whose state was lost): fingerprint and status say not running, the
-	// fingerprint's outcome says Occupied. A stop or a kill ends it; a
-	// start beside it is a second daemon (DoubleStarts).
+	// fingerprint's outcome says Occupied when the service is Contained.
+	// A stop or a kill ends it; a start beside it is a second daemon
+	// (DoubleStarts).
 	Stray   bool              `json:"stray,omitempty"`
 	Healthy *bool             `json:"healthy,omitempty"` // default true
 	Pools   map[string]int64  `json:"pools,omitempty"`
@@ -194,6 +195,10 @@ func (x *Executor) procOf(t engine.Target) *proc {
 
 // Running reports whether the fake service's daemon is up.
 func (x *Executor) Running(name string) bool { return x.proc(name).running }
+
+// Stray reports whether the service's container holds a process its ops
+// do not see (Behaviour.Stray, or the workers of a master that died).
+func (x *Executor) Stray(name string) bool { return x.proc(name).stray }
 
 // DoubleStarts is how many start ops ran while a stray process of the
 // service still lived in its container: two daemons.
@@ -334,7 +339,9 @@ func (x *Executor) Run(op engine.RunOp) {
 	}
 	if o.Failure == engine.FailNone {
 		o.Result = x.result(p, op, out, now)
-		o.Occupied = op.Op == protocol.OpFingerprint && p.stray
+		// Only a container that tells of its processes (a cgroup) can
+		// say it is occupied.
+		o.Occupied = op.Op == protocol.OpFingerprint && p.stray && p.b.Contained
 	} else if op.Op == protocol.OpStart && out != Fail && out != Protocol && out != Prepare {
 		// A start that hangs may still have started its daemon.
 		x.started(p, name, now)

@@ -98,6 +98,9 @@ func Explore(seed uint64, steps int) Exploration {
 		}
 		a.record("%s", line)
 		a.record("behaviour %s op=fingerprint duration=0s outcomes=ok", name)
+		// A node fault (an op svcrun cannot prepare) is over too.
+		a.record("behaviour %s op=stop duration=0s outcomes=ok", name)
+		a.record("behaviour %s op=status duration=0s outcomes=ok", name)
 	}
 	if b := n.Behaviours["m0/cap-probe"]; b.Healthy != nil {
 		b.Healthy = nil

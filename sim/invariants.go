@@ -230,11 +230,14 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
-	cleanRun, fpFailed := "", ""
+	cleanRun, fpFailed, unprepared := "", "", ""
 	if d, ok := ev.(*engine.OpDone); ok {
 		t, ok := c.ops[d.ID]
 		name := t.String()
 		failed := d.Outcome.Failure != engine.FailNone
+		if ok && !t.Probe && d.Outcome.Failure == engine.FailPrepare {
+			unprepared = name
+		}
 		if ok && !t.Probe {
 			switch {
 			case t.op == protocol.OpFingerprint && !failed:
@@ -296,6 +299,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	for _, f := range effects {
 		switch f := f.(type) {
 		case engine.Kill:
+			if f.Service.String() == unprepared {
+				c.Failf("kill of %s after an op svcrun could not prepare", unprepared)
+			}
 			killed[f.Service.String()] = true
 			thawed[f.Service.String()] = true
 		case engine.Freeze:
@@ -332,6 +338,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				if c.w.Exec.Running(name) && !killed[name] && c.blind[name] == 0 {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
 				}
+				if c.w.Exec.Stray(name) && !killed[name] && c.w.Exec.Behaviour(name).Contained {
+					c.Failf("start of %s into a container that still holds a process", name)
+				}
 				if now.Before(s.BackoffUntil) {
 					c.Failf("start of %s at %v, before its backoff ends at %v", name, now, s.BackoffUntil)
 				}
@@ -342,7 +351,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("start of %s while it is not enabled", name)
 				}
 			case protocol.OpStop:
-				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" {
+				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" && s.StopReason != "its process container is not empty" {
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
@@ -404,6 +413,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			}
 			counted := r.Failures > c.stored[r.Name]
 			c.stored[r.Name] = r.Failures
+			if counted && r.Name == unprepared {
+				c.Failf("%s: a failure counted for an op svcrun could not prepare", r.Name)
+			}
 			if _, isFail := ev.(*engine.OpDone); counted && (isFail || isFailureEvent(ev)) {
 				if !r.Unhealthy {
 					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
@@ -638,12 +650,14 @@ func (c *invariants) checkSettledState(st engine.Status) {
 			// Whether one whose fingerprint failed runs is unknown until
 			// a retry answers.
 			retried := s.State == "unknown" && c.fpFailed[s.Name]
-			if s.State != "stopped" && !manualUp && !retried {
+			// A stop svcrun could not prepare is tried again later.
+			unprepared := s.State == "stopping" && s.PrepareRetry.After(st.Now)
+			if s.State != "stopped" && !manualUp && !retried && !unprepared {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
 			// (Nor one its owner started unseen: svcrun watches no stopped
 			// service of a disabled module.)
-			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && c.blind[s.Name] == 0 {
+			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && !unprepared && c.blind[s.Name] == 0 {
 				c.Failf("settled, and the daemon of %s runs while it is not enabled", s.Name)
 			}
 			continue
@@ -659,7 +673,7 @@ func (c *invariants) checkSettledState(st engine.Status) {
 		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0
 		// A service whose latest fingerprint says unhealthy may be
 		// withheld from starts until one says healthy.
-		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || c.fpUnhealthy[s.Name] {
+		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || s.PrepareRetry.After(st.Now) || c.fpUnhealthy[s.Name] {
 			continue
 		}
 		if !spec.ReservesHostMemory || st.MemoryUsedGB+s.MemGB <= st.MemoryBudgetGB+1e-9 {
