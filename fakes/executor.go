@@ -544,6 +544,32 @@ func (x *Executor) Thaw(service engine.Target) { x.procOf(service).frozen = fals
 // Frozen reports whether the fake service is frozen.
 func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
 
+// Advance lets the daemons live to until while svcrun stands still (a
+// pause): a daemon whose scripted crash falls before then dies at its
+// time, its container-emptied event pending at that time, late, for
+// svcrun to take once it runs again. Its CrashDue, still pending, is then
+// stale.
+func (x *Executor) Advance(until time.Time) {
+	names := make([]string, 0, len(x.procs))
+	for n := range x.procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := x.procs[n]
+		if !p.running || p.b.CrashAfter <= 0 {
+			continue
+		}
+		at := p.startAt.Add(p.b.CrashAfter)
+		if at.After(until) || !at.After(x.sched.Now()) {
+			continue // a crash due now is its pending CrashDue's
+		}
+		p.running, p.stray, p.populated = false, false, false
+		p.gen++
+		x.sched.At(at, engine.ContainerEmptied{Service: p.target})
+	}
+}
+
 // Rebind moves the executor to a new scheduler, as when the agent restarts:
 // completions of ops in flight are lost with the old agent, while the fake
 // daemons go on, so their pending crashes are scheduled again. A container

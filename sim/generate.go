@@ -54,7 +54,11 @@ const shadowModule = "mx"
 // their fake behaviours (failing starts, crashes, stops that need a kill,
 // pools, memory), a probe, and at times a disabled module shadowing a
 // capability of another.
-func genNode(draw drawer, node string) Node {
+//
+// Without names kinds of input left out (see ExploreWithout); with
+// "contained" in it, no daemon lives in a container that tells of it.
+func genNode(draw drawer, node string, without ...string) Node {
+	cgroups := !slices.Contains(without, "contained")
 	cfg := engine.Config{
 		NodeID: node, Platform: "linux",
 		MemoryBudgetGB:    float64(draw("budget_gb", 2, 6)),
@@ -83,7 +87,7 @@ func genNode(draw drawer, node string) Node {
 		i := next
 		next++
 		s := genService(draw, mod, i)
-		n.Behaviours[s.FullName()] = genBehaviour(draw, s, running)
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, running, cgroups)
 		return s
 	}
 	for i, k := 0, draw("services", len(mods), 5); i < k; i++ {
@@ -116,7 +120,7 @@ func genNode(draw drawer, node string) Node {
 	if draw("shadow", 0, 2) == 0 {
 		s := genService(draw, shadowModule, 0)
 		s.Name = "sh"
-		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false)
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false, cgroups)
 		n.Modules = append(n.Modules, engine.ModuleSpec{Module: &manifest.Module{Name: shadowModule, Version: "1", Services: []manifest.Service{s}}})
 	}
 	return n
@@ -150,7 +154,7 @@ func genRestart(draw drawer) manifest.Restart {
 }
 
 // genBehaviour draws what the fake daemon of s does.
-func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviour {
+func genBehaviour(draw drawer, s manifest.Service, running, cgroups bool) *fakes.Behaviour {
 	outcomes := []fakes.Outcome{fakes.OK, fakes.OK, fakes.Fail, fakes.Timeout, fakes.Protocol}
 	var starts []fakes.Outcome
 	for j, k := 0, draw("start_outcomes", 0, 4); j < k; j++ {
@@ -178,8 +182,10 @@ func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviou
 	}
 	// A cgroup tells of its processes; one may hold, at boot, a process
 	// its ops do not see (a daemon whose pid file is gone).
-	b.Contained = draw("contained", 0, 2) == 0
-	b.Stray = b.Contained && !b.Running && draw("stray", 0, 3) == 0
+	if cgroups {
+		b.Contained = draw("contained", 0, 2) == 0
+		b.Stray = b.Contained && !b.Running && draw("stray", 0, 3) == 0
+	}
 	return b
 }
 

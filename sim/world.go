@@ -161,7 +161,13 @@ func (w *World) Pause(d time.Duration) {
 	if w.err != nil {
 		return
 	}
-	if w.err = w.Sched.Stall(w.Now().Add(d)); w.err != nil {
+	// What is due now happens before the pause.
+	if w.RunFor(0); w.err != nil {
+		return
+	}
+	end := w.Now().Add(d)
+	w.Exec.Advance(end)
+	if w.err = w.Sched.Stall(end); w.err != nil {
 		return
 	}
 	w.Do(engine.Paused{Length: d})
