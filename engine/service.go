@@ -628,6 +628,13 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 		}
 	case TimerStartDeadline:
 		if s.state == sWaitReady && !s.startDeadline.IsZero() && !e.now.Before(s.startDeadline) {
+			if s.prepFailures > 0 {
+				// Its latest ready could not be prepared: whether it is
+				// ready is unknown through no fault of the module, so
+				// the next ready that runs judges it (rule-prepare).
+				e.warn(s.name, "start_timeout_s (%v) passed while svcrun could not prepare its ready (%s): the next ready that runs decides", s.spec.StartTimeout, s.prepWhy)
+				break
+			}
 			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
 		}
 	case TimerStatus:
@@ -682,6 +689,12 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.becameReady(s)
 			return
 		}
+		if !failed && !s.startDeadline.IsZero() && !e.now.Before(s.startDeadline) {
+			// The deadline passed while its ready could not be
+			// prepared: this first answer after it decides.
+			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
+			return
+		}
 		if !failed && !o.Result.Status.Running {
 			// The start op has ended, so whatever it launched is up or
 			// gone: ready answering not running is a failure now, not
@@ -699,6 +712,9 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		s.readyTimer = true
 		at := e.now.Add(e.cfg.ReadyPoll)
+		if o.Failure == FailPrepare {
+			at = e.now.Add(max(e.cfg.ReadyPoll, PrepareRetry(s.prepFailures))) // no busy loop on a full disk
+		}
 		e.setTimer(s.slot, TimerReadyPoll, s.name, at)
 	case protocol.OpStatus:
 		if s.state != sReady {
