@@ -28,6 +28,11 @@ type invariants struct {
 	traced int
 
 	readySince map[string]time.Time // services in state ready, since when (continuously)
+	// held holds each admitted lease of this run of svcrun with a TTL:
+	// its TTL, when it was last admitted or renewed, and how long svcrun
+	// was paused since; an expiry must come TTL after that, the pauses
+	// not counted.
+	held map[engine.LeaseID]heldLease
 	// stored holds each service's failure count as last persisted (from
 	// the boot's state on): a record is a new failure's only when its
 	// count grew, since a record is also persisted for other reasons (a
@@ -155,11 +160,60 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
 		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
-		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
 	return c
+}
+
+// heldLease is what checkTTL knows of an admitted lease.
+type heldLease struct {
+	ttl     time.Duration
+	renewed time.Time
+	paused  time.Duration
+}
+
+// checkTTL follows the leases' renewals through the step (ev and its
+// effects): a pause of svcrun is never charged to a holder, so a lease
+// expires only once it went TTL without a renewal while svcrun ran.
+func (c *invariants) checkTTL(now time.Time, ev engine.Event, effects []engine.Effect) {
+	switch ev := ev.(type) {
+	case engine.Boot:
+		clear(c.held) // the restored ones' renewals are not known
+	case engine.Paused:
+		for id, h := range c.held {
+			h.paused += ev.Length
+			c.held[id] = h
+		}
+	}
+	for _, f := range effects {
+		switch f := f.(type) {
+		case engine.Admitted:
+			// Admitted now: its expiry is now + its TTL.
+			for _, l := range c.w.Engine.Status().Leases {
+				if l.ID == f.Lease && !l.Expires.IsZero() {
+					c.held[f.Lease] = heldLease{ttl: l.Expires.Sub(now), renewed: now}
+				}
+			}
+		case engine.AlreadyHeld:
+			if h, ok := c.held[f.Held]; ok {
+				c.held[f.Held] = heldLease{ttl: h.ttl, renewed: now}
+			}
+		case engine.Renewed:
+			if h, ok := c.held[f.Lease]; ok {
+				c.held[f.Lease] = heldLease{ttl: h.ttl, renewed: now}
+			}
+		case engine.Expired:
+			h, ok := c.held[f.Lease]
+			if ok && f.Reason == "" && now.Sub(h.renewed)-h.paused < h.ttl {
+				c.Failf("lease %s expired %v after its last renewal, %v of it a pause of svcrun: its TTL is %v", f.Lease, now.Sub(h.renewed), h.paused, h.ttl)
+			}
+			delete(c.held, f.Lease)
+		case engine.Released:
+			delete(c.held, f.Lease)
+		}
+	}
 }
 
 // setModules takes the manifests of a new module set: services keep the
@@ -225,6 +279,7 @@ func (c *invariants) Recent(n int) []string {
 // observe checks each step's effects against the state at that moment
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
+	c.checkTTL(now, ev, effects)
 	t := &c.trace[c.traced%traceSteps]
 	t.now = now
 	t.keepEvent(ev)
