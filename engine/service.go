@@ -1167,7 +1167,7 @@ func (e *Engine) prepareFailed(s *service, r *opRun, o Outcome) bool {
 		e.warn(s.name, "start %s: nothing started, no failure counted; tried again in %v", failText(o), d)
 		e.admitDirty = true
 		return true
-	case r.op == protocol.OpStop && s.state == sStopping:
+	case r.op == protocol.OpStop: // never a kill, whatever its state
 		s.prepUntil = e.now.Add(d)
 		e.warn(s.name, "stop %s: nothing killed, it runs on, still managed; stop tried again in %v", failText(o), d)
 		return true
