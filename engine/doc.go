@@ -30,7 +30,12 @@
 // the services that may hold an orphan, but for the first round, a sweep
 // every ReapSweepPeriod and a ReapNow, which list every running one; probes and doctor events; enabling, disabling and
 // removing modules (a removal is a disable whose admitted leases end,
-// Expired with a Reason, and whose services are forgotten once stopped).
+// Expired with a Reason, and whose services are forgotten once stopped);
+// the faults of the node itself, never charged to a holder or a module
+// (a pause of svcrun moves the deadlines that judge them, an op svcrun
+// could not prepare counts no failure and kills nothing, a container that
+// still holds processes is stopped before a start, a member of a
+// container that exits alone runs its status at once).
 // Each rule's file here, and the scenarios that play it, are in the
 // table of scenarios/README.md ("Rules and files"), which a test keeps
 // complete against the rules marked in the documentation.

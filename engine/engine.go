@@ -186,9 +186,11 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 			e.setContained(s, true)
 		}
 	case MemberExited:
-		// TODO(issue 25): a status op at once.
+		if s := e.services[ev.Service.String()]; s != nil {
+			e.memberExited(s)
+		}
 	case Paused:
-		// TODO(issue 25): extend the deadlines the pause would charge.
+		e.paused(ev.Length)
 	case Doctor:
 		e.doctor(ev.Reason)
 	case MemoryPressure:
@@ -339,6 +341,7 @@ func (e *Engine) reset(t Target) {
 	}
 	s.backoffTimer = false
 	e.cancelTimer(s.slot, TimerBackoff, s.name)
+	s.prepUntil, s.prepFailures = time.Time{}, 0
 	e.clearFailures(s)
 	e.note(s.name, "reset: failures cleared")
 	e.markDirty(s)

@@ -64,6 +64,12 @@ type Outcome struct {
 	// Reasons are the protocol violations of a FailProtocol, one each,
 	// as protocol.ProtocolError lists them (Message joins them).
 	Reasons []string
+	// Occupied, of a fingerprint: when it ended, the service's process
+	// container held processes that no op runs (cgroup mode only; the
+	// fingerprint's own process not counted). A fingerprint saying not
+	// running is then no proof that nothing runs: the service is stopped
+	// before it is started (docs/decisions.md, rule-occupied).
+	Occupied bool `json:"occupied,omitempty"`
 }
 
 // FailureKind classifies a failed op.

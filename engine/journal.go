@@ -45,6 +45,8 @@ var decoders = map[string]func([]byte) (Event, error){
 	Fire{}.EventName():               decode[Fire],
 	ContainerEmptied{}.EventName():   decode[ContainerEmptied],
 	ContainerPopulated{}.EventName(): decode[ContainerPopulated],
+	MemberExited{}.EventName():       decode[MemberExited],
+	Paused{}.EventName():             decode[Paused],
 	Doctor{}.EventName():             decode[Doctor],
 	MemoryPressure{}.EventName():     decode[MemoryPressure],
 	Reset{}.EventName():              decode[Reset],

@@ -198,7 +198,7 @@ func (e *Engine) acquire(a Acquire) {
 		e.noWait(l)
 		return
 	}
-	e.setTimer(l.slot, TimerLeaseWait, string(l.id), e.now.Add(a.Wait))
+	e.setTimer(l.slot, TimerLeaseWait, string(l.id), l.waitUntil)
 }
 
 // noWait answers a waiting lease acquired without a wait: rejected now,
@@ -594,8 +594,8 @@ func (e *Engine) failWaitingFor(s *service, p *probe, reason string) {
 
 func (e *Engine) leaseWaitOver(id LeaseID) {
 	l := e.leases[id]
-	if l == nil || l.admitted {
-		return
+	if l == nil || l.admitted || e.now.Before(l.waitUntil) {
+		return // a stale fire: a pause moved the deadline
 	}
 	e.dropWaiting(l, "not admitted in time: "+e.waitingReason(l))
 }
@@ -651,6 +651,10 @@ func (e *Engine) describeWait(s *service) string {
 		return fmt.Sprintf("%s was frozen: its status is checked before an admission", s.name)
 	case s.state == sReady && s.fpKnown && !s.fpHealthy, s.startWithheld():
 		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
+	case (s.state == sStopped || s.state == sStopping) && s.prepUntil.After(e.now):
+		return fmt.Sprintf("%s: svcrun could not prepare its ops (%s), a fault of this node, not of the module: tried again at %s", s.name, s.prepWhy, s.prepUntil.Format(time.RFC3339))
+	case s.state == sUnknown && s.prepFailures > 0:
+		return fmt.Sprintf("%s: svcrun could not prepare its fingerprint (%s), a fault of this node, not of the module: whether it runs is unknown until one runs", s.name, s.prepWhy)
 	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
 	case s.state == sUnknown && s.fpFailures > 0:

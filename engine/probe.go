@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/oarbank/svcrun/manifest"
@@ -47,7 +46,7 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 	if o.Failure == FailNone {
 		healthy, msg, attrs = o.Result.Fingerprint.Healthy, o.Result.Fingerprint.Message, o.Result.Fingerprint.Attrs
 	} else {
-		msg = fmt.Sprintf("%s: %s", o.Failure, o.Message)
+		msg = failText(o)
 	}
 	if healthy != p.healthy || !p.reported {
 		if healthy {

@@ -72,6 +72,14 @@ type service struct {
 
 	fpDue, statusDue, readyDue, reapDue bool
 	readyTimer                          bool
+	// prepFailures counts the consecutive ops of the service that svcrun
+	// could not prepare (FailPrepare), a fault of the node: its start or
+	// stop is tried again at prepUntil, which counts no failure of it;
+	// prepWhy is the latest reason, for the notes and the waiting leases.
+	prepFailures int
+	prepUntil    time.Time
+	prepWhy      string
+
 	// fpFailures counts the failed fingerprints of a service still
 	// unknown: its daemon may run, so the fingerprint is retried, with the
 	// backoff of a failure, until one answers.
@@ -335,6 +343,9 @@ func (s *service) reconcile(e *Engine) {
 	case sStarting:
 		e.serviceOp(s, protocol.OpStart, "")
 	case sStopping:
+		if e.waitRetry(s, s.prepUntil) {
+			return // its stop could not be prepared: the daemon runs on
+		}
 		if s.frozen {
 			e.thaw(s)
 		}
@@ -454,13 +465,9 @@ func (e *Engine) maybeStart(s *service) {
 		}
 		return
 	}
-	if s.backoffUntil.After(e.now) {
-		// Also after an agent restart, which restores the backoff but
-		// not its timer.
-		if !s.backoffTimer {
-			s.backoffTimer = true
-			e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
-		}
+	// Also after an agent restart, which restores the backoff but not
+	// its timer.
+	if e.waitRetry(s, later(s.backoffUntil, s.prepUntil)) {
 		return
 	}
 	if !e.memoryFor(s) {
@@ -621,6 +628,13 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 		}
 	case TimerStartDeadline:
 		if s.state == sWaitReady && !s.startDeadline.IsZero() && !e.now.Before(s.startDeadline) {
+			if s.prepFailures > 0 {
+				// Its latest ready could not be prepared: whether it is
+				// ready is unknown through no fault of the module, so
+				// the next ready that runs judges it (rule-prepare).
+				e.warn(s.name, "start_timeout_s (%v) passed while svcrun could not prepare its ready (%s): the next ready that runs decides", s.spec.StartTimeout, s.prepWhy)
+				break
+			}
 			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
 		}
 	case TimerStatus:
@@ -643,6 +657,15 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 	s.op = nil
 	e.markDirty(s)
+	if o.Failure == FailPrepare {
+		s.prepFailures++
+		s.prepWhy = o.Message
+		if e.prepareFailed(s, r, o) {
+			return
+		}
+	} else {
+		s.prepFailures, s.prepWhy = 0, ""
+	}
 	failed := o.Failure != FailNone
 	switch r.op {
 	case protocol.OpFingerprint:
@@ -666,22 +689,32 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 			e.becameReady(s)
 			return
 		}
-		if !failed && !o.Result.Status.Running && s.startDeadline.IsZero() {
-			e.fail(s, "ready reports not running")
+		if !failed && !s.startDeadline.IsZero() && !e.now.Before(s.startDeadline) {
+			// The deadline passed while its ready could not be
+			// prepared: this first answer after it decides.
+			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
 			return
 		}
-		if !failed && !o.Result.Status.Running && s.adopting {
-			// An adopted daemon is not one still launching: it ran, and
-			// is gone.
-			e.fail(s, "crashed: adopted, and ready reports not running")
-			return
-		}
-		if !failed && !o.Result.Status.Running && s.emptiedInOp {
-			e.fail(s, "crashed during its start: its process container emptied and ready reports not running")
+		if !failed && !o.Result.Status.Running {
+			// The start op has ended, so whatever it launched is up or
+			// gone: ready answering not running is a failure now, not
+			// a daemon slow to come up worth polling until
+			// start_timeout_s (docs/decisions.md, rule-ready-not-running).
+			switch {
+			case s.adopting:
+				e.fail(s, "crashed: adopted, and ready reports not running")
+			case s.emptiedInOp:
+				e.fail(s, "crashed during its start: its process container emptied and ready reports not running")
+			default:
+				e.fail(s, "ready reports not running")
+			}
 			return
 		}
 		s.readyTimer = true
 		at := e.now.Add(e.cfg.ReadyPoll)
+		if o.Failure == FailPrepare {
+			at = e.now.Add(max(e.cfg.ReadyPoll, PrepareRetry(s.prepFailures))) // no busy loop on a full disk
+		}
 		e.setTimer(s.slot, TimerReadyPoll, s.name, at)
 	case protocol.OpStatus:
 		if s.state != sReady {
@@ -696,7 +729,7 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		}
 		switch {
 		case failed:
-			e.warn(s.name, "status %s: %s", o.Failure, o.Message)
+			e.warn(s.name, "status %s", failText(o))
 		case !o.Result.Status.Running:
 			e.fail(s, "crashed: status reports not running")
 		case !o.Result.Status.Ready:
@@ -758,12 +791,15 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			s.fpFailures++
 			s.emptiedInOp = false
 			d := Backoff(s.spec.Restart, s.fpFailures)
+			if o.Failure == FailPrepare {
+				d = PrepareRetry(s.prepFailures)
+			}
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(d))
-			e.warn(s.name, "fingerprint %s: %s; whether it runs is unknown: not started, fingerprinted again in %v", o.Failure, o.Message, d)
+			e.warn(s.name, "fingerprint %s; whether it runs is unknown: not started, fingerprinted again in %v", failText(o), d)
 			e.heldChanged(held, s.holdsStarts())
 			return
 		}
-		e.warn(s.name, "fingerprint %s: %s", o.Failure, o.Message)
+		e.warn(s.name, "fingerprint %s", failText(o))
 		if s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
@@ -858,6 +894,14 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			s.readyDue = true
 			s.startDeadline = e.now.Add(s.spec.StartTimeout)
 			e.setTimer(s.slot, TimerStartDeadline, s.name, s.startDeadline)
+		case o.Occupied || s.contained:
+			// The module sees no daemon (its pid file gone, say), but
+			// its container holds processes: a start would run a second
+			// daemon beside them. The stop empties it (what a stop
+			// leaves is killed), then it starts as usual.
+			e.warn(s.name, "its fingerprint says not running, but its process container holds processes no op runs: stopped first, so that no start joins them")
+			s.setState(e, sReady)
+			e.beginStop(s, "its process container is not empty")
 		default:
 			s.setState(e, sStopped)
 		}
@@ -1079,4 +1123,94 @@ func Backoff(r manifest.Restart, n int) time.Duration {
 		}
 	}
 	return min(d, r.BackoffMax)
+}
+
+// memberExited takes the end of a long-lived process of a service's
+// container while others live on (a master whose workers remain): the
+// container will not empty, so the status the watch would run at its next
+// period runs now (a manual service's fingerprint: it gets no status). A
+// status running or already due is enough; a service that is not up is
+// judged by the op it runs or waits for.
+func (e *Engine) memberExited(s *service) {
+	statusRuns := s.op != nil && (s.op.op == protocol.OpStatus || s.op.op == protocol.OpFingerprint)
+	switch {
+	case s.state != sReady:
+		e.note(s.name, "a process of its container ended while it is %s: ignored, the op it runs or waits for judges it", s.state)
+	case statusRuns || s.statusDue || s.fpDue:
+		e.note(s.name, "a process of its container ended: the status already running or due checks it")
+	case s.spec.Lifecycle == manifest.Manual:
+		e.note(s.name, "a process of its container ended: fingerprinted now")
+		s.fpDue = true
+		e.markDirty(s)
+	default:
+		e.note(s.name, "a process of its container ended: status now")
+		s.statusDue = true
+		e.markDirty(s)
+	}
+}
+
+// prepareFailed takes an op of s that svcrun could not prepare: nothing of
+// the module ran, so nothing is counted against it (docs/decisions.md,
+// rule-prepare). A start leaves the service stopped, with nothing to clean
+// up, and a stop leaves it running and managed: each is tried again after
+// PrepareRetry. It reports whether the op's end is fully taken; the others
+// (fingerprint, status, ready, reaping) go on as any failed op of theirs,
+// which counts no failure either.
+func (e *Engine) prepareFailed(s *service, r *opRun, o Outcome) bool {
+	d := PrepareRetry(s.prepFailures)
+	switch {
+	case r.op == protocol.OpStart && s.state == sStarting:
+		s.startDeadline = time.Time{}
+		s.adopting = false
+		s.setState(e, sStopped)
+		s.prepUntil = e.now.Add(d)
+		e.warn(s.name, "start %s: nothing started, no failure counted; tried again in %v", failText(o), d)
+		e.admitDirty = true
+		return true
+	case r.op == protocol.OpStop: // never a kill, whatever its state
+		s.prepUntil = e.now.Add(d)
+		e.warn(s.name, "stop %s: nothing killed, it runs on, still managed; stop tried again in %v", failText(o), d)
+		return true
+	}
+	return false
+}
+
+// PrepareRetry is the delay before an op that could not be prepared is
+// tried again, the n-th time in a row: 5 s doubling to at most 5 min, so
+// that a full disk is neither hammered nor forgotten.
+func PrepareRetry(n int) time.Duration {
+	d := 5 * time.Second
+	for i := 1; i < n && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+// failText says how an op failed, for notes; one svcrun could not prepare
+// says whose fault it is.
+func failText(o Outcome) string {
+	if o.Failure == FailPrepare {
+		return fmt.Sprintf("could not be prepared by svcrun (%s): a fault of this node, not of the module", o.Message)
+	}
+	return fmt.Sprintf("%s: %s", o.Failure, o.Message)
+}
+
+// waitRetry reports whether a start or stop of s waits until at, arming
+// the timer that wakes it.
+func (e *Engine) waitRetry(s *service, at time.Time) bool {
+	if !at.After(e.now) {
+		return false
+	}
+	if !s.backoffTimer {
+		s.backoffTimer = true
+		e.setTimer(s.slot, TimerBackoff, s.name, at)
+	}
+	return true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -39,6 +39,9 @@ type ServiceStatus struct {
 	Unhealthy    bool
 	Reason       string
 	BackoffUntil time.Time
+	// PrepareRetry: the latest op svcrun could not prepare (a fault of
+	// the node) is tried again then; none waits once it is past.
+	PrepareRetry time.Time
 	Frozen       bool
 	StopReason   string // why the current stop, while stopping
 	MemGB        float64
@@ -187,7 +190,7 @@ func serviceStatus(s *service) ServiceStatus {
 	ss := ServiceStatus{
 		Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(), StateSince: s.stateSince,
 		Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
-		Reason: s.reason, BackoffUntil: s.backoffUntil, Frozen: s.frozen, MemGB: s.memGB, Contained: s.contained,
+		Reason: s.reason, BackoffUntil: s.backoffUntil, PrepareRetry: s.prepUntil, Frozen: s.frozen, MemGB: s.memGB, Contained: s.contained,
 		Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
 		Healthy: s.fpHealthy, Message: s.fpMessage, Attrs: maps.Clone(s.fpAttrs), FingerprintedAt: s.fpAt,
 	}

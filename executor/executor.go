@@ -363,7 +363,28 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
 	j.done()
 	<-x.sem
-	return res, Outcome(op.Op, t.role, res)
+	o := Outcome(op.Op, t.role, res)
+	if op.Op == protocol.OpFingerprint && !op.Target.Probe && o.Failure == engine.FailNone {
+		// A module that sees no daemon (its pid file gone) is no proof
+		// that none runs: the engine starts nothing into a container
+		// that still holds processes (docs/decisions.md, rule-occupied).
+		o.Occupied = x.occupied(op.Target, res.Pid)
+	}
+	return res, o
+}
+
+// occupied says the service's cgroup holds a living process other than
+// the op's own (pid): one no op runs. The process-group fallback cannot
+// tell, and says no.
+func (x *Executor) occupied(t engine.Target, pid int) bool {
+	if x.cgroupOf(t.String()) == "" {
+		return false
+	}
+	pids, err := x.cg.Procs(t.String())
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(living(pids), func(p int) bool { return p != pid })
 }
 
 // Prepare creates the data dir of module and writes its settings, tools

@@ -31,6 +31,12 @@ const (
 	// Escalated: a stop that needed the service's own forceful path; it
 	// succeeds and says so.
 	Escalated Outcome = "escalated"
+	// Prepare: svcrun could not prepare the op (a full disk): nothing of
+	// the module ran, nothing changed.
+	Prepare Outcome = "prepare"
+	// Exited: a start that succeeds but whose daemon exits at once (a
+	// port already taken): ready answers not running.
+	Exited Outcome = "exited"
 )
 
 // OpScript is how one op of a service behaves.
@@ -72,7 +78,14 @@ type Behaviour struct {
 	// kill) ContainerEmptied. Without it only Crash posts the emptying.
 	Contained bool `json:"contained,omitempty"`
 	// Running at the beginning (an adopted service).
-	Running bool              `json:"running,omitempty"`
+	Running bool `json:"running,omitempty"`
+	// Stray: at the beginning its process container holds a process its
+	// ops do not see (a daemon whose pid file is gone, left by an agent
+	// whose state was lost): fingerprint and status say not running, the
+	// fingerprint's outcome says Occupied when the service is Contained.
+	// A stop or a kill ends it; a start beside it is a second daemon
+	// (DoubleStarts).
+	Stray   bool              `json:"stray,omitempty"`
 	Healthy *bool             `json:"healthy,omitempty"` // default true
 	Pools   map[string]int64  `json:"pools,omitempty"`
 	MemGB   float64           `json:"mem_gb,omitempty"`
@@ -87,6 +100,8 @@ type proc struct {
 	b       *Behaviour
 	running bool
 	frozen  bool
+	stray   bool // see Behaviour.Stray
+	doubles int  // starts while stray
 	// populated: ContainerPopulated was posted, ContainerEmptied not yet.
 	populated bool
 	gen       int // bumps at every start and stop, so stale crashes are ignored
@@ -130,7 +145,7 @@ func newProc(b *Behaviour) *proc {
 	if b == nil {
 		b = &Behaviour{}
 	}
-	p := &proc{b: b, running: b.Running}
+	p := &proc{b: b, running: b.Running, stray: b.Stray}
 	p.objects = append(p.objects, b.Objects...)
 	return p
 }
@@ -181,6 +196,28 @@ func (x *Executor) procOf(t engine.Target) *proc {
 // Running reports whether the fake service's daemon is up.
 func (x *Executor) Running(name string) bool { return x.proc(name).running }
 
+// Stray reports whether the service's container holds a process its ops
+// do not see (Behaviour.Stray, or the workers of a master that died).
+func (x *Executor) Stray(name string) bool { return x.proc(name).stray }
+
+// DoubleStarts is how many start ops ran while a stray process of the
+// service still lived in its container: two daemons.
+func (x *Executor) DoubleStarts(name string) int { return x.proc(name).doubles }
+
+// MemberExit ends the daemon's master while its workers live on: its
+// ops see no daemon, its container stays populated, and svcrun's watch of
+// the container's long-lived processes tells (MemberExited).
+func (x *Executor) MemberExit(name string) {
+	p := x.proc(name)
+	if !p.running {
+		return
+	}
+	p.running = false
+	p.stray = true // the workers
+	p.gen++
+	x.sched.Post(engine.MemberExited{Service: p.target})
+}
+
 // Starts is how many start ops ran on the service.
 func (x *Executor) Starts(name string) int { return x.proc(name).starts }
 
@@ -218,6 +255,7 @@ func (x *Executor) Crash(name string) {
 		return
 	}
 	p.running = false
+	p.stray = false
 	p.populated = false
 	p.gen++
 	x.sched.Post(engine.ContainerEmptied{Service: p.target})
@@ -292,6 +330,8 @@ func (x *Executor) Run(op engine.RunOp) {
 		o = engine.Outcome{Failure: engine.FailOp, Message: "exit status 1"}
 	case Protocol:
 		o = engine.Outcome{Failure: engine.FailProtocol, Message: "not exactly one JSON document"}
+	case Prepare:
+		o = engine.Outcome{Failure: engine.FailPrepare, Message: "write settings: no space left on device"}
 	}
 	if d > op.Timeout && op.Timeout > 0 && o.Failure == engine.FailNone {
 		d = op.Timeout
@@ -299,7 +339,10 @@ func (x *Executor) Run(op engine.RunOp) {
 	}
 	if o.Failure == engine.FailNone {
 		o.Result = x.result(p, op, out, now)
-	} else if op.Op == protocol.OpStart && out != Fail && out != Protocol {
+		// Only a container that tells of its processes (a cgroup) can
+		// say it is occupied.
+		o.Occupied = op.Op == protocol.OpFingerprint && p.stray && p.b.Contained
+	} else if op.Op == protocol.OpStart && out != Fail && out != Protocol && out != Prepare {
 		// A start that hangs may still have started its daemon.
 		x.started(p, name, now)
 	}
@@ -336,12 +379,13 @@ func (x *Executor) Reuse(ev engine.Event) {
 // the end of an op: populated when the op left the daemon running,
 // emptied when the op (a stop) ended it.
 func (x *Executor) containerAfterOp(p *proc, at time.Time) {
+	held := p.running || p.stray
 	switch {
 	case !p.b.Contained && !p.populated:
-	case p.running && !p.populated:
+	case held && !p.populated:
 		p.populated = true
 		x.sched.At(at, engine.ContainerPopulated{Service: p.target})
-	case !p.running && p.populated:
+	case !held && p.populated:
 		p.populated = false
 		x.sched.At(at, engine.ContainerEmptied{Service: p.target})
 	}
@@ -413,11 +457,17 @@ func (x *Executor) result(p *proc, op engine.RunOp, out Outcome, now time.Time) 
 		r.Fingerprint = fp
 	case protocol.OpStart:
 		changed := !p.running
-		x.started(p, name, now)
+		if p.stray {
+			p.doubles++
+		}
+		if out != Exited {
+			x.started(p, name, now)
+		}
 		r.OpResult = &protocol.OpResult{OK: true, Changed: changed}
 	case protocol.OpStop:
-		changed := p.running
+		changed := p.running || p.stray
 		p.running = false
+		p.stray = false // what a stop leaves in the container is killed
 		p.gen++
 		r.OpResult = &protocol.OpResult{OK: true, Changed: changed, Escalated: out == Escalated}
 	case protocol.OpStatus, protocol.OpReady:
@@ -475,6 +525,7 @@ func kindOr(k string) string {
 func (x *Executor) Kill(service engine.Target) {
 	p := x.procOf(service)
 	p.running = false
+	p.stray = false
 	p.frozen = false
 	p.gen++
 	p.kills++
@@ -492,6 +543,32 @@ func (x *Executor) Thaw(service engine.Target) { x.procOf(service).frozen = fals
 
 // Frozen reports whether the fake service is frozen.
 func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
+
+// Advance lets the daemons live to until while svcrun stands still (a
+// pause): a daemon whose scripted crash falls before then dies at its
+// time, its container-emptied event pending at that time, late, for
+// svcrun to take once it runs again. Its CrashDue, still pending, is then
+// stale.
+func (x *Executor) Advance(until time.Time) {
+	names := make([]string, 0, len(x.procs))
+	for n := range x.procs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := x.procs[n]
+		if !p.running || p.b.CrashAfter <= 0 {
+			continue
+		}
+		at := p.startAt.Add(p.b.CrashAfter)
+		if at.After(until) || !at.After(x.sched.Now()) {
+			continue // a crash due now is its pending CrashDue's
+		}
+		p.running, p.stray, p.populated = false, false, false
+		p.gen++
+		x.sched.At(at, engine.ContainerEmptied{Service: p.target})
+	}
+}
 
 // Rebind moves the executor to a new scheduler, as when the agent restarts:
 // completions of ops in flight are lost with the old agent, while the fake

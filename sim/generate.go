@@ -54,7 +54,11 @@ const shadowModule = "mx"
 // their fake behaviours (failing starts, crashes, stops that need a kill,
 // pools, memory), a probe, and at times a disabled module shadowing a
 // capability of another.
-func genNode(draw drawer, node string) Node {
+//
+// Without names kinds of input left out (see ExploreWithout); with
+// "contained" in it, no daemon lives in a container that tells of it.
+func genNode(draw drawer, node string, without ...string) Node {
+	cgroups := !slices.Contains(without, "contained")
 	cfg := engine.Config{
 		NodeID: node, Platform: "linux",
 		MemoryBudgetGB:    float64(draw("budget_gb", 2, 6)),
@@ -83,7 +87,7 @@ func genNode(draw drawer, node string) Node {
 		i := next
 		next++
 		s := genService(draw, mod, i)
-		n.Behaviours[s.FullName()] = genBehaviour(draw, s, running)
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, running, cgroups)
 		return s
 	}
 	for i, k := 0, draw("services", len(mods), 5); i < k; i++ {
@@ -116,7 +120,7 @@ func genNode(draw drawer, node string) Node {
 	if draw("shadow", 0, 2) == 0 {
 		s := genService(draw, shadowModule, 0)
 		s.Name = "sh"
-		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false)
+		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false, cgroups)
 		n.Modules = append(n.Modules, engine.ModuleSpec{Module: &manifest.Module{Name: shadowModule, Version: "1", Services: []manifest.Service{s}}})
 	}
 	return n
@@ -150,7 +154,7 @@ func genRestart(draw drawer) manifest.Restart {
 }
 
 // genBehaviour draws what the fake daemon of s does.
-func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviour {
+func genBehaviour(draw drawer, s manifest.Service, running, cgroups bool) *fakes.Behaviour {
 	outcomes := []fakes.Outcome{fakes.OK, fakes.OK, fakes.Fail, fakes.Timeout, fakes.Protocol}
 	var starts []fakes.Outcome
 	for j, k := 0, draw("start_outcomes", 0, 4); j < k; j++ {
@@ -175,6 +179,12 @@ func genBehaviour(draw drawer, s manifest.Service, running bool) *fakes.Behaviou
 		// Its first fingerprints (at boot, at an enable) fail or time out
 		// before one answers, and take time: a daemon may die meanwhile.
 		b.Ops[protocol.OpFingerprint] = fpScript(draw, draw("fp_bad", 1, 3))
+	}
+	// A cgroup tells of its processes; one may hold, at boot, a process
+	// its ops do not see (a daemon whose pid file is gone).
+	if cgroups {
+		b.Contained = draw("contained", 0, 2) == 0
+		b.Stray = b.Contained && !b.Running && draw("stray", 0, 3) == 0
 	}
 	return b
 }
@@ -399,7 +409,8 @@ func (a *actor) clashes(i int, m *manifest.Module) bool {
 
 // actionKinds are the kinds of input an actor knows.
 var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset",
-	"module", "silent death", "fingerprint", "probe health", "owner start", "reap burst", "reconfigured restart", "restart and deaths"}
+	"module", "silent death", "fingerprint", "probe health", "owner start", "reap burst", "reconfigured restart", "restart and deaths",
+	"pause", "node fault", "member exit"}
 
 func (a *actor) record(format string, args ...any) {
 	a.Inputs = append(a.Inputs, fmt.Sprintf("at %s %s", fmtOffset(a.W.Now().Sub(Epoch)), fmt.Sprintf(format, args...)))
@@ -646,6 +657,45 @@ func (a *actor) act(kind string, draw drawer) bool {
 		name := pick(draw, "service", a.Services)
 		a.record("reset %s", name)
 		w.Do(engine.Reset{Service: serviceTarget(name)})
+	case "pause":
+		// svcrun stands still (SIGSTOP, a VM paused) while the world
+		// goes on: renewals, op ends and deaths wait for it.
+		d := seconds(draw, "pause_s", 1, 120)
+		a.record("pause %v", d)
+		w.Pause(d)
+	case "node fault":
+		// A full disk, or one freed: the ops of a service cannot be
+		// prepared from now on, or can again.
+		name := pick(draw, "service", a.Services)
+		op := pick(draw, "fault_op", []protocol.Op{protocol.OpStart, protocol.OpStop, protocol.OpFingerprint, protocol.OpStatus})
+		out := pick(draw, "fault_outcome", []fakes.Outcome{fakes.Prepare, fakes.OK})
+		b := w.Exec.Behaviour(name)
+		if b.Ops == nil {
+			b.Ops = map[protocol.Op]fakes.OpScript{}
+		}
+		sc := b.Ops[op]
+		sc.Outcomes = []fakes.Outcome{out}
+		b.Ops[op] = sc
+		a.record("behaviour %s op=%s duration=%v outcomes=%s", name, op, sc.Duration, out)
+	case "member exit":
+		// A master dies, its workers live on: only a contained daemon's
+		// container tells.
+		var contained []string
+		for _, n := range a.Services {
+			if w.Exec.Running(n) && w.Exec.Behaviour(n).Contained {
+				contained = append(contained, n)
+			}
+		}
+		if len(contained) == 0 {
+			return false
+		}
+		name := pick(draw, "member_victim", contained)
+		a.record("member-exited %s", name)
+		w.Exec.MemberExit(name)
+		if a.inv != nil {
+			a.inv.changedUnseen(name)
+		}
+		w.RunFor(0)
 	default:
 		panic("unknown action " + kind)
 	}

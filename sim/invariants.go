@@ -28,6 +28,11 @@ type invariants struct {
 	traced int
 
 	readySince map[string]time.Time // services in state ready, since when (continuously)
+	// held holds each admitted lease of this run of svcrun with a TTL:
+	// its TTL, when it was last admitted or renewed, and how long svcrun
+	// was paused since; an expiry must come TTL after that, the pauses
+	// not counted.
+	held map[engine.LeaseID]heldLease
 	// stored holds each service's failure count as last persisted (from
 	// the boot's state on): a record is a new failure's only when its
 	// count grew, since a record is also persisted for other reasons (a
@@ -155,11 +160,60 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
 		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
-		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}}
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
 	return c
+}
+
+// heldLease is what checkTTL knows of an admitted lease.
+type heldLease struct {
+	ttl     time.Duration
+	renewed time.Time
+	paused  time.Duration
+}
+
+// checkTTL follows the leases' renewals through the step (ev and its
+// effects): a pause of svcrun is never charged to a holder, so a lease
+// expires only once it went TTL without a renewal while svcrun ran.
+func (c *invariants) checkTTL(now time.Time, ev engine.Event, effects []engine.Effect) {
+	switch ev := ev.(type) {
+	case engine.Boot:
+		clear(c.held) // the restored ones' renewals are not known
+	case engine.Paused:
+		for id, h := range c.held {
+			h.paused += ev.Length
+			c.held[id] = h
+		}
+	}
+	for _, f := range effects {
+		switch f := f.(type) {
+		case engine.Admitted:
+			// Admitted now: its expiry is now + its TTL.
+			for _, l := range c.w.Engine.Status().Leases {
+				if l.ID == f.Lease && !l.Expires.IsZero() {
+					c.held[f.Lease] = heldLease{ttl: l.Expires.Sub(now), renewed: now}
+				}
+			}
+		case engine.AlreadyHeld:
+			if h, ok := c.held[f.Held]; ok {
+				c.held[f.Held] = heldLease{ttl: h.ttl, renewed: now}
+			}
+		case engine.Renewed:
+			if h, ok := c.held[f.Lease]; ok {
+				c.held[f.Lease] = heldLease{ttl: h.ttl, renewed: now}
+			}
+		case engine.Expired:
+			h, ok := c.held[f.Lease]
+			if ok && f.Reason == "" && now.Sub(h.renewed)-h.paused < h.ttl {
+				c.Failf("lease %s expired %v after its last renewal, %v of it a pause of svcrun: its TTL is %v", f.Lease, now.Sub(h.renewed), h.paused, h.ttl)
+			}
+			delete(c.held, f.Lease)
+		case engine.Released:
+			delete(c.held, f.Lease)
+		}
+	}
 }
 
 // setModules takes the manifests of a new module set: services keep the
@@ -225,16 +279,20 @@ func (c *invariants) Recent(n int) []string {
 // observe checks each step's effects against the state at that moment
 // (the engine has stepped, the effects are not carried out yet).
 func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Effect) {
+	c.checkTTL(now, ev, effects)
 	t := &c.trace[c.traced%traceSteps]
 	t.now = now
 	t.keepEvent(ev)
 	t.keep(effects)
 	c.traced++
-	cleanRun, fpFailed := "", ""
+	cleanRun, fpFailed, unprepared := "", "", ""
 	if d, ok := ev.(*engine.OpDone); ok {
 		t, ok := c.ops[d.ID]
 		name := t.String()
 		failed := d.Outcome.Failure != engine.FailNone
+		if ok && !t.Probe && d.Outcome.Failure == engine.FailPrepare {
+			unprepared = name
+		}
 		if ok && !t.Probe {
 			switch {
 			case t.op == protocol.OpFingerprint && !failed:
@@ -296,6 +354,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	for _, f := range effects {
 		switch f := f.(type) {
 		case engine.Kill:
+			if f.Service.String() == unprepared {
+				c.Failf("kill of %s after an op svcrun could not prepare", unprepared)
+			}
 			killed[f.Service.String()] = true
 			thawed[f.Service.String()] = true
 		case engine.Freeze:
@@ -332,6 +393,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 				if c.w.Exec.Running(name) && !killed[name] && c.blind[name] == 0 {
 					c.Failf("start of %s while its daemon runs (a second start)", name)
 				}
+				if c.w.Exec.Stray(name) && !killed[name] && c.w.Exec.Behaviour(name).Contained {
+					c.Failf("start of %s into a container that still holds a process", name)
+				}
 				if now.Before(s.BackoffUntil) {
 					c.Failf("start of %s at %v, before its backoff ends at %v", name, now, s.BackoffUntil)
 				}
@@ -342,7 +406,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("start of %s while it is not enabled", name)
 				}
 			case protocol.OpStop:
-				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" {
+				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" && s.StopReason != "its process container is not empty" {
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
@@ -404,6 +468,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			}
 			counted := r.Failures > c.stored[r.Name]
 			c.stored[r.Name] = r.Failures
+			if counted && r.Name == unprepared {
+				c.Failf("%s: a failure counted for an op svcrun could not prepare", r.Name)
+			}
 			if _, isFail := ev.(*engine.OpDone); counted && (isFail || isFailureEvent(ev)) {
 				if !r.Unhealthy {
 					if want := now.Add(engine.Backoff(spec.Restart, r.Failures)); !r.BackoffUntil.Equal(want) {
@@ -638,12 +705,14 @@ func (c *invariants) checkSettledState(st engine.Status) {
 			// Whether one whose fingerprint failed runs is unknown until
 			// a retry answers.
 			retried := s.State == "unknown" && c.fpFailed[s.Name]
-			if s.State != "stopped" && !manualUp && !retried {
+			// A stop svcrun could not prepare is tried again later.
+			unprepared := s.State == "stopping" && s.PrepareRetry.After(st.Now)
+			if s.State != "stopped" && !manualUp && !retried && !unprepared {
 				c.Failf("settled, and %s, not enabled, is %s (charged=%v)", s.Name, s.State, s.Charged)
 			}
 			// (Nor one its owner started unseen: svcrun watches no stopped
 			// service of a disabled module.)
-			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && c.blind[s.Name] == 0 {
+			if s.Lifecycle != manifest.Manual && c.w.Exec.Running(s.Name) && !retried && !unprepared && c.blind[s.Name] == 0 {
 				c.Failf("settled, and the daemon of %s runs while it is not enabled", s.Name)
 			}
 			continue
@@ -659,7 +728,7 @@ func (c *invariants) checkSettledState(st engine.Status) {
 		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0
 		// A service whose latest fingerprint says unhealthy may be
 		// withheld from starts until one says healthy.
-		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || c.fpUnhealthy[s.Name] {
+		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || s.PrepareRetry.After(st.Now) || c.fpUnhealthy[s.Name] {
 			continue
 		}
 		if !spec.ReservesHostMemory || st.MemoryUsedGB+s.MemGB <= st.MemoryBudgetGB+1e-9 {

@@ -126,6 +126,16 @@ func TestInvariantsFire(t *testing.T) {
 		{"a manual service of a disabled module runs on, charged", func(w *World, c *invariants) {
 			c.checkSettledState(engine.Status{Services: []engine.ServiceStatus{{Name: "pm/x", Lifecycle: manifest.Manual, State: "ready", Charged: true}}})
 		}, ""},
+		{"a lease expired through a pause of svcrun", func(w *World, c *invariants) {
+			c.held["l1"] = heldLease{ttl: 30 * time.Second, renewed: w.Now()}
+			c.checkTTL(w.Now().Add(10*time.Second), engine.Paused{Length: 60 * time.Second}, nil)
+			c.checkTTL(w.Now().Add(70*time.Second), engine.Fire{}, []engine.Effect{engine.Expired{Lease: "l1"}})
+		}, "lease l1 expired 1m10s after its last renewal, 1m0s of it a pause of svcrun: its TTL is 30s"},
+		{"a lease expired its TTL after a pause", func(w *World, c *invariants) {
+			c.held["l1"] = heldLease{ttl: 30 * time.Second, renewed: w.Now()}
+			c.checkTTL(w.Now().Add(10*time.Second), engine.Paused{Length: 60 * time.Second}, nil)
+			c.checkTTL(w.Now().Add(90*time.Second), engine.Fire{}, []engine.Effect{engine.Expired{Lease: "l1"}})
+		}, ""},
 		{"a lease on a service that offers nothing it asked for", func(w *World, c *invariants) {
 			c.checkState(engine.Status{Leases: []engine.LeaseStatus{{ID: "l1", Admitted: true, Services: []string{"db/cache"},
 				Requirements: engine.Requirements{Capabilities: []string{"kv"}}}}})

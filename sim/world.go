@@ -153,6 +153,26 @@ func (w *World) RunFor(d time.Duration) {
 	}
 }
 
+// Pause stops svcrun for d: the world goes on (time, the fake daemons'
+// own events wait on the scheduler) while nothing is delivered; then the
+// engine is told first (Paused), and what fell due meanwhile follows, in
+// order of time. Inputs the caller sends after Pause come after those.
+func (w *World) Pause(d time.Duration) {
+	if w.err != nil {
+		return
+	}
+	// What is due now happens before the pause.
+	if w.RunFor(0); w.err != nil {
+		return
+	}
+	end := w.Now().Add(d)
+	w.Exec.Advance(end)
+	if w.err = w.Sched.Stall(end); w.err != nil {
+		return
+	}
+	w.Do(engine.Paused{Length: d})
+}
+
 // LastAnswer returns the last answer about lease id, or nil.
 func (w *World) LastAnswer(id engine.LeaseID) engine.Effect {
 	for i := len(w.Answers) - 1; i >= 0; i-- {

@@ -363,6 +363,14 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 		c.inputs[len(c.inputs)-1].service = e.Service.String()
 	case engine.ReapNow:
 		c.input(at, "reap")
+	case engine.MemberExited:
+		c.input(at, "member-exited %s", e.Service)
+		c.inputs[len(c.inputs)-1].service = e.Service.String()
+		c.running[e.Service.String()] = false
+	case engine.Paused:
+		// What fell due during a pause was taken late, in an order the
+		// simulator's on-time timers cannot be fitted to step by step.
+		return unsayable(l, "svcrun paused for %v: the scenario language replays no pause from a journal", e.Length)
 	case engine.Fire:
 	case *engine.OpDone:
 		var err error

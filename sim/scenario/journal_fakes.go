@@ -84,6 +84,8 @@ func (c *converter) done(l sim.JournalLine, at time.Duration, d engine.OpDone) (
 		} else {
 			return 0, unsayable(l, "op #%d was killed %v after its start, past its timeout %v, and steps came in between", d.ID, at-run.start, run.timeout)
 		}
+	case engine.FailPrepare:
+		out = fakes.Prepare
 	case engine.FailSpawn:
 		return 0, unsayable(l, "op #%d could not be spawned (%s): the scenario language has no spawn failure", d.ID, o.Message)
 	case engine.FailNone:

@@ -84,6 +84,8 @@ type Input struct {
 	switchTo string
 	// unknown marks a `reset`, `emptied` or `populated` of a name no manifest holds.
 	unknown bool
+	// pause is how long a `pause` input stops svcrun.
+	pause time.Duration
 }
 
 type behaviourLine struct {
@@ -206,6 +208,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			if err != nil {
 				return nil, err
 			}
+			if p.pause != nil && at < p.pause.pauseEnd() && in.Name == "pause" {
+				return nil, lineError(file, n, "a pause within the pause of line %d", p.pause.Line)
+			}
+			if in.Name == "pause" {
+				pi := in
+				p.pause = &pi
+			}
 			if err := p.checkWhileDown(&in); err != nil {
 				return nil, err
 			}
@@ -220,6 +229,9 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			}
 			if until < last {
 				return nil, lineError(file, n, "run until %s is before the last input at %s", fields[1], fmtDur(last))
+			}
+			if p.pause != nil && until < p.pause.pauseEnd() {
+				return nil, lineError(file, n, "run until %s ends within the pause of line %d", fields[1], p.pause.Line)
 			}
 			sc.Until = until
 			seenRun = true
@@ -305,6 +317,8 @@ type parser struct {
 	// down is the `down` input whose restart has not come yet (nil:
 	// svcrun runs).
 	down *Input
+	// pause is the latest `pause` input.
+	pause *Input
 }
 
 type storedAt struct {
@@ -396,6 +410,10 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 		err = p.parseEmptied(&in, args)
 	case "populated":
 		err = p.parsePopulated(&in, args)
+	case "member-exited":
+		err = p.parseMemberExited(&in, args)
+	case "pause":
+		err = p.parsePause(&in, args)
 	case "owner-start", "owner-stop":
 		err = p.parseOwner(&in, args)
 	case "reset":
@@ -419,7 +437,7 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, owner-start, owner-stop, object, down, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, member-exited, pause, owner-start, owner-stop, object, down, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -438,7 +456,7 @@ func (p *parser) checkInput(in Input) error {
 	switch in.Name {
 	case "reset", "emptied", "populated":
 		return p.checkService(in)
-	case "crash", "object", "owner-start", "owner-stop":
+	case "crash", "member-exited", "object", "owner-start", "owner-stop":
 		return p.knownService(in.Line, in.target)
 	case "behaviour":
 		return p.knownName(in.Line, in.target)

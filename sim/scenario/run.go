@@ -53,6 +53,10 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	case engine.ContainerPopulated:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " holds its daemon", Event: ev})
+	case engine.MemberExited:
+		rec.add(Record{At: at, Kind: RecEvent, Text: "a long-lived process of " + ev.Service.String() + " exited, its container still populated", Event: ev})
+	case engine.Paused:
+		rec.add(Record{At: at, Kind: RecEvent, Text: "svcrun runs again after a pause of " + fmtDur(ev.Length), Event: ev})
 	}
 	for _, f := range effects {
 		var info OpInfo
@@ -137,6 +141,13 @@ func (sc *Scenario) Run() (*Result, error) {
 	}
 	for i := range sc.Inputs {
 		in := &sc.Inputs[i]
+		if pl.pause != nil && in.At < pl.pause.pauseEnd() {
+			pl.held = append(pl.held, in)
+			continue
+		}
+		if err := pl.resume(); err != nil {
+			return fail(err)
+		}
 		w.RunFor(sim.Epoch.Add(in.At).Sub(w.Now()))
 		if err := pl.stopped(in); err != nil {
 			return fail(err)
@@ -144,6 +155,9 @@ func (sc *Scenario) Run() (*Result, error) {
 		if err := pl.play(in); err != nil {
 			return fail(err)
 		}
+	}
+	if err := pl.resume(); err != nil {
+		return fail(err)
 	}
 	w.RunFor(sim.Epoch.Add(sc.Until).Sub(w.Now()))
 	if err := pl.stopped(nil); err != nil {
@@ -167,6 +181,43 @@ type player struct {
 	// down: svcrun is down until the next restart; module edits only
 	// change what it reads then.
 	down bool
+	// pause is the pause in progress, if any, and held the inputs sent
+	// during it.
+	pause *Input
+	held  []*Input
+}
+
+// playPause begins a pause: svcrun stands still until resume.
+func (pl *player) playPause(in *Input) error {
+	pl.record(in, fmt.Sprintf("%s (svcrun stands still until %s)", in.Text, fmtDur(in.pauseEnd())), nil)
+	pl.pause = in
+	return nil
+}
+
+// resume ends the pause in progress, if any: time moves to its end with
+// nothing delivered, the engine hears of the pause, then what fell due
+// meanwhile, then the inputs held, each at the pause's end.
+func (pl *player) resume() error {
+	p := pl.pause
+	if p == nil {
+		return nil
+	}
+	pl.pause = nil
+	pl.w.Pause(p.pause)
+	if err := pl.stopped(p); err != nil {
+		return err
+	}
+	held := pl.held
+	pl.held = nil
+	for _, in := range held {
+		late := *in
+		late.At = p.pauseEnd()
+		late.Text = fmt.Sprintf("%s (sent at %s, during the pause)", in.Text, fmtDur(in.At))
+		if err := pl.play(&late); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // play does what an input does to the world.
@@ -174,6 +225,10 @@ func (pl *player) play(in *Input) error {
 	switch in.Name {
 	case "crash":
 		return pl.playCrash(in)
+	case "member-exited":
+		return pl.playMemberExited(in)
+	case "pause":
+		return pl.playPause(in)
 	case "emptied":
 		return pl.playEmptied(in)
 	case "owner-start", "owner-stop":

@@ -105,6 +105,9 @@ func formatDone(info OpInfo, known bool, d engine.OpDone) string {
 	if o.Failure != engine.FailNone {
 		return head + string(o.Failure) + ": " + o.Message
 	}
+	if o.Occupied {
+		return head + "ok" + formatResult(o.Result) + " occupied"
+	}
 	return head + "ok" + formatResult(o.Result)
 }
 

@@ -112,6 +112,9 @@ func behaviourArgs(bh *fakes.Behaviour) string {
 	if bh.Running {
 		parts = append(parts, "running")
 	}
+	if bh.Stray {
+		parts = append(parts, "stray")
+	}
 	if bh.Healthy != nil {
 		parts = append(parts, fmt.Sprintf("healthy=%v", *bh.Healthy))
 	}
