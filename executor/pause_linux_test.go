@@ -12,7 +12,9 @@ import (
 // taken (svcrun was paused, or busy), does not terminate the op's group,
 // where a start's daemon lives.
 func TestTerminateSkipsAnExitedOp(t *testing.T) {
-	pid, err := syscall.ForkExec("/bin/sh", []string{"sh", "-c", "exit 0"}, &syscall.ProcAttr{
+	// Tracked, as an op is: the reaper of a test that made this process a
+	// subreaper leaves it alone.
+	pid, untrack, err := forkTracked("/bin/sh", []string{"sh", "-c", "exit 0"}, &syscall.ProcAttr{
 		Env: []string{}, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
@@ -21,6 +23,7 @@ func TestTerminateSkipsAnExitedOp(t *testing.T) {
 	defer func() {
 		var ws unix.WaitStatus
 		unix.Wait4(pid, &ws, 0, nil)
+		untrack()
 	}()
 	deadline := time.Now().Add(60 * time.Second)
 	for !exited(pid) {
@@ -36,12 +39,13 @@ func TestTerminateSkipsAnExitedOp(t *testing.T) {
 	}
 
 	// A live op is terminated as before.
-	live, err := syscall.ForkExec("/bin/sleep", []string{"sleep", "60"}, &syscall.ProcAttr{
+	live, untrackLive, err := forkTracked("/bin/sleep", []string{"sleep", "60"}, &syscall.ProcAttr{
 		Env: []string{}, Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer untrackLive()
 	k = &killer{pgid: live, grace: time.Hour}
 	k.terminate(&k.timedOut)
 	var ws unix.WaitStatus
