@@ -10,14 +10,15 @@ import (
 	"testing"
 )
 
-// TestNoStderrByHand: what a command says on stderr goes through
-// internal/cli (Env.Printf, Warnf, Hintf, Progress, or the failure it
+// TestNoStderrByHand: what a command of svcrun or svcsim says on stderr
+// goes through internal/cli (Env.Printf, Warnf, Hintf, Progress, or the failure it
 // returns), so that every line is named as the command's. Only these
 // functions touch the stream itself, for what is no message of svcrun's:
 // the child's own stderr, whether it is a terminal, the daemon's log.
 func TestNoStderrByHand(t *testing.T) {
 	allowed := map[string]bool{
 		"main.go:main":             true, // the stream given to the framework
+		"../svcsim/main.go:main":   true,
 		"runcmd.go:runRun":         true, // CMD's own stderr
 		"runcmd.go:acquireShowing": true, // is stderr a terminal?
 		"serve.go:newLogger":       true, // the daemon's log
@@ -26,6 +27,11 @@ func TestNoStderrByHand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sim, err := filepath.Glob("../svcsim/*.go")
+	if err != nil || len(sim) == 0 {
+		t.Fatalf("svcsim's files: %v", err)
+	}
+	files = append(files, sim...)
 	fset := token.NewFileSet()
 	var found []string
 	for _, file := range files {
