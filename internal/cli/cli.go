@@ -4,7 +4,7 @@
 // codes:
 //
 //	0  success
-//	1  the command ran and found a problem (printed by the command or by Run)
+//	1  the command ran and found a problem (printed by Run; a report of its own by the command)
 //	2  the command line is wrong (one line naming the mistake, and a pointer to -h)
 //
 // output.go holds where each kind of output goes; flags.go how command
