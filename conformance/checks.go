@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -128,7 +129,7 @@ func (c *run) startReady() (string, *verdict) {
 		}
 		st := r.result.Status
 		if st.Ready {
-			return fmt.Sprintf("%s, ready after %d poll%s (%s)", start.brief(), polls, plural(polls), fmtMS(ms(time.Since(began)))), nil
+			return fmt.Sprintf("%s, ready after %d poll%s (%s)", start.brief(), polls, words.Plural(polls), fmtMS(ms(time.Since(began)))), nil
 		}
 		wait := min(time.Second, time.Until(deadline))
 		if wait > 0 && !c.s.sleep(wait) {
@@ -139,16 +140,9 @@ func (c *run) startReady() (string, *verdict) {
 			if st.Message != "" {
 				last += ": " + st.Message
 			}
-			return "", &verdict{Fail, fmt.Sprintf("%s, then not ready within start_timeout_s %s: %d poll%s, the last said %s", start.brief(), timeout, polls, plural(polls), last)}
+			return "", &verdict{Fail, fmt.Sprintf("%s, then not ready within start_timeout_s %s: %d poll%s, the last said %s", start.brief(), timeout, polls, words.Plural(polls), last)}
 		}
 	}
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // checkFingerprint: fingerprint answers and changes nothing under the
@@ -469,9 +463,9 @@ func checkOutput(ops []OpRun) (verdict, []OpRun) {
 		}
 	}
 	if len(bad) > 0 {
-		return fail("%d of %d op%s broke the protocol: %s", len(bad), len(ops), plural(len(ops)), strings.Join(why, " | ")), bad
+		return fail("%d of %d op%s broke the protocol: %s", len(bad), len(ops), words.Plural(len(ops)), strings.Join(why, " | ")), bad
 	}
-	return pass("%d op%s, each output valid and agreeing with its exit status", len(ops), plural(len(ops))), nil
+	return pass("%d op%s, each output valid and agreeing with its exit status", len(ops), words.Plural(len(ops))), nil
 }
 
 // checkTimeouts: no op overran the protocol's timeout of its op.
@@ -494,7 +488,7 @@ func checkTimeouts(ops []OpRun) (verdict, []OpRun) {
 	if slowest == nil {
 		return pass("no ops"), nil
 	}
-	return pass("%d op%s, each within its timeout (closest: %s, %s of %s)", len(ops), plural(len(ops)), slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
+	return pass("%d op%s, each within its timeout (closest: %s, %s of %s)", len(ops), words.Plural(len(ops)), slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
 }
 
 // joinInts is "1, 2, 3".

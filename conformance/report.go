@@ -7,6 +7,7 @@ import (
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -104,7 +105,7 @@ func newOpRun(check string, op protocol.Op, args []string, res executor.Result, 
 	r := OpRun{
 		Op: string(op), Args: args, Check: check,
 		OK: out.Failure == engine.FailNone, Failure: string(out.Failure), Message: out.Message, Reasons: out.Reasons,
-		Stdout: clip(string(res.Stdout), stdoutKept, false), StderrTail: clip(string(res.StderrTail), stderrKept, true),
+		Stdout: words.Clip(string(res.Stdout), stdoutKept, "..."), StderrTail: words.ClipStart(string(res.StderrTail), stderrKept, "..."),
 		DurationMS: ms(res.Duration), TimeoutMS: ms(res.Timeout), Left: res.Left,
 		result: out.Result, failure: out.Failure,
 	}
@@ -116,17 +117,6 @@ func newOpRun(check string, op protocol.Op, args []string, res executor.Result, 
 		r.Warnings = out.Result.Warnings
 	}
 	return r
-}
-
-// clip keeps at most n bytes of s: its beginning, or its end.
-func clip(s string, n int, end bool) string {
-	if len(s) <= n {
-		return s
-	}
-	if end {
-		return "..." + s[len(s)-n:]
-	}
-	return s[:n] + "..."
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/oarbank/svcrun/internal/words"
 )
 
 // ProtocolError means the op's output broke protocol 1: the op counts as
@@ -129,7 +131,7 @@ func oneLine(s string, max int) string {
 		}
 		b.WriteRune(r)
 	}
-	return clip(b.String(), max)
+	return words.Clip(b.String(), max, "…")
 }
 
 // StderrTailOf returns the stderr tail carried by an *OpError or

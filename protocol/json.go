@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oarbank/svcrun/internal/utf8off"
+	"github.com/oarbank/svcrun/internal/words"
 )
 
 // The parser below exists because encoding/json cannot report what protocol 1
@@ -199,7 +200,7 @@ func (p *parser) object() (any, error) {
 		}
 		p.skipSpace()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {
-			return nil, p.errorf("expected ':' after key %q, found %s", clip(key, 40), found(p.data, p.pos))
+			return nil, p.errorf("expected ':' after key %q, found %s", words.Clip(key, 40, "…"), found(p.data, p.pos))
 		}
 		p.pos++
 		p.skipSpace()
@@ -213,7 +214,7 @@ func (p *parser) object() (any, error) {
 		m[key] = v
 		if len(m) == n {
 			// Reported at the object's pointer: the message names the key.
-			p.addIssue(fmt.Sprintf("duplicate key %q", clip(key, 64)))
+			p.addIssue(fmt.Sprintf("duplicate key %q", words.Clip(key, 64, "…")))
 		}
 		if done, err := p.next('}', "object"); err != nil || done {
 			return m, err
@@ -458,17 +459,6 @@ func (p *parser) number() (any, error) {
 		}
 	}
 	return json.Number(lit), nil
-}
-
-// clip shortens s to at most n bytes on a rune boundary, for messages.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }
 
 // intern returns the protocol's property names without allocating; they make

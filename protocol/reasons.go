@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/schemas"
 )
 
@@ -82,7 +83,7 @@ func typeMessage(wantTypes []string, gotType string) string {
 func display(v any) string {
 	switch v := v.(type) {
 	case string:
-		return strconv.Quote(clip(v, 64))
+		return strconv.Quote(words.Clip(v, 64, "…"))
 	case map[string]any:
 		return "an object"
 	case []any:
@@ -90,7 +91,7 @@ func display(v any) string {
 	case nil:
 		return "null"
 	}
-	return clip(fmt.Sprint(v), 64)
+	return words.Clip(fmt.Sprint(v), 64, "…")
 }
 
 // sortedReasons renders the reasons sorted by JSON pointer (array indexes in
@@ -165,7 +166,7 @@ func formatPointer(ptr []string) string {
 	for _, tok := range ptr {
 		b.WriteByte('/')
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
-		tok = clip(tok, 64)
+		tok = words.Clip(tok, 64, "…")
 		for _, r := range tok {
 			if r >= 0x20 && r < 0x7f || r >= 0x80 && unicode.IsPrint(r) {
 				b.WriteRune(r)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"sort"
@@ -26,7 +25,7 @@ func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
 	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, 0)
-	asJSON := fs.Bool("json", false, "print the grant as JSON: lease, attempt, services, expires, node_id, uses (each service and probe with its fingerprint attrs; a failure: ok, error, code, reason, hint)")
+	asJSON := m.JSONFlag(fs, "print the grant as JSON: lease, attempt, services, expires, node_id, uses (each service and probe with its fingerprint attrs; a failure: ok, error, code, reason, hint)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -37,23 +36,20 @@ func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	err = func() error {
-		c, err := sock.dial()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		g, err := acquireRetrying(ctx, newAwayNotice(m.Stderr, "acquire"), c, req)
-		if err != nil {
-			return admission(ctx, c, req, err)
-		}
-		if *asJSON {
-			return cli.PrintJSON(m.Stdout, g)
-		}
-		fmt.Fprintln(m.Stdout, g.Lease)
-		return nil
-	}()
-	return failed(m, "acquire", *asJSON, err)
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	g, err := acquireRetrying(ctx, newAwayNotice(m), c, req)
+	if err != nil {
+		return admission(ctx, c, req, err)
+	}
+	if *asJSON {
+		return cli.PrintJSON(m.Stdout, g)
+	}
+	fmt.Fprintln(m.Stdout, g.Lease)
+	return nil
 }
 
 // leaseFlags are what a lease requires, for acquire and run.
@@ -163,12 +159,11 @@ func whileAway(ctx context.Context, until time.Time, away *awayNotice, doing fun
 // awayNotice tells, on one line each, that svcrun went away and that it is
 // back: not one line per try.
 type awayNotice struct {
-	w    io.Writer
-	cmd  string
+	m    *cli.Env
 	away bool
 }
 
-func newAwayNotice(w io.Writer, cmd string) *awayNotice { return &awayNotice{w: w, cmd: cmd} }
+func newAwayNotice(m *cli.Env) *awayNotice { return &awayNotice{m: m} }
 
 func (n *awayNotice) gone(err error, doing func() string) {
 	if n.away {
@@ -182,13 +177,13 @@ func (n *awayNotice) gone(err error, doing func() string) {
 	if errors.As(err, &ue) && errors.As(ue.Err, &op) && op.Err != nil {
 		err = op.Err
 	}
-	fmt.Fprintf(n.w, "svcrun %s: svcrun went away (%v): %s\n", n.cmd, err, doing())
+	n.m.Printf("svcrun went away (%v): %s", err, doing())
 }
 
 func (n *awayNotice) back() {
 	if n.away {
 		n.away = false
-		fmt.Fprintf(n.w, "svcrun %s: svcrun is back\n", n.cmd)
+		n.m.Printf("svcrun is back")
 	}
 }
 
@@ -218,10 +213,4 @@ func (p poolFlag) Set(v string) error {
 	}
 	p[name] = k
 	return nil
-}
-
-// notAdmitted reports an acquire of req that failed: a rejection with its
-// reason and a hint, anything else as is.
-func notAdmitted(ctx context.Context, m *cli.Env, cmd string, c *api.Client, req api.AcquireRequest, err error) error {
-	return failed(m, cmd, false, admission(ctx, c, req, err))
 }

@@ -121,28 +121,19 @@ func connectOne(fs *flag.FlagSet, sock socketFlags, args []string, what, hint st
 	return c, arg, err
 }
 
-// failureJSON is what a command given --json prints on stdout when it
-// fails after its command line was read (exit 1); a wrong command line
-// (exit 2) is still reported as text on stderr.
-type failureJSON struct {
-	OK     bool   `json:"ok"` // false
-	Error  string `json:"error"`
-	Code   string `json:"code,omitempty"`   // the API's error code (rejected, unknown_lease, refused, not_found, ...), unreachable or interrupted
-	Reason string `json:"reason,omitempty"` // a rejection's reason
-	Hint   string `json:"hint,omitempty"`
-	// Errors are every error of an invalid file, one a line (validate).
-	Errors []string `json:"errors,omitempty"`
+// explain is the --json code of a failure the API reported (its code and
+// a rejection's reason), or of svcrun not answering on its socket.
+func explain(err error) (code, reason string) {
+	var apiErr *api.Error
+	var unreachable *api.UnreachableError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr.Code, apiErr.Reason
+	case errors.As(err, &unreachable):
+		return "unreachable", ""
+	}
+	return "", ""
 }
-
-// hinted is a failure explained for the command line: its message, its
-// code for --json, and a hint at the fix.
-type hinted struct {
-	err                     error
-	msg, code, reason, hint string
-}
-
-func (h *hinted) Error() string { return h.msg }
-func (h *hinted) Unwrap() error { return h.err }
 
 // admission explains an acquire that failed: a rejection with its reason
 // and a hint (resetHint), an interrupted wait; anything else stays.
@@ -156,9 +147,9 @@ func admission(ctx context.Context, c *api.Client, req api.AcquireRequest, err e
 		if serr != nil {
 			st = api.Status{}
 		}
-		return &hinted{err: err, msg: "rejected: " + rej.Reason, code: api.CodeRejected, reason: rej.Reason, hint: resetHint(st, req)}
+		return &cli.Failure{Err: err, Msg: "rejected: " + rej.Reason, Code: api.CodeRejected, Reason: rej.Reason, Hint: resetHint(st, req)}
 	case errors.Is(err, context.Canceled):
-		return &hinted{err: err, msg: "interrupted while waiting for admission: the request was withdrawn", code: "interrupted"}
+		return &cli.Failure{Err: err, Msg: "interrupted while waiting for admission: the request was withdrawn", Code: "interrupted"}
 	}
 	return err
 }
@@ -203,45 +194,10 @@ func resetHint(st api.Status, req api.AcquireRequest) string {
 // leaseError adds a hint to an unknown lease.
 func leaseError(err error) error {
 	if errors.Is(err, errdefs.ErrUnknownLease) {
-		return &hinted{err: err, msg: err.Error(), code: api.CodeUnknownLease,
-			hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
+		return &cli.Failure{Err: err, Code: api.CodeUnknownLease,
+			Hint: "svcrun status lists the leases svcrun holds; a lease with a TTL that was not renewed in time has expired"}
 	}
 	return err
-}
-
-// failed reports err, the failure of command cmd: with asJSON as one
-// failureJSON on stdout, else as text on stderr (with its hint); exit 1
-// either way. A wrong command line, -h and an exit code already reported
-// pass through.
-func failed(m *cli.Env, cmd string, asJSON bool, err error) error {
-	var ue cli.UsageError
-	var ee cli.ExitError
-	if err == nil || errors.As(err, &ue) || errors.As(err, &ee) || errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	var h *hinted
-	if !errors.As(err, &h) {
-		h = &hinted{err: err, msg: err.Error()}
-		var apiErr *api.Error
-		var unreachable *api.UnreachableError
-		switch {
-		case errors.As(err, &apiErr):
-			h.code, h.reason = apiErr.Code, apiErr.Reason
-		case errors.As(err, &unreachable):
-			h.code = "unreachable"
-		}
-	}
-	if asJSON {
-		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: h.msg, Code: h.code, Reason: h.reason, Hint: h.hint}); err != nil {
-			return err
-		}
-		return cli.ExitError{Code: 1}
-	}
-	fmt.Fprintf(m.Stderr, "svcrun %s: %s\n", cmd, h.msg)
-	if h.hint != "" {
-		fmt.Fprintf(m.Stderr, "hint: %s\n", h.hint)
-	}
-	return cli.ExitError{Code: 1}
 }
 
 // runDone runs a command without arguments whose API call answers with a
@@ -249,22 +205,19 @@ func failed(m *cli.Env, cmd string, asJSON bool, err error) error {
 func runDone(ctx context.Context, m *cli.Env, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
 	fs := m.FlagSet(name, "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message")
-	err := func() error {
-		c, err := connect(fs, sock, args)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		d, err := call(c, ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return cli.PrintJSON(m.Stdout, d)
-		}
-		fmt.Fprintln(m.Stdout, d.Message)
-		return nil
-	}()
-	return failed(m, name, *asJSON, err)
+	asJSON := m.JSONFlag(fs, "print the answer as JSON: ok, message")
+	c, err := connect(fs, sock, args)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := call(c, ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return cli.PrintJSON(m.Stdout, d)
+	}
+	fmt.Fprintln(m.Stdout, d.Message)
+	return nil
 }

@@ -191,7 +191,8 @@ func TestLeaseCommands(t *testing.T) {
 		}
 	}
 	code, _, errs = run(t, "release", lease)
-	if code != 1 || !strings.Contains(errs, "no such lease") || !strings.Contains(errs, "hint: svcrun status lists the leases") {
+	// The hint is a line of the command's, as every line it prints.
+	if code != 1 || !strings.Contains(errs, "no such lease") || !strings.Contains(errs, "\nsvcrun release: hint: svcrun status lists the leases") {
 		t.Errorf("release twice: %d %s", code, errs)
 	}
 	code, _, errs = run(t, "renew", "lease-nope")
@@ -244,7 +245,7 @@ func TestRejectedUnhealthyHint(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, "service broken/svc is unhealthy after 1 consecutive failures") {
 			t.Fatalf("acquire %d: exit %d, stderr:\n%s", i+1, code, errs)
 		}
-		if i == 1 && !strings.Contains(errs, "\nhint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
+		if i == 1 && !strings.Contains(errs, "\nsvcrun acquire: hint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
 			t.Errorf("acquire %d: no reset hint, stderr:\n%s", i+1, errs)
 		}
 	}
@@ -386,7 +387,7 @@ func TestJSONAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errs = run(t, "reload", "--json")
-	var f failureJSON
+	var f cli.FailureJSON
 	if code != 1 || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "refused" || !strings.Contains(f.Error, "bogus_key") {
 		t.Errorf("reload --json of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/conformance"
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/sandbox"
 )
@@ -60,7 +61,7 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	mod, err := manifest.Load(*bundle)
 	if err != nil {
-		return invalid(m, errorLines(err))
+		return invalid(errorLines(err))
 	}
 	for _, name := range fs.Args() {
 		if _, err := findTarget(mod, name); err != nil {
@@ -153,7 +154,7 @@ func printCheckReport(m *cli.Env, rep *conformance.Report, kept bool) {
 			}
 			fmt.Fprintf(w, "    %s (%s): %s\n", strings.Join(append([]string{o.Op}, o.Args...), " "), o.Check, o.Message)
 			if o.Stdout != "" {
-				fmt.Fprintf(w, "      stdout: %q\n", clipString(o.Stdout, stdoutBytesShown))
+				fmt.Fprintf(w, "      stdout: %q\n", words.Clip(o.Stdout, stdoutBytesShown, "..."))
 			}
 			for _, l := range lastLines(o.StderrTail, checkEvidenceLines) {
 				fmt.Fprintf(w, "      | %s\n", l)
@@ -166,14 +167,7 @@ func printCheckReport(m *cli.Env, rep *conformance.Report, kept bool) {
 		data = "module data dir " + rep.DataDir
 	}
 	fmt.Fprintf(w, "%s: %d check%s: %d passed, %d failed, %d skipped in %.2fs (containers: %s; %s)\n",
-		rep.Module, n, plural(n), rep.Passed, rep.Failed, rep.Skipped, rep.DurationMS/1000, rep.Containers, data)
-}
-
-func clipString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
+		rep.Module, n, words.Plural(n), rep.Passed, rep.Failed, rep.Skipped, rep.DurationMS/1000, rep.Containers, data)
 }
 
 // checksService says whether the check covers a service of mod: the
@@ -222,7 +216,7 @@ func runCheckJob(ctx context.Context, cmdline string, g api.Grant) (j conformanc
 	if cmd.Process != nil {
 		_ = killGroup(cmd)
 	}
-	j.Stdout, j.StderrTail = clipString(stdout.String(), stdoutBytesShown), tail(stderr.String(), 4<<10)
+	j.Stdout, j.StderrTail = words.Clip(stdout.String(), stdoutBytesShown, "..."), words.ClipStart(stderr.String(), 4<<10, "...")
 	if cmd.ProcessState != nil {
 		j.ExitCode = exitCode(cmd.ProcessState)
 	}
@@ -233,12 +227,4 @@ func runCheckJob(ctx context.Context, cmdline string, g api.Grant) (j conformanc
 		j.Error = fmt.Sprintf("cannot run sh -c %q: %v", cmdline, err)
 	}
 	return j
-}
-
-// tail keeps the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "..." + s[len(s)-n:]
 }

@@ -25,24 +25,21 @@ func runDisable(ctx context.Context, m *cli.Env, args []string) error {
 func setModule(ctx context.Context, m *cli.Env, cmd string, enable bool, args []string) error {
 	fs := m.FlagSet(cmd, "[--json] [--socket PATH | --config FILE] MODULE")
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, module, enabled (a failure: ok, error, code)")
-	err := func() error {
-		c, name, err := connectOne(fs, sock, args, "MODULE", " (svcrun status lists the modules of the services)")
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		d, err := c.SetModuleEnabled(ctx, name, enable)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return cli.PrintJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
-		}
-		fmt.Fprintln(m.Stdout, d.Message)
-		return nil
-	}()
-	return failed(m, cmd, *asJSON, err)
+	asJSON := m.JSONFlag(fs, "print the answer as JSON: ok, message, module, enabled (a failure: ok, error, code)")
+	c, name, err := connectOne(fs, sock, args, "MODULE", " (svcrun status lists the modules of the services)")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := c.SetModuleEnabled(ctx, name, enable)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return cli.PrintJSON(m.Stdout, moduleDone{OK: d.OK, Message: d.Message, Module: name, Enabled: enable})
+	}
+	fmt.Fprintln(m.Stdout, d.Message)
+	return nil
 }
 
 // moduleDone is what enable --json and disable --json print.

@@ -29,59 +29,56 @@ func runEvents(ctx context.Context, m *cli.Env, args []string) error {
 	sock := addSocketFlags(m, fs)
 	follow := fs.Bool("f", false, "follow: print new records as they come, until interrupted")
 	since := fs.String("since", "", "only the records from this time on: a `DUR` ago (10m, 1h) or an RFC 3339 time")
-	asJSON := fs.Bool("json", false, "print each record as one JSON object a line: at, kind, text")
-	err := func() error {
-		if err := cli.Parse(fs, args); err != nil {
-			return err
-		}
-		if err := cli.NoArgs(fs); err != nil {
-			return err
-		}
-		q := api.EventsQuery{Since: time.Unix(0, 0).UTC(), NoFollow: !*follow}
-		if *since != "" {
-			t, err := parseSince(*since, time.Now())
-			if err != nil {
-				return err
-			}
-			q.Since = t
-		} else if *follow {
-			q.Last = 10
-		}
-		c, err := sock.dial()
+	asJSON := m.JSONFlag(fs, "print each record as one JSON object a line: at, kind, text")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := cli.NoArgs(fs); err != nil {
+		return err
+	}
+	q := api.EventsQuery{Since: time.Unix(0, 0).UTC(), NoFollow: !*follow}
+	if *since != "" {
+		t, err := parseSince(*since, time.Now())
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		ev, err := c.Events(ctx, q)
-		if err != nil {
-			return err
+		q.Since = t
+	} else if *follow {
+		q.Last = 10
+	}
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ev, err := c.Events(ctx, q)
+	if err != nil {
+		return err
+	}
+	defer ev.Close()
+	for {
+		r, err := ev.Next()
+		switch {
+		case err == nil:
+		case ctx.Err() != nil: // interrupted: the usual end of -f
+			return nil
+		case !*follow && errors.Is(err, io.EOF):
+			return nil // the end of the kept records
+		case *follow && errors.Is(err, io.EOF):
+			return errors.New("the event stream ended: svcrun stopped or went away")
+		default:
+			return fmt.Errorf("the event stream broke off: %w", err)
 		}
-		defer ev.Close()
-		for {
-			r, err := ev.Next()
-			switch {
-			case err == nil:
-			case ctx.Err() != nil: // interrupted: the usual end of -f
-				return nil
-			case !*follow && errors.Is(err, io.EOF):
-				return nil // the end of the kept records
-			case *follow && errors.Is(err, io.EOF):
-				return errors.New("the event stream ended: svcrun stopped or went away")
-			default:
-				return fmt.Errorf("the event stream broke off: %w", err)
-			}
-			if *asJSON {
-				if err := cli.PrintJSONLine(m.Stdout, r); err != nil {
-					return err
-				}
-				continue
-			}
-			if _, err := fmt.Fprintf(m.Stdout, "%s %s\n", r.At.Local().Format("2006-01-02 15:04:05.000"), r.Text); err != nil {
+		if *asJSON {
+			if err := cli.PrintJSONLine(m.Stdout, r); err != nil {
 				return err
 			}
+			continue
 		}
-	}()
-	return failed(m, "events", *asJSON, err)
+		if _, err := fmt.Fprintf(m.Stdout, "%s %s\n", r.At.Local().Format("2006-01-02 15:04:05.000"), r.Text); err != nil {
+			return err
+		}
+	}
 }
 
 // parseSince reads --since: a duration before now, or a time.

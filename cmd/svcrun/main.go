@@ -81,6 +81,7 @@ come first: after run's -- comes CMD, after op's SERVICE OP the op's own ARGS.
 --socket and --config may also come before the command (svcrun --socket S status).
 
 ` + exitCodes,
+	Explain: explain,
 }
 
 // exitCodes is README.md's paragraph on the exit codes, word for word (a

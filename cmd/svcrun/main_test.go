@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // TestBadDuration: every duration flag of every command names the flag,
@@ -87,7 +89,7 @@ func TestCommandLines(t *testing.T) {
 		code, out, errs := run(t, tc.args...)
 		bad := code != tc.code || !strings.Contains(errs, tc.err) || strings.Contains(errs, "Usage:")
 		if tc.json {
-			var f failureJSON
+			var f cli.FailureJSON
 			bad = bad || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "unreachable" || !strings.Contains(f.Error, unreachable)
 		}
 		if bad {

@@ -11,6 +11,7 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -73,7 +74,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		}
 		mod = node.mod.Manifest
 	} else if mod, err = manifest.Load(*bundle); err != nil {
-		return invalid(m, errorLines(err))
+		return invalid(errorLines(err))
 	}
 	t, err := findTarget(mod, strings.TrimPrefix(fs.Arg(0), mod.Name+"/"))
 	if err != nil {
@@ -150,13 +151,12 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		if err := cli.PrintJSON(m.Stdout, r); err != nil {
 			return err
 		}
-	} else {
-		r.print(m, t)
+		if !r.OK {
+			return cli.ExitError{Code: 1}
+		}
+		return nil
 	}
-	if !r.OK {
-		return cli.ExitError{Code: 1}
-	}
-	return nil
+	return r.print(m, t)
 }
 
 // opTarget is the service or probe an op runs.
@@ -272,20 +272,20 @@ const (
 	stdoutBytesShown = 512
 )
 
-func (r *opReport) print(m *cli.Env, t opTarget) {
-	if r.OK {
-		cli.PrintJSON(m.Stdout, r.Result)
-		for _, w := range r.Warnings {
-			m.Warnf("%s", w)
-		}
-		return
+// print prints a success's result on stdout, and returns a failure with
+// its evidence, for Run to print after the warnings.
+func (r *opReport) print(m *cli.Env, t opTarget) error {
+	for _, w := range r.Warnings {
+		m.Warnf("%s", w)
 	}
-	w := m.Stderr
-	m.Printf("%s %s %s: %s", t.fullName(), r.Op, failureWords[engine.FailureKind(r.Failure)], r.Message)
+	if r.OK {
+		return cli.PrintJSON(m.Stdout, r.Result)
+	}
+	f := &cli.Failure{Msg: fmt.Sprintf("%s %s %s: %s", t.fullName(), r.Op, failureWords[engine.FailureKind(r.Failure)], r.Message)}
 	if len(r.Reasons) > 0 {
-		fmt.Fprintf(w, "  protocol violations (%d):\n", len(r.Reasons))
+		f.Lines = append(f.Lines, fmt.Sprintf("protocol violations (%d):", len(r.Reasons)))
 		for _, reason := range r.Reasons {
-			fmt.Fprintf(w, "    %s\n", reason)
+			f.Lines = append(f.Lines, "  "+reason)
 		}
 	}
 	if len(r.stdout) > 0 {
@@ -294,18 +294,16 @@ func (r *opReport) print(m *cli.Env, t opTarget) {
 		if len(s) > stdoutBytesShown {
 			s, more = s[:stdoutBytesShown], fmt.Sprintf(" (and %d more bytes)", len(r.stdout)-stdoutBytesShown)
 		}
-		fmt.Fprintf(w, "  stdout: %q%s\n", s, more)
+		f.Lines = append(f.Lines, fmt.Sprintf("stdout: %q%s", s, more))
 	}
 	if lines := lastLines(r.StderrTail, stderrLinesShown); len(lines) > 0 {
-		fmt.Fprintf(w, "  stderr (last %d line%s):\n", len(lines), plural(len(lines)))
+		f.Lines = append(f.Lines, fmt.Sprintf("stderr (last %d line%s):", len(lines), words.Plural(len(lines))))
 		for _, l := range lines {
-			fmt.Fprintf(w, "    | %s\n", l)
+			f.Lines = append(f.Lines, "  | "+l)
 		}
 	}
-	for _, warn := range r.Warnings {
-		m.Warnf("%s", warn)
-	}
-	fmt.Fprintf(w, "  module data dir: %s\n", r.DataDir)
+	f.Lines = append(f.Lines, "module data dir: "+r.DataDir)
+	return f
 }
 
 // lastLines returns the last n lines of s (trailing blank space dropped),

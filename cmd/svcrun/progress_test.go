@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // TestShowProgress: while a lease waits, run shows why: on a terminal the
@@ -35,7 +36,7 @@ func TestShowProgress(t *testing.T) {
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
-			showProgress(pctx, pw, tty, 10*time.Millisecond, c, "attempt-waits", time.Now())
+			showProgress(pctx, cli.ForCommand("svcrun", "run", io.Discard, pw), tty, 10*time.Millisecond, c, "attempt-waits", time.Now())
 			pw.Close()
 			close(done)
 		}()

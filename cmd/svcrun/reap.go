@@ -18,28 +18,25 @@ import (
 func runReap(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reap", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the round as JSON: round, snapshot, services with their objects")
-	err := func() error {
-		c, err := connect(fs, sock, args)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		r, err := c.Reap(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			err = cli.PrintJSON(m.Stdout, r)
-		} else {
-			printReap(m.Stdout, r)
-		}
-		if err == nil && reapFailed(r) {
-			return cli.ExitError{Code: 1}
-		}
+	asJSON := m.JSONFlag(fs, "print the round as JSON: round, snapshot, services with their objects")
+	c, err := connect(fs, sock, args)
+	if err != nil {
 		return err
-	}()
-	return failed(m, "reap", *asJSON, err)
+	}
+	defer c.Close()
+	r, err := c.Reap(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		err = cli.PrintJSON(m.Stdout, r)
+	} else {
+		printReap(m.Stdout, r)
+	}
+	if err == nil && reapFailed(r) {
+		return cli.ExitError{Code: 1}
+	}
+	return err
 }
 
 func reapFailed(r api.ReapResult) bool {

@@ -13,30 +13,27 @@ import (
 func runReload(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reload", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, restart_needed (a failure: ok, error, code)")
-	err := func() error {
-		c, err := connect(fs, sock, args)
-		if err != nil {
-			return err
+	asJSON := m.JSONFlag(fs, "print the answer as JSON: ok, restart_needed (a failure: ok, error, code)")
+	c, err := connect(fs, sock, args)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r, err := c.Reload(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if r.RestartNeeded == nil {
+			r.RestartNeeded = []string{}
 		}
-		defer c.Close()
-		r, err := c.Reload(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			if r.RestartNeeded == nil {
-				r.RestartNeeded = []string{}
-			}
-			return cli.PrintJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
-		}
-		fmt.Fprintln(m.Stdout, "configuration reloaded")
-		if len(r.RestartNeeded) > 0 {
-			fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
-		}
-		return nil
-	}()
-	return failed(m, "reload", *asJSON, err)
+		return cli.PrintJSON(m.Stdout, reloaded{OK: true, RestartNeeded: r.RestartNeeded})
+	}
+	fmt.Fprintln(m.Stdout, "configuration reloaded")
+	if len(r.RestartNeeded) > 0 {
+		fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
+	}
+	return nil
 }
 
 // reloaded is what reload --json prints.

@@ -13,7 +13,7 @@ import (
 func runReset(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reset", "[--json] [--socket PATH | --config FILE] MODULE/SERVICE")
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the answer as JSON: ok, message, service (a failure: ok, error, code)")
+	asJSON := m.JSONFlag(fs, "print the answer as JSON: ok, message, service (a failure: ok, error, code)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -24,23 +24,20 @@ func runReset(ctx context.Context, m *cli.Env, args []string) error {
 	if mod, svc, ok := strings.Cut(name, "/"); !ok || mod == "" || svc == "" || strings.Contains(svc, "/") {
 		return cli.Usagef("%q: name the service MODULE/SERVICE, e.g. demo/kv (svcrun status lists them)", name)
 	}
-	err = func() error {
-		c, err := sock.dial()
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		d, err := c.Reset(ctx, name)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return cli.PrintJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
-		}
-		fmt.Fprintln(m.Stdout, d.Message)
-		return nil
-	}()
-	return failed(m, "reset", *asJSON, err)
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	d, err := c.Reset(ctx, name)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return cli.PrintJSON(m.Stdout, serviceDone{OK: d.OK, Message: d.Message, Service: name})
+	}
+	fmt.Fprintln(m.Stdout, d.Message)
+	return nil
 }
 
 // serviceDone is what reset --json prints.

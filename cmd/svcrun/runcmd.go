@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -70,10 +69,10 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	defer c.Close()
 
-	away := newAwayNotice(m.Stderr, "run")
+	away := newAwayNotice(m)
 	g, err := acquireShowing(ctx, m, away, c, req)
 	if err != nil {
-		return notAdmitted(ctx, m, "run", c, req, err)
+		return admission(ctx, c, req, err)
 	}
 	// From here on the lease is held: renew and release it whatever ctx
 	// (canceled by SIGINT or SIGTERM) says.
@@ -87,10 +86,11 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		})
 		if err != nil {
 			if errors.Is(err, errdefs.ErrUnknownLease) {
-				fmt.Fprintf(m.Stderr, "svcrun run: lease %s had already ended when CMD exited (%v)\n", g.Lease, err)
+				m.Printf("lease %s had already ended when CMD exited (%v)", g.Lease, err)
 				return
 			}
-			fmt.Fprintf(m.Stderr, "svcrun run: cannot release lease %s: %v\nhint: release it with svcrun release %s\n", g.Lease, err, g.Lease)
+			m.Printf("cannot release lease %s: %v", g.Lease, err)
+			m.Hintf("release it with svcrun release %s", g.Lease)
 		}
 	}
 	sigs := make(chan os.Signal, 4)
@@ -98,15 +98,13 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	defer signal.Stop(sigs)
 	if ctx.Err() != nil { // interrupted as it was admitted
 		release()
-		fmt.Fprintln(m.Stderr, "svcrun run: interrupted before CMD started: the lease was released")
-		return cli.ExitError{Code: 1}
+		return errors.New("interrupted before CMD started: the lease was released")
 	}
 
 	file, err := writeServicesFile(g)
 	if err != nil {
 		release()
-		fmt.Fprintf(m.Stderr, "svcrun run: %v: CMD not started, the lease was released\n", err)
-		return cli.ExitError{Code: 1}
+		return fmt.Errorf("%w: CMD not started, the lease was released", err)
 	}
 	defer os.Remove(file)
 	cmd := exec.Command(argv[0], argv[1:]...)
@@ -114,7 +112,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, m.Stdout, m.Stderr
 	if err := cmd.Start(); err != nil {
 		release()
-		fmt.Fprintf(m.Stderr, "svcrun run: cannot run %s: %v\n", argv[0], err)
+		m.Printf("cannot run %s: %v", argv[0], err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return cli.ChildExit{Code: 127}
 		}
@@ -136,7 +134,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		wg.Add(1)
 		first := time.AfterFunc(every, func() {
 			defer wg.Done()
-			keepRenewing(renewCtx, m.Stderr, away, c, g.Lease, every)
+			keepRenewing(renewCtx, m, away, c, g.Lease, every)
 		})
 		stopFirstRenewal = func() {
 			if first.Stop() {
@@ -191,7 +189,7 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 	done := make(chan struct{})
 	first := time.AfterFunc(every, func() {
 		defer close(done)
-		showProgress(pctx, m.Stderr, tty, every, c, req.Attempt, start)
+		showProgress(pctx, m, tty, every, c, req.Attempt, start)
 	})
 	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
@@ -203,27 +201,22 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 
 // showProgress reports what the lease of attempt waits for now, then
 // every until ctx is done.
-func showProgress(ctx context.Context, w io.Writer, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
+func showProgress(ctx context.Context, m *cli.Env, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	shown := false
 	for {
 		st, err := c.Status(ctx)
 		if err == nil {
-			line := progressLine(st, attempt, time.Since(start))
-			switch {
-			case line == "" || ctx.Err() != nil:
-			case tty:
-				fmt.Fprint(w, "\r\033[K"+line)
+			if line := progressLine(st, attempt, time.Since(start)); line != "" && ctx.Err() == nil {
+				m.Progress(tty, line)
 				shown = true
-			default:
-				fmt.Fprintln(w, "svcrun run: "+line)
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if shown && tty {
-				fmt.Fprint(w, "\r\033[K") // the wait is over: its line goes
+				m.Progress(tty, "") // the wait is over: its line goes
 			}
 			return
 		case <-t.C:
@@ -246,7 +239,7 @@ func progressLine(st api.Status, attempt string, waited time.Duration) string {
 // failed renewal is retried within a second (svcrun away, as while it
 // restarts, is told once, and once when it is back); a lost lease is
 // reported once.
-func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Client, lease string, every time.Duration) {
+func keepRenewing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, lease string, every time.Duration) {
 	for {
 		rctx, cancel := context.WithTimeout(ctx, every)
 		_, err := c.Renew(rctx, lease)
@@ -258,13 +251,13 @@ func keepRenewing(ctx context.Context, w io.Writer, away *awayNotice, c *api.Cli
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errdefs.ErrUnknownLease):
-			fmt.Fprintf(w, "svcrun run: lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped\n", lease, err)
+			m.Printf("lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped", lease, err)
 			return
 		case api.Away(err):
 			away.gone(err, func() string { return fmt.Sprintf("renewing lease %s until it is back", lease) })
 			next = min(time.Second, every)
 		default:
-			fmt.Fprintf(w, "svcrun run: renewing lease %s: %v; retrying\n", lease, err)
+			m.Printf("renewing lease %s: %v; retrying", lease, err)
 			next = min(time.Second, every)
 		}
 		t := time.NewTimer(next)

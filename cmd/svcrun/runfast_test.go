@@ -210,7 +210,7 @@ func TestWhileAwaySaysOnlyWhenAway(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var w strings.Builder
 			doings, tries := 0, 0
-			err := whileAway(context.Background(), time.Time{}, newAwayNotice(&w, "run"), func() string {
+			err := whileAway(context.Background(), time.Time{}, newAwayNotice(cli.ForCommand("svcrun", "run", io.Discard, &w)), func() string {
 				doings++
 				return "asking again"
 			}, func() error {

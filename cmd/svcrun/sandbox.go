@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/oarbank/svcrun/internal/cli"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
 )
@@ -17,7 +18,7 @@ import (
 func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("sandbox", "[--json] [--config FILE]")
 	config := fs.String("config", "", "also show how each module of the node configuration `FILE` is sandboxed on this host")
-	asJSON := fs.Bool("json", false, "print one JSON document: the host's support and each module's plan, or the failure")
+	asJSON := m.JSONFlag(fs, "print one JSON document: the host's support and each module's plan, or the failure")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -25,7 +26,7 @@ func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return failed(m, "sandbox", true, sandboxJSON(m, *config))
+		return sandboxJSON(m, *config)
 	}
 	fmt.Fprint(m.Stdout, sandbox.Probe())
 	if *config == "" {
@@ -33,11 +34,11 @@ func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 	}
 	c, err := nodeconfig.Load(*config)
 	if err != nil {
-		return invalid(m, errorLines(err))
+		return invalid(errorLines(err))
 	}
 	mods, err := nodeconfig.LoadModules(c)
 	if err != nil {
-		return invalid(m, errorLines(err))
+		return invalid(errorLines(err))
 	}
 	fmt.Fprintf(m.Stdout, "\nnode %s (%s): sandbox = %q\n", c.NodeID, c.File, c.Sandbox)
 	refused := 0
@@ -54,7 +55,7 @@ func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 		}
 	}
 	if refused > 0 {
-		return fmt.Errorf("%d module%s would be refused on this host", refused, plural(refused))
+		return fmt.Errorf("%d module%s would be refused on this host", refused, words.Plural(refused))
 	}
 	return nil
 }

@@ -28,41 +28,38 @@ Flags:`
 func runStatus(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("status", statusSynopsis)
 	sock := addSocketFlags(m, fs)
-	asJSON := fs.Bool("json", false, "print the status as JSON (the API's GET /v1/status; with NAME, that one's part, its processes and events)")
-	err := func() error {
-		if err := cli.Parse(fs, args); err != nil {
-			return err
-		}
-		if fs.NArg() > 1 {
-			return cli.Usagef("unexpected argument %q: svcrun status takes at most one NAME", fs.Arg(1))
-		}
-		c, err := sock.dial()
+	asJSON := m.JSONFlag(fs, "print the status as JSON (the API's GET /v1/status; with NAME, that one's part, its processes and events)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return cli.Usagef("unexpected argument %q: svcrun status takes at most one NAME", fs.Arg(1))
+	}
+	c, err := sock.dial()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if fs.NArg() == 1 {
+		d, err := detailOf(ctx, c, st, fs.Arg(0))
 		if err != nil {
 			return err
-		}
-		defer c.Close()
-		st, err := c.Status(ctx)
-		if err != nil {
-			return err
-		}
-		if fs.NArg() == 1 {
-			d, err := detailOf(ctx, c, st, fs.Arg(0))
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return cli.PrintJSON(m.Stdout, d)
-			}
-			printDetail(m.Stdout, st, d)
-			return nil
 		}
 		if *asJSON {
-			return cli.PrintJSON(m.Stdout, st)
+			return cli.PrintJSON(m.Stdout, d)
 		}
-		printStatus(m.Stdout, st)
+		printDetail(m.Stdout, st, d)
 		return nil
-	}()
-	return failed(m, "status", *asJSON, err)
+	}
+	if *asJSON {
+		return cli.PrintJSON(m.Stdout, st)
+	}
+	printStatus(m.Stdout, st)
+	return nil
 }
 
 func printStatus(out io.Writer, st api.Status) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/cli"
 )
 
 // detail is `svcrun status NAME`'s subject: exactly one of Service, Probe
@@ -71,7 +72,7 @@ func detailOf(ctx context.Context, c *api.Client, st api.Status, name string) (d
 			}
 		}
 	case d.Lease == nil:
-		return d, &hinted{err: errdefs.ErrNotFound, msg: fmt.Sprintf("no service, probe or lease %q; %s", name, knownNames(st)), code: api.CodeNotFound}
+		return d, &cli.Failure{Err: errdefs.ErrNotFound, Msg: fmt.Sprintf("no service, probe or lease %q; %s", name, knownNames(st)), Code: api.CodeNotFound}
 	}
 	ev, err := c.Events(ctx, api.EventsQuery{Since: time.Unix(0, 0).UTC(), NoFollow: true})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/internal/tomldoc"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
@@ -18,7 +19,7 @@ import (
 // module, service and probe when valid, and every error when not.
 func runValidate(_ context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("validate", "[--json] --bundle DIR... | --config FILE")
-	asJSON := fs.Bool("json", false, "print one JSON document: ok, and the node and modules as loaded, or the errors")
+	asJSON := m.JSONFlag(fs, "print one JSON document: ok, and the node and modules as loaded, or the errors")
 	var bundles cli.StringList
 	fs.Var(&bundles, "bundle", "a module bundle `DIR` to check (repeatable: the set is checked for clashes too)")
 	config := fs.String("config", "", "a node configuration `FILE` to check, with every module it lists")
@@ -33,17 +34,103 @@ func runValidate(_ context.Context, m *cli.Env, args []string) error {
 	case len(bundles) > 0 && *config != "":
 		return cli.UsageError{Msg: "give either --bundle or --config, not both"}
 	}
+	v := validate(bundles, *config)
+	if len(v.errs) > 0 {
+		return invalid(v.errs)
+	}
 	if *asJSON {
-		return validateJSON(m, bundles, *config)
+		return cli.PrintJSON(m.Stdout, v.json())
 	}
-	if *config != "" {
-		return validateConfig(m, *config)
-	}
-	return validateBundles(m, bundles)
+	v.print(m)
+	return nil
 }
 
-// The answer of validate --json when everything is valid: what the text
-// summary says, as data.
+// validation is what validate found, built once and printed as text or
+// JSON: the node and modules as loaded, or every error.
+type validation struct {
+	node *nodeconfig.Config // nil for bundles
+	mods []nodeconfig.LoadedModule
+	errs []string
+}
+
+// validate loads a node configuration with its modules, or bundles and
+// checks them as a set.
+func validate(dirs []string, config string) validation {
+	var v validation
+	if config != "" {
+		c, err := nodeconfig.Load(config)
+		if err == nil {
+			v.node = c
+			v.mods, err = nodeconfig.LoadModules(c)
+		}
+		if err != nil {
+			v.errs = errorLines(err)
+		}
+		return v
+	}
+	var mods []*manifest.Module
+	for _, d := range dirs {
+		mod, err := manifest.Load(d)
+		if err != nil {
+			v.errs = append(v.errs, errorLines(err)...)
+			continue
+		}
+		mods = append(mods, mod)
+		v.mods = append(v.mods, nodeconfig.LoadedModule{Manifest: mod, Config: nodeconfig.Module{Enabled: true}})
+	}
+	if len(v.errs) == 0 {
+		if err := manifest.CheckSet(mods); err != nil {
+			v.errs = errorLines(err)
+		}
+	}
+	return v
+}
+
+func (v validation) platform() string {
+	if v.node == nil {
+		return ""
+	}
+	return v.node.Platform
+}
+
+// print is the text summary: a line for the node, then one per module,
+// service and probe; the node's warnings go to stderr, a module's under it.
+func (v validation) print(m *cli.Env) {
+	if c := v.node; c != nil {
+		limits := "none"
+		if c.Limits.MemGB > 0 || c.Limits.Pids > 0 {
+			limits = fmt.Sprintf("mem_gb %v, pids %d", c.Limits.MemGB, c.Limits.Pids)
+		}
+		fmt.Fprintf(m.Stdout, "node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
+			c.NodeID, c.File, c.Platform, c.DataDir, c.Socket, c.MemoryBudgetGB, c.Sandbox, c.MaxConcurrentOps, limits)
+		for _, w := range c.Warnings {
+			m.Warnf("%s", w)
+		}
+	}
+	for _, mod := range v.mods {
+		printModule(m.Stdout, mod.Manifest, mod.Config.Enabled, v.platform())
+	}
+}
+
+// json is the answer of validate --json: what the text summary says, as
+// data.
+func (v validation) json() validJSON {
+	out := validJSON{OK: true, Modules: []moduleJSON{}, Warnings: []string{}}
+	if c := v.node; c != nil {
+		out.Node = &nodeJSON{NodeID: c.NodeID, File: c.File, Platform: c.Platform, DataDir: c.DataDir, Socket: c.Socket,
+			MemoryBudgetGB: c.MemoryBudgetGB, Sandbox: string(c.Sandbox), MaxConcurrentOps: c.MaxConcurrentOps, Limits: c.Limits}
+		out.Warnings = append(out.Warnings, c.Warnings...)
+	}
+	for _, mod := range v.mods {
+		out.Modules = append(out.Modules, moduleOf(mod.Manifest, mod.Config.Enabled, v.platform()))
+	}
+	for _, mod := range out.Modules {
+		out.Warnings = append(out.Warnings, mod.Warnings...)
+	}
+	return out
+}
+
+// The answer of validate --json when everything is valid.
 type (
 	validJSON struct {
 		OK       bool         `json:"ok"` // true
@@ -113,107 +200,6 @@ func nonNilStrings(l []string) []string {
 	return l
 }
 
-// validateJSON is validate --json: the node and modules as loaded, or the
-// errors in the one failure shape (every error a line of errors).
-func validateJSON(m *cli.Env, dirs []string, config string) error {
-	out := validJSON{OK: true, Modules: []moduleJSON{}, Warnings: []string{}}
-	var errs []string
-	if config != "" {
-		c, err := nodeconfig.Load(config)
-		if err == nil {
-			var mods []nodeconfig.LoadedModule
-			if mods, err = nodeconfig.LoadModules(c); err == nil {
-				out.Node = &nodeJSON{NodeID: c.NodeID, File: c.File, Platform: c.Platform, DataDir: c.DataDir, Socket: c.Socket,
-					MemoryBudgetGB: c.MemoryBudgetGB, Sandbox: string(c.Sandbox), MaxConcurrentOps: c.MaxConcurrentOps, Limits: c.Limits}
-				out.Warnings = append(out.Warnings, c.Warnings...)
-				for _, mod := range mods {
-					out.Modules = append(out.Modules, moduleOf(mod.Manifest, mod.Config.Enabled, c.Platform))
-				}
-			}
-		}
-		if err != nil {
-			errs = append(errs, errorLines(err)...)
-		}
-	} else {
-		var mods []*manifest.Module
-		for _, d := range dirs {
-			mod, err := manifest.Load(d)
-			if err != nil {
-				errs = append(errs, errorLines(err)...)
-				continue
-			}
-			mods = append(mods, mod)
-		}
-		if len(errs) == 0 {
-			if err := manifest.CheckSet(mods); err != nil {
-				errs = append(errs, errorLines(err)...)
-			}
-		}
-		for _, mod := range mods {
-			out.Modules = append(out.Modules, moduleOf(mod, true, ""))
-		}
-	}
-	if len(errs) > 0 {
-		if err := cli.PrintJSON(m.Stdout, failureJSON{Error: fmt.Sprintf("invalid: %d error%s", len(errs), plural(len(errs))), Code: "invalid", Errors: errs}); err != nil {
-			return err
-		}
-		return cli.ExitError{Code: 1}
-	}
-	for _, mod := range out.Modules {
-		out.Warnings = append(out.Warnings, mod.Warnings...)
-	}
-	return cli.PrintJSON(m.Stdout, out)
-}
-
-func validateBundles(m *cli.Env, dirs []string) error {
-	var mods []*manifest.Module
-	var errs []string
-	for _, d := range dirs {
-		mod, err := manifest.Load(d)
-		if err != nil {
-			errs = append(errs, errorLines(err)...)
-			continue
-		}
-		mods = append(mods, mod)
-	}
-	if len(errs) == 0 {
-		if err := manifest.CheckSet(mods); err != nil {
-			errs = append(errs, errorLines(err)...)
-		}
-	}
-	if len(errs) > 0 {
-		return invalid(m, errs)
-	}
-	for _, mod := range mods {
-		printModule(m.Stdout, mod, true, "")
-	}
-	return nil
-}
-
-func validateConfig(m *cli.Env, file string) error {
-	c, err := nodeconfig.Load(file)
-	if err != nil {
-		return invalid(m, errorLines(err))
-	}
-	mods, err := nodeconfig.LoadModules(c)
-	if err != nil {
-		return invalid(m, errorLines(err))
-	}
-	limits := "none"
-	if c.Limits.MemGB > 0 || c.Limits.Pids > 0 {
-		limits = fmt.Sprintf("mem_gb %v, pids %d", c.Limits.MemGB, c.Limits.Pids)
-	}
-	fmt.Fprintf(m.Stdout, "node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
-		c.NodeID, c.File, c.Platform, c.DataDir, c.Socket, c.MemoryBudgetGB, c.Sandbox, c.MaxConcurrentOps, limits)
-	for _, w := range c.Warnings {
-		m.Warnf("%s", w)
-	}
-	for _, mod := range mods {
-		printModule(m.Stdout, mod.Manifest, mod.Config.Enabled, c.Platform)
-	}
-	return nil
-}
-
 // errorLines is a loading error as its mistakes, one string each: a
 // tomldoc.ErrorList gives one per mistake, any other error is one, even
 // if its text spans lines.
@@ -229,12 +215,10 @@ func errorLines(err error) []string {
 	return []string{err.Error()}
 }
 
-func invalid(m *cli.Env, errs []string) error {
-	for _, e := range errs {
-		fmt.Fprintln(m.Stderr, e)
-	}
-	fmt.Fprintf(m.Stderr, "invalid: %d error%s\n", len(errs), plural(len(errs)))
-	return cli.ExitError{Code: 1}
+// invalid is the failure of a file with errors: a line counting them,
+// then each (--json: code invalid, errors).
+func invalid(errs []string) error {
+	return &cli.Failure{Msg: fmt.Sprintf("invalid: %d error%s", len(errs), words.Plural(len(errs))), Code: "invalid", Lines: errs}
 }
 
 // printModule writes the one-line summaries. platform, when set, marks the
@@ -245,7 +229,7 @@ func printModule(w io.Writer, mod *manifest.Module, enabled bool, platform strin
 		state = ", disabled"
 	}
 	fmt.Fprintf(w, "module %s %s (%s): %d service%s, %d probe%s, network %s%s\n", mod.Name, mod.Version, mod.Dir,
-		len(mod.Services), plural(len(mod.Services)), len(mod.Probes), plural(len(mod.Probes)), mod.Sandbox.Network, state)
+		len(mod.Services), words.Plural(len(mod.Services)), len(mod.Probes), words.Plural(len(mod.Probes)), mod.Sandbox.Network, state)
 	for _, warn := range mod.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
@@ -279,11 +263,4 @@ func listOrNone(l []string) string {
 		return "none"
 	}
 	return strings.Join(l, ",")
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }

@@ -152,7 +152,10 @@ func TestValidateConfigBundles(t *testing.T) {
 			if code != 1 || out != "" {
 				t.Errorf("exit code %d, stdout:\n%s", code, out)
 			}
-			want := strings.ReplaceAll(strings.Join(tc.want, "\n"), "CONFIG", file) + "\n"
+			// The count first, then each error under it: every line of a
+			// failure is the framework's (cli.Failure), none bypasses it.
+			count, errors := tc.want[len(tc.want)-1], tc.want[:len(tc.want)-1]
+			want := "svcrun validate: " + count + "\n  " + strings.ReplaceAll(strings.Join(errors, "\n  "), "CONFIG", file) + "\n"
 			if diff := cmp.Diff(want, errs); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}

@@ -103,12 +103,12 @@ func explore(env *cli.Env, args []string, one func(seed uint64, steps int) sim.E
 	elapsed := time.Since(begin)
 	fmt.Fprintf(env.Stdout, "%d seed(s) in %.2fs: %.2f seeds/s on %d worker(s)\n", explored, elapsed.Seconds(), float64(explored)/elapsed.Seconds(), *workers)
 	if x := failed; x != nil {
-		fmt.Fprintf(env.Stderr, "seed %d: %v\n\nthe end of the trace:\n%s\n", x.Seed, x.Err, strings.Join(x.Recent, "\n"))
 		if err := os.WriteFile(*out, []byte(scenario.Explored(*x)), 0o644); err != nil {
-			return fmt.Errorf("write the reproducing scenario: %w", err)
+			return fmt.Errorf("seed %d: %v; write the reproducing scenario: %w", x.Seed, x.Err, err)
 		}
-		fmt.Fprintf(env.Stderr, "\nreproduce: svcsim explore --seeds 1 --seed %d --steps %d\nthe inputs as a scenario: %s (svcsim run %s)\n", x.Seed, *steps, *out, *out)
-		return cli.ExitError{Code: 1}
+		return &cli.Failure{Msg: fmt.Sprintf("seed %d: %v", x.Seed, x.Err),
+			Lines: append([]string{"the end of the trace:"}, x.Recent...),
+			Hint:  fmt.Sprintf("reproduce: svcsim explore --seeds 1 --seed %d --steps %d; the inputs as a scenario: %s (svcsim run %s)", x.Seed, *steps, *out, *out)}
 	}
 	fmt.Fprintf(env.Stdout, "ok: %d seed(s), every invariant held and every liveness check converged\n", len(list))
 	return nil

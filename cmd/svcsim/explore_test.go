@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -37,18 +38,10 @@ func (f *fakeExplore) one(seed uint64, steps int) sim.Exploration {
 func runFakeExplore(f *fakeExplore, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	env := &cli.Env{Stdout: &out, Stderr: &errb}
-	// The exit codes cli.Program gives these errors.
-	code := 0
-	var exit cli.ExitError
-	var usage cli.UsageError
-	switch err := explore(env, args, f.one); {
-	case errors.As(err, &exit):
-		code = exit.Code
-	case errors.As(err, &usage):
-		code = 2
-	case err != nil:
-		code = 1
-	}
+	p := &cli.Program{Name: "svcsim", Commands: map[string]cli.Command{"explore": {Run: func(_ context.Context, env *cli.Env, args []string) error {
+		return explore(env, args, f.one)
+	}}}}
+	code := p.Run(context.Background(), env, append([]string{"explore"}, args...))
 	return code, out.String(), errb.String()
 }
 
@@ -64,7 +57,8 @@ func TestExploreReportsFirstFailingSeed(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("%s workers: exit %d\n%s%s", workers, code, stdout, stderr)
 		}
-		want := "seed 17: invariant broken\n\nthe end of the trace:\nthe last line\n\nreproduce: svcsim explore --seeds 1 --seed 17 --steps 10\nthe inputs as a scenario: " + out + " (svcsim run " + out + ")\n"
+		want := "svcsim explore: seed 17: invariant broken\n  the end of the trace:\n  the last line\n" +
+			"svcsim explore: hint: reproduce: svcsim explore --seeds 1 --seed 17 --steps 10; the inputs as a scenario: " + out + " (svcsim run " + out + ")\n"
 		if stderr != want {
 			t.Errorf("%s workers: stderr\n%s\nwant\n%s", workers, stderr, want)
 		}

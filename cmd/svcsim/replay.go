@@ -43,12 +43,12 @@ func runReplay(_ context.Context, env *cli.Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range divs {
-		fmt.Fprintf(env.Stderr, "%s\n\n", d)
-	}
 	if len(divs) > 0 {
-		fmt.Fprintf(env.Stderr, "%d of %d steps diverge\n", len(divs), steps)
-		return cli.ExitError{Code: 1}
+		var lines []string
+		for _, d := range divs {
+			lines = append(lines, strings.Split(d.String(), "\n")...)
+		}
+		return &cli.Failure{Msg: fmt.Sprintf("%d of %d steps diverge", len(divs), steps), Lines: lines}
 	}
 	fmt.Fprintf(env.Stdout, "ok: %d steps replayed, same decisions\n", steps)
 	return nil

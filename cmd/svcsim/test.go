@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/sim/scenario"
@@ -33,28 +34,30 @@ func runTest(_ context.Context, env *cli.Env, args []string) error {
 		return err
 	}
 	bad, rewritten := 0, 0
+	var report []string // each failed scenario: its FAIL line, then why
 	for _, f := range files {
 		c, err := scenario.CheckFile(f, *rewrite)
 		switch {
 		case err != nil:
-			fmt.Fprintf(env.Stderr, "FAIL %s\n%v\n", f, err)
+			report = append(report, "FAIL "+f)
+			report = append(report, strings.Split(err.Error(), "\n")...)
 			bad++
 		case c.Rewritten:
 			fmt.Fprintf(env.Stdout, "rewrote %s\n", f)
 			rewritten++
 		case c.Diff != "":
-			fmt.Fprintf(env.Stderr, "FAIL %s: the trace differs from the expected one\n%s", f, c.Diff)
+			report = append(report, "FAIL "+f+": the trace differs from the expected one")
+			report = append(report, strings.Split(strings.TrimSuffix(c.Diff, "\n"), "\n")...)
 			bad++
 		}
 	}
 	switch {
 	case bad > 0:
-		fmt.Fprintf(env.Stderr, "%d of %d scenario(s) failed", bad, len(files))
+		f := &cli.Failure{Msg: fmt.Sprintf("%d of %d scenario(s) failed", bad, len(files)), Lines: report}
 		if !*rewrite {
-			fmt.Fprint(env.Stderr, " (svcsim test -rewrite records the actual traces)")
+			f.Hint = "svcsim test -rewrite records the actual traces; read their diff before committing them"
 		}
-		fmt.Fprintln(env.Stderr)
-		return cli.ExitError{Code: 1}
+		return f
 	case *rewrite:
 		fmt.Fprintf(env.Stdout, "%d scenario(s), %d rewritten\n", len(files), rewritten)
 	default:

@@ -4,7 +4,7 @@
 // codes:
 //
 //	0  success
-//	1  the command ran and found a problem (printed by the command or by Run)
+//	1  the command ran and found a problem (printed by Run; a report of its own by the command)
 //	2  the command line is wrong (one line naming the mistake, and a pointer to -h)
 //
 // output.go holds where each kind of output goes; flags.go how command
@@ -12,12 +12,11 @@
 package cli
 
 import (
-	"errors"
-	"slices"
-
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/oarbank/svcrun/internal/suggest"
 )
@@ -27,6 +26,13 @@ import (
 type Env struct {
 	Stdout, Stderr io.Writer
 	prog, cmd      string // set by Program.Run, to name the command in what it prints
+	json           *bool  // the command's --json (JSONFlag): failures as JSON on stdout
+}
+
+// ForCommand is the Env that Program.Run gives command cmd of program
+// prog: for a test of a command's parts.
+func ForCommand(prog, cmd string, stdout, stderr io.Writer) *Env {
+	return &Env{Stdout: stdout, Stderr: stderr, prog: prog, cmd: cmd}
 }
 
 // Command is one subcommand.
@@ -64,6 +70,10 @@ type Program struct {
 	Name     string
 	Commands map[string]Command
 	Footer   string // printed after the command list
+	// Explain gives the code (and a rejection's reason) that --json
+	// reports for an error a command returned that is no Failure: the
+	// program knows its errors' kinds, the framework does not.
+	Explain func(err error) (code, reason string)
 }
 
 // Run runs args (without the program name) and returns the exit code.
@@ -95,7 +105,7 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 	}
 	e.cmd = args[0]
 	err := cmd.Run(ctx, &e, args[1:])
-	code := exit(&e, err)
+	code := exit(&e, err, p.Explain)
 	var child ChildExit
 	if cmd.OwnExit != 0 && code != 0 && !errors.As(err, &child) {
 		code = cmd.OwnExit

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -168,6 +169,78 @@ func TestOwnExit(t *testing.T) {
 		var out, errb bytes.Buffer
 		if code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, []string{"wrap", arg}); code != want {
 			t.Errorf("%s: exit %d, want %d (stderr %q)", arg, code, want, errb.String())
+		}
+	}
+}
+
+// TestFailure: a failure is printed by Run alone, every line of it named as
+// the command's (its hint too), or as one FailureJSON on stdout when the
+// command's --json was given; a wrong command line stays text.
+func TestFailure(t *testing.T) {
+	api := errors.New("svcrun at s: refused")
+	p := &Program{Name: "prog", Commands: map[string]Command{
+		"cmd": {Summary: "fail", Run: func(ctx context.Context, env *Env, args []string) error {
+			fs := env.FlagSet("cmd", "")
+			env.JSONFlag(fs, "")
+			if err := Parse(fs, args); err != nil {
+				return err
+			}
+			switch fs.Arg(0) {
+			case "plain":
+				return errors.New("it broke")
+			case "explained":
+				return fmt.Errorf("asking: %w", api)
+			case "hinted":
+				return &Failure{Err: api, Msg: "rejected: busy", Code: "rejected", Reason: "busy", Hint: "wait"}
+			case "lines":
+				return &Failure{Msg: "invalid: 2 errors", Code: "invalid", Lines: []string{"a:1: x", "b:2: y"}}
+			}
+			return UsageError{Msg: "give plain, explained, hinted or lines"}
+		}},
+	}, Explain: func(err error) (string, string) {
+		if errors.Is(err, api) {
+			return "refused", ""
+		}
+		return "", ""
+	}}
+	for _, tc := range []struct {
+		args           []string
+		code           int
+		stdout, stderr string
+	}{
+		{[]string{"plain"}, 1, "", "prog cmd: it broke\n"},
+		{[]string{"hinted"}, 1, "", "prog cmd: rejected: busy\nprog cmd: hint: wait\n"},
+		{[]string{"lines"}, 1, "", "prog cmd: invalid: 2 errors\n  a:1: x\n  b:2: y\n"},
+		{[]string{"--json", "plain"}, 1, "{\n  \"ok\": false,\n  \"error\": \"it broke\"\n}\n", ""},
+		{[]string{"--json", "explained"}, 1, "{\n  \"ok\": false,\n  \"error\": \"asking: svcrun at s: refused\",\n  \"code\": \"refused\"\n}\n", ""},
+		{[]string{"--json", "hinted"}, 1, "{\n  \"ok\": false,\n  \"error\": \"rejected: busy\",\n  \"code\": \"rejected\",\n  \"reason\": \"busy\",\n  \"hint\": \"wait\"\n}\n", ""},
+		{[]string{"--json", "lines"}, 1, "{\n  \"ok\": false,\n  \"error\": \"invalid: 2 errors\",\n  \"code\": \"invalid\",\n  \"errors\": [\n    \"a:1: x\",\n    \"b:2: y\"\n  ]\n}\n", ""},
+		{[]string{"--json", "what"}, 2, "", "prog cmd: give plain, explained, hinted or lines\nRun 'prog cmd -h' for usage.\n"},
+	} {
+		var out, errb bytes.Buffer
+		code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, append([]string{"cmd"}, tc.args...))
+		if code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
+			t.Errorf("%q: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+// TestProgress: on a terminal the line is rewritten in place and cleared;
+// elsewhere each is a line named as the command's.
+func TestProgress(t *testing.T) {
+	for _, tc := range []struct {
+		tty  bool
+		want string
+	}{
+		{true, "\r\033[Kwaiting: 1 s\r\033[K"},
+		{false, "prog run: waiting: 1 s\n"},
+	} {
+		var errb bytes.Buffer
+		env := ForCommand("prog", "run", io.Discard, &errb)
+		env.Progress(tc.tty, "waiting: 1 s")
+		env.Progress(tc.tty, "")
+		if errb.String() != tc.want {
+			t.Errorf("tty %v: %q, want %q", tc.tty, errb.String(), tc.want)
 		}
 	}
 }

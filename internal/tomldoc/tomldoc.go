@@ -23,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oarbank/svcrun/internal/suggest"
+	"github.com/oarbank/svcrun/internal/words"
 
 	"github.com/oarbank/svcrun/internal/utf8off"
 
@@ -588,7 +589,7 @@ func (t *Table) Close() {
 func describe(v any) string {
 	switch x := v.(type) {
 	case string:
-		return fmt.Sprintf("string %q", truncate(x, 40))
+		return fmt.Sprintf("string %q", words.Clip(x, 40, "..."))
 	case int64:
 		return fmt.Sprintf("integer %d", x)
 	case float64:
@@ -604,14 +605,4 @@ func describe(v any) string {
 	default:
 		return fmt.Sprintf("date/time %v", x)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
