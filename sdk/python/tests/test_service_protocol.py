@@ -312,6 +312,18 @@ class TestDaemon(unittest.TestCase):
         self.assertTrue(d.start())
         self.assertTrue(d.alive())
 
+    def test_script(self):
+        # A script daemon runs as its interpreter: known by its path.
+        script = os.path.join(self.dir, "beat")
+        with open(script, "w") as f:
+            f.write("#!/usr/bin/python3 -IB\nimport time\ntime.sleep(3600)\n")
+        os.chmod(script, 0o755)
+        d = self.daemon(script, "serve")
+        self.assertTrue(d.start())
+        self.assertTrue(d.alive())
+        self.assertFalse(d.start())
+        self.assertEqual(d.stop(10), (True, False))
+
     def test_zombie(self):
         p = subprocess.Popen(["/bin/true"])
         deadline = time.monotonic() + 60

@@ -26,7 +26,9 @@ class Daemon:
 
     argv[0] is the program: a path, as PATH is not searched here (svcrun
     gives ops the system's directories; shutil.which finds a program in
-    them). log_file receives the daemon's stdout and stderr, appended;
+    them). It must be what keeps running, a binary or a script with a #!
+    line, not a wrapper that execs another program: alive knows the
+    daemon by it. log_file receives the daemon's stdout and stderr, appended;
     None discards them. Never the op's own: svcrun would wait for those
     pipes and the daemon would lose what it prints."""
 
@@ -172,18 +174,17 @@ def alive(pid: int, program: str = "") -> bool:
 
 def _runs(pid: int, program: str) -> bool:
     try:
-        exe = os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)")
-        if exe == program:
+        if os.readlink(f"/proc/{pid}/exe").removesuffix(" (deleted)") == program:
             return True
     except OSError:
         pass  # another user's process: its cmdline is still readable
     cmdline = _read(f"/proc/{pid}/cmdline")
     if cmdline is None:
         return False
-    args = [a.decode(errors="replace") for a in cmdline.split(b"\0")[:2]]
+    # The program itself, or a script after its interpreter and one
+    # option (/usr/bin/python3 -IB bin/daemon).
     base = os.path.basename(program)
-    # argv[0] as given (a path or a bare name), or a script after its
-    # interpreter.
+    args = [a.decode(errors="replace") for a in cmdline.split(b"\0")[:3]]
     return any(a == program or os.path.basename(a) == base for a in args if a)
 
 
