@@ -15,8 +15,6 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from oarbank_sdk import service_protocol as sp  # noqa: E402
 
-UTC = datetime.timezone.utc
-
 
 class TestResults(unittest.TestCase):
     def test_serialise(self):
