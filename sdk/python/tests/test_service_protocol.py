@@ -219,6 +219,8 @@ class TestRun(unittest.TestCase):
             ("wrong type", Svc(status=lambda c: {"running": True, "ready": True}), ["status"], False, 1, {"message": "status returned dict, want Status"}),
             ("service without running", bad_running, ["fingerprint"], False, 1, None),
             ("probe without running", bad_running, ["fingerprint"], True, 0, {"healthy": True}),
+            ("sys.exit", Svc(start=lambda c: sys.exit(4)), ["start"], False, 4, {"ok": False, "changed": False, "message": "start called sys.exit(4) instead of returning a result or raising"}),
+            ("sys.exit(0)", Svc(status=lambda c: sys.exit(0)), ["status"], False, 1, None),
             ("empty exception", Svc(ready=lambda c: raise_(KeyError())), ["ready"], False, 1, {"message": "KeyError"}),
         ]
         for name, impl, args, probe, want_code, want_doc in cases:

@@ -101,6 +101,10 @@ class Daemon:
             raise OSError(e.errno, f"start {self.argv[0]}: {e.strerror}") from None
         finally:
             os.close(out)
+        # Popen returns once the kernel has begun the exec, before the new
+        # program's arguments are in place: until then alive would not
+        # know a script daemon by its command line.
+        _wait_exec(p.pid)
         try:
             _write_atomic(self.pid_file, f"{p.pid}\n")
         except OSError as e:
@@ -186,6 +190,18 @@ def _runs(pid: int, program: str) -> bool:
     base = os.path.basename(program)
     args = [a.decode(errors="replace") for a in cmdline.split(b"\0")[:3]]
     return any(a == program or os.path.basename(a) == base for a in args if a)
+
+
+def _wait_exec(pid: int, timeout: float = 5.0) -> None:
+    if not os.path.isdir(f"/proc/{pid}"):
+        return  # no procfs (macOS), or gone already
+    deadline = time.monotonic() + timeout
+    while not _read(f"/proc/{pid}/cmdline") and time.monotonic() < deadline:
+        # Empty while the exec sets up, and for good once it has exited
+        # (a zombie), which alive tells without the wait.
+        if not alive(pid):
+            return
+        time.sleep(0.005)
 
 
 def _read(path: str) -> bytes | None:

@@ -127,6 +127,12 @@ def run(
     except (OpFailed, NotRunBySvcrun) as e:
         code, data = getattr(e, "code", EXIT_FAILED), _failure(op, str(e))
         print(f"{op}: {e}", file=stderr)
+    except SystemExit as e:
+        # sys.exit in a method would leave stdout empty.
+        c = e.code if isinstance(e.code, int) and 1 <= e.code <= 125 else EXIT_FAILED
+        msg = f"{op} called sys.exit({e.code!r}) instead of returning a result or raising"
+        code, data = c, _failure(op, msg)
+        print(f"{op}: {msg}", file=stderr)
     except Exception as e:
         # A fault of the module: the trace is for people, on stderr.
         msg = str(e) or type(e).__name__
