@@ -128,8 +128,8 @@ type job struct {
 	exe string
 }
 
-// runJob runs the example's job.sh as a user does, with `svcrun run
-// --capability`, against a real svcrun serve: the job finds everything in
+// runJob runs the example's job (job.sh, or j.exe) as a user does, with
+// `svcrun run --capability`, against a real svcrun serve: the job finds everything in
 // $OARBANK_SERVICES_FILE. Its object is then listed with the three labels,
 // and once the lease has ended `svcrun reap` destroys it.
 func runJob(t *testing.T, n *node, bundle string, j job) {
