@@ -123,10 +123,13 @@ type job struct {
 	object func(attempt string) string
 	// check looks at what the job printed.
 	check func(t *testing.T, out string)
+	// exe is the job's executable in the bundle, run as it is; "" is
+	// job.sh, run with sh.
+	exe string
 }
 
-// runJob runs the example's job.sh as a user does, with `svcrun run
-// --capability`, against a real svcrun serve: the job finds everything in
+// runJob runs the example's job (job.sh, or j.exe) as a user does, with
+// `svcrun run --capability`, against a real svcrun serve: the job finds everything in
 // $OARBANK_SERVICES_FILE. Its object is then listed with the three labels,
 // and once the lease has ended `svcrun reap` destroys it.
 func runJob(t *testing.T, n *node, bundle string, j job) {
@@ -134,12 +137,17 @@ func runJob(t *testing.T, n *node, bundle string, j job) {
 	// A round already under way when svcrun started is over when this
 	// returns.
 	n.svcrun(t, "reap", "--config", n.cfg)
-	script, err := filepath.Abs(filepath.Join(bundle, "job.sh"))
+	command := []string{"sh", "job.sh"}
+	if j.exe != "" {
+		command = []string{j.exe}
+	}
+	script, err := filepath.Abs(filepath.Join(bundle, command[len(command)-1]))
 	if err != nil {
 		t.Fatal(err)
 	}
+	command[len(command)-1] = script
 	const attempt = "jobtest-1"
-	out := n.svcrun(t, "run", "--config", n.cfg, "--capability", j.capability, "--attempt", attempt, "--", "sh", script)
+	out := n.svcrun(t, append([]string{"run", "--config", n.cfg, "--capability", j.capability, "--attempt", attempt, "--"}, command...)...)
 	if j.check != nil {
 		j.check(t, out)
 	}

@@ -1,8 +1,9 @@
 // Package modules tests the example modules: each runs through its whole
 // lifecycle with `svcrun op`, once under sandbox = "require" with run_as
 // and once as root under best_effort, with the daemon its Debian package
-// installs; and each example's job.sh runs with `svcrun run` against a
-// real `svcrun serve`, finding its daemon in OARBANK_SERVICES_FILE alone.
+// installs; and each example's job (job.sh, or memcached's job.py) runs
+// with `svcrun run` against a real `svcrun serve`, finding its daemon in
+// OARBANK_SERVICES_FILE alone.
 package modules
 
 import (

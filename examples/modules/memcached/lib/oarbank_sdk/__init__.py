@@ -1,0 +1,1 @@
+"""The oarbank SDK for Python: service_protocol is the one part there is."""
