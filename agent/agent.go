@@ -648,14 +648,36 @@ func (a *Agent) stepWithdrawals() {
 	}
 }
 
-// writable refuses a request that needs a write which can wait (a new or
-// renewed lease) while the data dir is full, before it reaches the engine:
-// the engine changes its state before the step is stored.
-func (a *Agent) writable() error {
+// writable refuses a request that needs a write before it reaches the
+// engine, which changes its state before the step is stored: every one
+// once the state file or its log is unlinked (store.ErrUnlinked), and
+// while the data dir is full those that can wait (canWait: a new or
+// renewed lease).
+func (a *Agent) writable(canWait bool) error {
+	if err := a.db.Unlinked(); err != nil {
+		return err
+	}
+	if !canWait {
+		return nil
+	}
 	if err := a.db.Writable(); err != nil {
 		return fmt.Errorf("%w: new and renewed leases are refused until space is freed", err)
 	}
 	return nil
+}
+
+// checkLinked looks whether the state file and its log are still linked
+// where they were opened, and logs at ERROR the first time they are not.
+// Nothing else changes: the loop goes on (its writes reach files nobody
+// reads again, harmlessly), the services run on, and writable refuses
+// requests from then on.
+func (a *Agent) checkLinked() {
+	if a.db.Unlinked() != nil {
+		return
+	}
+	if err := a.db.CheckLinked(); err != nil {
+		a.log.Error("data dir: every request that needs a write is refused; running services are left alone", "error", err)
+	}
 }
 
 // ErrStopping, errdefs.ErrStopping, is returned to requests that arrive

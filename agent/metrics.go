@@ -197,6 +197,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	x.sample("svcrun_ops_in_flight", float64(st.OpsInFlight))
 	x.family("svcrun_store_full", "gauge", "1 while the data dir is full: new and renewed leases are refused.")
 	x.sample("svcrun_store_full", b2f(st.StoreFull != ""))
+	x.family("svcrun_store_unlinked", "gauge", "1 once the state file or its log was deleted or replaced under svcrun: every request that needs a write is refused until it restarts.")
+	x.sample("svcrun_store_unlinked", b2f(st.StoreUnlinked != ""))
 	x.family("svcrun_memory_budget_bytes", "gauge", "The memory budget of services that reserve host memory.")
 	x.sample("svcrun_memory_budget_bytes", gbToBytes(st.MemoryBudgetGB))
 	x.family("svcrun_memory_reserved_bytes", "gauge", "Memory reserved by running services.")

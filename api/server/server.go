@@ -291,7 +291,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		writeJSON(w, status, api.ErrorBody{Error: "bad request: " + br.Error(), Code: code, Field: br.Field})
 	case errors.As(err, &rej):
 		writeError(w, status, code, err.Error(), rej.Reason)
-	case code == api.CodeUnknownLease, code == api.CodeStoreFull:
+	case code == api.CodeUnknownLease, code == api.CodeStoreFull, code == api.CodeStoreUnlinked:
 		writeError(w, status, code, prefix+err.Error(), "")
 	case code == api.CodeStopping, s.base.Err() != nil:
 		writeError(w, http.StatusServiceUnavailable, api.CodeStopping, "svcrun is stopping: try again when it is back", "")
