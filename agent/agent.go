@@ -56,6 +56,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"maps"
 	"net"
@@ -74,6 +75,7 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
@@ -191,7 +193,7 @@ type Agent struct {
 	// waiters are keyed by lease, or by a reap's ticket.
 	waiters map[engine.LeaseID][]waiter
 	events  eventLog
-	loud    loudLimiter // only the loop's goroutine
+	loud    *loglimit.Limiter
 	stopped bool
 	// withdrawn are acquires whose callers gave up, not yet stepped as
 	// releases; settled is set once shutdown has stepped the last of them.
@@ -290,6 +292,7 @@ func Open(opts Options) (*Agent, error) {
 		persist:   db,
 		slowWrite: SlowWrite,
 		meters:    newMeters(),
+		loud:      loglimit.New(opts.Logger, opts.Clock),
 	}
 	if !opts.NoContainers {
 		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
@@ -344,6 +347,13 @@ func Open(opts Options) (*Agent, error) {
 		}
 	}
 	return a, nil
+}
+
+// ErrorLog is an http.Server's ErrorLog for the server of subject (its
+// accept errors at the file limit come every few milliseconds): its
+// lines go through the agent's rate limit, at WARN.
+func (a *Agent) ErrorLog(subject string) *log.Logger {
+	return a.loud.Logger(subject, slog.LevelWarn)
 }
 
 // Config is the configuration the agent runs with.
@@ -1012,7 +1022,7 @@ func (a *Agent) journalFailed(now time.Time, err error) {
 
 // record journals a step and logs its decisions.
 func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) {
-	a.logDecisions(now, effects)
+	a.logDecisions(effects)
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -381,7 +380,7 @@ func (a *Agent) serveMetrics(ln net.Listener) *metricsServer {
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		ErrorLog:          a.ErrorLog("metrics_listen"),
 	}}
 	go func() {
 		defer close(s.done)

@@ -90,7 +90,7 @@ func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*
 		BaseContext:       func(net.Listener) context.Context { return s.base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          a.ErrorLog("api"),
 	}
 	go func() {
 		defer close(s.done)

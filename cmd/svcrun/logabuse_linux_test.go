@@ -1,0 +1,129 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/internal/loglimit"
+	"github.com/oarbank/svcrun/internal/testhost"
+)
+
+// logWatch is a daemon's stderr, kept to count and wait for lines.
+type logWatch struct {
+	t     *testing.T
+	mu    sync.Mutex
+	lines []string
+	wake  chan struct{}
+}
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	w.mu.Lock()
+	w.lines = append(w.lines, strings.Split(strings.TrimSuffix(string(p), "\n"), "\n")...)
+	close(w.wake)
+	w.wake = make(chan struct{})
+	w.mu.Unlock()
+	return len(p), nil
+}
+
+// count is the number of lines containing every text.
+func (w *logWatch) count(texts ...string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, l := range w.lines {
+		all := true
+		for _, s := range texts {
+			all = all && strings.Contains(l, s)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits for a line containing every text; bound is only a
+// failure cutoff.
+func (w *logWatch) waitFor(bound time.Duration, texts ...string) {
+	w.t.Helper()
+	timeout := time.After(bound)
+	for {
+		w.mu.Lock()
+		wake := w.wake
+		w.mu.Unlock()
+		if w.count(texts...) > 0 {
+			return
+		}
+		select {
+		case <-wake:
+		case <-timeout:
+			w.t.Fatalf("no log line with %q within %v", texts, bound)
+		}
+	}
+}
+
+// TestAcceptErrorsSummarised runs the real svcrun at `ulimit -n 64` and
+// holds more connections than it can accept: Go's http.Server logs an
+// accept error at every retry (5 ms doubling to 1 s); svcrun logs a few,
+// then, when the minute's window ends, one line that counts the others.
+func TestAcceptErrorsSummarised(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary for a minute")
+	}
+	bin := buildSvcrun(t)
+	sdir, err := os.MkdirTemp("", "fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sdir) })
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "svcrun.toml")
+	sock := filepath.Join(sdir, "s.sock")
+	node := testhost.NodeID("fd")
+	t.Cleanup(func() { testhost.RemoveBase(t, node) })
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logWatch{t: t, wake: make(chan struct{})}
+	cmd := exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" serve --config "$1" --log-format text`, bin, cfg)
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	})
+	logs.waitFor(60*time.Second, "API listening")
+	var conns []net.Conn
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	// Connections the kernel queues although svcrun cannot accept them.
+	for range 120 {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	const accept = `msg="http: Accept error`
+	logs.waitFor(120*time.Second, "log lines left out by the rate limit", "subject=api", "too many open files")
+	if n := logs.count(accept); n == 0 || n > loglimit.Burst {
+		t.Errorf("%d accept errors logged in the window, want 1 to %d", n, loglimit.Burst)
+	}
+	if n := logs.count("log lines left out by the rate limit", "subject=api"); n != 1 {
+		t.Errorf("%d summaries of the accept errors, want 1", n)
+	}
+}
