@@ -171,6 +171,9 @@ type Agent struct {
 	// sandboxMissing what each module runs without (or is refused for).
 	sandboxHost    string
 	sandboxMissing []string
+	// oom gives ops the oom_score_adj 0 when svcrun's own is not; nil
+	// when it is.
+	oom *oomReset
 
 	// snaps is the snapshot status and metrics answer from.
 	snaps snapshots
@@ -293,6 +296,7 @@ func Open(opts Options) (*Agent, error) {
 		slowWrite: SlowWrite,
 		meters:    newMeters(),
 		loud:      loglimit.New(opts.Logger, opts.Clock),
+		oom:       newOOMReset(),
 	}
 	if !opts.NoContainers {
 		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
@@ -360,7 +364,7 @@ func (a *Agent) ErrorLog(subject string) *log.Logger {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg), Logger: a.log}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: a.oom.hooks(sandbox.For(cfg)), Logger: a.log}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -394,6 +398,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.journalMissing(state)
 	a.engine = engine.New()
 	a.driver = &engine.Driver{
 		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: storeGate{a},

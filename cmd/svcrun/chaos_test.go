@@ -99,6 +99,9 @@ type chaos struct {
 	asking *exec.Cmd       // an acquire whose answer svcrun's kill cuts off
 	leases map[string]bool // answered, not released: must survive every kill
 	al     string          // the lease held on al throughout
+	// shell, when set, is a sh command run before svcrun serve is
+	// exec'd in its process.
+	shell string
 }
 
 func newChaos(t *testing.T) *chaos {
@@ -150,6 +153,9 @@ func ensureExec(t *testing.T, path string) {
 func (c *chaos) serve() {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, "serve", "--config", c.cfg, "--log-format", "text", "--log-level", "warn")
+	if c.shell != "" {
+		cmd = exec.Command("sh", append([]string{"-c", c.shell + ` && exec "$0" "$@"`, c.bin}, cmd.Args[1:]...)...)
+	}
 	cmd.Stderr = &testLog{c.t}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

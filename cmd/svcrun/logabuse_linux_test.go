@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -126,4 +127,63 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 	if n := logs.count("log lines left out by the rate limit", "subject=api"); n != 1 {
 		t.Errorf("%d summaries of the accept errors, want 1", n)
 	}
+}
+
+// TestOOMScoreAdj: svcrun serve lowers its own oom_score_adj, so that the
+// kernel kills a daemon before it, and the daemons its ops leave do not
+// inherit it. Without CAP_SYS_RESOURCE (a container) svcrun cannot lower
+// it: it is started at 500 instead, which it keeps, and its daemons must
+// still get 0.
+func TestOOMScoreAdj(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	c := newChaos(t)
+	want := "-900"
+	if !hasCapSysResource(t) {
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Error("REQUIRE_KERNEL_FEATURES=1: no CAP_SYS_RESOURCE to lower oom_score_adj")
+		}
+		c.shell, want = "echo 500 >/proc/self/oom_score_adj", "500"
+	}
+	c.serve()
+	c.acquire("cap-al")
+	if !c.settle() {
+		t.Fatal("not at rest")
+	}
+	adj := func(pid int) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/oom_score_adj", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if got := adj(c.cmd.Process.Pid); got != want {
+		t.Errorf("svcrun's oom_score_adj %s, want %s", got, want)
+	}
+	ds := c.daemons("al")
+	if len(ds) == 0 {
+		t.Fatal("no daemon of chaos/al")
+	}
+	for _, pid := range ds {
+		if got := adj(pid); got != "0" {
+			t.Errorf("daemon %d's oom_score_adj %s, want 0", pid, got)
+		}
+	}
+}
+
+// hasCapSysResource says whether the test has CAP_SYS_RESOURCE (bit 24 of
+// CapEff), which lowering oom_score_adj needs.
+func hasCapSysResource(t *testing.T) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.Lines(string(b)) {
+		if hex, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
+			return err == nil && caps&(1<<24) != 0
+		}
+	}
+	return false
 }

@@ -56,6 +56,11 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if err := sandbox.DisableCores(); err != nil {
 		log.Warn("core dumps of ops not disabled", "error", err)
 	}
+	// The kernel kills a daemon before svcrun under memory pressure; the
+	// ops, and so the daemons, are forked with 0 (agent.OOMScoreAdj).
+	if err := agent.SetOOMScoreAdj(agent.OOMScoreAdj); err != nil {
+		log.Warn("svcrun's oom_score_adj not lowered: under memory pressure the kernel may kill svcrun rather than a daemon", "error", err)
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(agent.GCPercent)
 	}
