@@ -84,13 +84,20 @@ func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*
 	}
 	s.ln, s.info = ln, info
 	s.base, s.cancel = context.WithCancel(context.Background())
+	// Its accept errors come every few milliseconds at the file limit:
+	// through the agent's rate limit. Only tests of the socket alone
+	// serve without an agent.
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	if a != nil {
+		errorLog = a.ErrorLog("api")
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ConnContext:       withPeer,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          a.ErrorLog("api"),
+		ErrorLog:          errorLog,
 	}
 	go func() {
 		defer close(s.done)
