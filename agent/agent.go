@@ -32,7 +32,11 @@
 // refused before they reach the engine, with an error wrapping
 // store.ErrFull; everything else goes on, and the store recovers by
 // itself. The journal failing never stops svcrun: its failures are
-// logged at most once a minute.
+// logged at most once a minute. Every SignalsEvery the loop also looks
+// whether the state file and its log are still linked where they were
+// opened (checkLinked); once one is not (the data dir deleted), every
+// request that needs a write is refused with an error wrapping
+// store.ErrUnlinked until svcrun restarts, and nothing else changes.
 //
 // # The node's signals
 //
