@@ -542,6 +542,7 @@ func (a *Agent) shutdown(cause error) error {
 	} else if a.metricsLn != nil {
 		a.metricsLn.Close()
 	}
+	a.loud.Close()
 	jerr := a.jour.Close()
 	derr := a.db.Close()
 	if err := errors.Join(cause, jerr, derr); err != nil {

@@ -198,6 +198,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	x.sample("svcrun_store_full", b2f(st.StoreFull != ""))
 	x.family("svcrun_store_unlinked", "gauge", "1 once the state file or its log was deleted or replaced under svcrun: every request that needs a write is refused until it restarts.")
 	x.sample("svcrun_store_unlinked", b2f(st.StoreUnlinked != ""))
+	x.family("svcrun_log_lines_left_out_total", "counter", "WARN and ERROR lines left out by the log's rate limit since svcrun started (each subject's are counted in a line when its minute ends).")
+	x.sample("svcrun_log_lines_left_out_total", float64(a.loud.LeftOut()))
 	x.family("svcrun_memory_budget_bytes", "gauge", "The memory budget of services that reserve host memory.")
 	x.sample("svcrun_memory_budget_bytes", gbToBytes(st.MemoryBudgetGB))
 	x.family("svcrun_memory_reserved_bytes", "gauge", "Memory reserved by running services.")

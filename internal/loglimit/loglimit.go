@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -60,6 +61,11 @@ type Limiter struct {
 	// timer brings the next summary while a subject has lines left out.
 	timer *clock.Timer
 	due   time.Time
+	// closed: svcrun is stopping, lines pass unlimited and no timer is
+	// left behind.
+	closed bool
+	// leftOut counts the lines left out since New, for metrics.
+	leftOut atomic.Uint64
 }
 
 type subject struct {
@@ -90,11 +96,16 @@ func (l *Limiter) Log(level slog.Level, subj, why, msg string, attrs ...any) {
 	}
 	now := l.clock.Now()
 	l.mu.Lock()
-	summaries := l.expire(now, false)
+	if l.closed {
+		l.mu.Unlock()
+		l.log.Log(context.Background(), level, msg, attrs...)
+		return
+	}
+	summaries := l.expire(now, ended(now))
 	s := l.subjects[subj]
 	if s == nil {
-		if len(l.subjects) >= maxSubjects {
-			summaries = append(summaries, l.expire(now, true)...)
+		if len(l.subjects) >= maxSubjects { // make room: the quiet ones go
+			summaries = append(summaries, l.expire(now, func(s *subject) bool { return s.left == 0 })...)
 		}
 		if len(l.subjects) >= maxSubjects {
 			subj = otherSubjects
@@ -119,6 +130,7 @@ func (l *Limiter) Log(level slog.Level, subj, why, msg string, attrs ...any) {
 	} else {
 		r.left++
 		s.left++
+		l.leftOut.Add(1)
 		s.level = max(s.level, level)
 		l.schedule(s.since.Add(Window))
 	}
@@ -128,6 +140,9 @@ func (l *Limiter) Log(level slog.Level, subj, why, msg string, attrs ...any) {
 		l.log.Log(context.Background(), level, msg, attrs...)
 	}
 }
+
+// LeftOut is the number of lines left out since New.
+func (l *Limiter) LeftOut() uint64 { return l.leftOut.Load() }
 
 // schedule makes sure a summary comes at due or earlier. With mu held.
 func (l *Limiter) schedule(due time.Time) {
@@ -146,7 +161,7 @@ func (l *Limiter) flush() {
 	now := l.clock.Now()
 	l.mu.Lock()
 	l.timer = nil
-	summaries := l.expire(now, false)
+	summaries := l.expire(now, ended(now))
 	var next time.Time
 	for _, s := range l.subjects {
 		if s.left > 0 && (next.IsZero() || s.since.Before(next)) {
@@ -165,17 +180,13 @@ type summary struct {
 	attrs []any
 }
 
-// expire ends the windows that have ended at now (all of them with
-// quiet, to make room) and returns the summaries of those with lines
-// left out. With mu held.
-func (l *Limiter) expire(now time.Time, all bool) []summary {
+// expire ends the windows of the subjects that pass end and returns the
+// summaries of those with lines left out. With mu held.
+func (l *Limiter) expire(now time.Time, end func(*subject) bool) []summary {
 	var out []summary
 	for name, s := range l.subjects {
-		if !all && now.Sub(s.since) < Window {
+		if !end(s) {
 			continue
-		}
-		if all && now.Sub(s.since) < Window && s.left > 0 {
-			continue // its summary is still to come
 		}
 		delete(l.subjects, name)
 		if s.left == 0 {
@@ -185,6 +196,27 @@ func (l *Limiter) expire(now time.Time, all bool) []summary {
 	}
 	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.attrs[1].(string), b.attrs[1].(string)) })
 	return out
+}
+
+// ended is a subject whose window has ended at now.
+func ended(now time.Time) func(*subject) bool {
+	return func(s *subject) bool { return now.Sub(s.since) >= Window }
+}
+
+// Close logs the summaries of the windows still open and stops the timer:
+// what was left out is counted also when svcrun stops. Lines logged after
+// it are not limited.
+func (l *Limiter) Close() {
+	now := l.clock.Now()
+	l.mu.Lock()
+	l.closed = true
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	summaries := l.expire(now, func(*subject) bool { return true })
+	l.mu.Unlock()
+	l.write(summaries)
 }
 
 // byReason says how many lines of each reason were left out, the most

@@ -145,6 +145,9 @@ func TestLoggerSummarisesAcceptErrors(t *testing.T) {
 	if got := lines(t, &buf); len(got) != Burst {
 		t.Errorf("%d lines, want %d", len(got), Burst)
 	}
+	if n := l.LeftOut(); n != 1000-Burst {
+		t.Errorf("LeftOut %d, want %d", n, 1000-Burst)
+	}
 	clk.Add(Window)
 	got := lines(t, &buf)
 	if len(got) != 1 || got[0].LeftOut != 1000-Burst || got[0].Subject != "api" {
@@ -169,5 +172,26 @@ func TestFew(t *testing.T) {
 		if got := Few(tc.pids); got != tc.want {
 			t.Errorf("Few(%d pids) = %q, want %q", len(tc.pids), got, tc.want)
 		}
+	}
+}
+
+// TestClose: the counts of a window still open are logged at Close, and
+// no timer is left to log after it.
+func TestClose(t *testing.T) {
+	var buf bytes.Buffer
+	clk := clock.NewMock()
+	l := New(slog.New(slog.NewJSONHandler(&buf, nil)), clk)
+	for range 7 {
+		l.Log(slog.LevelWarn, "db/kv", "", "down")
+	}
+	lines(t, &buf)
+	l.Close()
+	if got := lines(t, &buf); len(got) != 1 || got[0].LeftOut != 2 {
+		t.Errorf("at Close: %+v, want one summary of 2", got)
+	}
+	l.Log(slog.LevelWarn, "db/kv", "", "down")
+	clk.Add(2 * Window)
+	if got := lines(t, &buf); len(got) != 1 || got[0].Msg != "down" {
+		t.Errorf("after Close: %+v, want the line alone", got)
 	}
 }
