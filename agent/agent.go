@@ -32,7 +32,11 @@
 // refused before they reach the engine, with an error wrapping
 // store.ErrFull; everything else goes on, and the store recovers by
 // itself. The journal failing never stops svcrun: its failures are
-// logged at most once a minute.
+// logged at most once a minute. Every SignalsEvery the loop also looks
+// whether the state file and its log are still linked where they were
+// opened (checkLinked); once one is not (the data dir deleted), every
+// request that needs a write is refused with an error wrapping
+// store.ErrUnlinked until svcrun restarts, and nothing else changes.
 //
 // # The node's signals
 //
@@ -56,6 +60,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"maps"
 	"net"
@@ -74,6 +79,7 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
@@ -170,6 +176,9 @@ type Agent struct {
 	// sandboxMissing what each module runs without (or is refused for).
 	sandboxHost    string
 	sandboxMissing []string
+	// oom gives ops the oom_score_adj 0 when svcrun's own is not; nil
+	// when it is.
+	oom *oomReset
 
 	// snaps is the snapshot status and metrics answer from.
 	snaps snapshots
@@ -192,7 +201,7 @@ type Agent struct {
 	// waiters are keyed by lease, or by a reap's ticket.
 	waiters map[engine.LeaseID][]waiter
 	events  eventLog
-	loud    loudLimiter // only the loop's goroutine
+	loud    *loglimit.Limiter
 	stopped bool
 	// withdrawn are acquires whose callers gave up, not yet stepped as
 	// releases; settled is set once shutdown has stepped the last of them.
@@ -292,6 +301,8 @@ func Open(opts Options) (*Agent, error) {
 		persist:   db,
 		slowWrite: SlowWrite,
 		meters:    newMeters(),
+		loud:      loglimit.New(opts.Logger, opts.Clock),
+		oom:       newOOMReset(),
 	}
 	if !opts.NoContainers {
 		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
@@ -348,11 +359,18 @@ func Open(opts Options) (*Agent, error) {
 	return a, nil
 }
 
+// ErrorLog is an http.Server's ErrorLog for the server of subject (its
+// accept errors at the file limit come every few milliseconds): its
+// lines go through the agent's rate limit, at WARN.
+func (a *Agent) ErrorLog(subject string) *log.Logger {
+	return a.loud.Logger(subject, slog.LevelWarn)
+}
+
 // Config is the configuration the agent runs with.
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: sandbox.For(cfg), Logger: a.log, Pauses: a.pauses}
+	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: a.oom.hooks(sandbox.For(cfg)), Logger: a.log, Pauses: a.pauses}
 	if u, err := user.Current(); err == nil {
 		c.User = u.Username
 	}
@@ -386,6 +404,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	a.journalMissing(state)
 	a.engine = engine.New()
 	a.driver = &engine.Driver{
 		Engine: a.engine, Sched: a.sched, Exec: a.exec, Store: storeGate{a},
@@ -534,6 +553,7 @@ func (a *Agent) shutdown(cause error) error {
 	} else if a.metricsLn != nil {
 		a.metricsLn.Close()
 	}
+	a.loud.Close()
 	jerr := a.jour.Close()
 	derr := a.db.Close()
 	if err := errors.Join(cause, jerr, derr); err != nil {
@@ -659,14 +679,36 @@ func (a *Agent) stepWithdrawals() {
 	}
 }
 
-// writable refuses a request that needs a write which can wait (a new or
-// renewed lease) while the data dir is full, before it reaches the engine:
-// the engine changes its state before the step is stored.
-func (a *Agent) writable() error {
+// writable refuses a request that needs a write before it reaches the
+// engine, which changes its state before the step is stored: every one
+// once the state file or its log is unlinked (store.ErrUnlinked), and
+// while the data dir is full those that can wait (canWait: a new or
+// renewed lease).
+func (a *Agent) writable(canWait bool) error {
+	if err := a.db.Unlinked(); err != nil {
+		return err
+	}
+	if !canWait {
+		return nil
+	}
 	if err := a.db.Writable(); err != nil {
 		return fmt.Errorf("%w: new and renewed leases are refused until space is freed", err)
 	}
 	return nil
+}
+
+// checkLinked looks whether the state file and its log are still linked
+// where they were opened, and logs at ERROR the first time they are not.
+// Nothing else changes: the loop goes on (its writes reach files nobody
+// reads again, harmlessly), the services run on, and writable refuses
+// requests from then on.
+func (a *Agent) checkLinked() {
+	if a.db.Unlinked() != nil {
+		return
+	}
+	if err := a.db.CheckLinked(); err != nil {
+		a.log.Error("data dir: every request that needs a write is refused; running services are left alone", "error", err)
+	}
 }
 
 // ErrStopping, errdefs.ErrStopping, is returned to requests that arrive
@@ -1001,7 +1043,7 @@ func (a *Agent) journalFailed(now time.Time, err error) {
 
 // record journals a step and logs its decisions.
 func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) {
-	a.logDecisions(now, effects)
+	a.logDecisions(effects)
 	// Every step reaches the file (not the disk) before the next one: a
 	// journal that lags would miss the last steps before a kill -9, when
 	// it is needed most. The write is off the answers' path.

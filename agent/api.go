@@ -51,7 +51,7 @@ var ErrRemovesEveryModule = errors.New("it would remove every module and stop th
 // (an *errdefs.RejectedError with the reason), or ctx done, in which case the
 // request is withdrawn.
 func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) {
-	if err := a.writable(); err != nil {
+	if err := a.writable(true); err != nil {
 		return Grant{}, err
 	}
 	id := engine.LeaseID(ids.New("lease-"))
@@ -117,7 +117,7 @@ func (a *Agent) leaseCall(ctx context.Context, id engine.LeaseID, ev engine.Even
 
 // Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
 func (a *Agent) Renew(ctx context.Context, id engine.LeaseID) (time.Time, error) {
-	if err := a.writable(); err != nil {
+	if err := a.writable(true); err != nil {
 		return time.Time{}, err
 	}
 	f, err := a.leaseCall(ctx, id, engine.Renew{Lease: id}, renewAnswer)
@@ -132,6 +132,9 @@ func (a *Agent) Renew(ctx context.Context, id engine.LeaseID) (time.Time, error)
 
 // Release ends a lease.
 func (a *Agent) Release(ctx context.Context, id engine.LeaseID) error {
+	if err := a.writable(false); err != nil {
+		return err
+	}
 	_, err := a.leaseCall(ctx, id, engine.Release{Lease: id}, releaseAnswer)
 	return err
 }
@@ -160,6 +163,10 @@ type Status struct {
 	// data dir is full ("the data dir is full: DIR: reason"); empty
 	// otherwise.
 	StoreFull string
+	// StoreUnlinked says why every request that needs a write is refused
+	// once the state file or its log was deleted or replaced under
+	// svcrun; empty otherwise.
+	StoreUnlinked string
 }
 
 // Status returns the view after the last stored step (see snapshots),
@@ -182,6 +189,9 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 	if err := a.db.Full(); err != nil {
 		st.StoreFull = err.Error()
 	}
+	if err := a.db.Unlinked(); err != nil {
+		st.StoreUnlinked = err.Error()
+	}
 	return st, nil
 }
 
@@ -197,6 +207,9 @@ func (a *Agent) Doctor(reason string) error {
 // runs, the next one (engine.ReapNow). If ctx ends first the round still
 // runs; only the answer is lost.
 func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
+	if err := a.writable(false); err != nil {
+		return engine.ReapDone{}, err
+	}
 	ticket := ids.New("reap-")
 	ch := a.wait(engine.LeaseID(ticket), waiter{accepts: reapAnswer})
 	if err := a.post(engine.ReapNow{Ticket: ticket}); err != nil {
@@ -217,6 +230,9 @@ func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
 
 // Reset clears a service's failures and unhealthy mark.
 func (a *Agent) Reset(ctx context.Context, service string) error {
+	if err := a.writable(false); err != nil {
+		return err
+	}
 	if err := a.knownService(ctx, service); err != nil {
 		return err
 	}
@@ -269,6 +285,9 @@ func (a *Agent) knownService(ctx context.Context, name string) error {
 // SetModuleEnabled enables or disables a module until the next reload or
 // restart (the configuration file is not changed).
 func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled bool) error {
+	if err := a.writable(false); err != nil {
+		return err
+	}
 	var err error
 	done := a.onLoop(ctx, func() {
 		i := -1
@@ -309,6 +328,9 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	// the older file last.
 	a.reload.Lock()
 	defer a.reload.Unlock()
+	if err := a.writable(false); err != nil {
+		return nil, err
+	}
 	cfg, err := nodeconfig.Load(a.file)
 	if err != nil {
 		return nil, err

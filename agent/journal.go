@@ -194,3 +194,25 @@ func (j *Journal) Close() error {
 	}
 	return nil
 }
+
+// journalMissing logs at WARN, at start, when the state file holds
+// leases or service records while the journal is missing or empty: the
+// state file was restored or copied without it, or it was deleted.
+// Nothing is lost that svcrun needs (the state file and its log hold the
+// state), but the history of how it came to be is, and a reader of the
+// journal must not take its first line for the node's first step.
+func (a *Agent) journalMissing(st engine.State) {
+	if len(st.Leases)+len(st.Services) == 0 {
+		return
+	}
+	ents, _ := os.ReadDir(a.jour.dir) // Open made it, unless it could not
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Size() > 0 {
+			return
+		}
+	}
+	a.log.Warn(fmt.Sprintf("the state file holds %d lease(s) and %d service record(s) but its journal is missing or empty: "+
+		"the state file was restored or copied without it, or the journal was deleted. "+
+		"svcrun starts from the state as stored; the history of the steps before this start (svcrun events, svcsim replay) is not there",
+		len(st.Leases), len(st.Services)), "state_file", a.db.Path(), "journal", a.jour.dir)
+}

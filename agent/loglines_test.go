@@ -2,20 +2,26 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/errdefs"
+	"github.com/oarbank/svcrun/internal/loglimit"
 )
 
 func TestLogDecisionLevels(t *testing.T) {
 	var buf bytes.Buffer
-	a := &Agent{log: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	a.logDecisions(now, []engine.Effect{
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	a := &Agent{log: log, loud: loglimit.New(log, clock.NewMock())}
+	a.logDecisions([]engine.Effect{
 		engine.Note{Subject: "db/kv", Text: "ready"},
 		engine.Note{Subject: "db/kv", Text: "failure 1/3: crashed", Level: engine.NoteWarn},
 		engine.Note{Subject: "db/kv", Text: "failure 3/3: crashed; unhealthy", Level: engine.NoteError},
@@ -46,24 +52,58 @@ func TestLogDecisionLevels(t *testing.T) {
 	}
 }
 
-func TestLoudLinesAreRateLimited(t *testing.T) {
-	var l loudLimiter
-	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	for i := range loudLinesPerWindow {
-		if ok, _ := l.allow("db/kv", t0.Add(time.Duration(i)*time.Second)); !ok {
-			t.Fatalf("line %d refused", i)
+// TestBogusAcquiresLogASummary: 10,000 acquires of a capability nobody
+// offers, on a running agent, log a few rejections and, when the window
+// ends, one line that counts the others by reason; a service whose
+// failure changes reason meanwhile is logged with the new reason.
+func TestBogusAcquiresLogASummary(t *testing.T) {
+	logs := newLogLines(t)
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: log, NoContainers: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewMock()
+	a.loud = loglimit.New(log, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	const bogus = 10000
+	for i := range bogus {
+		_, err := a.Acquire(ctx, AcquireRequest{Job: fmt.Sprintf("bogus-%d", i), Requirements: caps("no-such-capability")})
+		if !errors.Is(err, errdefs.ErrRejected) {
+			t.Fatalf("acquire %d: %v, want a rejection", i, err)
 		}
 	}
-	for i := range 3 {
-		if ok, _ := l.allow("db/kv", t0.Add(30*time.Second+time.Duration(i))); ok {
-			t.Fatalf("line %d past the limit allowed", loudLinesPerWindow+i)
+	// On the loop, as the engine's notes come: a reason that changes.
+	if err := a.onLoop(ctx, func() {
+		for range 10 {
+			a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv", Text: "start failed: no such file or directory", Level: engine.NoteWarn}})
 		}
+		a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv", Text: "start failed: permission denied", Level: engine.NoteWarn}})
+	}); err != nil {
+		t.Fatal(err)
 	}
-	if ok, _ := l.allow("db/other", t0.Add(30*time.Second)); !ok {
-		t.Error("another subject was limited too")
+	if n := logs.count("lease rejected"); n != loglimit.Burst {
+		t.Errorf("%d lines of rejections for %d bogus acquires, want %d", n, bogus, loglimit.Burst)
 	}
-	ok, dropped := l.allow("db/kv", t0.Add(loudWindow))
-	if !ok || dropped != 3 {
-		t.Errorf("after the window: ok %v, %d left out (want 3)", ok, dropped)
+	if n := logs.count("permission denied"); n != 1 {
+		t.Errorf("the failure's new reason logged %d times, want 1", n)
+	}
+	clk.Add(loglimit.Window)
+	if n := logs.count("log lines left out by the rate limit", "subject=leases", fmt.Sprintf("left_out=%d", bogus-loglimit.Burst), "no-such-capability"); n != 1 {
+		t.Errorf("%d summaries counting the %d rejections left out, want 1", n, bogus-loglimit.Burst)
+	}
+	if n := logs.count("log lines left out by the rate limit", "subject=demo/kv", "left_out=5", "no such file or directory"); n != 1 {
+		t.Errorf("%d summaries of demo/kv's failures, want 1", n)
+	}
+	if n := logs.count(); n > 50 {
+		t.Errorf("%d log lines in all, want a bounded few", n)
 	}
 }

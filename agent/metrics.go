@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -197,6 +196,10 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	x.sample("svcrun_ops_in_flight", float64(st.OpsInFlight))
 	x.family("svcrun_store_full", "gauge", "1 while the data dir is full: new and renewed leases are refused.")
 	x.sample("svcrun_store_full", b2f(st.StoreFull != ""))
+	x.family("svcrun_store_unlinked", "gauge", "1 once the state file or its log was deleted or replaced under svcrun: every request that needs a write is refused until it restarts.")
+	x.sample("svcrun_store_unlinked", b2f(st.StoreUnlinked != ""))
+	x.family("svcrun_log_lines_left_out_total", "counter", "WARN and ERROR lines left out by the log's rate limit since svcrun started (each subject's are counted in a line when its minute ends).")
+	x.sample("svcrun_log_lines_left_out_total", float64(a.loud.LeftOut()))
 	x.family("svcrun_memory_budget_bytes", "gauge", "The memory budget of services that reserve host memory.")
 	x.sample("svcrun_memory_budget_bytes", gbToBytes(st.MemoryBudgetGB))
 	x.family("svcrun_memory_reserved_bytes", "gauge", "Memory reserved by running services.")
@@ -379,7 +382,7 @@ func (a *Agent) serveMetrics(ln net.Listener) *metricsServer {
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		ErrorLog:          a.ErrorLog("metrics_listen"),
 	}}
 	go func() {
 		defer close(s.done)

@@ -17,7 +17,9 @@ import (
 // pressure (Linux's pressure stall information) as MemoryPressure, a jump
 // of the wall clock against the monotonic clock as Doctor. The loop reads
 // both every SignalsEvery, from a timer event like any other: the file is
-// small, and an event found is stepped at once.
+// small, and an event found is stepped at once. At the same tick it looks
+// whether the state file and its log are still linked in the data dir
+// (checkLinked: two stat calls, whatever the number of services).
 
 // DefaultPressureFile is where Linux reports the memory pressure stall
 // information (PSI; kernels from 4.20 with CONFIG_PSI, not booted psi=0).
@@ -192,6 +194,7 @@ func (a *Agent) readSignals() {
 	s := &a.signals
 	now := a.sched.Now()
 	defer a.sched.At(now.Add(a.signalsEvery()), signalsTick{})
+	a.checkLinked()
 	if jump := s.clock.check(now).Round(time.Second); jump != 0 {
 		a.meters.mu.Lock()
 		a.meters.clockJumps++

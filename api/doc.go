@@ -35,7 +35,8 @@
 // with its status: 400 a bad request (with the field), 403 a refused peer,
 // 404 an unknown route, lease, service or module, 405 a wrong method, 409 a
 // lease not admitted (with the reason), 422 a reload refused, 503 svcrun
-// stopping, 504 a timeout, 507 a full data dir, 500 anything else. The
+// stopping, 504 a timeout, 507 a full data dir or a state file deleted
+// under svcrun, 500 anything else. The
 // errors of package errdefs are mapped to their status and code in one
 // table: the server answers an error with what Answer gives it, and the
 // client's *Error matches the errdefs error of its code, so callers use

@@ -24,6 +24,7 @@ var kinds = []kind{
 	{errdefs.ErrRejected, http.StatusConflict, CodeRejected},
 	{errdefs.ErrUnknownLease, http.StatusNotFound, CodeUnknownLease},
 	{errdefs.ErrFull, http.StatusInsufficientStorage, CodeStoreFull},
+	{errdefs.ErrUnlinked, http.StatusInsufficientStorage, CodeStoreUnlinked},
 	{errdefs.ErrStopping, http.StatusServiceUnavailable, CodeStopping},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout},
 	{errdefs.ErrNotFound, http.StatusNotFound, CodeNotFound},

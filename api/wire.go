@@ -185,30 +185,40 @@ const (
 	CodeUnavailable  = "unavailable" // 503: the request could not be answered
 	CodeTimeout      = "timeout"     // 504
 	CodeStoreFull    = "store_full"  // 507: the data dir is full; new and renewed leases wait for space
+	// CodeStoreUnlinked is 507: the state file was deleted or replaced
+	// under svcrun; every request that needs a write is refused until it
+	// restarts.
+	CodeStoreUnlinked = "store_unlinked"
 )
 
 // Status is GET /v1/status: the engine's view and the agent's settings.
 type Status struct {
-	NodeID         string          `json:"node_id"`
-	Platform       string          `json:"platform"`
-	Config         string          `json:"config"`
-	DataDir        string          `json:"data_dir"`
-	Socket         string          `json:"socket"`
-	Sandbox        string          `json:"sandbox"`                   // require | best_effort
-	Containers     string          `json:"containers"`                // how services are contained on this host
-	SandboxHost    string          `json:"sandbox_host"`              // what this host's kernel can enforce
-	SandboxMissing []string        `json:"sandbox_missing,omitempty"` // per module: layers not applied (or refused)
-	StartedAt      time.Time       `json:"started_at"`
-	Now            time.Time       `json:"now"`
-	Steps          uint64          `json:"steps"`
-	OpsInFlight    int             `json:"ops_in_flight"`
-	Memory         Memory          `json:"memory"`
-	Services       []ServiceStatus `json:"services"`
-	Probes         []ProbeStatus   `json:"probes"`
-	Leases         []LeaseStatus   `json:"leases"`
-	Pools          []PoolStatus    `json:"pools"`
-	Skipped        []string        `json:"skipped"` // services and probes not loaded on this platform
-	LiveAttempts   []string        `json:"live_attempts"`
+	NodeID         string   `json:"node_id"`
+	Platform       string   `json:"platform"`
+	Config         string   `json:"config"`
+	DataDir        string   `json:"data_dir"`
+	Socket         string   `json:"socket"`
+	Sandbox        string   `json:"sandbox"`                   // require | best_effort
+	Containers     string   `json:"containers"`                // how services are contained on this host
+	SandboxHost    string   `json:"sandbox_host"`              // what this host's kernel can enforce
+	SandboxMissing []string `json:"sandbox_missing,omitempty"` // per module: layers not applied (or refused)
+	// StoreFull and StoreUnlinked say why requests that need a write are
+	// refused: the data dir is full (new and renewed leases), or the state
+	// file was deleted or replaced under svcrun (all of them, until it
+	// restarts). Empty otherwise.
+	StoreFull     string          `json:"store_full,omitempty"`
+	StoreUnlinked string          `json:"store_unlinked,omitempty"`
+	StartedAt     time.Time       `json:"started_at"`
+	Now           time.Time       `json:"now"`
+	Steps         uint64          `json:"steps"`
+	OpsInFlight   int             `json:"ops_in_flight"`
+	Memory        Memory          `json:"memory"`
+	Services      []ServiceStatus `json:"services"`
+	Probes        []ProbeStatus   `json:"probes"`
+	Leases        []LeaseStatus   `json:"leases"`
+	Pools         []PoolStatus    `json:"pools"`
+	Skipped       []string        `json:"skipped"` // services and probes not loaded on this platform
+	LiveAttempts  []string        `json:"live_attempts"`
 }
 
 // Memory is the node's memory budget.

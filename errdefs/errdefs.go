@@ -29,6 +29,11 @@ var ErrRejected = errors.New("rejected")
 // package store returns it (store.ErrFull).
 var ErrFull = errors.New("the data dir is full")
 
+// ErrUnlinked is the state file or its log deleted or replaced under a
+// running svcrun: every request that needs a write is refused until
+// svcrun restarts. package store returns it (store.ErrUnlinked).
+var ErrUnlinked = errors.New("the state file is no longer linked where svcrun opened it")
+
 // ErrInvalid is a request refused before the agent saw it (a bad field).
 var ErrInvalid = errors.New("bad request")
 

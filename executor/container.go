@@ -10,6 +10,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
 
@@ -167,7 +168,7 @@ func (x *Executor) killContainerLeft(service string) []int {
 		return nil
 	}
 	left := living(pids)
-	x.log.Warn("the stop left processes in the service's container: killed", "service", service, "pids", pids)
+	x.log.Warn("the stop left processes in the service's container: killed", "service", service, "processes", len(pids), "pids", loglimit.Few(pids))
 	if err := x.cg.Kill(service, killWait); err != nil {
 		x.log.Warn("the container is not empty after the stop", "service", service, "error", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
@@ -495,7 +496,7 @@ func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 		}
 	}
 	if len(live) > 0 {
-		x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", live)
+		x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", loglimit.Few(live))
 		for _, pgid := range live {
 			waitGroupGone(pgid, killWait)
 		}

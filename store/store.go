@@ -136,6 +136,10 @@ type DB struct {
 	backoff time.Duration
 	onFull  func(error)
 	seam    seam
+	// opened are the state file and its log as opened; unlinked is set
+	// once CheckLinked finds one of them gone from its path.
+	opened   []opened
+	unlinked atomic.Pointer[unlinkedError]
 }
 
 type pendingKey struct {
@@ -230,6 +234,11 @@ func Open(path string, opts Options) (*DB, error) {
 		if db.log != nil {
 			db.log.f.Close()
 		}
+		bdb.Close()
+		return nil, err
+	}
+	if err := db.remember(); err != nil {
+		db.log.f.Close()
 		bdb.Close()
 		return nil, err
 	}

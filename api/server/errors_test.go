@@ -33,6 +33,7 @@ func TestErrorAnswers(t *testing.T) {
 		{"unknown lease", errdefs.ErrUnknownLease, http.StatusNotFound, api.CodeUnknownLease, "lease l1: no such lease (never admitted, released, or expired)", errdefs.ErrUnknownLease},
 		{"lease ended", &errdefs.LeaseEndedError{Reason: "its module was removed"}, http.StatusNotFound, api.CodeUnknownLease, "lease l1: the lease has ended: its module was removed", errdefs.ErrUnknownLease},
 		{"store full", fmt.Errorf("%w: /data: no space left on device", store.ErrFull), http.StatusInsufficientStorage, api.CodeStoreFull, "lease l1: the data dir is full: /data: no space left on device", store.ErrFull},
+		{"store unlinked", fmt.Errorf("%w: deleted", store.ErrUnlinked), http.StatusInsufficientStorage, api.CodeStoreUnlinked, "lease l1: the state file is no longer linked where svcrun opened it: deleted", store.ErrUnlinked},
 		{"stopping", errdefs.ErrStopping, http.StatusServiceUnavailable, api.CodeStopping, "svcrun is stopping: try again when it is back", errdefs.ErrStopping},
 		{"timeout", fmt.Errorf("renew: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, api.CodeTimeout, "lease l1: renew: context deadline exceeded", context.DeadlineExceeded},
 		{"no such service", &errdefs.NotFoundError{Kind: "service", Name: "demo/nope", Known: []string{"demo/kv"}}, http.StatusNotFound, api.CodeNotFound, `no such service "demo/nope"; services: demo/kv`, errdefs.ErrNotFound},

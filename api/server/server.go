@@ -84,13 +84,20 @@ func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*
 	}
 	s.ln, s.info = ln, info
 	s.base, s.cancel = context.WithCancel(context.Background())
+	// Its accept errors come every few milliseconds at the file limit:
+	// through the agent's rate limit. Only tests of the socket alone
+	// serve without an agent.
+	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	if a != nil {
+		errorLog = a.ErrorLog("api")
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ConnContext:       withPeer,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog,
 	}
 	go func() {
 		defer close(s.done)
@@ -291,7 +298,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		writeJSON(w, status, api.ErrorBody{Error: "bad request: " + br.Error(), Code: code, Field: br.Field})
 	case errors.As(err, &rej):
 		writeError(w, status, code, err.Error(), rej.Reason)
-	case code == api.CodeUnknownLease, code == api.CodeStoreFull:
+	case code == api.CodeUnknownLease, code == api.CodeStoreFull, code == api.CodeStoreUnlinked:
 		writeError(w, status, code, prefix+err.Error(), "")
 	case code == api.CodeStopping, s.base.Err() != nil:
 		writeError(w, http.StatusServiceUnavailable, api.CodeStopping, "svcrun is stopping: try again when it is back", "")

@@ -10,7 +10,7 @@ import (
 func statusOf(st agent.Status) api.Status {
 	out := api.Status{
 		NodeID: st.NodeID, Platform: st.Platform, Config: st.Config, DataDir: st.DataDir, Socket: st.Socket,
-		Sandbox: st.Sandbox, Containers: st.Containers, SandboxHost: st.SandboxHost, SandboxMissing: st.SandboxMissing, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
+		Sandbox: st.Sandbox, Containers: st.Containers, SandboxHost: st.SandboxHost, SandboxMissing: st.SandboxMissing, StoreFull: st.StoreFull, StoreUnlinked: st.StoreUnlinked, StartedAt: st.StartedAt, Now: st.Now, Steps: st.Steps, OpsInFlight: st.OpsInFlight,
 		Memory:   api.Memory{BudgetGB: st.MemoryBudgetGB, UsedGB: st.MemoryUsedGB},
 		Services: []api.ServiceStatus{}, Probes: []api.ProbeStatus{}, Leases: []api.LeaseStatus{}, Pools: []api.PoolStatus{},
 		Skipped: append([]string{}, st.Skipped...), LiveAttempts: append([]string{}, st.LiveAttempts...),

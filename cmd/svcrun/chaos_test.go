@@ -4,7 +4,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/internal/testhost"
 )
 
@@ -96,6 +99,9 @@ type chaos struct {
 	asking *exec.Cmd       // an acquire whose answer svcrun's kill cuts off
 	leases map[string]bool // answered, not released: must survive every kill
 	al     string          // the lease held on al throughout
+	// shell, when set, is a sh command run before svcrun serve is
+	// exec'd in its process.
+	shell string
 }
 
 func newChaos(t *testing.T) *chaos {
@@ -147,6 +153,9 @@ func ensureExec(t *testing.T, path string) {
 func (c *chaos) serve() {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, "serve", "--config", c.cfg, "--log-format", "text", "--log-level", "warn")
+	if c.shell != "" {
+		cmd = exec.Command("sh", append([]string{"-c", c.shell + ` && exec "$0" "$@"`, c.bin}, cmd.Args[1:]...)...)
+	}
 	cmd.Stderr = &testLog{c.t}
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
@@ -374,4 +383,89 @@ func killWithChildren(pid int) {
 		}
 	}
 	syscall.Kill(pid, syscall.SIGKILL)
+}
+
+// TestChaosDataDirDeleted deletes the data dir (rm -rf) under the real
+// svcrun while it holds a lease on a running service: within a bounded
+// wait (on status saying so, not on the clock) every request that needs a
+// write is refused with the reason and what to do, status and metrics
+// show it, and svcrun and the service's daemon run on. After a restart
+// the state is empty (the leases are gone with it) and no service has two
+// daemons.
+func TestChaosDataDirDeleted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	c := newChaos(t)
+	c.serve()
+	lease := c.acquire("cap-al")
+	if !c.settle() {
+		t.Fatal("not at rest before the fault")
+	}
+	daemon := c.daemons("al")
+	deadline := time.Now().Add(60 * time.Second)
+	// rm -rf, again while an op writes into the dir it empties.
+	data := filepath.Dir(filepath.Dir(filepath.Dir(c.ctl)))
+	for err := os.RemoveAll(data); err != nil; err = os.RemoveAll(data) {
+		if !errors.Is(err, syscall.ENOTEMPTY) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	var st struct {
+		StoreUnlinked string `json:"store_unlinked"`
+	}
+	for st.StoreUnlinked == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("svcrun did not notice its data dir deleted within 60 s")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a real daemon's state
+		if err := json.Unmarshal([]byte(c.cli("status", "--json")), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const why = "was deleted under svcrun (its open file is no longer linked at that path)"
+	for _, args := range [][]string{
+		{"renew", lease},
+		{"acquire", "--capability", "cap-od", "--wait", "0"},
+		{"release", lease},
+		{"reap"},
+		{"reload"},
+	} {
+		cmd := exec.Command(c.bin, append([]string{args[0], "--socket", c.sock}, args[1:]...)...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), why) || !strings.Contains(stderr.String(), "restart svcrun") {
+			t.Errorf("svcrun %v: %v, want refused with %q and what to do\n%s", args, err, why, stderr.String())
+		}
+	}
+	if !strings.Contains(st.StoreUnlinked, why) {
+		t.Errorf("status store_unlinked = %q", st.StoreUnlinked)
+	}
+	if out := c.cli("status"); !strings.Contains(out, "REFUSING WRITES") {
+		t.Errorf("svcrun status does not say it refuses writes:\n%s", out)
+	}
+	m, err := api.NewClient(c.sock).Metrics(context.Background())
+	if err != nil || !strings.Contains(m, "\nsvcrun_store_unlinked 1\n") {
+		t.Errorf("metrics: %v, want svcrun_store_unlinked 1\n%s", err, m)
+	}
+	if err := c.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("svcrun is gone: %v", err)
+	}
+	if now := c.daemons("al"); !slices.Equal(now, daemon) {
+		t.Errorf("chaos/al's daemons %v became %v: running services must be left alone", daemon, now)
+	}
+
+	// The restart starts from an empty state: the lease is gone with its
+	// file; the services are adopted, not started a second time, although
+	// their module's files in the data dir are gone too (the fingerprint
+	// says running: false while the container holds the daemon).
+	t.Run("restart", func(t *testing.T) {
+		c.t = t
+		c.kill()
+		c.serve()
+		c.leases, c.al = map[string]bool{}, ""
+		if !c.settle() {
+			t.Fatal("after the restart: see above")
+		}
+	})
 }

@@ -56,6 +56,11 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	if err := sandbox.DisableCores(); err != nil {
 		log.Warn("core dumps of ops not disabled", "error", err)
 	}
+	// The kernel kills a daemon before svcrun under memory pressure; the
+	// ops, and so the daemons, are forked with 0 (agent.OOMScoreAdj, which
+	// Open reads). A failure is logged once Open succeeds: a refused
+	// start's error comes first, alone.
+	oomErr := agent.SetOOMScoreAdj(agent.OOMScoreAdj)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(agent.GCPercent)
 	}
@@ -80,6 +85,9 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	a, err := agent.Open(opts)
 	if err != nil {
 		return err // "svcrun serve: " and the reason, as every command's error
+	}
+	if oomErr != nil {
+		log.Warn("svcrun's oom_score_adj not lowered: under memory pressure the kernel may kill svcrun rather than a daemon", "error", oomErr)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

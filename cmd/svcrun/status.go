@@ -76,6 +76,11 @@ func printStatus(out io.Writer, st api.Status) {
 	if st.Containers != "" {
 		fmt.Fprintf(out, "containers: %s\n", containersLine(st.Containers))
 	}
+	if st.StoreUnlinked != "" {
+		fmt.Fprintf(out, "state: REFUSING WRITES: %s\n", st.StoreUnlinked)
+	} else if st.StoreFull != "" {
+		fmt.Fprintf(out, "state: REFUSING NEW AND RENEWED LEASES: %s\n", st.StoreFull)
+	}
 	fmt.Fprintf(out, "memory budget: %.2f of %g GB reserved by running services; %d op(s) in flight\n",
 		st.Memory.UsedGB, st.Memory.BudgetGB, st.OpsInFlight)
 
