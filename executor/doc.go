@@ -33,8 +33,8 @@
 //
 // Outcome(op, role, Result) turns a Result into the engine's
 // engine.Outcome through protocol.Decode, the one interpreter of op
-// output: FailSpawn, FailTimeout, FailProtocol (also for an overrun stdout),
-// FailOp, or the decoded result; Message is one line for people with the
+// output: FailPrepare or FailSpawn (see below), FailTimeout, FailProtocol
+// (also for an overrun stdout), FailOp, or the decoded result; Message is one line for people with the
 // last line of stderr where it helps.
 //
 // # Two engines
