@@ -121,9 +121,9 @@ type moduleData struct {
 	layout svcenv.Layout
 	owner  *svcenv.Owner
 	files  svcenv.Files
+	module string
 	// bundle is the bundle root; loaded is what it was when the targets
 	// were built (nil: it could not be read, and resolveCommand says so).
-	module string
 	bundle string
 	loaded os.FileInfo
 
