@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -162,8 +163,12 @@ func (m *moduleData) bundleReplaced() error {
 	if m.loaded == nil {
 		return nil
 	}
-	if now, err := os.Stat(m.bundle); err == nil && os.SameFile(now, m.loaded) {
+	now, err := os.Stat(m.bundle)
+	switch {
+	case err == nil && os.SameFile(now, m.loaded):
 		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
 	}
 	return nodeFault{fmt.Errorf("the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
 }

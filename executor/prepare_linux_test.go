@@ -71,36 +71,58 @@ func TestOpsOnFullDataDir(t *testing.T) {
 }
 
 // TestOpsOfReplacedBundle replaces the bundle as a package upgrade does
-// (mv B B.old, cp -a B.old B): until the executor is updated (a reload),
-// ops fail to prepare, with a message that names the upgrade and the fix;
-// after it they run from the new bundle.
+// (mv B B.old, cp -a B.old B), or removes it: until the executor is
+// updated (a reload), ops fail to prepare, with a message that names what
+// happened and the fix; after it, or once the bundle is back, they run.
 func TestOpsOfReplacedBundle(t *testing.T) {
-	a := newAdapter(t)
-	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
-		t.Fatalf("fingerprint before the upgrade: %+v", o)
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, bundle string)
+		want   string // after the bundle directory
+		undo   func(t *testing.T, a *adapterFixture, bundle string)
+	}{
+		{"replaced", func(t *testing.T, bundle string) {
+			rename(t, bundle, bundle+".old")
+			if out, err := exec.Command("cp", "-a", bundle+".old", bundle).CombinedOutput(); err != nil {
+				t.Fatalf("cp -a: %v: %s", err, out)
+			}
+		}, "): run `svcrun reload`", func(t *testing.T, a *adapterFixture, _ string) {
+			mods, err := nodeconfig.LoadModules(a.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.x.Update(Config{Node: a.node, Modules: mods}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"removed", func(t *testing.T, bundle string) { rename(t, bundle, bundle+".old") },
+			"): put it back, or take the module out of the configuration and run `svcrun reload`",
+			func(t *testing.T, _ *adapterFixture, bundle string) { rename(t, bundle+".old", bundle) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAdapter(t)
+			if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
+				t.Fatalf("fingerprint before: %+v", o)
+			}
+			bundle := filepath.Join(filepath.Dir(a.node.File), "bundle")
+			tc.change(t, bundle)
+			o := a.run(t, 2, "okprobe", true, protocol.OpFingerprint)
+			want := "fingerprint of probe test/okprobe: the bundle of module test was " + tc.name + " since it was loaded (directory " + bundle + tc.want
+			if o.Failure != engine.FailPrepare || o.Message != want {
+				t.Errorf("fingerprint: %+v\nwant prepare: %s", o, want)
+			}
+			tc.undo(t, a, bundle)
+			if o := a.run(t, 3, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
+				t.Errorf("fingerprint after: %+v", o)
+			}
+		})
 	}
-	bundle := filepath.Join(filepath.Dir(a.node.File), "bundle")
-	if err := os.Rename(bundle, bundle+".old"); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", bundle+".old", bundle).CombinedOutput(); err != nil {
-		t.Fatalf("cp -a: %v: %s", err, out)
-	}
-	o := a.run(t, 2, "okprobe", true, protocol.OpFingerprint)
-	want := "fingerprint of probe test/okprobe: the bundle of module test was replaced since it was loaded (directory " + bundle + "): run `svcrun reload`"
-	if o.Failure != engine.FailPrepare || o.Message != want {
-		t.Errorf("fingerprint after the upgrade: %+v\nwant prepare: %s", o, want)
-	}
+}
 
-	mods, err := nodeconfig.LoadModules(a.node)
-	if err != nil {
+func rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
-	}
-	if err := a.x.Update(Config{Node: a.node, Modules: mods}); err != nil {
-		t.Fatal(err)
-	}
-	if o := a.run(t, 3, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
-		t.Errorf("fingerprint after the reload: %+v", o)
 	}
 }
 
