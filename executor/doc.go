@@ -33,8 +33,8 @@
 //
 // Outcome(op, role, Result) turns a Result into the engine's
 // engine.Outcome through protocol.Decode, the one interpreter of op
-// output: FailSpawn, FailTimeout, FailProtocol (also for an overrun stdout),
-// FailOp, or the decoded result; Message is one line for people with the
+// output: FailPrepare or FailSpawn (see below), FailTimeout, FailProtocol
+// (also for an overrun stdout), FailOp, or the decoded result; Message is one line for people with the
 // last line of stderr where it helps.
 //
 // # Two engines
@@ -96,7 +96,19 @@
 // (svcenv.Environ with the module data dir <data_dir>/modules/<module>) and
 // its sandbox hooks. Before a module's first op, and again after Update,
 // its data dir is prepared and its settings, tools and limits files
-// written (svcenv.Prepare, WriteFiles).
+// written (svcenv.Prepare, WriteFiles), where they are not already as
+// they would be written: an op on a full data dir whose module's
+// configuration did not change needs no write.
+//
+// An op that could not be started is classified once, in Outcome
+// (failureOf): FailPrepare when the node is to blame (its data dir cannot
+// be written: ENOSPC, EDQUOT, EROFS, EIO; the pipes or the fork are
+// refused for lack of descriptors, processes or memory: EMFILE, ENFILE,
+// EAGAIN, ENOMEM; the module's bundle was replaced since it was loaded,
+// which a reload resolves), FailSpawn when the module is (its executable
+// missing or not executable, its bundle, manifest or sandbox refused, an
+// unknown target). The engine never holds a FailPrepare against the
+// service: nothing of the module ran.
 //
 // Run(RunOp) returns at once; a goroutine waits until no op an earlier
 // svcrun started on the service still runs (see "Ops across restarts"),

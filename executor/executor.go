@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/oarbank/svcrun/clockwork"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/cgroup"
+	"github.com/oarbank/svcrun/clockwork"
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/manifest"
@@ -121,11 +122,17 @@ type target struct {
 	err          error // why its ops cannot run
 }
 
-// moduleData is a module's data dir, prepared before its first op.
+// moduleData is a module's data dir, prepared before its first op, and
+// the identity of its bundle as loaded.
 type moduleData struct {
 	layout svcenv.Layout
 	owner  *svcenv.Owner
 	files  svcenv.Files
+	module string
+	// bundle is the bundle root; loaded is what it was when the targets
+	// were built (nil: it could not be read, and resolveCommand says so).
+	bundle string
+	loaded os.FileInfo
 
 	mu    sync.Mutex
 	ready bool
@@ -151,6 +158,25 @@ func (m *moduleData) ensure() error {
 	}
 	m.ready = true
 	return nil
+}
+
+// bundleReplaced fails when the bundle root is no longer the directory
+// the module was loaded from: a package upgrade replaced it (mv, then a
+// new copy). Its ops would run the new files with the old manifest and,
+// sandboxed, be refused by Landlock, whose rules hold the old directory;
+// a reload loads the new one (docs/operating.md, Upgrading a module).
+func (m *moduleData) bundleReplaced() error {
+	if m.loaded == nil {
+		return nil
+	}
+	now, err := os.Stat(m.bundle)
+	switch {
+	case err == nil && os.SameFile(now, m.loaded):
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
+	}
+	return nodeFault{fmt.Errorf("the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
 }
 
 // New returns the executor of the node's modules. post receives the OpDone
@@ -204,7 +230,9 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 }
 
 // Update replaces the targets after a configuration reload. Every module's
-// settings, tools and limits files are written again before its next op.
+// settings, tools and limits files are checked again before its next op,
+// and written where they changed; a module whose bundle was replaced
+// since it was loaded runs from the new one.
 // Ops already running finish with what they started with; the process
 // groups known for each service are kept. The new Node.Limits apply to the
 // containers from each service's next op; services that fell back to
@@ -294,7 +322,8 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 }
 
 func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
-	md := &moduleData{owner: cfg.Owner}
+	md := &moduleData{owner: cfg.Owner, module: m.Name, bundle: m.Dir}
+	md.loaded, _ = os.Stat(m.Dir)
 	l, err := svcenv.Paths(host, cfg.Node.ModuleDataDir(m.Name))
 	if err != nil {
 		return md, nil, err
@@ -338,9 +367,9 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	x.mu.RLock()
 	t := x.targets[op.Target]
 	x.mu.RUnlock()
-	spec, fail := t.prepare(op)
-	if fail != nil {
-		return Result{}, *fail
+	spec, err := t.prepare(op)
+	if err != nil {
+		return Result{}, Outcome(op.Op, protocol.RoleService, Result{SpawnErr: err})
 	}
 	canceled := func() (Result, engine.Outcome) {
 		return Result{}, engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
@@ -414,9 +443,9 @@ func RunOne(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Ou
 		return Result{}, engine.Outcome{}, err
 	}
 	t := targets[op.Target]
-	spec, fail := t.prepare(op)
-	if fail != nil {
-		return Result{}, *fail, nil
+	spec, err := t.prepare(op)
+	if err != nil {
+		return Result{}, Outcome(op.Op, protocol.RoleService, Result{SpawnErr: err}), nil
 	}
 	spec.Grace, spec.WaitDelay = cfg.Grace, cfg.WaitDelay
 	res := Run(ctx, spec)
@@ -425,27 +454,28 @@ func RunOne(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Ou
 
 // prepare prepares op of t (nil when the loaded modules lack it): the module
 // data dir and its files, then the Spec with t's command, environment,
-// hooks and the op's timeout. A failure is the op's FailSpawn outcome.
-func (t *target) prepare(op engine.RunOp) (Spec, *engine.Outcome) {
-	failSpawn := func(format string, args ...any) (Spec, *engine.Outcome) {
-		return Spec{}, &engine.Outcome{Failure: engine.FailSpawn, Message: fmt.Sprintf("%s: ", op.Op) + fmt.Sprintf(format, args...)}
-	}
+// hooks and the op's timeout. Its error is the op's SpawnErr: Outcome
+// tells whether the node or the module is to blame.
+func (t *target) prepare(op engine.RunOp) (Spec, error) {
 	kind := "service"
 	if op.Target.Probe {
 		kind = "probe"
 	}
 	switch {
 	case t == nil:
-		return failSpawn("no %s %s in the loaded modules", kind, op.Target)
+		return Spec{}, fmt.Errorf("%s: no %s %s in the loaded modules", op.Op, kind, op.Target)
 	case t.err != nil:
-		return failSpawn("%s %s cannot run: %v", kind, op.Target, t.err)
+		return Spec{}, fmt.Errorf("%s: %s %s cannot run: %w", op.Op, kind, op.Target, t.err)
 	case !op.Op.Valid():
-		return failSpawn("unknown op")
+		return Spec{}, fmt.Errorf("%s: unknown op", op.Op)
 	case t.role == protocol.RoleProbe && op.Op != protocol.OpFingerprint:
-		return failSpawn("probe %s implements only fingerprint", op.Target)
+		return Spec{}, fmt.Errorf("%s: probe %s implements only fingerprint", op.Op, op.Target)
+	}
+	if err := t.mod.bundleReplaced(); err != nil {
+		return Spec{}, fmt.Errorf("%s of %s %s: %w", op.Op, kind, op.Target, err)
 	}
 	if err := t.mod.ensure(); err != nil {
-		return failSpawn("prepare the data dir of module %s: %v", op.Target.Module, err)
+		return Spec{}, fmt.Errorf("%s of %s %s: prepare the data dir of module %s: %w", op.Op, kind, op.Target, op.Target.Module, err)
 	}
 	timeout := op.Timeout
 	if timeout <= 0 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
@@ -13,7 +14,8 @@ import (
 // Outcome turns the result of an op process into what the engine acts on,
 // through protocol.Decode, the one interpreter of op output:
 //
-//   - SpawnErr: FailSpawn;
+//   - SpawnErr: FailPrepare when the node is to blame, FailSpawn when the
+//     module is (failureOf);
 //   - TimedOut or Canceled: FailTimeout, whatever the op printed (a
 //     canceled op may not have started at all);
 //   - StdoutTruncated: FailProtocol (the op was killed at the limit, so its
@@ -29,7 +31,7 @@ import (
 func Outcome(op protocol.Op, role protocol.Role, res Result) engine.Outcome {
 	switch {
 	case res.SpawnErr != nil:
-		return engine.Outcome{Failure: engine.FailSpawn, Message: res.SpawnErr.Error()}
+		return engine.Outcome{Failure: failureOf(res.SpawnErr), Message: res.SpawnErr.Error()}
 	case res.Canceled && res.Pid == 0:
 		return engine.Outcome{Failure: engine.FailTimeout, Message: "canceled before it started"}
 	case res.TimedOut || res.Canceled:
@@ -80,6 +82,38 @@ func Outcome(op protocol.Op, role protocol.Role, res Result) engine.Outcome {
 		msg += " (the op was killed)"
 	}
 	return engine.Outcome{Failure: engine.FailProtocol, Message: msg, Reasons: reasons}
+}
+
+// nodeErrnos are the errors of an op that could not be prepared or
+// started for want of the node's resources: its data dir cannot be
+// written (full, over quota, read-only, failing), or descriptors,
+// processes or memory ran out for the pipes and the fork.
+var nodeErrnos = []error{
+	syscall.ENOSPC, syscall.EDQUOT, syscall.EROFS, syscall.EIO,
+	syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.ENOMEM,
+}
+
+// nodeFault marks a failure of the node whatever its errno (a bundle
+// replaced since it was loaded).
+type nodeFault struct{ error }
+
+func (f nodeFault) Unwrap() error { return f.error }
+
+// failureOf tells whose an op that could not be started is: the node's
+// (FailPrepare: nothing of the module ran, and nothing it did or is
+// could have helped; the engine never holds it against the service) or
+// the module's (FailSpawn: its executable is missing or not executable,
+// its bundle or manifest is invalid, its sandbox refused).
+func failureOf(err error) engine.FailureKind {
+	if errors.As(err, new(nodeFault)) {
+		return engine.FailPrepare
+	}
+	for _, e := range nodeErrnos {
+		if errors.Is(err, e) {
+			return engine.FailPrepare
+		}
+	}
+	return engine.FailSpawn
 }
 
 func stderrLine(b *strings.Builder, tail []byte) {

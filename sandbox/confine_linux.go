@@ -31,10 +31,25 @@ func policyOf(p *Plan) *policy {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|abi %d|scope %#x|netns %v", p.Module, pol.abi, pol.scope, pol.netns)
 	for _, r := range pol.rules {
-		fmt.Fprintf(&b, "|%d %s", r.Access, r.Path)
+		fmt.Fprintf(&b, "|%d %s %s", r.Access, r.Path, identity(r.Path))
 	}
 	pol.key = b.String()
 	return pol
+}
+
+// identity is the file a rule's path names now, as Landlock holds it: a
+// rule is bound to the file opened when the domain is made, not to its
+// path. A path that names another file since (a bundle directory replaced
+// by a package upgrade, mv then a new copy) makes another policy, so that
+// the reload after it confines ops to the new file on a new thread; the
+// old thread would refuse them ("permission denied") until svcrun
+// restarts.
+func identity(path string) string {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return "absent" // the thread's addRule will say why
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
 }
 
 // apply confines the calling thread, which must be locked to its
@@ -69,8 +84,10 @@ func (pol *policy) apply() error {
 // every process its ops leave behind (the daemon of a start), share one
 // Landlock domain: a domain is made by each landlock_restrict_self, and
 // scoping (signals, abstract Unix sockets) separates sibling domains. A
-// module whose policy changed (a reload with other grants) gets a new
-// confiner, and the old one's thread exits once idle for idleTimeout.
+// module whose policy changed (a reload with other grants, or with a
+// bundle, grant or tool replaced by another file under the same path) gets
+// a new confiner, and the old one's thread exits once idle for
+// idleTimeout.
 //
 // The hand-off to the thread and back is one byte over a pipe each way,
 // not a channel: a goroutine locked to its thread and parked on a channel

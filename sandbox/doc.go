@@ -100,7 +100,11 @@
 // process its ops leave behind, then share one Landlock domain (each
 // landlock_restrict_self makes a new one). A reload that changes a
 // module's policy gives it a new confining thread; the old one exits once
-// idle. Per op the hand-off to the thread and back costs two pipe wake-ups
+// idle. A Landlock rule holds the file its path named when the thread was
+// confined, so the policy names each path's file too (device and inode):
+// a bundle, grant or tool replaced under the same path (a package
+// upgrade) is a new policy at the next reload. Per op the hand-off to the
+// thread and back costs two pipe wake-ups
 // (see BenchmarkSandboxedFingerprintOp).
 //
 // Per op, SysProcAttr sets the Credential (run_as), Launch forks on the

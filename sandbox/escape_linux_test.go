@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -564,5 +565,47 @@ func TestCoreLimit(t *testing.T) {
 	unix.Getrlimit(unix.RLIMIT_CORE, &now)
 	if now != raised {
 		t.Errorf("svcrun's RLIMIT_CORE is %+v after the op, want %+v back", now, raised)
+	}
+}
+
+// TestBundleReplacedAcrossReload replaces a module's bundle as a package
+// upgrade does (mv B B.old, cp -a B.old B). Landlock's rules hold the
+// directories opened when the confining thread was set up, so ops from
+// the new bundle would be refused (permission denied) until svcrun
+// restarts; the executor refuses them first, naming the fix (a reload),
+// and after the reload they run, confined to the new bundle.
+func TestBundleReplacedAcrossReload(t *testing.T) {
+	needLandlock(t, 1)
+	n := newNode(t, nodeOptions{sandbox: "best_effort", modules: []testModule{{name: "m", network: "host"}}})
+	x, done := n.executor(t, nil)
+	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailNone {
+		t.Fatalf("op before the upgrade: %+v", o)
+	}
+	bundle := n.mods[0].Manifest.Dir
+	if err := os.Rename(bundle, bundle+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", bundle+".old", bundle).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v: %s", err, out)
+	}
+	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailPrepare || !strings.Contains(o.Message, "run `svcrun reload`") {
+		t.Errorf("op after the upgrade, before a reload: %+v", o)
+	}
+
+	mods, err := nodeconfig.LoadModules(n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := IdentityOf(n.cfg)
+	if err := x.Update(executor.Config{Node: n.cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(n.cfg)}); err != nil {
+		t.Fatal(err)
+	}
+	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailNone {
+		t.Errorf("op after the reload: %+v", o)
+	}
+	// Confined to the new bundle: the old one is out of reach.
+	got := checks(t, x, done, "m", "read", filepath.Join(bundle+".old", "module.toml"), "read", filepath.Join(bundle, "module.toml"))
+	if got["read "+filepath.Join(bundle+".old", "module.toml")] == "ok" || got["read "+filepath.Join(bundle, "module.toml")] != "ok" {
+		t.Errorf("reads after the reload: %v, want the new bundle only", got)
 	}
 }

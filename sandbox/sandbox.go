@@ -203,25 +203,27 @@ func hooksOfPlan(p *Plan, err error) (executor.Hooks, error) {
 }
 
 // For returns the executor.Config.Hooks of the modules of cfg. Build it
-// again with each new configuration (executor Update). A module's plan is
-// made once for all its targets: at 1,000 services of one module, making
-// it for each was a twentieth of svcrun's CPU at boot.
+// again with each new configuration (executor Update): that is also what
+// makes a bundle replaced in place reachable again. A module's plan and
+// hooks are made once for all its targets: at 1,000 services of one
+// module, making the plan for each was a twentieth of svcrun's CPU at
+// boot.
 func For(cfg *nodeconfig.Config) func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
 	type planned struct {
-		p   *Plan
-		err error
+		hooks executor.Hooks
+		err   error
 	}
 	var mu sync.Mutex
 	plans := map[*manifest.Module]planned{}
 	return func(t engine.Target, m nodeconfig.LoadedModule) (executor.Hooks, error) {
 		mu.Lock()
+		defer mu.Unlock()
 		pl, ok := plans[m.Manifest]
 		if !ok {
-			pl.p, pl.err = PlanFor(cfg, m)
+			pl.hooks, pl.err = hooksOfPlan(PlanFor(cfg, m))
 			plans[m.Manifest] = pl
 		}
-		mu.Unlock()
-		return hooksOfPlan(pl.p, pl.err)
+		return pl.hooks, pl.err
 	}
 }
 

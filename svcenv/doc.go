@@ -61,7 +61,9 @@
 // deterministically (sorted map keys), because environment sizes differ per
 // OS. WriteFiles replaces each atomically with mode 0600; the agent calls it
 // before the module's first op and again when the node configuration
-// changes. The files and directories belong to a module, not to a service:
+// changes. A file (or directory, for Prepare) that is already as it would
+// be written is not touched, so that a data dir that is full or read-only
+// does not stop the ops of a module whose configuration did not change. The files and directories belong to a module, not to a service:
 // its services and probes share them.
 //
 // # Ownership

@@ -30,7 +30,8 @@ type Files struct {
 
 // Prepare creates the directories of l (see Layout.Dirs) with mode 0700,
 // sets that mode on the ones that exist already (XDG_RUNTIME_DIR must be
-// 0700) and, when owner is not nil, gives them to owner. The parent of the
+// 0700) and, when owner is not nil, gives them to owner. A directory that
+// has that mode and owner already is not changed. The parent of the
 // module data dir must exist: it is the agent's <data_dir>/modules, whose
 // modes are the agent's business (a service account must be able to
 // traverse it).
@@ -61,12 +62,14 @@ func Prepare(l Layout, owner *Owner) error {
 // WriteFiles writes f into l.SettingsFile, l.ToolsFile and l.LimitsFile as
 // UTF-8 JSON (map keys sorted, two-space indent, no HTML escaping, final
 // newline), so the same values give the same bytes. All three are encoded
-// before any is written. Each file is replaced atomically: a temporary file
+// before any is written. A file that already holds those bytes, with mode
+// 0600 and owner, is left alone: an op on a full or read-only data dir
+// needs no write that changes nothing. Any other file is replaced
+// atomically: a temporary file
 // in the same directory is written with mode 0600 (and owner), synced and
 // renamed over the target, then the directory is synced; a reader sees the
 // old or the new content, never a mix. The three files are not replaced as
-// one: a failure may leave some new and some old. Rewriting the same content
-// is harmless.
+// one: a failure may leave some new and some old.
 //
 // The module data dir must exist (see Prepare), and l.Platform must be the
 // host's platform.
@@ -90,6 +93,9 @@ func WriteFiles(l Layout, owner *Owner, f Files) error {
 		files = append(files, file{x.path, data})
 	}
 	for _, x := range files {
+		if unchanged(x.path, x.data, owner) {
+			continue
+		}
 		if err := writeAtomic(x.path, x.data, owner); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@
 package svcenv
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 )
@@ -22,6 +23,17 @@ func secureDir(d string, _ *Owner) error {
 		return fmt.Errorf("svcenv: %s is not a directory; remove it", d)
 	}
 	return nil
+}
+
+// unchanged says whether path is a regular file that holds data (windows
+// has no unix modes, and checkHost refused an owner).
+func unchanged(path string, data []byte, _ *Owner) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != int64(len(data)) {
+		return false
+	}
+	got, err := os.ReadFile(path)
+	return err == nil && bytes.Equal(got, data)
 }
 
 // syncDir does nothing: windows cannot open a directory for syncing, and its

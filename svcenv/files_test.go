@@ -17,7 +17,7 @@ import (
 
 // hostLayout returns the layout of a fresh module data dir on this host,
 // prepared when prepare is set.
-func hostLayout(t *testing.T, prepare bool) Layout {
+func hostLayout(t testing.TB, prepare bool) Layout {
 	t.Helper()
 	l, err := Paths(HostPlatform(), filepath.Join(t.TempDir(), "modules", "mod"))
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestWriteFilesMode0600(t *testing.T) {
@@ -103,5 +105,79 @@ func TestOwner(t *testing.T) {
 		if int(st.Uid) != owner.UID || int(st.Gid) != owner.GID {
 			t.Errorf("%s owned by %d:%d, want %d:%d", p, st.Uid, st.Gid, owner.UID, owner.GID)
 		}
+	}
+}
+
+// TestWriteFilesLeavesUnchanged checks that a file already as WriteFiles
+// would write it is left in place (same inode: no temporary file, no
+// rename), and that one that differs in content, mode or kind is replaced.
+func TestWriteFilesLeavesUnchanged(t *testing.T) {
+	settings := map[string]any{"v": 1.0}
+	for _, tc := range []struct {
+		name     string
+		alter    func(t *testing.T, l Layout) // after a first WriteFiles
+		settings map[string]any
+		replaced bool
+	}{
+		{"same", func(*testing.T, Layout) {}, settings, false},
+		{"changed content", func(*testing.T, Layout) {}, map[string]any{"v": 2.0}, true},
+		{"loose mode", func(t *testing.T, l Layout) { chmod(t, l.SettingsFile, 0o644) }, settings, true},
+		{"symbolic link", func(t *testing.T, l Layout) {
+			data, err := os.ReadFile(l.SettingsFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := filepath.Join(t.TempDir(), "elsewhere.json")
+			if err := os.WriteFile(other, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(l.SettingsFile); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, l.SettingsFile); err != nil {
+				t.Fatal(err)
+			}
+		}, settings, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := hostLayout(t, true)
+			if err := WriteFiles(l, nil, Files{Settings: settings}); err != nil {
+				t.Fatal(err)
+			}
+			tc.alter(t, l)
+			before := inode(t, l.SettingsFile)
+			if err := WriteFiles(l, nil, Files{Settings: tc.settings}); err != nil {
+				t.Fatal(err)
+			}
+			if got := inode(t, l.SettingsFile) != before; got != tc.replaced {
+				t.Errorf("settings.json replaced: %v, want %v", got, tc.replaced)
+			}
+			fi, err := os.Lstat(l.SettingsFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode() != 0o600 {
+				t.Errorf("settings.json mode %v, want -rw-------", fi.Mode())
+			}
+			if diff := cmp.Diff(any(tc.settings), readJSON(t, l.SettingsFile)); diff != "" {
+				t.Errorf("settings (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	return uint64(st.Ino)
+}
+
+func chmod(t *testing.T, path string, mode os.FileMode) {
+	t.Helper()
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
 	}
 }

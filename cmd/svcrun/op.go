@@ -264,6 +264,7 @@ var failureWords = map[engine.FailureKind]string{
 	engine.FailTimeout:  "timed out",
 	engine.FailProtocol: "broke the protocol",
 	engine.FailSpawn:    "could not be run",
+	engine.FailPrepare:  "could not be prepared",
 }
 
 // Limits of the text report.
