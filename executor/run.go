@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/oarbank/svcrun/clockwork"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/oarbank/svcrun/clockwork"
 	"github.com/oarbank/svcrun/protocol"
 )
 
