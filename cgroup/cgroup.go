@@ -147,6 +147,10 @@ type Support struct {
 	// the containers (the controller is enabled down to them).
 	Memory Feature `json:"memory"`
 	Pids   Feature `json:"pids"`
+	// MemberExits is pidfd_open (Linux 5.3): the death of a daemon's
+	// master whose workers live on in its container is an event. Without
+	// it only the container's emptying is, and status polls see the rest.
+	MemberExits Feature `json:"member_exits"`
 }
 
 // Available reports whether containers work.
@@ -158,7 +162,7 @@ func (s Support) Missing() []string {
 	for _, l := range []struct {
 		name string
 		f    Feature
-	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}} {
+	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}, {"member exits (pidfd)", s.MemberExits}} {
 		if !l.f.OK {
 			out = append(out, l.name+": "+l.f.Reason)
 		}
@@ -184,6 +188,7 @@ func (s Support) String() string {
 	fmt.Fprintf(&b, "controllers available: %s\n", orNone(strings.Join(s.Controllers, " ")))
 	fmt.Fprintf(&b, "memory.max: %s\n", s.Memory)
 	fmt.Fprintf(&b, "pids.max: %s\n", s.Pids)
+	fmt.Fprintf(&b, "member exits (pidfd): %s\n", s.MemberExits)
 	return b.String()
 }
 
