@@ -32,7 +32,7 @@ type Manager struct {
 	onMemberExited atomic.Pointer[func(string)]
 	members        *members // nil without pidfds
 	log            *slog.Logger
-	lockFD  int // the base's flock, held until Close; -1 without
+	lockFD         int // the base's flock, held until Close; -1 without
 
 	mu      sync.Mutex
 	closed  bool
@@ -73,15 +73,15 @@ type container struct {
 	armed     bool
 	populated bool
 	frozen    bool
-	killed    bool          // received cgroup.kill: replaced before its next op
-	members   []member      // its oldest processes, watched while armed
+	killed    bool     // received cgroup.kill: replaced before its next op
+	members   []member // its oldest processes, watched while armed
 	// memberGone says a member exited while an op ran: told at its end
 	// if the container is still populated then.
 	memberGone bool
-	changed   chan struct{} // closed and replaced at every re-read
-	limits    *[2]float64   // memGB, pids last applied
-	memory    string
-	pids      string
+	changed    chan struct{} // closed and replaced at every re-read
+	limits     *[2]float64   // memGB, pids last applied
+	memory     string
+	pids       string
 }
 
 // New probes the host (ProbeWith), creates the base cgroup and starts the
