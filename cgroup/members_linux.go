@@ -230,15 +230,23 @@ func (m *Manager) memberExited(id int32) {
 		c.memberGone = true
 	default:
 		tell = true
-		w.pickLocked(c)
 	}
 	c.mu.Unlock()
 	if post {
 		m.emit(c.service)
 	}
-	if tell {
-		m.emitMemberExited(c.service)
+	if !tell {
+		return
 	}
+	m.emitMemberExited(c.service)
+	// Re-picked after the event, which is what waits. An op begun
+	// meanwhile leaves it to its OpEnd, which picks while members are
+	// missing.
+	c.mu.Lock()
+	if c.populated && c.armed && c.ops == 0 {
+		w.pickLocked(c)
+	}
+	c.mu.Unlock()
 }
 
 // SetOnMemberExited sets the function told about each service whose
