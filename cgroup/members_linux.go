@@ -20,8 +20,9 @@ const maxMembers = 2
 // members watches the longest-lived processes of armed containers by their
 // pidfds in one epoll descriptor, which Go's poller waits on: nothing runs
 // while no watched process exits. Its descriptors are the only ones the
-// Manager holds per container, at most maxMembers for each container that
-// holds a daemon.
+// Manager holds per container: at most maxMembers for each container that
+// holds a daemon of several processes, none for a single-process daemon.
+// Every op's fork copies them (see container), which is why they are few.
 type members struct {
 	ep   *os.File // epoll, non-blocking, registered with Go's poller
 	epFD int
@@ -57,8 +58,8 @@ func newMembers() (*members, error) {
 	return &members{ep: os.NewFile(uintptr(ep), "pidfd-epoll"), epFD: ep, byID: map[int32]*container{}, done: make(chan struct{})}, nil
 }
 
-// pickLocked watches the oldest processes of c, up to maxMembers, keeping
-// those already watched. It is called only while none of the service's
+// pickLocked watches the oldest processes of c, up to maxMembers and all
+// but the youngest, keeping those already watched. It is called only while none of the service's
 // ops runs, so an op's processes are never members: whatever is in the
 // container then outlived its op and is the daemon's. c.mu is held.
 func (w *members) pickLocked(c *container) {
@@ -86,7 +87,9 @@ func (w *members) pickLocked(c *container) {
 		}
 		return a.pid - b.pid
 	})
-	procs = procs[:min(len(procs), maxMembers)]
+	// The last process's death empties the container, which is the
+	// emptied event's: a single-process daemon holds no pidfd.
+	procs = procs[:max(0, min(len(procs)-1, maxMembers))]
 	keep := c.members[:0]
 	for _, mb := range c.members {
 		if slices.Contains(procs, proc{mb.pid, mb.start}) {
