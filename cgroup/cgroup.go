@@ -69,6 +69,24 @@
 // reported once to Options.OnEmptied, and disarmed until an op ends with
 // it populated again. Each arming is told to SetOnArmed's function: the container then
 // holds the service's daemon, whose death will be an event.
+//
+// # Member exits
+//
+// A daemon's master that dies while its workers live on (nginx's, killed
+// alone) leaves its container populated: no emptied event tells it. So
+// while a container is armed and no op of its service runs, the Manager
+// watches its oldest processes by pidfd (Linux 5.3, Support.MemberExits):
+// up to two, oldest first by start time, and never the youngest, whose
+// death alone would empty the container (a single-process daemon holds no
+// pidfd). They are picked when an op ends and again after one exits, so an
+// op's own processes are never watched, and a worker respawned or a fork
+// that comes and goes is younger than them. The pidfds wait in one epoll
+// descriptor on Go's poller: nothing runs while none exits. A watched
+// process that exits while the container stays populated is told to
+// SetOnMemberExited's function at once, or at the end of the op that runs
+// then (a stop may be what ended it); Kill and Terminate stop the
+// watching first. Where pidfds are missing, or a pidfd cannot be opened
+// (RLIMIT_NOFILE), nothing is watched and status polls see such a death.
 package cgroup
 
 import (
@@ -147,6 +165,10 @@ type Support struct {
 	// the containers (the controller is enabled down to them).
 	Memory Feature `json:"memory"`
 	Pids   Feature `json:"pids"`
+	// MemberExits is pidfd_open (Linux 5.3): the death of a daemon's
+	// master whose workers live on in its container is an event. Without
+	// it only the container's emptying is, and status polls see the rest.
+	MemberExits Feature `json:"member_exits"`
 }
 
 // Available reports whether containers work.
@@ -158,7 +180,7 @@ func (s Support) Missing() []string {
 	for _, l := range []struct {
 		name string
 		f    Feature
-	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}} {
+	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}, {"member exits (pidfd)", s.MemberExits}} {
 		if !l.f.OK {
 			out = append(out, l.name+": "+l.f.Reason)
 		}
@@ -184,6 +206,7 @@ func (s Support) String() string {
 	fmt.Fprintf(&b, "controllers available: %s\n", orNone(strings.Join(s.Controllers, " ")))
 	fmt.Fprintf(&b, "memory.max: %s\n", s.Memory)
 	fmt.Fprintf(&b, "pids.max: %s\n", s.Pids)
+	fmt.Fprintf(&b, "member exits (pidfd): %s\n", s.MemberExits)
 	return b.String()
 }
 

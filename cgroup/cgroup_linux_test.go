@@ -111,14 +111,14 @@ func TestLocateCreatesNothing(t *testing.T) {
 // newManager returns a Manager on a base of its own, removed (with every
 // container, killed) when the test ends; it skips the test where cgroup v2
 // is not writable, unless REQUIRE_KERNEL_FEATURES=1.
-func newManager(t *testing.T, onEmptied func(string)) *Manager {
+func newManager(t testing.TB, onEmptied func(string)) *Manager {
 	t.Helper()
 	return newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), OnEmptied: onEmptied})
 }
 
 // newManagerWith is newManager for o, which names the base. A base held by
 // another Manager fails the test: that is never the host's fault.
-func newManagerWith(t *testing.T, o Options) *Manager {
+func newManagerWith(t testing.TB, o Options) *Manager {
 	t.Helper()
 	m := usable(t, o)
 	t.Cleanup(func() {
@@ -140,7 +140,7 @@ func newManagerWith(t *testing.T, o Options) *Manager {
 
 // usable is New(o), skipping the test where cgroup v2 is not writable
 // (unless REQUIRE_KERNEL_FEATURES=1); the caller cleans up.
-func usable(t *testing.T, o Options) *Manager {
+func usable(t testing.TB, o Options) *Manager {
 	t.Helper()
 	m := New(o)
 	if err := m.Err(); err != nil {
@@ -234,7 +234,7 @@ func TestProbeHere(t *testing.T) {
 			t.Errorf("%s not in %v, yet %+v", c.name, s.Controllers, c.f)
 		}
 	}
-	if len(s.Missing()) == 0 != (s.Kill.OK && s.Freeze.OK && s.Memory.OK && s.Pids.OK) {
+	if len(s.Missing()) == 0 != (s.Kill.OK && s.Freeze.OK && s.Memory.OK && s.Pids.OK && s.MemberExits.OK) {
 		t.Errorf("Missing %q for %+v", s.Missing(), s)
 	}
 }
@@ -455,6 +455,11 @@ func TestNoDescriptorPerContainer(t *testing.T) {
 	if st, ok := m.Status("mod/fd0"); !ok || !st.Populated || !st.Armed {
 		t.Errorf("status of mod/fd0 with its daemon running: %+v, %v", st, ok)
 	}
+	// A single-process daemon's death empties its container: no pidfd
+	// watches it.
+	if got := m.Members("mod/fd0"); len(got) != 0 {
+		t.Errorf("a single-process daemon watched by pidfd: %v", got)
+	}
 }
 
 // TestStraysAndTerminate: the containers an earlier Manager left, of
@@ -521,5 +526,90 @@ func TestStraysAndTerminate(t *testing.T) {
 	}
 	if _, err := m.Procs("kept/svc"); err != nil { // adopted, for the cleanup
 		t.Fatal(err)
+	}
+}
+
+// TestMemberExitedEvent: a master that dies while its workers live on in
+// the container is told at once (the container does not empty), and the
+// watched processes are re-picked among those left; a process that came
+// later and is not among the oldest is not watched, so its death tells
+// nothing.
+func TestMemberExitedEvent(t *testing.T) {
+	const svc = "mod/master"
+	exited := make(chan string, 10)
+	emptied := make(chan string, 10)
+	m := newManager(t, func(s string) { emptied <- s })
+	if !m.Support().MemberExits.OK {
+		if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
+			t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", m.Support().MemberExits)
+		}
+		t.Skipf("no pidfds here: %s", m.Support().MemberExits)
+	}
+	m.SetOnMemberExited(func(s string) { exited <- s })
+	// The master prints its pid, then its workers'.
+	out := spawn(t, m, svc, `sh -c 'echo $$; sleep 1000 >/dev/null & echo $!; sleep 1000 >/dev/null & echo $!; exec >/dev/null; wait' </dev/null 2>/dev/null &`)
+	pids := pidsOf(t, out)
+	if len(pids) != 3 {
+		t.Fatalf("spawn printed %q", out)
+	}
+	master, workers := pids[0], pids[1:]
+	if got := m.Members(svc); !slices.Equal(got, []int{master, workers[0]}) {
+		t.Fatalf("watched %v, want the master %d and its first worker %d", got, master, workers[0])
+	}
+	// A process that came later is not among the oldest: it is not
+	// watched, so its death is no event.
+	late := pidsOf(t, spawn(t, m, svc, "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"))[0]
+	if got := m.Members(svc); slices.Contains(got, late) {
+		t.Fatalf("watched %v, with the late %d", got, late)
+	}
+	if err := syscall.Kill(late, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, fmt.Sprintf("pid %d survived its kill", late), func() bool { s, _ := stat(late); return s == 0 })
+
+	if err := syscall.Kill(master, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Only keeps a lost event from hanging the test: the wait ends on it.
+	const guard = time.Minute
+	select {
+	case s := <-exited:
+		if s != svc {
+			t.Fatalf("member exit told for %q, want %q", s, svc)
+		}
+	case <-time.After(guard):
+		t.Fatalf("no member exit within %v of the master's kill", guard)
+	}
+	// The late process's kill came first: had it been told, it would be
+	// the one received above or queued behind it.
+	select {
+	case s := <-exited:
+		t.Errorf("a second member exit, for %q", s)
+	default:
+	}
+	// The youngest of the two workers left is not watched: its death
+	// alone would empty the container.
+	if got := m.Members(svc); !slices.Equal(got, workers[:1]) {
+		t.Errorf("watched %v after the master's death, want the first worker %v", got, workers[:1])
+	}
+	if st, _ := m.Status(svc); !st.Populated || !st.Armed {
+		t.Errorf("the workers' container: %+v", st)
+	}
+	select {
+	case s := <-emptied:
+		t.Errorf("emptied event for %q while the workers live", s)
+	default:
+	}
+	// Ending the container on purpose tells no member exit.
+	if err := m.Kill(svc, DefaultWait); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Members(svc); len(got) != 0 {
+		t.Errorf("still watched after the kill: %v", got)
+	}
+	select {
+	case s := <-exited:
+		t.Errorf("member exit told for %q after a kill", s)
+	default:
 	}
 }

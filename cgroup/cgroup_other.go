@@ -13,7 +13,7 @@ var errNotAvailable = fmt.Errorf("cgroup v2 process containers: not available on
 
 func unavailable() Support {
 	why := errNotAvailable.Error()
-	return Support{Containers: Feature{Reason: why}, Kill: Feature{Reason: why}, Freeze: Feature{Reason: why}, Memory: Feature{Reason: why}, Pids: Feature{Reason: why}}
+	return Support{Containers: Feature{Reason: why}, Kill: Feature{Reason: why}, Freeze: Feature{Reason: why}, Memory: Feature{Reason: why}, Pids: Feature{Reason: why}, MemberExits: Feature{Reason: why}}
 }
 
 // Probe reports that cgroups are not available on this platform.
@@ -34,6 +34,8 @@ func (m *Manager) Err() error                               { return errNotAvail
 func (m *Manager) Base() string                             { return "" }
 func (m *Manager) SetOnEmptied(func(string))                {}
 func (m *Manager) SetOnArmed(func(string))                  {}
+func (m *Manager) SetOnMemberExited(func(string))           {}
+func (m *Manager) Members(string) []int                     { return nil }
 func (m *Manager) Path(string) (string, error)              { return "", errNotAvailable }
 func (m *Manager) Create(string) (int, error)               { return -1, errNotAvailable }
 func (m *Manager) OpStart(string) (int, error)              { return -1, errNotAvailable }

@@ -27,8 +27,12 @@ type Manager struct {
 	onEmptied atomic.Pointer[func(string)]
 	// onArmed is told each service whose container becomes armed.
 	onArmed atomic.Pointer[func(string)]
-	log     *slog.Logger
-	lockFD  int // the base's flock, held until Close; -1 without
+	// onMemberExited is told each service whose container lost a watched
+	// process while others live on (members_linux.go).
+	onMemberExited atomic.Pointer[func(string)]
+	members        *members // nil without pidfds
+	log            *slog.Logger
+	lockFD         int // the base's flock, held until Close; -1 without
 
 	mu      sync.Mutex
 	closed  bool
@@ -69,11 +73,15 @@ type container struct {
 	armed     bool
 	populated bool
 	frozen    bool
-	killed    bool          // received cgroup.kill: replaced before its next op
-	changed   chan struct{} // closed and replaced at every re-read
-	limits    *[2]float64   // memGB, pids last applied
-	memory    string
-	pids      string
+	killed    bool     // received cgroup.kill: replaced before its next op
+	members   []member // its oldest processes, watched while armed
+	// memberGone says a member exited while an op ran: told at its end
+	// if the container is still populated then.
+	memberGone bool
+	changed    chan struct{} // closed and replaced at every re-read
+	limits     *[2]float64   // memGB, pids last applied
+	memory     string
+	pids       string
 }
 
 // New probes the host (ProbeWith), creates the base cgroup and starts the
@@ -109,6 +117,13 @@ func New(o Options) *Manager {
 	m.ino = os.NewFile(uintptr(fd), "inotify") // pollable: Close wakes the reader
 	m.done = make(chan struct{})
 	go m.watch()
+	if m.sup.MemberExits.OK {
+		if m.members, err = newMembers(); err != nil {
+			m.sup.MemberExits = Feature{Reason: err.Error()}
+		} else {
+			go m.watchMembers()
+		}
+	}
 	return m
 }
 
@@ -222,12 +237,27 @@ func (m *Manager) OpEnd(service string) {
 	if armed {
 		c.armed = true
 	}
+	memberExited := false
+	switch {
+	case !c.populated:
+		m.members.dropLocked(c)
+		c.memberGone = false
+	case c.ops == 0 && c.armed:
+		memberExited, c.memberGone = c.memberGone, false
+		// The oldest processes change only when one of them exits.
+		if memberExited || len(c.members) < maxMembers {
+			m.members.pickLocked(c)
+		}
+	}
 	c.mu.Unlock()
 	if post {
 		m.emit(c.service)
 	}
 	if armed {
 		m.emitArmed(c.service)
+	}
+	if memberExited {
+		m.emitMemberExited(c.service)
 	}
 }
 
@@ -346,6 +376,7 @@ func (m *Manager) Recover(service string) (int, error) {
 		delete(m.wds, c.wd)
 		c.wd = -1
 	}
+	m.members.dropLocked(c)
 	c.markClosed()
 	if err := m.recreateLocked(c); err != nil {
 		return -1, fmt.Errorf("%w; re-create it: %w", removed, err)
@@ -615,6 +646,7 @@ func (m *Manager) Kill(service string, wait time.Duration) error {
 	if c == nil {
 		return err
 	}
+	m.forgetMembers(c)
 	if m.sup.Kill.OK {
 		if err := writeFile(filepath.Join(c.dir, fileKill), "1"); err == nil {
 			c.mu.Lock()
@@ -652,6 +684,14 @@ func (m *Manager) Kill(service string, wait time.Duration) error {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// forgetMembers stops watching the container's processes before they
+// are ended on purpose: their exits are not a death to tell.
+func (m *Manager) forgetMembers(c *container) {
+	c.mu.Lock()
+	m.members.dropLocked(c)
+	c.mu.Unlock()
 }
 
 // Strays lists, sorted, the services that have a container under the
@@ -694,6 +734,7 @@ func (m *Manager) Terminate(service string, grace time.Duration) (killed bool, e
 	if c == nil {
 		return false, err
 	}
+	m.forgetMembers(c)
 	pids, err := c.procs()
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("cgroup: terminate %s: %w", c.dir, err)
@@ -903,6 +944,9 @@ func (m *Manager) dropLocked(c *container) {
 		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 		delete(m.wds, c.wd)
 	}
+	c.mu.Lock()
+	m.members.dropLocked(c)
+	c.mu.Unlock()
 	c.markClosed()
 	delete(m.svcs, c.service)
 	_ = unix.Rmdir(c.dir)
@@ -937,6 +981,7 @@ func (m *Manager) Remove(service string) error {
 			unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 			delete(m.wds, c.wd)
 		}
+		m.members.dropLocked(c)
 		c.markClosed()
 		delete(m.svcs, service)
 	}
@@ -961,9 +1006,21 @@ func (m *Manager) Close() error {
 	if m.ino != nil {
 		err = m.ino.Close()
 	}
+	if w := m.members; w != nil {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		for _, c := range m.svcs {
+			m.forgetMembers(c)
+		}
+		w.ep.Close()
+	}
 	m.mu.Unlock()
 	if m.done != nil {
 		<-m.done
+	}
+	if m.members != nil {
+		<-m.members.done
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

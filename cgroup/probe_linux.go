@@ -49,7 +49,7 @@ func probe(o Options) (s Support, created bool) {
 	fail := func(format string, args ...any) (Support, bool) {
 		why := fmt.Sprintf(format, args...)
 		s.Containers.Reason = why
-		for _, f := range []*Feature{&s.Kill, &s.Freeze, &s.Memory, &s.Pids} {
+		for _, f := range []*Feature{&s.Kill, &s.Freeze, &s.Memory, &s.Pids, &s.MemberExits} {
 			if !f.OK && f.Reason == "" {
 				f.Reason = "no cgroup v2 process containers"
 			}
@@ -97,6 +97,7 @@ func probe(o Options) (s Support, created bool) {
 		}
 		*f = enableController(s, mounts, lc.name)
 	}
+	s.MemberExits = pidfdFeature()
 	return s, created
 }
 
@@ -319,4 +320,14 @@ func parseOwnCgroup(data []byte) (string, error) {
 		}
 	}
 	return "", errors.New("/proc/self/cgroup has no cgroup v2 line (0::/path): svcrun is not in a cgroup v2 hierarchy")
+}
+
+// pidfdFeature says whether processes can be watched by pidfds (Linux 5.3).
+func pidfdFeature() Feature {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return Feature{Reason: fmt.Sprintf("pidfd_open (Linux 5.3): %v; a master that dies while its workers live on is seen by the next status", err)}
+	}
+	unix.Close(fd)
+	return Feature{OK: true}
 }

@@ -31,6 +31,7 @@ func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
 	if x.cgUsable() {
 		x.cg.SetOnEmptied(func(service string) { post(engine.ContainerEmptied{Service: targetOf(service)}) })
 		x.cg.SetOnArmed(func(service string) { post(engine.ContainerPopulated{Service: targetOf(service)}) })
+		x.cg.SetOnMemberExited(func(service string) { post(engine.MemberExited{Service: targetOf(service)}) })
 	}
 }
 
@@ -55,11 +56,13 @@ func (x *Executor) updateContainers(cfg Config, targets map[engine.Target]*targe
 	}
 }
 
-// closeContainers stops the emptied and populated events (Close).
+// closeContainers stops the emptied, populated and member-exited events
+// (Close).
 func (x *Executor) closeContainers() {
 	if x.cgUsable() {
 		x.cg.SetOnEmptied(nil)
 		x.cg.SetOnArmed(nil)
+		x.cg.SetOnMemberExited(nil)
 	}
 }
 

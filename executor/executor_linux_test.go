@@ -96,8 +96,10 @@ type adapterFixture struct {
 	emptied chan emptiedAt
 	// populated are the services of the ContainerPopulated events.
 	populated chan string
-	node      *nodeconfig.Config
-	data      string // the module data dir
+	// memberExited are the MemberExited events and when they were posted.
+	memberExited chan emptiedAt
+	node         *nodeconfig.Config
+	data         string // the module data dir
 }
 
 // emptiedAt is a ContainerEmptied and when it was posted.
@@ -135,7 +137,7 @@ func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), node: node, data: node.ModuleDataDir("test")}
+	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), memberExited: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
 	cfg := Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}
 	for _, o := range opts {
 		o(&cfg)
@@ -148,6 +150,8 @@ func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *sl
 			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
 		case engine.ContainerPopulated:
 			a.populated <- ev.Service.String()
+		case engine.MemberExited:
+			a.memberExited <- emptiedAt{ev.Service.String(), time.Now()}
 		default:
 			t.Errorf("unexpected event %T", ev)
 		}
