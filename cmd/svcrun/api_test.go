@@ -81,7 +81,7 @@ bundle = %q
 	return cfg, sock
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (w testLog) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))

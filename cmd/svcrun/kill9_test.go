@@ -19,7 +19,7 @@ import (
 )
 
 // buildSvcrun builds the real binary once per test.
-func buildSvcrun(t *testing.T) string {
+func buildSvcrun(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "svcrun")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()

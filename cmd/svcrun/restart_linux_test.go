@@ -41,7 +41,7 @@ func (l *lockedBuffer) String() string {
 // restartNode is a node configuration for the real binary, started and
 // killed at will.
 type restartNode struct {
-	t        *testing.T
+	t        testing.TB
 	bin, cfg string
 	// node is the node id, the test's own (testhost.NodeID): its svcrun
 	// names and locks its base cgroup after it.
@@ -50,7 +50,7 @@ type restartNode struct {
 	serve     *exec.Cmd
 }
 
-func newRestartNode(t *testing.T, name string) *restartNode {
+func newRestartNode(t testing.TB, name string) *restartNode {
 	t.Helper()
 	n := &restartNode{t: t, bin: buildSvcrun(t), dir: t.TempDir(), node: testhost.NodeID(name)}
 	demo, _ := filepath.Abs("../../examples/modules/demo")
@@ -133,7 +133,7 @@ func (n *restartNode) leases() []leaseView {
 
 // waitUntil polls cond (a daemon's state, a file, a line of output) with a
 // 60 s failure guard.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+func waitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {

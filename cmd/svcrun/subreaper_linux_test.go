@@ -131,7 +131,7 @@ func pidIn(file string) int {
 }
 
 // livePid waits for the pid file to name a living process.
-func livePid(t *testing.T, file string) int {
+func livePid(t testing.TB, file string) int {
 	t.Helper()
 	var pid int
 	waitUntil(t, file+" names a living daemon", func() bool {
@@ -171,7 +171,7 @@ func parentOf(t *testing.T, pid int) int {
 // containerProcs is the cgroup.procs of a service's container under the
 // base of node id node, where svcrun puts it (cgroup.Locate: under the
 // test's own cgroup in the cgroup2 mount, whichever that is).
-func containerProcs(t *testing.T, node, module, name string) string {
+func containerProcs(t testing.TB, node, module, name string) string {
 	t.Helper()
 	loc, err := cgroup.Locate(cgroup.Options{NodeID: node})
 	if err != nil {
