@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pythonsdk tests oarbank_sdk.service_protocol, the Python SDK for
 // modules: its own unit tests, run with Debian's python3, and the output of
 // every op of a small service and probe written with it, decoded by svcrun's
