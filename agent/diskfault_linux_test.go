@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/store"
+	"golang.org/x/sys/unix"
 )
 
 // TestFullDataDir runs svcrun on a data dir that fills up (a tmpfs): it
@@ -27,7 +27,7 @@ import (
 // takes leases again once space is freed.
 func TestFullDataDir(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrRequire(t, "mounting a tmpfs needs root")
+		testhost.SkipOrFail(t, "mounting a tmpfs needs root")
 	}
 	cfg := testConfig(t)
 	data := filepath.Join(filepath.Dir(cfg), "data")
@@ -35,7 +35,7 @@ func TestFullDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := unix.Mount("tmpfs", data, "tmpfs", 0, "size=24m"); err != nil {
-		skipOrRequire(t, "mount a tmpfs: "+err.Error())
+		testhost.SkipOrFail(t, "mount a tmpfs: "+err.Error())
 	}
 	t.Cleanup(func() { unix.Unmount(data, unix.MNT_DETACH) })
 
@@ -146,15 +146,6 @@ func fill(t *testing.T, path string) {
 	}
 }
 
-// skipOrRequire skips the test, or fails it with REQUIRE_KERNEL_FEATURES=1.
-func skipOrRequire(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
-	}
-	t.Skip(reason)
-}
-
 // TestFrozenDataDir: with the data dir's file system frozen (fsfreeze -f,
 // on an ext4 loop device), status and metrics answer from the last stored
 // step while an acquire's write waits; the wait is logged at ERROR, and
@@ -162,7 +153,7 @@ func skipOrRequire(t *testing.T, reason string) {
 // logged with its duration.
 func TestFrozenDataDir(t *testing.T) {
 	if os.Geteuid() != 0 {
-		skipOrRequire(t, "a loop device and fsfreeze need root")
+		testhost.SkipOrFail(t, "a loop device and fsfreeze need root")
 	}
 	cfg := testConfig(t)
 	data := filepath.Join(filepath.Dir(cfg), "data")
@@ -171,7 +162,7 @@ func TestFrozenDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("sh", "-c", "truncate -s 64M "+img+" && mkfs.ext4 -q -F "+img+" && mount -o loop "+img+" "+data).CombinedOutput(); err != nil {
-		skipOrRequire(t, fmt.Sprintf("an ext4 loop device: %v: %s", err, out))
+		testhost.SkipOrFail(t, fmt.Sprintf("an ext4 loop device: %v: %s", err, out))
 	}
 	t.Cleanup(func() { exec.Command("umount", data).Run() })
 	thawed := false
@@ -202,7 +193,7 @@ func TestFrozenDataDir(t *testing.T) {
 
 	waits, slows := logs.count("level=ERROR", "write waiting for the disk"), logs.count("level=ERROR", `msg="slow `, "write\" took=")
 	if out, err := exec.Command("fsfreeze", "-f", data).CombinedOutput(); err != nil {
-		skipOrRequire(t, fmt.Sprintf("fsfreeze: %v: %s", err, out))
+		testhost.SkipOrFail(t, fmt.Sprintf("fsfreeze: %v: %s", err, out))
 	}
 	defer thaw() // before Run is stopped, also when the test fails
 	acquired := make(chan error, 1)

@@ -1,17 +1,14 @@
 package executor
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/protocol"
 )
@@ -22,27 +19,18 @@ import (
 // (the node's failure, FailPrepare) with the op, the target, the file and
 // the errno in the message.
 func TestOpsOnFullDataDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		skipOrRequire(t, "mounting a tmpfs needs root")
-	}
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	state := filepath.Join(root, "state")
-	if err := os.Mkdir(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=1m"); err != nil {
-		skipOrRequire(t, "mount a tmpfs: "+err.Error())
-	}
-	t.Cleanup(func() { unix.Unmount(state, unix.MNT_DETACH) })
+	testhost.Tmpfs(t, state, "1m")
 
 	first := newAdapterIn(t, root, nil, nil)
 	if o := first.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("fingerprint before the disk filled: %+v", o)
 	}
-	fillUp(t, filepath.Join(state, "filler"))
+	testhost.FillDisk(t, filepath.Join(state, "filler"))
 
 	// The next svcrun, on the full data dir.
 	a := newAdapterIn(t, root, nil, nil)
@@ -124,31 +112,4 @@ func rename(t *testing.T, from, to string) {
 	if err := os.Rename(from, to); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// fillUp writes file until its file system has no space left.
-func fillUp(t *testing.T, file string) {
-	t.Helper()
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", file, err)
-			}
-			return
-		}
-	}
-}
-
-func skipOrRequire(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
-	}
-	t.Skip(reason)
 }

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/oarbank/svcrun/internal/testhost"
 	"golang.org/x/sys/unix"
 )
 
@@ -20,7 +21,7 @@ func TestUnchangedFilesNeedNoWrite(t *testing.T) {
 		fail  func(t *testing.T, mnt string) // makes every write fail
 		errno syscall.Errno
 	}{
-		{"full", func(t *testing.T, mnt string) { fillUp(t, filepath.Join(mnt, "filler")) }, syscall.ENOSPC},
+		{"full", func(t *testing.T, mnt string) { testhost.FillDisk(t, filepath.Join(mnt, "filler")) }, syscall.ENOSPC},
 		{"read-only", func(t *testing.T, mnt string) {
 			if err := unix.Mount("", mnt, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 				t.Fatalf("remount %s read-only: %v", mnt, err)
@@ -28,7 +29,8 @@ func TestUnchangedFilesNeedNoWrite(t *testing.T) {
 		}, syscall.EROFS},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mnt := tmpfs(t)
+			mnt := t.TempDir()
+			testhost.Tmpfs(t, mnt, "1m")
 			l, err := Paths(HostPlatform(), filepath.Join(mnt, "modules", "mod"))
 			if err != nil {
 				t.Fatal(err)
@@ -57,45 +59,4 @@ func TestUnchangedFilesNeedNoWrite(t *testing.T) {
 			}
 		})
 	}
-}
-
-// tmpfs mounts a small tmpfs for the test.
-func tmpfs(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		skipOrRequire(t, "mounting a tmpfs needs root")
-	}
-	mnt := t.TempDir()
-	if err := unix.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
-		skipOrRequire(t, "mount a tmpfs: "+err.Error())
-	}
-	t.Cleanup(func() { unix.Unmount(mnt, unix.MNT_DETACH) })
-	return mnt
-}
-
-// fillUp writes file until the file system has no space left.
-func fillUp(t *testing.T, file string) {
-	t.Helper()
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", file, err)
-			}
-			return
-		}
-	}
-}
-
-func skipOrRequire(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
-	}
-	t.Skip(reason)
 }

@@ -3,17 +3,14 @@
 package main
 
 import (
-	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestRestartOnFullDataDir restarts svcrun (kill -9, or SIGTERM) while its
@@ -24,9 +21,6 @@ import (
 func TestRestartOnFullDataDir(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
-	}
-	if os.Geteuid() != 0 {
-		requireOrSkip(t, "mounting a tmpfs needs root")
 	}
 	for _, tc := range []struct {
 		name string
@@ -42,15 +36,8 @@ func TestRestartOnFullDataDir(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			n := newRestartNode(t, "full")
 			data := filepath.Join(n.dir, "data")
-			if err := os.Mkdir(data, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := unix.Mount("tmpfs", data, "tmpfs", 0, "size=64m"); err != nil {
-				requireOrSkip(t, "mount a tmpfs: "+err.Error())
-			}
-			// Registered after newRestartNode's cleanup, so run before it:
-			// that one reads the daemon's pid file to kill it.
-			t.Cleanup(func() { unix.Unmount(data, unix.MNT_DETACH) })
+			// Registered after newRestartNode's cleanup, so run before it.
+			testhost.Tmpfs(t, data, "64m")
 			n.start()
 			out, code := n.cli("acquire", "--capability", "kv", "--wait", "20s")
 			held := strings.TrimSpace(out)
@@ -59,7 +46,7 @@ func TestRestartOnFullDataDir(t *testing.T) {
 			}
 			pid := kvPid(t, n)
 
-			fillDisk(t, filepath.Join(data, "filler"))
+			testhost.FillDisk(t, filepath.Join(data, "filler"))
 			tc.stop(n)
 			restarted := time.Now()
 			n.start()
@@ -80,32 +67,4 @@ func TestRestartOnFullDataDir(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fillDisk writes file until its file system has no space left.
-func fillDisk(t *testing.T, file string) {
-	t.Helper()
-	f, err := os.Create(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", file, err)
-			}
-			return
-		}
-	}
-}
-
-// requireOrSkip skips the test, or fails it with REQUIRE_KERNEL_FEATURES=1.
-func requireOrSkip(t *testing.T, reason string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatalf("REQUIRE_KERNEL_FEATURES=1: %s", reason)
-	}
-	t.Skip(reason)
 }

@@ -39,10 +39,10 @@ func RunAs(t testing.TB) User {
 		return u
 	}
 	if os.Geteuid() != 0 {
-		skipOrFail(t, "no user "+UserName+", and only root can create it")
+		SkipOrFail(t, "no user "+UserName+", and only root can create it")
 	}
 	if _, err := exec.LookPath("useradd"); err != nil {
-		skipOrFail(t, "no user "+UserName+", and no useradd to create it: "+err.Error())
+		SkipOrFail(t, "no user "+UserName+", and no useradd to create it: "+err.Error())
 	}
 	out, err := exec.Command("useradd", "--system", "--user-group", "--no-create-home",
 		"--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", UserName).CombinedOutput()
@@ -73,12 +73,4 @@ func lookup(t testing.TB) (User, bool) {
 		t.Fatalf("user %s has uid %q, gid %q: the tests need an unprivileged user with a group of its own (userdel %s, and they create it again)", UserName, u.Uid, u.Gid, UserName)
 	}
 	return User{Name: UserName, UID: uid, GID: gid}, true
-}
-
-func skipOrFail(t testing.TB, why string) {
-	t.Helper()
-	if os.Getenv("REQUIRE_KERNEL_FEATURES") == "1" {
-		t.Fatal("REQUIRE_KERNEL_FEATURES=1: " + why)
-	}
-	t.Skip(why)
 }
