@@ -457,9 +457,17 @@ func checkOutput(ops []OpRun) (verdict, []OpRun) {
 	var bad []OpRun
 	var why []string
 	for _, o := range ops {
-		if o.failure == engine.FailProtocol {
+		switch {
+		case o.failure == engine.FailProtocol:
 			bad = append(bad, o)
 			why = append(why, fmt.Sprintf("%s (%s): %s", o.Op, o.Check, strings.Join(o.Reasons, "; ")))
+		case o.PipesHeld:
+			// The protocol forbids it (what the daemon prints later is
+			// lost, and svcrun waits for the pipes at every such op),
+			// though svcrun copes.
+			bad = append(bad, o)
+			why = append(why, fmt.Sprintf("%s (%s): a process it left behind kept its stdout or stderr open after it exited; "+
+				"detach the daemon: setsid, with </dev/null >/dev/null 2>&1 or a log file (the SDKs' daemon helpers do)", o.Op, o.Check))
 		}
 	}
 	if len(bad) > 0 {

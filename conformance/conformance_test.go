@@ -104,6 +104,7 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 		{dir: "flaw-destroy-unknown", failed: []string{"svc destroy-unknown"}},
 		{dir: "flaw-destroy-force", failed: []string{"svc destroy-force"}},
 		{dir: "flaw-output", failed: []string{"svc output"}, skipped: []string{"svc destroy-force"}},
+		{dir: "flaw-detach", failed: []string{"svc output"}},
 		{dir: "flaw-timeouts", failed: []string{"svc timeouts"}, skipped: append([]string{"svc lifecycle"}, dependents...)},
 		{dir: "flaw-probe-fingerprint", failed: []string{"sh fingerprint"}},
 	} {

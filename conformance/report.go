@@ -88,8 +88,11 @@ type OpRun struct {
 	TimeoutMS  float64 `json:"timeout_ms"`
 	// Left, for a stop, are the processes it left in the container,
 	// which svcrun killed.
-	Left     []int    `json:"left,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
+	Left []int `json:"left,omitempty"`
+	// PipesHeld says a process the op left (a daemon) still held its
+	// stdout or stderr once it exited.
+	PipesHeld bool     `json:"pipes_held,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
 
 	result  protocol.Result
 	failure engine.FailureKind
@@ -106,7 +109,7 @@ func newOpRun(check string, op protocol.Op, args []string, res executor.Result, 
 		Op: string(op), Args: args, Check: check,
 		OK: out.Failure == engine.FailNone, Failure: string(out.Failure), Message: out.Message, Reasons: out.Reasons,
 		Stdout: words.Clip(string(res.Stdout), stdoutKept, "..."), StderrTail: words.ClipStart(string(res.StderrTail), stderrKept, "..."),
-		DurationMS: ms(res.Duration), TimeoutMS: ms(res.Timeout), Left: res.Left,
+		DurationMS: ms(res.Duration), TimeoutMS: ms(res.Timeout), Left: res.Left, PipesHeld: res.PipesHeld,
 		result: out.Result, failure: out.Failure,
 	}
 	if res.SpawnErr == nil && res.Pid != 0 {
