@@ -180,6 +180,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		if s := e.services[ev.Service.String()]; s != nil {
 			e.containerEmptied(s)
 			e.setContained(s, false)
+			s.occupied = false
 		}
 	case ContainerPopulated:
 		if s := e.services[ev.Service.String()]; s != nil {

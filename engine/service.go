@@ -69,6 +69,11 @@ type service struct {
 	// (ContainerPopulated, until ContainerEmptied), so its death is an
 	// event and status polls are a safety net.
 	contained bool
+	// occupied: a process of its container ended while it was stopped
+	// (MemberExited), so others still live there, which no op of it runs:
+	// it is stopped (emptied) before any start (rule-occupied). Cleared
+	// by the emptying and by a stop.
+	occupied bool
 
 	fpDue, statusDue, readyDue, reapDue bool
 	readyTimer                          bool
@@ -473,6 +478,12 @@ func (e *Engine) maybeStart(s *service) {
 	if !e.memoryFor(s) {
 		return
 	}
+	if s.occupied {
+		e.warn(s.name, "its process container still holds processes no op runs: stopped first, so that no start joins them")
+		s.setState(e, sReady)
+		e.beginStop(s, "its process container is not empty")
+		return
+	}
 	s.adopting = false
 	s.setState(e, sStarting)
 	e.note(s.name, "starting (%s)", e.startReason(s))
@@ -495,6 +506,7 @@ func (e *Engine) startReason(s *service) string {
 // not for a daemon found running and stopped at once) ends a clean run,
 // unless fail asks for it.
 func (e *Engine) beginStop(s *service, reason string) {
+	s.occupied = false // what the stop leaves in the container is killed
 	s.cleanStop = s.state == sReady && !s.readySince.IsZero()
 	e.leftRunning(s)
 	s.stopReason = reason
@@ -845,6 +857,9 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 		e.admitDirty = true
 	}
 	s.fpRunning = running
+	// Processes no op runs in the container of a service the module sees
+	// no daemon of: whenever it is next started, it is emptied first.
+	s.occupied = s.occupied || (!running && o.Occupied)
 	if s.thawCheck && running && s.spec.Lifecycle == manifest.Manual {
 		// A manual service gets no status: its fingerprint is the check.
 		s.thawCheck = false
@@ -1134,6 +1149,11 @@ func Backoff(r manifest.Restart, n int) time.Duration {
 func (e *Engine) memberExited(s *service) {
 	statusRuns := s.op != nil && (s.op.op == protocol.OpStatus || s.op.op == protocol.OpFingerprint)
 	switch {
+	case s.state == sStopped && s.op == nil:
+		// Others still live in the container (the event says so):
+		// a start must not join them.
+		s.occupied = true
+		e.note(s.name, "a process of its container ended while it is stopped: the container still holds processes, emptied before any start")
 	case s.state != sReady:
 		e.note(s.name, "a process of its container ended while it is %s: ignored, the op it runs or waits for judges it", s.state)
 	case statusRuns || s.statusDue || s.fpDue:
