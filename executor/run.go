@@ -408,7 +408,7 @@ func (k *killer) terminate(reason *bool) {
 	// An op whose process exited but is not reaped yet (svcrun was
 	// paused, or busy) ended before its deadline: its group, where a
 	// start's daemon lives, is left alone.
-	if k.gone || !k.termAt.IsZero() || leaderExited(k.pgid) {
+	if k.gone || !k.termAt.IsZero() || exited(k.pgid) {
 		return
 	}
 	*reason = true

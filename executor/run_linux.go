@@ -235,8 +235,3 @@ func reapPidBlocking(pid int, ws *unix.WaitStatus) error {
 		}
 	}
 }
-
-// leaderExited reports whether the op's process (pid) has exited and waits
-// to be reaped: its exit happened before the timer that now fires, and is
-// taken first.
-func leaderExited(pid int) bool { return exited(pid) }

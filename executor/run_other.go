@@ -7,6 +7,3 @@ import "context"
 // runNative: only Linux has a native engine; elsewhere Run uses the
 // portable one.
 func runNative(context.Context, *prepared) (Result, bool) { return Result{}, false }
-
-// leaderExited cannot look without reaping here: the timeout proceeds.
-func leaderExited(int) bool { return false }
