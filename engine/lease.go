@@ -114,7 +114,7 @@ func (e *Engine) lookup(req Requirements) (svcs []*service, prbs []*probe, reaso
 			return nil, nil, e.notOffered("pool", "pools", name, e.poolNames)
 		}
 	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	slices.SortFunc(svcs, func(a, b *service) int { return strings.Compare(a.name, b.name) })
 	return svcs, prbs, ""
 }
 
@@ -362,7 +362,7 @@ func (e *Engine) admitWaiting() {
 			e.dropWaiting(l, e.waitingReason(l)) // checked, and not admissible
 			continue
 		}
-		if e.poolBlocked(l) {
+		if e.readyBarTokens(l) { // it lacks only tokens: later requests for its pools wait behind it
 			if blocked == nil {
 				blocked = map[string]bool{}
 			}
@@ -476,16 +476,11 @@ func (e *Engine) take(l *lease, grants []grant) {
 // unreserve gives l's tokens back to the services that granted them.
 func (e *Engine) unreserve(l *lease) {
 	for _, g := range l.grants {
-		if g.svc.reserved[g.pool] -= g.n; g.svc.reserved[g.pool] <= 0 {
+		if g.svc.reserved[g.pool] -= g.n; g.svc.reserved[g.pool] == 0 {
 			delete(g.svc.reserved, g.pool)
 		}
 	}
 	l.grants = l.grants[:0]
-}
-
-// poolBlocked says l waits only for pool tokens.
-func (e *Engine) poolBlocked(l *lease) bool {
-	return len(l.req.Pools) > 0 && e.readyBarTokens(l)
 }
 
 // readyBarTokens says everything l needs is there but pool tokens: its
@@ -655,6 +650,8 @@ func (e *Engine) describeWait(s *service) string {
 		return fmt.Sprintf("%s: svcrun could not prepare its ops (%s), a fault of this node, not of the module: tried again at %s", s.name, s.prepWhy, s.prepUntil.Format(time.RFC3339))
 	case s.state == sUnknown && s.prepFailures > 0:
 		return fmt.Sprintf("%s: svcrun could not prepare its fingerprint (%s), a fault of this node, not of the module: whether it runs is unknown until one runs", s.name, s.prepWhy)
+	case s.state == sWaitReady && s.prepFailures > 0:
+		return fmt.Sprintf("%s: started, but svcrun could not prepare its ready (%s), a fault of this node, not of the module: ready is tried again", s.name, s.prepWhy)
 	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
 		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
 	case s.state == sUnknown && s.fpFailures > 0:
@@ -864,7 +861,7 @@ func (e *Engine) providers(l *lease) (svcs []*service, prbs []*probe, grants []g
 		addSvc(s)
 		grants = append(grants, grant{svc: s, pool: name, n: l.req.Pools[name]})
 	}
-	sort.Slice(svcs, func(i, j int) bool { return svcs[i].name < svcs[j].name })
+	slices.SortFunc(svcs, func(a, b *service) int { return strings.Compare(a.name, b.name) })
 	return svcs, prbs, grants, ""
 }
 

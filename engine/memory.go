@@ -75,9 +75,7 @@ func (e *Engine) block(s *service) {
 
 func (e *Engine) unblock(s *service) {
 	s.memNoted = false
-	if i := slices.Index(e.memBlocked, s); i >= 0 {
-		e.memBlocked = slices.Delete(e.memBlocked, i, i+1)
-	}
+	e.memBlocked = slices.DeleteFunc(e.memBlocked, func(x *service) bool { return x == s })
 }
 
 // unblockMemory reconsiders services waiting for memory after some was

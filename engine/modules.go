@@ -77,7 +77,7 @@ func (e *Engine) fingerprintFirst(services []*service) {
 
 func sortedSpecs(specs []ModuleSpec) []ModuleSpec {
 	out := append([]ModuleSpec(nil), specs...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Module.Name < out[j].Module.Name })
+	slices.SortStableFunc(out, func(a, b ModuleSpec) int { return strings.Compare(a.Module.Name, b.Module.Name) })
 	return out
 }
 
@@ -126,8 +126,8 @@ func (e *Engine) newService(m *module, spec *manifest.Service) *service {
 	m.services = append(m.services, s)
 	e.services[s.name] = s
 	i := int(s.slot / timerKinds)
-	if i >= len(e.slotServices) {
-		e.slotServices = append(e.slotServices, make([]*service, i+1-len(e.slotServices))...)
+	for len(e.slotServices) <= i {
+		e.slotServices = append(e.slotServices, nil)
 	}
 	e.slotServices[i] = s
 	return s
