@@ -149,7 +149,8 @@ import clock "time"
 func f() { clock.Sleep(clock.Second) }`, []string{"lease.go:3:12: uses time.Sleep"}},
 		{"time.After and a goroutine", "reap.go", `package engine
 import "time"
-func f() { go func() { <-time.After(time.Second) }() }`, []string{"reap.go:3:12: starts a goroutine", "reap.go:3:26: uses time.After"}},
+func f() { go func() { <-time.After(time.Second) }() }`,
+			[]string{"reap.go:3:12: starts a goroutine", "reap.go:3:26: uses time.After"}},
 		{"the driver may", "driver.go", `package engine
 import "time"
 func f() { go func() { time.Sleep(time.Second) }() }`, nil},
