@@ -17,7 +17,6 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/store"
-	"golang.org/x/sys/unix"
 )
 
 // TestFullDataDir runs svcrun on a data dir that fills up (a tmpfs): it
@@ -26,20 +25,11 @@ import (
 // journal once a minute at most, keeps every lease it acknowledged, and
 // takes leases again once space is freed.
 func TestFullDataDir(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testhost.SkipOrFail(t, "mounting a tmpfs needs root")
-	}
 	cfg := testConfig(t)
 	data := filepath.Join(filepath.Dir(cfg), "data")
-	if err := os.Mkdir(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("tmpfs", data, "tmpfs", 0, "size=24m"); err != nil {
-		testhost.SkipOrFail(t, "mount a tmpfs: "+err.Error())
-	}
-	t.Cleanup(func() { unix.Unmount(data, unix.MNT_DETACH) })
+	testhost.Tmpfs(t, data, "24m")
 
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +52,7 @@ func TestFullDataDir(t *testing.T) {
 	defer stopGuard()
 
 	filler := filepath.Join(data, "filler")
-	fill(t, filler)
+	testhost.FillDisk(t, filler)
 	began := time.Now()
 	// Leases with long job names, held: the checkpoint of the log must
 	// grow the state file, and finds no space.
@@ -99,7 +89,7 @@ func TestFullDataDir(t *testing.T) {
 	if err := a.WriteMetrics(guard, &m); err != nil || !strings.Contains(m.String(), "svcrun_store_full 1\n") {
 		t.Errorf("metrics while full: %v\n%s", err, m.String())
 	}
-	if n, most := logs.count("journal: steps are not journaled"), 1+int(time.Since(began)/time.Minute); n == 0 || n > most {
+	if n, most := logs.Count("journal: steps are not journaled"), 1+int(time.Since(began)/time.Minute); n == 0 || n > most {
 		t.Errorf("%d log lines about the failing journal in %v, want 1 to %d", n, time.Since(began).Round(time.Second), most)
 	}
 
@@ -117,32 +107,13 @@ func TestFullDataDir(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	logs.waitFor("the data dir has space again")
+	logs.WaitFor("the data dir has space again")
 	if st, _ := a.Status(guard); st.StoreFull != "" {
 		t.Errorf("status after space returned: store_full %q", st.StoreFull)
 	}
 	stop()
 	if got := len(storedLeases(t, cfg)); got != len(held) {
 		t.Errorf("%d leases stored, want %d", got, len(held))
-	}
-}
-
-// fill writes path until the file system has no space left.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatal(err)
-			}
-			return
-		}
 	}
 }
 
@@ -175,7 +146,7 @@ func TestFrozenDataDir(t *testing.T) {
 		}
 	}
 
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +162,7 @@ func TestFrozenDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waits, slows := logs.count("level=ERROR", "write waiting for the disk"), logs.count("level=ERROR", `msg="slow `, "write\" took=")
+	waits, slows := logs.Count("level=ERROR", "write waiting for the disk"), logs.Count("level=ERROR", `msg="slow `, "write\" took=")
 	if out, err := exec.Command("fsfreeze", "-f", data).CombinedOutput(); err != nil {
 		testhost.SkipOrFail(t, fmt.Sprintf("fsfreeze: %v: %s", err, out))
 	}
@@ -203,7 +174,7 @@ func TestFrozenDataDir(t *testing.T) {
 	}()
 	// The loop waits in the acquire's store write, or before it in the
 	// journal write of an earlier step: either is logged.
-	logs.waitForMore(waits, "level=ERROR", "write waiting for the disk")
+	logs.WaitForMore(waits, "level=ERROR", "write waiting for the disk")
 	st, err := answersAtOnce(t, func() (Status, error) { return a.Status(guard) })
 	if err != nil || len(st.Leases) != 1 {
 		t.Fatalf("status while the data dir is frozen: %d leases (want 1: the last stored step), %v", len(st.Leases), err)
@@ -220,5 +191,5 @@ func TestFrozenDataDir(t *testing.T) {
 	if err := <-acquired; err != nil {
 		t.Fatalf("Acquire once thawed: %v", err)
 	}
-	logs.waitForMore(slows, "level=ERROR", `msg="slow `, `write" took=`)
+	logs.WaitForMore(slows, "level=ERROR", `msg="slow `, `write" took=`)
 }

@@ -14,73 +14,9 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/store"
 )
-
-// logLines is a slog handler's writer that keeps every line and signals
-// each one to whoever waits for a line containing a text.
-type logLines struct {
-	t     testing.TB
-	mu    sync.Mutex
-	lines []string
-	wake  chan struct{}
-}
-
-func newLogLines(t testing.TB) *logLines { return &logLines{t: t, wake: make(chan struct{})} }
-
-func (l *logLines) Write(p []byte) (int, error) {
-	line := strings.TrimSuffix(string(p), "\n")
-	l.t.Log(line)
-	l.mu.Lock()
-	l.lines = append(l.lines, line)
-	close(l.wake)
-	l.wake = make(chan struct{})
-	l.mu.Unlock()
-	return len(p), nil
-}
-
-// count is the number of lines containing all of texts.
-func (l *logLines) count(texts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		all := true
-		for _, s := range texts {
-			all = all && strings.Contains(line, s)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
-// waitFor waits for a line containing all of texts; the 60 s are only a
-// guard against a hang.
-func (l *logLines) waitFor(texts ...string) {
-	l.t.Helper()
-	l.waitForMore(0, texts...)
-}
-
-// waitForMore waits for more than n lines containing all of texts.
-func (l *logLines) waitForMore(n int, texts ...string) {
-	l.t.Helper()
-	guard := time.After(60 * time.Second)
-	for {
-		l.mu.Lock()
-		wake := l.wake
-		l.mu.Unlock()
-		if l.count(texts...) > n {
-			return
-		}
-		select {
-		case <-wake:
-		case <-guard:
-			l.t.Fatalf("no log line with %q within 60s", texts)
-		}
-	}
-}
 
 // stallStore is a store whose writes wait, once armed, until released: a
 // frozen disk.
@@ -115,7 +51,7 @@ func (s *stallStore) Apply(batch []engine.Effect) error {
 // the step being written), and the write is logged at ERROR once it has
 // waited SlowWrite and with its duration when it ends.
 func TestStatusWhileStoreWriteStalls(t *testing.T) {
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +95,7 @@ func TestStatusWhileStoreWriteStalls(t *testing.T) {
 	if err != nil || !strings.Contains(m, `svcrun_leases{state="admitted"} 0`) {
 		t.Errorf("metrics while a write waits: %v\n%s", err, m)
 	}
-	logs.waitFor("level=ERROR", "store write waiting for the disk")
+	logs.WaitFor("level=ERROR", "store write waiting for the disk")
 	if w := value(scrape(t, a), "svcrun_store_write_waiting_seconds"); w < a.slowWrite.Seconds() {
 		t.Errorf("svcrun_store_write_waiting_seconds %v once the write has waited %v", w, a.slowWrite)
 	}
@@ -167,7 +103,7 @@ func TestStatusWhileStoreWriteStalls(t *testing.T) {
 	if err := <-acquired; err != nil {
 		t.Fatalf("Acquire after the disk came back: %v", err)
 	}
-	logs.waitFor("level=ERROR", `msg="slow store write" took=`)
+	logs.WaitFor("level=ERROR", `msg="slow store write" took=`)
 	fams := scrape(t, a)
 	if w := value(fams, "svcrun_store_write_waiting_seconds"); w != 0 {
 		t.Errorf("svcrun_store_write_waiting_seconds %v after the write", w)
@@ -218,7 +154,7 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	live := j.f
 	j.f = full
 	j.w.Reset(full)
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := func(i int) {
@@ -227,10 +163,10 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	for i := range 9000 { // 90 s of steps, every one failing the journal
 		step(i)
 	}
-	if n := logs.count("journal"); n != 2 {
+	if n := logs.Count("journal"); n != 2 {
 		t.Errorf("%d log lines about the journal in 90 s, want 2 (at 0 s and 60 s)", n)
 	}
-	if n := logs.count("level=WARN", "journal: steps are not journaled", "failures=6000"); n != 1 {
+	if n := logs.Count("level=WARN", "journal: steps are not journaled", "failures=6000"); n != 1 {
 		t.Errorf("the second line does not count the 6000 failures of the minute since the first")
 	}
 	// Space is back (the file is another one here: /dev/full stays full).
@@ -239,7 +175,7 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	j.f = live
 	step(12100) // fails, and is logged: a minute after the last line
 	step(18200) // works, and says so: a minute after that
-	if n := logs.count("level=INFO", "journal: journaling again"); n != 1 {
+	if n := logs.Count("level=INFO", "journal: journaling again"); n != 1 {
 		t.Errorf("%d lines saying the journal works again, want 1", n)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, JournalName))
@@ -280,7 +216,7 @@ func TestWatchedWriteAllocations(t *testing.T) {
 // write's own wait still is.
 func TestLateStallTimerIgnored(t *testing.T) {
 	mock := clock.NewMock()
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	a := &Agent{opts: Options{Clock: mock}, slowWrite: time.Hour, log: slog.New(slog.NewTextHandler(logs, nil)), persist: nopStore{}, meters: newMeters()}
 	w := &writeWatch{what: "test write", where: func(int) []any { return nil }}
 	a.writeBegins(w, 1)
@@ -291,13 +227,13 @@ func TestLateStallTimerIgnored(t *testing.T) {
 	a.snaps.mu.Lock()
 	stalling := a.snaps.stalling
 	a.snaps.mu.Unlock()
-	if stalling || logs.count("waiting for the disk") > 0 {
-		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)", stalling, logs.count("waiting for the disk"))
+	if stalling || logs.Count("waiting for the disk") > 0 {
+		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)", stalling, logs.Count("waiting for the disk"))
 	}
 	mock.Add(time.Hour) // the second write's own fire
-	logs.waitFor("level=ERROR", "test write waiting for the disk")
+	logs.WaitFor("level=ERROR", "test write waiting for the disk")
 	a.writeEnds(w)
-	if n := logs.count("level=ERROR", `msg="slow test write" took=1h0m0s`); n != 1 {
+	if n := logs.Count("level=ERROR", `msg="slow test write" took=1h0m0s`); n != 1 {
 		t.Errorf("%d lines for the slow write's end, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/store"
 )
 
@@ -46,7 +47,7 @@ func TestStateRestoredWithoutJournal(t *testing.T) {
 				must(t, os.MkdirAll(filepath.Join(data, "journal"), 0o700))
 				must(t, os.WriteFile(filepath.Join(data, "journal", JournalName), []byte(tc.journal), 0o600))
 			}
-			logs := newLogLines(t)
+			logs := testhost.NewLogLines(t)
 			a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 			if err != nil {
 				t.Fatal(err)
@@ -54,12 +55,12 @@ func TestStateRestoredWithoutJournal(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- a.Run(ctx) }()
-			logs.waitFor("svcrun starting")
+			logs.WaitFor("svcrun starting")
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if n := logs.count("level=WARN", warn); n != tc.want {
+			if n := logs.Count("level=WARN", warn); n != tc.want {
 				t.Errorf("%d WARN lines about the journal, want %d", n, tc.want)
 			}
 		})

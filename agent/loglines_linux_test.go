@@ -14,6 +14,7 @@ import (
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/internal/loglimit"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestBogusAcquiresLogASummary: 10,000 acquires of a capability nobody
@@ -21,7 +22,7 @@ import (
 // ends, one line that counts the others by reason; a service whose
 // failure changes reason meanwhile is logged with the new reason.
 func TestBogusAcquiresLogASummary(t *testing.T) {
-	logs := newLogLines(t)
+	logs := testhost.NewLogLines(t)
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: log, NoContainers: true})
 	if err != nil {
@@ -54,20 +55,20 @@ func TestBogusAcquiresLogASummary(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := logs.count("lease rejected"); n != loglimit.Burst {
+	if n := logs.Count("lease rejected"); n != loglimit.Burst {
 		t.Errorf("%d lines of rejections for %d bogus acquires, want %d", n, bogus, loglimit.Burst)
 	}
-	if n := logs.count("permission denied"); n != 1 {
+	if n := logs.Count("permission denied"); n != 1 {
 		t.Errorf("the failure's new reason logged %d times, want 1", n)
 	}
 	clk.Add(loglimit.Window)
-	if n := logs.count("log lines left out by the rate limit", "subject=leases", fmt.Sprintf("left_out=%d", bogus-loglimit.Burst), "no-such-capability"); n != 1 {
+	if n := logs.Count("log lines left out by the rate limit", "subject=leases", fmt.Sprintf("left_out=%d", bogus-loglimit.Burst), "no-such-capability"); n != 1 {
 		t.Errorf("%d summaries counting the %d rejections left out, want 1", n, bogus-loglimit.Burst)
 	}
-	if n := logs.count("log lines left out by the rate limit", "subject=demo/kv", "left_out=5", "no such file or directory"); n != 1 {
+	if n := logs.Count("log lines left out by the rate limit", "subject=demo/kv", "left_out=5", "no such file or directory"); n != 1 {
 		t.Errorf("%d summaries of demo/kv's failures, want 1", n)
 	}
-	if n := logs.count(); n > 50 {
+	if n := logs.Count(); n > 50 {
 		t.Errorf("%d log lines in all, want a bounded few", n)
 	}
 }

@@ -73,7 +73,8 @@
 // events per second), and its Timer and Ticker are concrete structs, so no
 // other queue can stand behind its interface. Virtual is a plain heap: At
 // and Next cost about 100 ns together and allocate nothing in the steady
-// state, so a simulated week of a large node runs in seconds.
+// state (bench/README.md, row scheduler), so a simulated week of a large
+// node runs in seconds.
 //
 // clock.Mock remains the right tool for tests of Real and of other
 // goroutine-based shell code.

@@ -129,7 +129,8 @@ func (c *run) startReady() (string, *verdict) {
 		}
 		st := r.result.Status
 		if st.Ready {
-			return fmt.Sprintf("%s, ready after %d poll%s (%s)", start.brief(), polls, words.Plural(polls), fmtMS(ms(time.Since(began)))), nil
+			return fmt.Sprintf("%s, ready after %d poll%s (%s)", start.brief(), polls, words.Plural(polls),
+				fmtMS(ms(time.Since(began)))), nil
 		}
 		wait := min(time.Second, time.Until(deadline))
 		if wait > 0 && !c.s.sleep(wait) {
@@ -140,7 +141,9 @@ func (c *run) startReady() (string, *verdict) {
 			if st.Message != "" {
 				last += ": " + st.Message
 			}
-			return "", &verdict{Fail, fmt.Sprintf("%s, then not ready within start_timeout_s %s: %d poll%s, the last said %s", start.brief(), timeout, polls, words.Plural(polls), last)}
+			return "", &verdict{Fail,
+				fmt.Sprintf("%s, then not ready within start_timeout_s %s: %d poll%s, the last said %s", start.brief(),
+					timeout, polls, words.Plural(polls), last)}
 		}
 	}
 }
@@ -170,7 +173,8 @@ func checkFingerprint(c *run) verdict {
 		return *v
 	}
 	fp := r.result.Fingerprint
-	return pass("%s: healthy %t%s; the module data dir is unchanged (%d entries)", r.brief(), fp.Healthy, runningText(fp.Running), len(before))
+	return pass("%s: healthy %t%s; the module data dir is unchanged (%d entries)", r.brief(), fp.Healthy,
+		runningText(fp.Running), len(before))
 }
 
 func runningText(running *bool) string {
@@ -238,7 +242,8 @@ func checkStartTwice(c *run) verdict {
 	if len(problems) > 0 {
 		return fail("%s", strings.Join(problems, "; "))
 	}
-	return pass("the second start said changed false (%s); daemons in the container: %s before and after", fmtMS(second.DurationMS), procList(after))
+	return pass("the second start said changed false (%s); daemons in the container: %s before and after",
+		fmtMS(second.DurationMS), procList(after))
 }
 
 // checkStopTwice: a second stop of the stopped service succeeds with
@@ -272,7 +277,8 @@ func checkStopEmpties(c *run) verdict {
 		return *v
 	}
 	if len(stop.Left) > 0 {
-		return fail("%s left %d process%s in the container (pid %s), which svcrun killed: a stop must wait for its daemon to end", stop.brief(), len(stop.Left), pluralES(len(stop.Left)), joinInts(stop.Left))
+		return fail("%s left %d process%s in the container (pid %s), which svcrun killed: a stop must wait for "+
+			"its daemon to end", stop.brief(), len(stop.Left), pluralES(len(stop.Left)), joinInts(stop.Left))
 	}
 	if left := c.s.x.Procs(c.t); len(left) > 0 {
 		return fail("processes came back in the container after the stop: pid %s", joinInts(left))
@@ -302,7 +308,8 @@ func checkFingerprintRunning(c *run) verdict {
 		}
 		running := *fp.result.Fingerprint.Running
 		if running != st.result.Status.Running {
-			return &verdict{Fail, fmt.Sprintf("%s: fingerprint said running %t, status running %t", when, running, st.result.Status.Running)}
+			return &verdict{Fail,
+				fmt.Sprintf("%s: fingerprint said running %t, status running %t", when, running, st.result.Status.Running)}
 		}
 		seen = append(seen, fmt.Sprintf("%s %t", when, running))
 		return nil
@@ -372,7 +379,8 @@ func checkLabels(c *run) verdict {
 		}
 	}
 	if len(bad) > 0 {
-		return fail("%d of %d objects are not labelled for this node and service (svcrun would never reap them): %s", len(bad), len(objs), strings.Join(bad, "; "))
+		return fail("%d of %d objects are not labelled for this node and service (svcrun would never reap them): "+
+			"%s", len(bad), len(objs), strings.Join(bad, "; "))
 	}
 	if c.s.job != nil {
 		return c.destroyJobObject(r, attempt)
@@ -394,7 +402,8 @@ func (c *run) destroyJobObject(list OpRun, attempt string) verdict {
 		}
 	}
 	if len(mine) == 0 {
-		return fail("the job %s ran (exit 0, %s), then %s reported no object of its attempt %s among %d: a job's objects must be listed with its labels, or svcrun never reaps them",
+		return fail("the job %s ran (exit 0, %s), then %s reported no object of its attempt %s among %d: a job's "+
+			"objects must be listed with its labels, or svcrun never reaps them",
 			c.job.Command, fmtMS(c.job.DurationMS), list.brief(), attempt, len(list.result.OwnedList.Objects))
 	}
 	id := mine[0]
@@ -408,7 +417,8 @@ func (c *run) destroyJobObject(list OpRun, attempt string) verdict {
 	}
 	for _, o := range after.result.OwnedList.Objects {
 		if o.ID == id {
-			return fail("%s said ok, changed %t, yet %s still reports %s", d.brief(), d.result.OpResult.Changed, after.brief(), id)
+			return fail("%s said ok, changed %t, yet %s still reports %s", d.brief(), d.result.OpResult.Changed,
+				after.brief(), id)
 		}
 	}
 	return pass("the job %s (%s) made %s, labelled with attempt %s, node %s and service %s; %s removed it from list_owned",
@@ -467,11 +477,13 @@ func checkOutput(ops []OpRun) (verdict, []OpRun) {
 			// though svcrun copes.
 			bad = append(bad, o)
 			why = append(why, fmt.Sprintf("%s (%s): a process it left behind kept its stdout or stderr open after it exited; "+
-				"detach the daemon: setsid, with </dev/null >/dev/null 2>&1 or a log file (the SDKs' daemon helpers do)", o.Op, o.Check))
+				"detach the daemon: setsid, with </dev/null >/dev/null 2>&1 or a log file (the SDKs' daemon helpers do)",
+				o.Op, o.Check))
 		}
 	}
 	if len(bad) > 0 {
-		return fail("%d of %d op%s broke the protocol: %s", len(bad), len(ops), words.Plural(len(ops)), strings.Join(why, " | ")), bad
+		return fail("%d of %d op%s broke the protocol: %s", len(bad), len(ops), words.Plural(len(ops)),
+			strings.Join(why, " | ")), bad
 	}
 	return pass("%d op%s, each output valid and agreeing with its exit status", len(ops), words.Plural(len(ops))), nil
 }
@@ -496,7 +508,8 @@ func checkTimeouts(ops []OpRun) (verdict, []OpRun) {
 	if slowest == nil {
 		return pass("no ops"), nil
 	}
-	return pass("%d op%s, each within its timeout (closest: %s, %s of %s)", len(ops), words.Plural(len(ops)), slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
+	return pass("%d op%s, each within its timeout (closest: %s, %s of %s)", len(ops), words.Plural(len(ops)),
+		slowest.Op, fmtMS(slowest.DurationMS), fmtMS(slowest.TimeoutMS)), nil
 }
 
 // joinInts is "1, 2, 3".

@@ -81,7 +81,8 @@ func outcome(rep *Report, status Status) []string {
 // containers and in the fallback's process groups. Every check has its
 // flaw, and every flaw its row.
 func TestEachFlawFailsItsCheckOnly(t *testing.T) {
-	dependents := []string{"svc start-twice", "svc stop-twice", "svc stop-empties", "svc fingerprint-running", "svc list-owned-labels", "svc destroy-unknown", "svc destroy-force"}
+	dependents := []string{"svc start-twice", "svc stop-twice", "svc stop-empties", "svc fingerprint-running",
+		"svc list-owned-labels", "svc destroy-unknown", "svc destroy-force"}
 	rows := map[string]bool{}
 	for _, tc := range []struct {
 		dir     string
@@ -121,7 +122,8 @@ func TestEachFlawFailsItsCheckOnly(t *testing.T) {
 				rep := checkConfig(t, cfg)
 				failed, skipped := outcome(rep, Fail), outcome(rep, Skip)
 				if !slices.Equal(failed, orEmpty(tc.failed)) || !slices.Equal(skipped, orEmpty(tc.skipped)) {
-					t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", failed, skipped, orEmpty(tc.failed), orEmpty(tc.skipped))
+					t.Errorf("failed %q, skipped %q; want failed %q, skipped %q", failed, skipped, orEmpty(tc.failed),
+						orEmpty(tc.skipped))
 					for _, r := range rep.Results {
 						t.Logf("%s %s: %s", r.Status, r.Name(), r.Summary)
 					}
@@ -180,7 +182,8 @@ func TestDemoPasses(t *testing.T) {
 			rep := check(t, "../examples/modules/demo", mode.noContainers)
 			want := len(Names(false)) + len(Names(true)) // kv and posix-sh
 			if !rep.OK() || rep.Passed != want {
-				t.Errorf("passed %d of %d (want %d): failed %q, skipped %q", rep.Passed, len(rep.Results), want, outcome(rep, Fail), outcome(rep, Skip))
+				t.Errorf("passed %d of %d (want %d): failed %q, skipped %q", rep.Passed, len(rep.Results), want,
+					outcome(rep, Fail), outcome(rep, Skip))
 				for _, r := range rep.Results {
 					t.Logf("%s %s: %s", r.Status, r.Name(), r.Summary)
 				}
@@ -233,7 +236,8 @@ func shJob(t *testing.T, script string) JobRunner {
 			t.Fatal(err)
 		}
 		cmd := exec.CommandContext(ctx, "sh", script)
-		cmd.Env = append(os.Environ(), "OARBANK_SERVICES_FILE="+file, "OARBANK_ATTEMPT_ID="+g.Attempt, "OARBANK_NODE_ID="+g.NodeID)
+		cmd.Env = append(os.Environ(), "OARBANK_SERVICES_FILE="+file, "OARBANK_ATTEMPT_ID="+g.Attempt,
+			"OARBANK_NODE_ID="+g.NodeID)
 		out, err := cmd.CombinedOutput()
 		if cmd.ProcessState == nil {
 			t.Fatalf("sh %s: %v", script, err)

@@ -108,7 +108,8 @@ func newOpRun(check string, op protocol.Op, args []string, res executor.Result, 
 	r := OpRun{
 		Op: string(op), Args: args, Check: check,
 		OK: out.Failure == engine.FailNone, Failure: string(out.Failure), Message: out.Message, Reasons: out.Reasons,
-		Stdout: words.Clip(string(res.Stdout), stdoutKept, "..."), StderrTail: words.ClipStart(string(res.StderrTail), stderrKept, "..."),
+		Stdout:     words.Clip(string(res.Stdout), stdoutKept, "..."),
+		StderrTail: words.ClipStart(string(res.StderrTail), stderrKept, "..."),
 		DurationMS: ms(res.Duration), TimeoutMS: ms(res.Timeout), Left: res.Left, PipesHeld: res.PipesHeld,
 		result: out.Result, failure: out.Failure,
 	}

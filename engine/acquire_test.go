@@ -57,7 +57,7 @@ exec = ["bin/plain"]
 `
 
 // TestAcquireAnswers holds the acquire rules of docs/protocol.md and
-// docs/architecture.md (immediate rejections): a request names its lease
+// docs/decisions.md (Pools and admission, immediate rejections): a request names its lease
 // and attempt, its wait and TTL are not negative, a reservation takes at
 // least one token; what nobody offers is rejected at once, naming what is
 // offered (at most eight names); an attempt holds one lease, and a request
@@ -75,10 +75,12 @@ func TestAcquireAnswers(t *testing.T) {
 		{name: "no wait, no TTL, ready service",
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cb")}, admit: []string{"m/b"}},
 		{name: "services sorted, once each",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Capabilities: []string{"cb", "ca", "cb"}, NeedsPools: []string{"p"}}},
-			admit:   []string{"m/a", "m/b"}},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2",
+				Requirements: engine.Requirements{Capabilities: []string{"cb", "ca", "cb"}, NeedsPools: []string{"p"}}},
+			admit: []string{"m/a", "m/b"}},
 		{name: "one token is enough",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 1})}, admit: []string{"m/a"}},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 1})},
+			admit:   []string{"m/a"}},
 		{name: "no lease id",
 			acquire: engine.Acquire{Attempt: "a2", Requirements: caps("ca")}, reason: "a lease needs an id"},
 		{name: "lease id taken",
@@ -86,9 +88,11 @@ func TestAcquireAnswers(t *testing.T) {
 		{name: "no attempt id",
 			acquire: engine.Acquire{Lease: "l2", Requirements: caps("ca")}, reason: "a lease needs an attempt id"},
 		{name: "negative wait",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Wait: -time.Second, Requirements: caps("ca")}, reason: "wait and ttl must not be negative"},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Wait: -time.Second, Requirements: caps("ca")},
+			reason:  "wait and ttl must not be negative"},
 		{name: "negative TTL",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", TTL: -time.Second, Requirements: caps("ca")}, reason: "wait and ttl must not be negative"},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", TTL: -time.Second, Requirements: caps("ca")},
+			reason:  "wait and ttl must not be negative"},
 		{name: "no token",
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 0})},
 			reason:  `pool "p": a reservation needs at least 1 token, got 0`},
@@ -114,8 +118,10 @@ func TestAcquireAnswers(t *testing.T) {
 			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"x": 1})},
 			reason:  `no module on this node offers pool "x" (pools: p, q)`},
 		{name: "another request of the attempt",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a1", Job: "j2", TTL: time.Minute, Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, NeedsPools: []string{"p"}}},
-			reason:  "attempt a1 already holds lease l1 for job=j1 cap=ca; this acquire asks for job=j2 pool=p:1 needs=p ttl=1m0s: an attempt holds one lease, so release l1 first or use another attempt id"},
+			acquire: engine.Acquire{Lease: "l2", Attempt: "a1", Job: "j2", TTL: time.Minute,
+				Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, NeedsPools: []string{"p"}}},
+			reason: "attempt a1 already holds lease l1 for job=j1 cap=ca; this acquire asks for job=j2 pool=p:1 " +
+				"needs=p ttl=1m0s: an attempt holds one lease, so release l1 first or use another attempt id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +129,8 @@ func TestAcquireAnswers(t *testing.T) {
 			if tt.tomls != nil {
 				specs = modules(t, tt.tomls...)
 			}
-			w, rec := newWorld(t, testConfig(), specs, map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
+			w, rec := newWorld(t, testConfig(), specs,
+				map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
 			w.RunFor(time.Second)
 			if tt.tomls == nil {
 				w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Job: "j1", Requirements: caps("ca")})

@@ -41,9 +41,12 @@ func TestBackoff(t *testing.T) {
 func TestJournalEntryRoundTrip(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	events := []Event{
-		Acquire{Lease: "l1", Job: "j", Attempt: "a", Requirements: Requirements{Pools: map[string]int64{"p": 2}, NeedsPools: []string{"q"}, Capabilities: []string{"c"}}, Wait: time.Minute, TTL: time.Second},
+		Acquire{Lease: "l1", Job: "j", Attempt: "a",
+			Requirements: Requirements{Pools: map[string]int64{"p": 2}, NeedsPools: []string{"q"},
+				Capabilities: []string{"c"}}, Wait: time.Minute, TTL: time.Second},
 		Renew{Lease: "l1"}, Release{Lease: "l1"}, Fire{Timer: TimerKey{Kind: TimerStatus, Subject: "m/s"}},
-		ContainerEmptied{Service: Target{Module: "m", Name: "s"}}, Doctor{Reason: "r"}, MemoryPressure{}, Reset{Service: Target{Module: "m", Name: "s"}}, ReapNow{},
+		ContainerEmptied{Service: Target{Module: "m", Name: "s"}}, Doctor{Reason: "r"}, MemoryPressure{},
+		Reset{Service: Target{Module: "m", Name: "s"}}, ReapNow{},
 		&OpDone{ID: 7, Outcome: Outcome{Failure: FailTimeout, Message: "killed after 5s"}},
 	}
 	for _, ev := range events {

@@ -33,8 +33,12 @@ idle_timeout_s = 60
 		want       int // failures after the idle stop
 	}{
 		{"graceful idle stop", fakes.Behaviour{}, 0, 0},
-		{"stop escalated by the service", fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{protocol.OpStop: {Outcomes: []fakes.Outcome{fakes.Escalated}}}}, 0, 1},
-		{"stop failed, killed", fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{protocol.OpStop: {Outcomes: []fakes.Outcome{fakes.Fail}}}}, 0, 1},
+		{"stop escalated by the service",
+			fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{
+				protocol.OpStop: {Outcomes: []fakes.Outcome{fakes.Escalated}}}}, 0, 1},
+		{"stop failed, killed",
+			fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{
+				protocol.OpStop: {Outcomes: []fakes.Outcome{fakes.Fail}}}}, 0, 1},
 		{"stopped before it was ready again", fakes.Behaviour{}, time.Hour, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -46,7 +46,8 @@ func TestDriverRun(t *testing.T) {
 			var owned int
 			var steps []string
 			d := &engine.Driver{Engine: engine.New(), Sched: sched, Exec: nopExec{}}
-			if err := d.Step(engine.Boot{Config: engine.Config{NodeID: "n", Platform: "linux", ReapPeriod: time.Hour}}); err != nil {
+			if err := d.Step(engine.Boot{Config: engine.Config{NodeID: "n", Platform: "linux",
+				ReapPeriod: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
 			d.Own = func(ev engine.Event) (bool, error) {

@@ -113,13 +113,17 @@ func TestDriverTimersAndStore(t *testing.T) {
 					at, ok := pending[f.Timer]
 					switch {
 					case !ok:
-						errs = append(errs, fmt.Sprintf("%s: fire of %s %s, not pending (cancelled, replaced or fired)", now.Sub(epoch), f.Timer.Kind, f.Timer.Subject))
+						errs = append(errs, fmt.Sprintf("%s: fire of %s %s, not pending (cancelled, replaced or fired)",
+							now.Sub(epoch), f.Timer.Kind, f.Timer.Subject))
 					case now.Before(at):
-						errs = append(errs, fmt.Sprintf("%s: fire of %s %s set for %s: early", now.Sub(epoch), f.Timer.Kind, f.Timer.Subject, at.Sub(epoch)))
+						errs = append(errs, fmt.Sprintf("%s: fire of %s %s set for %s: early", now.Sub(epoch), f.Timer.Kind,
+							f.Timer.Subject, at.Sub(epoch)))
 					}
 					delete(pending, f.Timer)
 					if ended[f.Timer.Subject] && (f.Timer.Kind == engine.TimerLeaseTTL || f.Timer.Kind == engine.TimerLeaseWait) {
-						errs = append(errs, fmt.Sprintf("%s: %s timer of %s, which has ended: its timers are cancelled when it ends", now.Sub(epoch), f.Timer.Kind, f.Timer.Subject))
+						errs = append(errs, fmt.Sprintf(
+							"%s: %s timer of %s, which has ended: its timers are cancelled when it ends", now.Sub(epoch),
+							f.Timer.Kind, f.Timer.Subject))
 					}
 				}
 				persist = persist[:0]
@@ -146,13 +150,17 @@ func TestDriverTimersAndStore(t *testing.T) {
 				}
 				switch {
 				case len(store.batches) != want:
-					errs = append(errs, fmt.Sprintf("%s: %s: %d batch(es) stored, want %d (one per step with persistence effects)", now.Sub(epoch), ev.EventName(), len(store.batches)-before, want-before))
+					errs = append(errs, fmt.Sprintf(
+						"%s: %s: %d batch(es) stored, want %d (one per step with persistence effects)", now.Sub(epoch),
+						ev.EventName(), len(store.batches)-before, want-before))
 				case len(persist) > 0 && fmt.Sprint(store.batches[want-1]) != fmt.Sprint(persist):
-					errs = append(errs, fmt.Sprintf("%s: %s: stored %v, want the step's %v", now.Sub(epoch), ev.EventName(), store.batches[want-1], persist))
+					errs = append(errs, fmt.Sprintf("%s: %s: stored %v, want the step's %v", now.Sub(epoch), ev.EventName(),
+						store.batches[want-1], persist))
 				}
 				return err
 			}
-			boot := engine.Boot{Config: engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, ReapPeriod: time.Minute},
+			boot := engine.Boot{Config: engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+				ReapPeriod: time.Minute},
 				Modules: []engine.ModuleSpec{{Module: mod, Enabled: true}}}
 			if err := d.Step(boot); err != nil {
 				t.Fatal(err)
@@ -177,10 +185,12 @@ func TestDriverTimersAndStore(t *testing.T) {
 				t.Error(e)
 			}
 			if sched.stale > 0 {
-				t.Errorf("%d of the driver's %d Cancel calls found no pending timer: its table of pending timers kept fired or cancelled ones", sched.stale, sched.cancels)
+				t.Errorf("%d of the driver's %d Cancel calls found no pending timer: its table of pending timers kept "+
+					"fired or cancelled ones", sched.stale, sched.cancels)
 			}
 			if sched.cancels == 0 || fires < tt.fires {
-				t.Errorf("the history replaced or cancelled %d timers and fired %d, want some and at least %d", sched.cancels, fires, tt.fires)
+				t.Errorf("the history replaced or cancelled %d timers and fired %d, want some and at least %d",
+					sched.cancels, fires, tt.fires)
 			}
 		})
 	}

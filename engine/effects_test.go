@@ -117,7 +117,8 @@ func TestStepHandsEachEffectItsOwnStorage(t *testing.T) {
 	}
 	e := New()
 	now := time.Unix(1_000_000, 0)
-	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: n, ReapPeriod: time.Hour}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+		MaxConcurrentOps: n, ReapPeriod: time.Hour}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	ids := map[OpID]bool{}
 	names := map[string]bool{}
 	var first *SetTimer
@@ -247,11 +248,13 @@ exec = ["bin/p"]
 			byTarget[op.Target], byIndex[op.Index] = op.Index, op.Target
 		}
 	}
-	see(r.step(Acquire{Lease: "l1", Attempt: "x1", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Minute}))
+	see(r.step(Acquire{Lease: "l1", Attempt: "x1", Requirements: Requirements{Capabilities: []string{"a"}},
+		Wait: time.Minute}))
 	see(r.step(Release{Lease: "l1"}))
 	see(r.step(Doctor{Reason: "test"}))
 	see(r.step(Fire{Timer: TimerKey{Kind: TimerDoctor}}))
-	see(r.step(Acquire{Lease: "l2", Attempt: "x2", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Minute}))
+	see(r.step(Acquire{Lease: "l2", Attempt: "x2", Requirements: Requirements{Capabilities: []string{"a"}},
+		Wait: time.Minute}))
 	for _, name := range []string{"m/a", "m/b"} {
 		s := r.e.services[name]
 		see(r.step(Fire{Timer: TimerKey{Kind: TimerStatus, Subject: name, Slot: s.slot + uint32(TimerStatus)}}))

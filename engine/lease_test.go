@@ -12,7 +12,7 @@ import (
 )
 
 // TestLeaseTTL holds the TTL rules of docs/protocol.md and
-// docs/architecture.md (An attempt holds one lease): a renew restarts an
+// docs/decisions.md (Leases and persistence): a renew restarts an
 // admitted lease's TTL and answers its new expiry (zero without a TTL); an
 // acquire repeated by the attempt restarts it too; a lease not renewed
 // within its TTL expires, and then, like one never admitted, is unknown to
@@ -98,7 +98,8 @@ func TestLeaseTTL(t *testing.T) {
 // of the leases still held stay reserved, so a request for more than is
 // free waits.
 func TestReleaseReturnsItsTokens(t *testing.T) {
-	w, rec := newWorld(t, testConfig(), modules(t, twoServices), map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2}}})
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices),
+		map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2}}})
 	w.RunFor(time.Second)
 	one := engine.Requirements{Pools: map[string]int64{"p": 1}}
 	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: one})

@@ -37,7 +37,7 @@ reserves_host_memory = true
 idle_timeout_s = 600
 `
 
-// TestMemoryBudget holds the memory rules of docs/architecture.md
+// TestMemoryBudget holds the memory rules of docs/decisions.md
 // (Memory): a start fits when the reservations sum to at most the budget,
 // float rounding aside; one that does not fit stops idle yieldable
 // services, least recently used first and only as many as make room (a

@@ -19,7 +19,7 @@ exec = ["bin/jdk"]
 period_s = 60
 `
 
-// TestReloads holds the module rules of docs/architecture.md (Modules;
+// TestReloads holds the module rules of docs/decisions.md (Modules at run time;
 // Removing a module is disabling it): a reload adds a module, enabled or
 // not; a module set changed for a reason (enabled or disabled by hand,
 // svcrun stopping its services) says the reason in its notes and stops,
@@ -38,7 +38,8 @@ func TestReloads(t *testing.T) {
 			reload: func(t *testing.T) engine.Reload {
 				return engine.Reload{Modules: modules(t, twoServices, probeModule, alwaysModule)}
 			},
-			notes: []string{"module q: added and enabled", "run q/w fingerprint", "q/w: starting (lifecycle always)", "doctor: configuration reloaded: probes run again"}},
+			notes: []string{"module q: added and enabled", "run q/w fingerprint", "q/w: starting (lifecycle always)",
+				"doctor: configuration reloaded: probes run again"}},
 		{name: "module added disabled",
 			reload: func(t *testing.T) engine.Reload {
 				specs := modules(t, twoServices, probeModule, alwaysModule)
@@ -54,18 +55,21 @@ func TestReloads(t *testing.T) {
 				specs[0].Enabled = false
 				return engine.Reload{Modules: specs, Reason: "svcrun stops its services at exit"}
 			},
-			notes: []string{"module m: disabled: svcrun stops its services at exit", "m/a: stopping: svcrun stops its services at exit", "m/a: stopped (svcrun stops its services at exit)"},
-			not:   []string{"doctor: "}, answer: "released l1"},
+			notes: []string{"module m: disabled: svcrun stops its services at exit",
+				"m/a: stopping: svcrun stops its services at exit", "m/a: stopped (svcrun stops its services at exit)"},
+			not: []string{"doctor: "}, answer: "released l1"},
 		{name: "module disabled by a new configuration",
 			reload: func(t *testing.T) engine.Reload {
 				specs := modules(t, twoServices, probeModule)
 				specs[0].Enabled = false
 				return engine.Reload{Modules: specs}
 			},
-			notes: []string{"module m: disabled", "m/a: stopping: module disabled", "doctor: configuration reloaded: probes run again"}},
+			notes: []string{"module m: disabled", "m/a: stopping: module disabled",
+				"doctor: configuration reloaded: probes run again"}},
 		{name: "module of a probe removed",
 			reload: func(t *testing.T) engine.Reload { return engine.Reload{Modules: modules(t, twoServices)} },
-			notes:  []string{"lease l1: ended: module p was removed from the configuration", "module p: forgotten: its services have stopped"},
+			notes: []string{"lease l1: ended: module p was removed from the configuration",
+				"module p: forgotten: its services have stopped"},
 			answer: "expired l1: module p was removed from the configuration"},
 	}
 	for _, tt := range tests {
@@ -115,7 +119,7 @@ lifecycle = "always"
 `
 
 // TestReenableForgetsFailures: re-enabling a module is a fresh start for
-// its services' failure records (docs/architecture.md, Backoff): a
+// its services' failure records (docs/decisions.md, Failures and backoff): a
 // service with failures has them forgotten, with a note and a store
 // write; one without has nothing to forget, and gets neither. m/a's stop
 // at the disable escalates, so it is no clean run that would forget them
@@ -158,10 +162,11 @@ func TestReenableForgetsFailures(t *testing.T) {
 
 // TestRemovedProbeFailsWaiting: a request waiting for a probe's
 // capability is rejected at once, saying why, when a reload removes the
-// probe (docs/architecture.md, Modules): nothing will serve it.
+// probe (docs/decisions.md, Modules at run time): nothing will serve it.
 func TestRemovedProbeFailsWaiting(t *testing.T) {
 	unhealthy := false
-	w, rec := newWorld(t, testConfig(), modules(t, twoServices, probeModule), map[string]*fakes.Behaviour{"p/jdk": {Healthy: &unhealthy}})
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices, probeModule),
+		map[string]*fakes.Behaviour{"p/jdk": {Healthy: &unhealthy}})
 	w.RunFor(time.Second)
 	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Wait: time.Hour, Requirements: caps("jdk")})
 	gone := modules(t, twoServices, probeModule)

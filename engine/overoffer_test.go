@@ -28,7 +28,8 @@ pools = ["slots"]
 	}
 	e := New()
 	now := time.Unix(1_000_000, 0)
-	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+		MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	var fp OpID
 	for _, f := range out {
 		if r, ok := f.(*RunOp); ok && r.Op == protocol.OpFingerprint {
@@ -39,11 +40,15 @@ pools = ["slots"]
 		t.Fatalf("no fingerprint at boot: %v", out)
 	}
 	no := false
-	e.Step(now, &OpDone{ID: fp, Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
-	out = e.Step(now, Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
+	e.Step(now, &OpDone{ID: fp,
+		Outcome: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}}}})
+	out = e.Step(now, Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
 	for _, f := range out {
 		if r, ok := f.(Rejected); ok {
-			t.Fatalf("a request for 1 token of a stopped on_demand service is rejected at once (the service is never started): %s", r.Reason)
+			t.Fatalf("a request for 1 token of a stopped on_demand service is rejected at once (the service is "+
+				"never started): %s", r.Reason)
 		}
 	}
 }

@@ -42,14 +42,20 @@ func newReapWorld(t *testing.T) *reapWorld {
 		t.Fatal(err)
 	}
 	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	no := false
 	boot := w.out
-	w.done(opOf(t, boot, "m/kv", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
-	w.done(opOf(t, boot, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
-	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: &protocol.OpResult{OK: true, Changed: true}})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady), protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true, Ready: true}})
+	w.done(opOf(t, boot, "m/kv", protocol.OpFingerprint),
+		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	w.done(opOf(t, boot, "m/man", protocol.OpFingerprint),
+		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"kv"}},
+		Wait: time.Minute})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpStart),
+		protocol.Result{Op: protocol.OpStart, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpReady),
+		protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true, Ready: true}})
 	w.effect(Admitted{})
 	w.fingerprintedRunning("m/kv")
 	return w
@@ -62,7 +68,8 @@ func (w *reapWorld) fingerprintedRunning(name string) {
 	w.t.Helper()
 	yes := true
 	ready := w.out
-	w.done(opOf(w.t, w.out, name, protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
+	w.done(opOf(w.t, w.out, name, protocol.OpFingerprint),
+		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
 	w.out = append(ready, w.out...)
 }
 
@@ -122,9 +129,11 @@ func TestReapDoneReportsTheRound(t *testing.T) {
 			t.Fatalf("a request during a round started ops: %v", r)
 		}
 	}
-	w.done(list, listed(labelled("o-live", "a1"), labelled("o-dead", "a9"), protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}, labelled("o-sticky", "a8")))
+	w.done(list, listed(labelled("o-live", "a1"), labelled("o-dead", "a9"),
+		protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}, labelled("o-sticky", "a8")))
 	w.noReapDone()
-	w.done(opOf(t, w.out, "m/kv", protocol.OpDestroy), protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpDestroy),
+		protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 	w.noReapDone()
 	w.fail(opOf(t, w.out, "m/kv", protocol.OpDestroy), "exit status 1: busy")
 	d := w.effect(ReapDone{}).(ReapDone)
@@ -184,7 +193,8 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 				w.step(ContainerEmptied{Service: Target{Module: "m", Name: "kv"}})
 				w.noReapDone()
 				w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
-				tt.want.Objects = append([]ReapObject{{ID: "o-first", Kind: "volume", Attempt: "a9", Outcome: ReapDestroyed}}, tt.want.Objects...)
+				tt.want.Objects = append([]ReapObject{{ID: "o-first", Kind: "volume", Attempt: "a9",
+					Outcome: ReapDestroyed}}, tt.want.Objects...)
 			} else {
 				w.step(&OpDone{ID: list, Outcome: Outcome{Failure: FailOp, Message: "exit status 3"}})
 			}
@@ -207,7 +217,8 @@ func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
 	// o-first's destroy runs while the other two queue behind it.
 	w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8"), labelled("o-dead", "a7")))
 	destroy := opOf(t, w.out, "m/kv", protocol.OpDestroy)
-	w.step(Acquire{Lease: "l2", Attempt: "a8", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	w.step(Acquire{Lease: "l2", Attempt: "a8", Requirements: Requirements{Capabilities: []string{"kv"}},
+		Wait: time.Minute})
 	w.effect(Admitted{})
 	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 	w.noReapDone()
@@ -245,7 +256,8 @@ func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
 	w.noReapDone()
 	w.done(status, protocol.Result{Op: protocol.OpStatus, Status: &protocol.Status{Running: true, Ready: true}})
 	d := w.effect(ReapDone{}).(ReapDone)
-	if want := (ReapService{Service: "m/kv", Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
+	if want := (ReapService{Service: "m/kv",
+		Failed: "not listed: it is stopping"}); !reflect.DeepEqual(d.Services[0], want) {
 		t.Fatalf("\n got %+v\nwant %+v", d.Services[0], want)
 	}
 }
@@ -273,7 +285,8 @@ func (w *reapWorld) reapTick() (OpID, bool, string) {
 // destroyOK ends the last step's destroy of m/kv.
 func (w *reapWorld) destroyOK() {
 	w.t.Helper()
-	w.done(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
+	w.done(opOf(w.t, w.out, "m/kv", protocol.OpDestroy),
+		protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 }
 
 // A periodic round lists a running service only when it may hold an
@@ -283,7 +296,8 @@ func (w *reapWorld) destroyOK() {
 // or skips it as clean, and says so.
 func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 	acquire := func(w *reapWorld, lease LeaseID, attempt string) {
-		w.step(Acquire{Lease: lease, Attempt: attempt, Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+		w.step(Acquire{Lease: lease, Attempt: attempt, Requirements: Requirements{Capabilities: []string{"kv"}},
+			Wait: time.Minute})
 		w.effect(Admitted{})
 	}
 	tests := []struct {
@@ -319,7 +333,8 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 		name:  "a lease that used it expired",
 		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
 		between: func(w *reapWorld) {
-			w.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute, TTL: time.Second})
+			w.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"kv"}},
+				Wait: time.Minute, TTL: time.Second})
 			w.fire(w.timer(TimerLeaseTTL))
 			w.effect(Expired{})
 		},
@@ -441,7 +456,8 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 	mod.WriteString("[module]\nname = \"m\"\nversion = \"1\"\n")
 	var caps []string
 	for i := range 25 {
-		fmt.Fprintf(&mod, "[[services]]\nname = \"s%02d\"\nexec = [\"bin/s\"]\nlifecycle = \"always\"\ncapabilities = [\"c%02d\"]\n", i, i)
+		fmt.Fprintf(&mod, "[[services]]\nname = \"s%02d\"\nexec = [\"bin/s\"]\nlifecycle = "+
+			"\"always\"\ncapabilities = [\"c%02d\"]\n", i, i)
 		if i < 22 {
 			caps = append(caps, fmt.Sprintf("c%02d", i))
 		}
@@ -483,7 +499,8 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 			w.out = next
 		}
 	}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	answer()
 	w.reapTick()
 	answer()
@@ -495,7 +512,8 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 	for i := range 20 {
 		names = append(names, fmt.Sprintf("m/s%02d (a lease that used it ended)", i))
 	}
-	if want := "round 2: listing " + strings.Join(names, ", ") + " and 2 more; 3 running service(s) skipped as clean"; note != want {
+	if want := "round 2: listing " + strings.Join(names,
+		", ") + " and 2 more; 3 running service(s) skipped as clean"; note != want {
 		t.Errorf("note\n got %q\nwant %q", note, want)
 	}
 }
@@ -503,14 +521,18 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 // With no service running, periodic rounds, the sweep among them, have
 // nothing to say.
 func TestReapRoundsWithNothingRunningGoWithoutNotes(t *testing.T) {
-	m, err := manifest.Parse("module.toml", []byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = [\"bin/man\"]\nlifecycle = \"manual\"\n"))
+	m, err := manifest.Parse("module.toml",
+		[]byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = "+
+			"[\"bin/man\"]\nlifecycle = \"manual\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	no := false
-	w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint),
+		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
 	for n := 1; n <= 12; n++ { // past the sweep at 10 min
 		if _, _, note := w.reapTick(); note != "" {
 			t.Fatalf("round %d: note %q", n, note)
@@ -530,7 +552,8 @@ func TestReapForceCountsPeriodsOfTime(t *testing.T) {
 	}{
 		{"four rounds asked in four seconds", []time.Duration{0, s, 2 * s, 3 * s}, []bool{false, false, false, false}},
 		{"one round a period", []time.Duration{0, 60 * s, 120 * s, 180 * s}, []bool{false, false, false, true}},
-		{"asked rounds between the periods", []time.Duration{0, 30 * s, 60 * s, 90 * s, 120 * s, 179 * s, 180 * s}, []bool{false, false, false, false, false, false, true}},
+		{"asked rounds between the periods", []time.Duration{0, 30 * s, 60 * s, 90 * s, 120 * s, 179 * s, 180 * s},
+			[]bool{false, false, false, false, false, false, true}},
 		{"rounds late", []time.Duration{0, 170 * s, 200 * s}, []bool{false, false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -13,17 +13,19 @@ import (
 )
 
 // TestRestoredLeases holds the rules of leases taken back from the store
-// at boot (docs/architecture.md, Waiting requests and restarts; An attempt
+// at boot (docs/decisions.md, Leases and persistence: waiting requests; an attempt
 // holds one lease): an admitted lease is restored with its TTL, and one
 // whose TTL ran out while svcrun was down expires at the boot, its holder
 // told; a lease whose capability nobody offers any more (its module
 // removed while svcrun was down) ends at the boot with the reason, as a
-// run-time removal ends it, and its attempt is no longer live. A store written before the one-lease-per-attempt rule may hold
+// run-time removal ends it, and its attempt is no longer live. A store written before the
+// one-lease-per-attempt rule may hold
 // several leases of an attempt: a repeated acquire gets the one with the
 // same requirements, else is refused naming the lowest id.
 func TestRestoredLeases(t *testing.T) {
 	lease := func(id, attempt string, ttl time.Duration, expires time.Duration, c string) engine.LeaseRecord {
-		r := engine.LeaseRecord{ID: engine.LeaseID(id), Attempt: attempt, Requirements: caps(c), TTL: ttl, Admitted: sim.Epoch}
+		r := engine.LeaseRecord{ID: engine.LeaseID(id), Attempt: attempt, Requirements: caps(c), TTL: ttl,
+			Admitted: sim.Epoch}
 		if ttl > 0 {
 			r.Expires = sim.Epoch.Add(expires)
 		}
@@ -50,12 +52,15 @@ func TestRestoredLeases(t *testing.T) {
 			stays:  []string{"l1"}, live: []string{"a1"}},
 		{name: "capability gone",
 			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "gone")},
-			want:   []string{`expired l1: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
-			note:   `lease l1: ended: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
+			want: []string{`expired l1: changed while svcrun was down: no module on this node offers capability ` +
+				`"gone" (capabilities: ca, cb)`},
+			note: `lease l1: ended: changed while svcrun was down: no module on this node offers capability ` +
+				`"gone" (capabilities: ca, cb)`},
 		{name: "only the lease of the gone capability ends",
 			stored: []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a2", 0, 0, "gone")},
-			want:   []string{`expired l2: changed while svcrun was down: no module on this node offers capability "gone" (capabilities: ca, cb)`},
-			stays:  []string{"l1"}, live: []string{"a1"}},
+			want: []string{`expired l2: changed while svcrun was down: no module on this node offers capability ` +
+				`"gone" (capabilities: ca, cb)`},
+			stays: []string{"l1"}, live: []string{"a1"}},
 		{name: "several of an attempt: the same request wins",
 			stored:  []engine.LeaseRecord{lease("l1", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb")},
 			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("cb")},
@@ -64,8 +69,9 @@ func TestRestoredLeases(t *testing.T) {
 		{name: "several of an attempt: the lowest id is named",
 			stored:  []engine.LeaseRecord{lease("l2", "a1", 0, 0, "cb"), lease("l1", "a1", 0, 0, "ca")},
 			acquire: &engine.Acquire{Lease: "l3", Attempt: "a1", Requirements: caps("ca", "cb")},
-			want:    []string{"rejected l3: attempt a1 already holds lease l1 for cap=ca; this acquire asks for cap=ca,cb: an attempt holds one lease, so release l1 first or use another attempt id"},
-			stays:   []string{"l1", "l2"}, live: []string{"a1"}},
+			want: []string{"rejected l3: attempt a1 already holds lease l1 for cap=ca; this acquire asks for " +
+				"cap=ca,cb: an attempt holds one lease, so release l1 first or use another attempt id"},
+			stays: []string{"l1", "l2"}, live: []string{"a1"}},
 		// Four of a rank, so that a choice left to the map's order (the
 		// last seen of a rank winning, say) names another lease in most runs.
 		{name: "several of an attempt alike: the lowest id wins",
@@ -78,8 +84,9 @@ func TestRestoredLeases(t *testing.T) {
 			stored: []engine.LeaseRecord{lease("l4", "a1", 0, 0, "ca"), lease("l2", "a1", 0, 0, "cb"),
 				lease("l5", "a1", 0, 0, "ca"), lease("l3", "a1", 0, 0, "cb")},
 			acquire: &engine.Acquire{Lease: "l6", Attempt: "a1", Requirements: caps("ca", "cb")},
-			want:    []string{"rejected l6: attempt a1 already holds lease l2 for cap=cb; this acquire asks for cap=ca,cb: an attempt holds one lease, so release l2 first or use another attempt id"},
-			stays:   []string{"l2", "l3", "l4", "l5"}, live: []string{"a1"}},
+			want: []string{"rejected l6: attempt a1 already holds lease l2 for cap=cb; this acquire asks for " +
+				"cap=ca,cb: an attempt holds one lease, so release l2 first or use another attempt id"},
+			stays: []string{"l2", "l3", "l4", "l5"}, live: []string{"a1"}},
 	}
 	for _, tt := range tests {
 		// Among several leases of an attempt the engine looks in the
@@ -166,10 +173,13 @@ reserves_host_memory = true
 		stored string // the JSON of vms/a's and vms/b's records, as svcrun wrote them
 		yields string
 	}{
-		{"b used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b","failures":0,"last_used":"2025-12-31T23:30:00Z"}]`, "vms/a"},
-		{"a used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:30:00Z"},{"name":"vms/b","failures":0,"last_used":"2025-12-31T23:00:00Z"}]`, "vms/b"},
+		{"b used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b",` +
+			`"failures":0,"last_used":"2025-12-31T23:30:00Z"}]`, "vms/a"},
+		{"a used last", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:30:00Z"},{"name":"vms/b",` +
+			`"failures":0,"last_used":"2025-12-31T23:00:00Z"}]`, "vms/b"},
 		{"records from before last_used", `[{"name":"vms/a","failures":1},{"name":"vms/b","failures":0}]`, "vms/a"},
-		{"only a's has it", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b","failures":0}]`, "vms/b"},
+		{"only a's has it", `[{"name":"vms/a","failures":0,"last_used":"2025-12-31T23:00:00Z"},{"name":"vms/b",` +
+			`"failures":0}]`, "vms/b"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := sim.Build(testConfig(), modules(t, vms), map[string]*fakes.Behaviour{
@@ -190,7 +200,8 @@ reserves_host_memory = true
 			w.RunFor(time.Second) // both adopted: 6 of 8 GB
 			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: caps("c"), Wait: time.Minute})
 			w.RunFor(time.Second)
-			if want := tt.yields + ": stopping: yielding memory to vms/c"; !rec.has(want) || rec.count("stopping: yielding memory") != 1 {
+			if want := tt.yields + ": stopping: yielding memory to vms/c"; !rec.has(want) ||
+				rec.count("stopping: yielding memory") != 1 {
 				t.Errorf("want only %q\n%s", want, rec)
 			}
 		})

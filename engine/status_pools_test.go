@@ -14,7 +14,8 @@ import (
 // that `svcrun status --json` omits what is not there), while the node's
 // pool list says what can be reserved now.
 func TestStatusPools(t *testing.T) {
-	w, rec := newWorld(t, testConfig(), modules(t, twoServices), map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
+	w, rec := newWorld(t, testConfig(), modules(t, twoServices),
+		map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
 	w.RunFor(time.Second)
 	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}})
 	if err := w.Err(); err != nil {

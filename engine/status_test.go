@@ -31,7 +31,8 @@ exec = ["bin/probe"]
 	}
 	e := New()
 	now := time.Unix(1_000_000, 0)
-	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+		MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	return e, now, kept(out)
 }
 
@@ -58,14 +59,18 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 		wantSvc   ServiceStatus
 		wantProbe ProbeStatus
 	}{{
-		name:      "healthy, with attrs",
-		svc:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no, Attrs: map[string]any{"socket": "/run/kv.sock", "port": 6379.0}}}},
-		prb:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Attrs: map[string]any{"shell": "/bin/sh"}}}},
+		name: "healthy, with attrs",
+		svc: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no,
+				Attrs: map[string]any{"socket": "/run/kv.sock", "port": 6379.0}}}},
+		prb: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Healthy: true, Attrs: map[string]any{"shell": "/bin/sh"}}}},
 		wantSvc:   ServiceStatus{Healthy: true, Attrs: map[string]any{"socket": "/run/kv.sock", "port": 6379.0}},
 		wantProbe: ProbeStatus{Healthy: true, Attrs: map[string]any{"shell": "/bin/sh"}},
 	}, {
-		name:      "unhealthy, with a message",
-		svc:       Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: false, Running: &no, Message: "disk full"}}},
+		name: "unhealthy, with a message",
+		svc: Outcome{Result: protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Healthy: false, Running: &no, Message: "disk full"}}},
 		prb:       Outcome{Failure: FailTimeout, Message: "killed after 30s"},
 		wantSvc:   ServiceStatus{Healthy: false, Message: "disk full"},
 		wantProbe: ProbeStatus{Healthy: false, Message: "timeout: killed after 30s"},
@@ -82,11 +87,15 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 			e.Step(now, &OpDone{ID: prbFP, Outcome: tt.prb})
 			st := e.Status()
 			s, p := st.Services[0], st.Probes[0]
-			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message || !maps.Equal(s.Attrs, tt.wantSvc.Attrs) || !s.FingerprintedAt.Equal(now) {
-				t.Errorf("service: healthy %v message %q attrs %v at %v; want %v %q %v at %v", s.Healthy, s.Message, s.Attrs, s.FingerprintedAt, tt.wantSvc.Healthy, tt.wantSvc.Message, tt.wantSvc.Attrs, now)
+			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message ||
+				!maps.Equal(s.Attrs, tt.wantSvc.Attrs) || !s.FingerprintedAt.Equal(now) {
+				t.Errorf("service: healthy %v message %q attrs %v at %v; want %v %q %v at %v", s.Healthy, s.Message,
+					s.Attrs, s.FingerprintedAt, tt.wantSvc.Healthy, tt.wantSvc.Message, tt.wantSvc.Attrs, now)
 			}
-			if p.Healthy != tt.wantProbe.Healthy || p.Message != tt.wantProbe.Message || !maps.Equal(p.Attrs, tt.wantProbe.Attrs) {
-				t.Errorf("probe: healthy %v message %q attrs %v; want %v %q %v", p.Healthy, p.Message, p.Attrs, tt.wantProbe.Healthy, tt.wantProbe.Message, tt.wantProbe.Attrs)
+			if p.Healthy != tt.wantProbe.Healthy || p.Message != tt.wantProbe.Message ||
+				!maps.Equal(p.Attrs, tt.wantProbe.Attrs) {
+				t.Errorf("probe: healthy %v message %q attrs %v; want %v %q %v", p.Healthy, p.Message, p.Attrs,
+					tt.wantProbe.Healthy, tt.wantProbe.Message, tt.wantProbe.Attrs)
 			}
 			// A copy: changing it changes nothing in the engine.
 			if s.Attrs != nil {

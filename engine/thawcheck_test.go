@@ -28,7 +28,8 @@ func newOpRig(t *testing.T, toml string) *opRig {
 		t.Fatal(err)
 	}
 	r := &opRig{t: t, e: New(), now: time.Unix(1_000_000, 0), results: map[protocol.Op]protocol.Result{}}
-	r.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	r.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	return r
 }
 
@@ -40,7 +41,8 @@ func (r *opRig) result(op protocol.Op) protocol.Result {
 	switch op {
 	case protocol.OpFingerprint:
 		running := r.running
-		return protocol.Result{Op: op, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Pools: map[string]int64{"slots": 2}}}
+		return protocol.Result{Op: op,
+			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Pools: map[string]int64{"slots": 2}}}
 	case protocol.OpStatus, protocol.OpReady:
 		return protocol.Result{Op: op, Status: &protocol.Status{Running: yes, Ready: yes}}
 	}
@@ -104,7 +106,8 @@ pools = ["slots"]
 freeze_ok = true
 idle_timeout_s = 600
 `)
-	if a, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute}), "l1").(Admitted); !ok {
+	if a, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: Requirements{Pools: map[string]int64{"slots": 1}}, Wait: time.Minute}), "l1").(Admitted); !ok {
 		t.Fatalf("l1 not admitted: %v", a)
 	}
 	r.now = r.now.Add(time.Second)
@@ -122,16 +125,19 @@ idle_timeout_s = 600
 		reason  string // what the rejection says, when not admitted
 		checked bool   // a status ran before the answer
 	}{
-		{"l2", 3, protocol.Status{Running: true, Ready: true}, false, "pool slots: needs 3 token(s), but m/vm offers 2 in all", false},
+		{"l2", 3, protocol.Status{Running: true, Ready: true}, false,
+			"pool slots: needs 3 token(s), but m/vm offers 2 in all", false},
 		{"l3", 1, protocol.Status{Running: true, Ready: true}, true, "", true},
-		{"l3-every-token", 2, protocol.Status{Running: true, Ready: true}, true, "", true}, // all it offers is not over its offer
+		// all it offers is not over its offer
+		{"l3-every-token", 2, protocol.Status{Running: true, Ready: true}, true, "", true},
 		{"l4", 1, protocol.Status{Running: true, Ready: false}, false, "m/vm is waiting-ready", true},
 	} {
 		t.Run(string(tc.lease), func(t *testing.T) {
 			r.results[protocol.OpStatus] = protocol.Result{Op: protocol.OpStatus, Status: &tc.status}
 			r.ran = nil
 			r.now = r.now.Add(time.Second)
-			got := r.answer(r.step(Acquire{Lease: tc.lease, Attempt: "a-" + string(tc.lease), Requirements: Requirements{Pools: map[string]int64{"slots": tc.tokens}}}), tc.lease)
+			got := r.answer(r.step(Acquire{Lease: tc.lease, Attempt: "a-" + string(tc.lease),
+				Requirements: Requirements{Pools: map[string]int64{"slots": tc.tokens}}}), tc.lease)
 			switch g := got.(type) {
 			case Admitted:
 				if !tc.admit {
@@ -183,12 +189,14 @@ exec = ["bin/pooler"]
 pools = ["slots"]
 idle_timeout_s = 600
 `)
-			if _, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"vm"}}, Wait: time.Minute}), "l1").(Admitted); !ok {
+			if _, ok := r.answer(r.step(Acquire{Lease: "l1", Attempt: "a1",
+				Requirements: Requirements{Capabilities: []string{"vm"}}, Wait: time.Minute}), "l1").(Admitted); !ok {
 				t.Fatal("l1 not admitted")
 			}
 			r.now = r.now.Add(time.Second)
 			r.step(Release{Lease: "l1"})
-			if _, ok := r.answer(r.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Pools: map[string]int64{"slots": tc.held}}, Wait: time.Minute}), "l2").(Admitted); !ok {
+			if _, ok := r.answer(r.step(Acquire{Lease: "l2", Attempt: "a2",
+				Requirements: Requirements{Pools: map[string]int64{"slots": tc.held}}, Wait: time.Minute}), "l2").(Admitted); !ok {
 				t.Fatal("l2 not admitted")
 			}
 			vm := func() ServiceStatus {
@@ -205,10 +213,12 @@ idle_timeout_s = 600
 			}
 			r.ran = nil
 			r.now = r.now.Add(time.Second)
-			got := r.answer(r.step(Acquire{Lease: "l3", Attempt: "a3", Requirements: Requirements{Capabilities: []string{"vm"}, Pools: map[string]int64{"slots": 1}}}), "l3")
+			got := r.answer(r.step(Acquire{Lease: "l3", Attempt: "a3",
+				Requirements: Requirements{Capabilities: []string{"vm"}, Pools: map[string]int64{"slots": 1}}}), "l3")
 			if tc.admits {
 				if _, ok := got.(Admitted); !ok || len(r.ran) == 0 || vm().Frozen {
-					t.Errorf("l3: %+v after ops %v, m/vm frozen %v: want admitted after a check of the thawed m/vm", got, r.ran, vm().Frozen)
+					t.Errorf("l3: %+v after ops %v, m/vm frozen %v: want admitted after a check of the thawed m/vm", got,
+						r.ran, vm().Frozen)
 				}
 				return
 			}

@@ -160,11 +160,13 @@ lifecycle = "always"
 	names := []string{"m/a", "m/b", "m/c"}
 	caps := []string{"a", "b", "c"}
 	rapid.Check(t, func(t *rapid.T) {
-		w := &modelWorld{t: t, e: New(), now: time.Unix(1_000_000, 0), timers: map[TimerKey]time.Time{}, daemons: map[string]*daemon{}, answers: map[LeaseID]Effect{}}
+		w := &modelWorld{t: t, e: New(), now: time.Unix(1_000_000, 0), timers: map[TimerKey]time.Time{},
+			daemons: map[string]*daemon{}, answers: map[LeaseID]Effect{}}
 		for _, n := range names {
 			w.daemons[n] = &daemon{healthy: true}
 		}
-		w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 2, FingerprintPeriod: 30 * time.Second}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+		w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 2,
+			FingerprintPeriod: 30 * time.Second}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 		var held []LeaseID
 		n := 0
 		t.Repeat(map[string]func(*rapid.T){
@@ -173,7 +175,8 @@ lifecycle = "always"
 				id := LeaseID(fmt.Sprintf("l%d", n))
 				cap := rapid.SampledFrom(caps).Draw(t, "cap")
 				wait := rapid.SampledFrom([]time.Duration{0, 0, 5 * time.Second, time.Minute}).Draw(t, "wait")
-				w.step(Acquire{Lease: id, Attempt: "a" + string(id), Requirements: Requirements{Capabilities: []string{cap}}, Wait: wait})
+				w.step(Acquire{Lease: id, Attempt: "a" + string(id),
+					Requirements: Requirements{Capabilities: []string{cap}}, Wait: wait})
 				switch w.answers[id].(type) {
 				case Admitted:
 					held = append(held, id)
@@ -212,7 +215,8 @@ lifecycle = "always"
 				n++
 				id := LeaseID(fmt.Sprintf("l%d", n))
 				cap := rapid.SampledFrom(caps).Draw(t, "cap")
-				w.step(Acquire{Lease: id, Attempt: "a" + string(id), Requirements: Requirements{Capabilities: []string{cap}}, Wait: 10 * time.Minute})
+				w.step(Acquire{Lease: id, Attempt: "a" + string(id),
+					Requirements: Requirements{Capabilities: []string{cap}}, Wait: 10 * time.Minute})
 				w.advance(10 * time.Minute)
 				switch a := w.answers[id].(type) {
 				case Admitted:

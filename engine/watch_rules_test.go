@@ -21,7 +21,8 @@ func newHand(t *testing.T, module string) *reapWorld {
 		t.Fatal(err)
 	}
 	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	return w
 }
 
@@ -128,9 +129,11 @@ idle_timeout_s = 30
 start_timeout_s = 600
 `)
 	yes := true
-	w.done(opOf(t, w.out, "m/kv", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpFingerprint),
+		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
 	idle := w.timer(TimerIdle)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady), protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true}})
+	w.done(opOf(t, w.out, "m/kv", protocol.OpReady),
+		protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true}})
 	if got := w.service("m/kv").State; got != "waiting-ready" {
 		t.Fatalf("adopted and not ready: %s", got)
 	}
@@ -173,7 +176,9 @@ func TestResetAfterTimer(t *testing.T) {
 	if w0.setsTimer(TimerResetAfter) {
 		t.Fatalf("ready with no failures set a reset_after timer: %v", w0.out)
 	}
-	longer, err := manifest.Parse("module.toml", []byte(strings.Replace(reapModule, `capabilities = ["kv"]`, "capabilities = [\"kv\"]\nrestart = { reset_after_s = 3600 }", 1)))
+	longer, err := manifest.Parse("module.toml",
+		[]byte(strings.Replace(reapModule, `capabilities = ["kv"]`,
+			"capabilities = [\"kv\"]\nrestart = { reset_after_s = 3600 }", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,8 @@ exec = ["bin/man"]
 lifecycle = "manual"
 `)
 			if tc.answered {
-				w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint), protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+				w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint),
+					protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
 				w.fire(w.timer(TimerFingerprint))
 			}
 			w.fail(opOf(t, w.out, "m/man", protocol.OpFingerprint), "exit status 2")
@@ -314,9 +320,11 @@ reserves_host_memory = true
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 1}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 1},
+		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 	mem := func(running bool, gb float64) protocol.Result {
-		return protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Reserve: &protocol.Reserve{MemGB: gb}}}
+		return protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Reserve: &protocol.Reserve{MemGB: gb}}}
 	}
 	w.done(opOf(t, w.out, "m/a", protocol.OpFingerprint), mem(false, 3))
 	w.done(opOf(t, w.out, "m/b", protocol.OpFingerprint), mem(false, 2))

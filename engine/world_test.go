@@ -31,7 +31,8 @@ func modules(t *testing.T, tomls ...string) []engine.ModuleSpec {
 // testConfig is the node of these tests: 8 GB, periods long enough that
 // polls do not clutter a history of a few minutes.
 func testConfig() engine.Config {
-	return engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 8, StatusPeriod: time.Hour, FingerprintPeriod: time.Hour, ReapPeriod: time.Hour}
+	return engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 8, StatusPeriod: time.Hour,
+		FingerprintPeriod: time.Hour, ReapPeriod: time.Hour}
 }
 
 // recorded is what a world did: every effect line and note, by step.
@@ -61,7 +62,8 @@ func (r *recorded) count(s string) int {
 }
 
 // newWorld boots a world and records its steps from the boot on.
-func newWorld(t *testing.T, cfg engine.Config, specs []engine.ModuleSpec, behaviours map[string]*fakes.Behaviour) (*sim.World, *recorded) {
+func newWorld(t *testing.T, cfg engine.Config, specs []engine.ModuleSpec,
+	behaviours map[string]*fakes.Behaviour) (*sim.World, *recorded) {
 	t.Helper()
 	w := sim.Build(cfg, specs, behaviours)
 	rec := record(w)

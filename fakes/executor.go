@@ -482,7 +482,8 @@ func (x *Executor) result(p *proc, op engine.RunOp, out Outcome, now time.Time) 
 	case protocol.OpListOwned:
 		list := &protocol.OwnedList{}
 		for _, o := range p.objects {
-			list.Objects = append(list.Objects, protocol.Object{ID: o.ID, Kind: kindOr(o.Kind), Labels: o.Labels, CreatedAt: o.CreatedAt, Busy: o.Busy})
+			list.Objects = append(list.Objects,
+				protocol.Object{ID: o.ID, Kind: kindOr(o.Kind), Labels: o.Labels, CreatedAt: o.CreatedAt, Busy: o.Busy})
 		}
 		r.OwnedList = list
 	case protocol.OpDestroy:

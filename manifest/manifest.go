@@ -239,7 +239,8 @@ func parse(doc *tomldoc.Doc) (*Module, []execRef) {
 			mod.Errorf("name", "is required")
 		}
 	case !moduleNameRE().MatchString(m.Name):
-		mod.Errorf("name", "%q is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit", m.Name)
+		mod.Errorf("name", "%q is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter "+
+			"or digit", m.Name)
 	}
 	m.Version = mod.String("version", "")
 	switch {
@@ -291,7 +292,8 @@ func parse(doc *tomldoc.Doc) (*Module, []execRef) {
 func (m *Module) declare(t *tomldoc.Table, key, kind, name string) {
 	k := kind + " " + name
 	if _, dup := m.decl[k]; dup {
-		t.Errorf(key, "%s %q is declared twice in module %q: %s names are node-wide, each belongs to one service or probe", kind, name, m.Name, kind)
+		t.Errorf(key, "%s %q is declared twice in module %q: %s names are node-wide, each belongs to one service "+
+			"or probe", kind, name, m.Name, kind)
 		return
 	}
 	m.decl[k] = declSite{t.Pos(key), t.Field() + "." + key}
@@ -363,7 +365,8 @@ func CheckGrantPath(p string) error {
 		return fmt.Errorf("%q is not clean: write %q", p, cleanAbs(p))
 	}
 	if bad, why := Forbidden(p); bad != "" {
-		return fmt.Errorf("%q gives access to %s (%s), which is never granted: services cannot start containers or VMs themselves; declare the images in [sandbox].containers and let jobs use the agent's broker", p, bad, why)
+		return fmt.Errorf("%q gives access to %s (%s), which is never granted: services cannot start containers "+
+			"or VMs themselves; declare the images in [sandbox].containers and let jobs use the agent's broker", p, bad, why)
 	}
 	return nil
 }
@@ -468,7 +471,8 @@ func parseService(m *Module, t *tomldoc.Table) (Service, execRef) {
 	case !t.Has("name"):
 		t.Errorf("name", "is required")
 	case !moduleNameRE().MatchString(s.Name):
-		t.Errorf("name", "%q is not a valid service name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit", s.Name)
+		t.Errorf("name", "%q is not a valid service name: use 1-63 of a-z, 0-9 and '-', starting with a letter "+
+			"or digit", s.Name)
 		s.Name = ""
 	}
 	s.Exec, s.Platforms = parseExec(t), parsePlatforms(t)
@@ -482,8 +486,10 @@ func parseService(m *Module, t *tomldoc.Table) (Service, execRef) {
 	s.StartTimeout = t.Seconds("start_timeout_s", DefaultStartTimeout, false)
 	for _, p := range resourceNames(t, "pools", "pool") {
 		if p == ContainersPool {
-			m.Warnings = append(m.Warnings, fmt.Sprintf("%s:%d:%d: %s.pools: pool %q belongs to the agent's container broker and was dropped: the module's jobs reserve containers from the broker",
-				m.File, t.Pos("pools").Line, t.Pos("pools").Col, t.Field(), ContainersPool))
+			m.Warnings = append(m.Warnings,
+				fmt.Sprintf("%s:%d:%d: %s.pools: pool %q belongs to the agent's container broker and was dropped: the "+
+					"module's jobs reserve containers from the broker",
+					m.File, t.Pos("pools").Line, t.Pos("pools").Col, t.Field(), ContainersPool))
 			continue
 		}
 		m.declare(t, "pools", "pool", p)
@@ -541,7 +547,8 @@ func parseProbe(m *Module, t *tomldoc.Table) (Probe, execRef) {
 	case !t.Has("name"):
 		t.Errorf("name", "is required (the capability the probe establishes)")
 	case !resourceNameRE().MatchString(p.Name):
-		t.Errorf("name", "%q is not a valid capability name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", p.Name)
+		t.Errorf("name", "%q is not a valid capability name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting "+
+			"with a letter or digit", p.Name)
 		p.Name = ""
 	}
 	p.Exec, p.Platforms = parseExec(t), parsePlatforms(t)
@@ -564,7 +571,8 @@ func resourceNames(t *tomldoc.Table, key, kind string) []string {
 	for i, n := range list {
 		switch {
 		case !resourceNameRE().MatchString(n):
-			t.ElemErrorf(key, i, "%q is not a valid %s name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", n, kind)
+			t.ElemErrorf(key, i,
+				"%q is not a valid %s name: use 1-63 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit", n, kind)
 		case seen[n]:
 			t.ElemErrorf(key, i, "%s %q is listed twice", kind, n)
 		default:
@@ -579,7 +587,8 @@ func resourceNames(t *tomldoc.Table, key, kind string) []string {
 // checkExecFile when the bundle is on disk.
 func parseExec(t *tomldoc.Table) []string {
 	if !t.Has("exec") {
-		t.Errorf("exec", "is required: the executable relative to the bundle root, then its arguments, e.g. [\"bin/service\"]")
+		t.Errorf("exec", "is required: the executable relative to the bundle root, then its arguments, e.g. "+
+			"[\"bin/service\"]")
 		return nil
 	}
 	list, ok := t.Strings("exec")
@@ -652,7 +661,8 @@ func checkExecFile(root, rel string) error {
 		}
 		return fmt.Errorf("%q: %v", rel, unwrapPathErr(err))
 	}
-	if r, err := filepath.Rel(root, resolved); err != nil || r == ".." || strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
+	if r, err := filepath.Rel(root, resolved); err != nil || r == ".." ||
+		strings.HasPrefix(r, ".."+string(filepath.Separator)) || filepath.IsAbs(r) {
 		return fmt.Errorf("%q resolves to %s, outside the bundle", rel, resolved)
 	}
 	fi, err := os.Stat(resolved)

@@ -23,7 +23,8 @@ func CheckSet(mods []*Module) error {
 	for _, m := range mods {
 		if prev, dup := names[m.Name]; dup {
 			errs = append(errs, &tomldoc.FieldError{File: m.File, Field: "module.name",
-				Reason: fmt.Sprintf("module %q is also the name of the bundle %s; module names are unique on a node", m.Name, prev.File)})
+				Reason: fmt.Sprintf("module %q is also the name of the bundle %s; module names are unique on a node",
+					m.Name, prev.File)})
 			continue
 		}
 		names[m.Name] = m
@@ -37,7 +38,9 @@ func CheckSet(mods []*Module) error {
 			if prev, dup := decls[k]; dup {
 				kind, name, _ := strings.Cut(k, " ")
 				errs = append(errs, &tomldoc.FieldError{File: m.File, Pos: site.pos, Field: site.field,
-					Reason: fmt.Sprintf("%s %q is declared by both module %q (%s:%d:%d) and module %q; %s names are node-wide: rename one or disable one of the modules",
+					Reason: fmt.Sprintf(
+						"%s %q is declared by both module %q (%s:%d:%d) and module %q; %s names are node-wide: rename one or "+
+							"disable one of the modules",
 						kind, name, prev.mod.Name, prev.mod.File, prev.site.pos.Line, prev.site.pos.Col, m.Name, kind)})
 				continue
 			}

@@ -35,8 +35,12 @@ func BenchmarkParseFingerprint(b *testing.B) {
 
 func BenchmarkDecodeOwnedList(b *testing.B) {
 	out := Output{Stdout: []byte(`{"objects":[
-{"id":"3f2a9c1d","kind":"container","labels":{"oarbank.attempt_id":"a-1","oarbank.node":"node-1","oarbank.service":"colima/colima"},"created_at":"2024-05-01T10:00:00Z","busy":true},
-{"id":"vol-7","kind":"volume","labels":{"oarbank.attempt_id":"a-2","oarbank.node":"node-1","oarbank.service":"colima/colima"},"created_at":"2024-05-01T10:05:00.25+02:00"}]}`)}
+{"id":"3f2a9c1d","kind":"container","labels":{"oarbank.attempt_id":"a-1","oarbank.node":"node-1",
+"oarbank.service":"colima/colima"},
+"created_at":"2024-05-01T10:00:00Z","busy":true},
+{"id":"vol-7","kind":"volume","labels":{"oarbank.attempt_id":"a-2","oarbank.node":"node-1",
+"oarbank.service":"colima/colima"},
+"created_at":"2024-05-01T10:05:00.25+02:00"}]}`)}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Decode(OpListOwned, RoleService, out); err != nil {

@@ -106,9 +106,10 @@ func failed(op Op, out Output, tail []byte) error {
 				msg, _ = m["message"].(string)
 				if ok, _ := m["ok"].(bool); ok && op.Schema() == schemas.OpResult {
 					return &ProtocolError{
-						Op:         op,
-						ExitCode:   out.ExitCode,
-						Reasons:    []string{fmt.Sprintf("/ok: true, but the exit status is %d (exit status and ok disagree)", out.ExitCode)},
+						Op:       op,
+						ExitCode: out.ExitCode,
+						Reasons: []string{fmt.Sprintf("/ok: true, but the exit status is %d (exit status and ok disagree)",
+							out.ExitCode)},
 						StderrTail: tail,
 					}
 				}
@@ -148,7 +149,8 @@ func (d *decoder) decode(who Role, out Output) (Result, bool) {
 		d.reasons = append(d.reasons, reason{msg: fmt.Sprintf("stdout was cut off at the %s limit", sizeName(MaxStdout))})
 		return Result{}, false
 	case len(out.Stdout) > MaxStdout:
-		d.reasons = append(d.reasons, reason{msg: fmt.Sprintf("stdout is %d bytes; the limit is %s", len(out.Stdout), sizeName(MaxStdout))})
+		d.reasons = append(d.reasons,
+			reason{msg: fmt.Sprintf("stdout is %d bytes; the limit is %s", len(out.Stdout), sizeName(MaxStdout))})
 		return Result{}, false
 	}
 	doc, issues, err := parseDocument(out.Stdout)

@@ -38,7 +38,8 @@ func decodeCases() []decodeCase {
 		{
 			name: "service fingerprint, every field",
 			op:   fp,
-			out:  ok0(`{"healthy":true,"running":true,"message":"up","attrs":{"v":"1.2","cpus":4,"rosetta":false,"load":0.5},"pools":{"slots":4,"gpu":0},"reserve":{"mem_gb":8.5}}` + "\n"),
+			out: ok0(`{"healthy":true,"running":true,"message":"up","attrs":{"v":"1.2","cpus":4,"rosetta":false,` +
+				`"load":0.5},"pools":{"slots":4,"gpu":0},"reserve":{"mem_gb":8.5}}` + "\n"),
 			want: Result{Op: fp, Fingerprint: &Fingerprint{
 				Healthy: true, Running: ptr(true), Message: "up",
 				Attrs:   map[string]any{"v": "1.2", "cpus": 4.0, "rosetta": false, "load": 0.5},
@@ -95,7 +96,8 @@ func decodeCases() []decodeCase {
 			name: "wrong types",
 			op:   fp, out: ok0(`{"healthy":"yes","running":1,"message":false}`),
 			fails: protocolErr,
-			err:   "fingerprint: protocol error: /healthy: must be a boolean, not a string; /message: must be a string, not a boolean; /running: must be a boolean, not a number",
+			err: "fingerprint: protocol error: /healthy: must be a boolean, not a string; /message: must be a " +
+				"string, not a boolean; /running: must be a boolean, not a number",
 		},
 		{
 			name: "negative pool",
@@ -131,7 +133,9 @@ func decodeCases() []decodeCase {
 			name: "attrs with a nested object, an array and null",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"attrs":{"o":{"a":1},"a":[],"n":null}}`),
 			fails: protocolErr,
-			err:   "fingerprint: protocol error: /attrs/a: must be a boolean, number or string, not an array; /attrs/n: must be a boolean, number or string, not null; /attrs/o: must be a boolean, number or string, not an object",
+			err: "fingerprint: protocol error: /attrs/a: must be a boolean, number or string, not an array; " +
+				"/attrs/n: must be a boolean, number or string, not null; /attrs/o: must be a boolean, number or " +
+				"string, not an object",
 		},
 		{
 			name: "number beyond float64",
@@ -152,13 +156,17 @@ func decodeCases() []decodeCase {
 			name: "every violation, sorted, pointers escaped",
 			op:   fp, out: ok0(`{"zz":1,"pools":{"a/b":-1,"c~d":-2},"healthy":null,"aa":2}`),
 			fails: protocolErr,
-			err:   "fingerprint: protocol error: /aa: unknown property; /healthy: must be a boolean, not null; /pools/a~1b: must be >= 0; /pools/c~0d: must be >= 0; /running: missing required property (a service must report it); /zz: unknown property",
+			err: "fingerprint: protocol error: /aa: unknown property; /healthy: must be a boolean, not null; " +
+				"/pools/a~1b: must be >= 0; /pools/c~0d: must be >= 0; /running: missing required property (a service " +
+				"must report it); /zz: unknown property",
 		},
 		{
 			name: "many violations are cut short in Error but all kept",
 			op:   fp, out: ok0(`{"healthy":true,"running":true,"a":1,"b":1,"c":1,"d":1,"e":1,"f":1,"g":1,"h":1,"i":1,"j":1}`),
 			fails: protocolErr,
-			err:   "fingerprint: protocol error: /a: unknown property; /b: unknown property; /c: unknown property; /d: unknown property; /e: unknown property; /f: unknown property; /g: unknown property; /h: unknown property; and 2 more",
+			err: "fingerprint: protocol error: /a: unknown property; /b: unknown property; /c: unknown property; " +
+				"/d: unknown property; /e: unknown property; /f: unknown property; /g: unknown property; /h: unknown " +
+				"property; and 2 more",
 		},
 		{
 			name: "duplicate top-level key",
@@ -175,12 +183,15 @@ func decodeCases() []decodeCase {
 			fails: protocolErr, err: "status: protocol error: stdout holds only whitespace; expected one JSON document",
 		},
 		{
-			name: "two documents", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + "\n" + `{"running":true,"ready":true}` + "\n"),
-			fails: protocolErr, err: "status: protocol error: stdout holds more than one JSON document (the second starts at byte 30)",
+			name: "two documents", op: OpStatus,
+			out:   ok0(`{"running":true,"ready":true}` + "\n" + `{"running":true,"ready":true}` + "\n"),
+			fails: protocolErr, err: "status: protocol error: stdout holds more than one JSON document (the second " +
+				"starts at byte 30)",
 		},
 		{
 			name: "trailing garbage", op: OpStatus, out: ok0(`{"running":true,"ready":true} done`),
-			fails: protocolErr, err: "status: protocol error: trailing garbage after the JSON document at byte 30: unexpected character 'd'",
+			fails: protocolErr, err: "status: protocol error: trailing garbage after the JSON document at byte 30: " +
+				"unexpected character 'd'",
 		},
 		{
 			name: "a log line before the document", op: OpStatus, out: ok0("starting...\n" + `{"running":true,"ready":true}`),
@@ -192,7 +203,8 @@ func decodeCases() []decodeCase {
 		},
 		{
 			name: "missing colon", op: OpStatus, out: ok0(`{"running" true}`),
-			fails: protocolErr, err: `status: protocol error: invalid JSON at byte 11: expected ':' after key "running", found character 't'`,
+			fails: protocolErr, err: `status: protocol error: invalid JSON at byte 11: expected ':' after key ` +
+				`"running", found character 't'`,
 		},
 		{
 			name: "invalid UTF-8", op: OpStatus, out: ok0("{\"running\":true,\"ready\":true,\"message\":\"caf\xe9\"}"),
@@ -200,11 +212,14 @@ func decodeCases() []decodeCase {
 		},
 		{
 			name: "byte order mark", op: OpStatus, out: ok0("\xef\xbb\xbf" + `{"running":true,"ready":true}`),
-			fails: protocolErr, err: "status: protocol error: stdout starts with a UTF-8 byte order mark (BOM); print JSON without one",
+			fails: protocolErr, err: "status: protocol error: stdout starts with a UTF-8 byte order mark (BOM); " +
+				"print JSON without one",
 		},
 		{
-			name: "raw control character in a string", op: OpStatus, out: ok0("{\"running\":true,\"ready\":true,\"message\":\"a\tb\"}"),
-			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 41: control character U+0009 in a string; escape it",
+			name: "raw control character in a string", op: OpStatus,
+			out:   ok0("{\"running\":true,\"ready\":true,\"message\":\"a\tb\"}"),
+			fails: protocolErr, err: "status: protocol error: invalid JSON at byte 41: control character U+0009 in " +
+				"a string; escape it",
 		},
 		{
 			name: "lone surrogate escape", op: OpStatus, out: ok0(`{"running":true,"ready":true,"message":"\ud800x"}`),
@@ -223,11 +238,13 @@ func decodeCases() []decodeCase {
 			fails: protocolErr, err: "status: protocol error: document: must be an object, not an array",
 		},
 		{
-			name: "stdout of 1 MiB + 1", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout+1-29)),
+			name: "stdout of 1 MiB + 1", op: OpStatus,
+			out:   ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout+1-29)),
 			fails: protocolErr, err: "status: protocol error: stdout is 1048577 bytes; the limit is 1 MiB",
 		},
 		{
-			name: "stdout of exactly 1 MiB is fine", op: OpStatus, out: ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout-29)),
+			name: "stdout of exactly 1 MiB is fine", op: OpStatus,
+			out:  ok0(`{"running":true,"ready":true}` + strings.Repeat(" ", MaxStdout-29)),
 			want: Result{Op: OpStatus, Status: &Status{Running: true, Ready: true}},
 		},
 		{
@@ -287,12 +304,14 @@ func decodeCases() []decodeCase {
 			fails: opFailed, err: "start: failed with exit status 1: colima: disk full",
 		},
 		{
-			name: "exit 1 with a schema-breaking document is still just a failure", op: OpStatus, out: exitN(1, `{"bogus":1,"message":"daemon down"}`),
+			name: "exit 1 with a schema-breaking document is still just a failure", op: OpStatus,
+			out:   exitN(1, `{"bogus":1,"message":"daemon down"}`),
 			fails: opFailed, err: "status: failed with exit status 1: daemon down",
 		},
 		{
 			name: "exit 2 with empty stdout and stderr",
-			op:   OpDestroy, out: Output{ExitCode: 2, StderrTail: []byte("destroying vm-1\r\nprogress 10%\rprogress 90%\rError: vm busy\n\n")},
+			op:   OpDestroy, out: Output{ExitCode: 2,
+				StderrTail: []byte("destroying vm-1\r\nprogress 10%\rprogress 90%\rError: vm busy\n\n")},
 			fails: opFailed, err: "destroy: failed with exit status 2 (stderr: Error: vm busy)",
 		},
 		{
@@ -304,26 +323,32 @@ func decodeCases() []decodeCase {
 			fails: opFailed, err: "start: failed with exit status 1: line 1 line 2\uFFFD",
 		},
 		{
-			name: "probe fingerprint exit 1", op: fp, role: RoleProbe, out: Output{ExitCode: 1, StderrTail: []byte("java: not found\n")},
+			name: "probe fingerprint exit 1", op: fp, role: RoleProbe,
+			out:   Output{ExitCode: 1, StderrTail: []byte("java: not found\n")},
 			fails: opFailed, err: "fingerprint: failed with exit status 1 (stderr: java: not found)",
 		},
 		{
 			name: "protocol error mentions the last stderr line",
 			op:   OpStatus, out: Output{Stdout: []byte("{}"), StderrTail: []byte("warn: a\nwarn: b\n")},
-			fails: protocolErr, err: "status: protocol error: /ready: missing required property; /running: missing required property (stderr: warn: b)",
+			fails: protocolErr, err: "status: protocol error: /ready: missing required property; /running: missing " +
+				"required property (stderr: warn: b)",
 		},
 		// list_owned
 		{
 			name: "list_owned, full",
 			op:   OpListOwned,
 			out: ok0(`{"objects":[
-				{"id":"3f2a9c1d","kind":"container","labels":{"oarbank.attempt_id":"a-1","oarbank.node":"n1","oarbank.service":"colima/colima"},"created_at":"2024-05-01T10:00:00Z","busy":true},
+				{"id":"3f2a9c1d","kind":"container",
+				"labels":{"oarbank.attempt_id":"a-1","oarbank.node":"n1","oarbank.service":"colima/colima"},
+				"created_at":"2024-05-01T10:00:00Z","busy":true},
 				{"id":"vol/ü","kind":"volume","labels":{},"created_at":"2024-05-01t12:00:00.25+02:00"},
 				{"id":"p","kind":"process","labels":{"k":"v"}}]}`),
 			want: Result{Op: OpListOwned, OwnedList: &OwnedList{Objects: []Object{
-				{ID: "3f2a9c1d", Kind: KindContainer, Labels: map[string]string{LabelAttemptID: "a-1", LabelNode: "n1", LabelService: "colima/colima"},
+				{ID: "3f2a9c1d", Kind: KindContainer,
+					Labels:    map[string]string{LabelAttemptID: "a-1", LabelNode: "n1", LabelService: "colima/colima"},
 					CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC), Busy: true},
-				{ID: "vol/ü", Kind: KindVolume, Labels: map[string]string{}, CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC)},
+				{ID: "vol/ü", Kind: KindVolume, Labels: map[string]string{},
+					CreatedAt: time.Date(2024, 5, 1, 10, 0, 0, 250e6, time.UTC)},
 				{ID: "p", Kind: KindProcess, Labels: map[string]string{"k": "v"}},
 			}}},
 		},
@@ -334,9 +359,13 @@ func decodeCases() []decodeCase {
 		{
 			name: "bad ids are skipped with a warning, good ones kept",
 			op:   OpListOwned,
-			out: ok0(`{"objects":[{"id":"-rf","kind":"vm","labels":{}},{"id":"a b","kind":"vm","labels":{}},{"id":"good","kind":"vm","labels":{}},` +
-				`{"id":"","kind":"vm","labels":{}},{"id":"` + long + `","kind":"vm","labels":{}},{"id":"tab\there","kind":"other","labels":{}},{"id":"x\u202e","kind":"other","labels":{}}]}`),
-			want: Result{Op: OpListOwned, OwnedList: &OwnedList{Objects: []Object{{ID: "good", Kind: KindVM, Labels: map[string]string{}}}},
+			out: ok0(`{"objects":[{"id":"-rf","kind":"vm","labels":{}},{"id":"a ` +
+				`b","kind":"vm","labels":{}},{"id":"good","kind":"vm","labels":{}},` +
+				`{"id":"","kind":"vm","labels":{}},{"id":"` + long +
+				`","kind":"vm","labels":{}},{"id":"tab\there","kind":"other","labels":{}},{"id":"x\u202e",` +
+				`"kind":"other","labels":{}}]}`),
+			want: Result{Op: OpListOwned,
+				OwnedList: &OwnedList{Objects: []Object{{ID: "good", Kind: KindVM, Labels: map[string]string{}}}},
 				Warnings: []string{
 					`/objects/0: skipped: invalid object id "-rf": starts with '-', which would read as a flag`,
 					`/objects/1: skipped: invalid object id "a b": white space U+0020 at byte 1`,
@@ -347,30 +376,40 @@ func decodeCases() []decodeCase {
 				}},
 		},
 		{
-			name: "created_at not RFC 3339", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01 10:00"}]}`),
-			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not "2024-05-01 10:00"`,
+			name: "created_at not RFC 3339", op: OpListOwned,
+			out:   ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01 10:00"}]}`),
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 ` +
+				`date-time such as 2024-05-01T10:00:00Z, not "2024-05-01 10:00"`,
 		},
 		{
-			name: "created_at on a leap second", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2016-12-31T23:59:60Z"}]}`),
-			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: cannot be read as a time (second out of range)`,
+			name: "created_at on a leap second", op: OpListOwned,
+			out:   ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2016-12-31T23:59:60Z"}]}`),
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: cannot be read as a time ` +
+				`(second out of range)`,
 		},
 		{
 			// RFC 3339 wants two digits; a signed hour such as "+1" must not
 			// pass the format check to fail only when read as a time.
-			name: "created_at with a signed hour", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01T+1:00:00Z"}]}`),
-			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 date-time such as 2024-05-01T10:00:00Z, not "2024-05-01T+1:00:00Z"`,
+			name: "created_at with a signed hour", op: OpListOwned,
+			out:   ok0(`{"objects":[{"id":"a","kind":"vm","labels":{},"created_at":"2024-05-01T+1:00:00Z"}]}`),
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/created_at: must be an RFC 3339 ` +
+				`date-time such as 2024-05-01T10:00:00Z, not "2024-05-01T+1:00:00Z"`,
 		},
 		{
 			name: "bad kind", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"pod","labels":{}}]}`),
-			fails: protocolErr, err: `list_owned: protocol error: /objects/0/kind: must be one of container, vm, volume, process, other, not "pod"`,
+			fails: protocolErr, err: `list_owned: protocol error: /objects/0/kind: must be one of container, vm, ` +
+				`volume, process, other, not "pod"`,
 		},
 		{
 			name: "missing labels and a non-string label, indexes sorted numerically", op: OpListOwned,
-			out:   ok0(`{"objects":[` + strings.Repeat(`{"id":"a","kind":"vm","labels":{}},`, 10) + `{"id":"a","kind":"vm","labels":{"n":1}},{"id":"b","kind":"vm"}]}`),
-			fails: protocolErr, err: `list_owned: protocol error: /objects/10/labels/n: must be a string, not a number; /objects/11/labels: missing required property`,
+			out: ok0(`{"objects":[` + strings.Repeat(`{"id":"a","kind":"vm","labels":{}},`,
+				10) + `{"id":"a","kind":"vm","labels":{"n":1}},{"id":"b","kind":"vm"}]}`),
+			fails: protocolErr, err: `list_owned: protocol error: /objects/10/labels/n: must be a string, not a ` +
+				`number; /objects/11/labels: missing required property`,
 		},
 		{
-			name: "duplicate label key", op: OpListOwned, out: ok0(`{"objects":[{"id":"a","kind":"vm","labels":{"k":"1","k":"2"}}]}`),
+			name: "duplicate label key", op: OpListOwned,
+			out:   ok0(`{"objects":[{"id":"a","kind":"vm","labels":{"k":"1","k":"2"}}]}`),
 			fails: protocolErr, err: `list_owned: protocol error: /objects/0/labels: duplicate key "k"`,
 		},
 		{
@@ -378,7 +417,8 @@ func decodeCases() []decodeCase {
 			fails: protocolErr, err: `list_owned: protocol error: /objects: missing required property`,
 		},
 		{
-			name: "id of the wrong type is a schema violation, not a skip", op: OpListOwned, out: ok0(`{"objects":[{"id":7,"kind":"vm","labels":{}}]}`),
+			name: "id of the wrong type is a schema violation, not a skip", op: OpListOwned,
+			out:   ok0(`{"objects":[{"id":7,"kind":"vm","labels":{}}]}`),
 			fails: protocolErr, err: `list_owned: protocol error: /objects/0/id: must be a string, not a number`,
 		},
 		// usage errors
@@ -446,7 +486,8 @@ func TestDecode(t *testing.T) {
 
 func TestDecodeErrorFields(t *testing.T) {
 	stderr := append(bytes.Repeat([]byte("a"), StderrTailSize), "\nlast\n"...)
-	_, err := Decode(OpStart, RoleService, Output{Stdout: []byte(`{"ok":false,"message":"m"}`), ExitCode: 4, StderrTail: stderr})
+	_, err := Decode(OpStart, RoleService,
+		Output{Stdout: []byte(`{"ok":false,"message":"m"}`), ExitCode: 4, StderrTail: stderr})
 	var oe *OpError
 	if !errors.As(err, &oe) {
 		t.Fatalf("%T, want *OpError", err)

@@ -22,9 +22,11 @@ func TestEncodeDecodes(t *testing.T) {
 	}{
 		{"fingerprint, every field", OpFingerprint, RoleService,
 			Fingerprint{Healthy: true, Running: ptr(false), Message: "up \"quoted\" <&>\x01 é",
-				Attrs: map[string]any{"v": "1", "n": 2.5, "b": true}, Pools: map[string]int64{"db": 15, "zero": 0}, Reserve: &Reserve{MemGB: 0}},
+				Attrs: map[string]any{"v": "1", "n": 2.5, "b": true}, Pools: map[string]int64{"db": 15, "zero": 0},
+				Reserve: &Reserve{MemGB: 0}},
 			Result{Fingerprint: &Fingerprint{Healthy: true, Running: ptr(false), Message: "up \"quoted\" <&>\x01 é",
-				Attrs: map[string]any{"v": "1", "n": 2.5, "b": true}, Pools: map[string]int64{"db": 15, "zero": 0}, Reserve: &Reserve{MemGB: 0}}}},
+				Attrs: map[string]any{"v": "1", "n": 2.5, "b": true}, Pools: map[string]int64{"db": 15, "zero": 0},
+				Reserve: &Reserve{MemGB: 0}}}},
 		{"probe fingerprint without running", OpFingerprint, RoleProbe,
 			Fingerprint{Healthy: false, Message: "no java"},
 			Result{Fingerprint: &Fingerprint{Healthy: false, Message: "no java"}}},
@@ -36,7 +38,8 @@ func TestEncodeDecodes(t *testing.T) {
 			Result{Status: &Status{Running: true, Message: "warming"}}},
 		{"empty owned list", OpListOwned, RoleService, OwnedList{}, Result{OwnedList: &OwnedList{Objects: []Object{}}}},
 		{"owned list", OpListOwned, RoleService,
-			OwnedList{Objects: []Object{{ID: "k1", Kind: KindOther}, {ID: "db-2", Kind: KindVolume, Labels: map[string]string{LabelNode: "n"}, CreatedAt: created, Busy: true}}},
+			OwnedList{Objects: []Object{{ID: "k1", Kind: KindOther},
+				{ID: "db-2", Kind: KindVolume, Labels: map[string]string{LabelNode: "n"}, CreatedAt: created, Busy: true}}},
 			Result{OwnedList: &OwnedList{Objects: []Object{{ID: "k1", Kind: KindOther, Labels: map[string]string{}},
 				{ID: "db-2", Kind: KindVolume, Labels: map[string]string{LabelNode: "n"}, CreatedAt: created.UTC(), Busy: true}}}}},
 	} {
@@ -63,8 +66,10 @@ func TestEncodeDecodes(t *testing.T) {
 func TestJSONRoundTrip(t *testing.T) {
 	running := true
 	created := time.Date(2026, 12, 1, 17, 0, 0, 5, time.UTC)
-	fp := Fingerprint{Healthy: true, Running: &running, Message: "m", Attrs: map[string]any{"socket": "/s"}, Pools: map[string]int64{"p": 2}, Reserve: &Reserve{MemGB: 1.5}}
-	list := OwnedList{Objects: []Object{{ID: "o1", Kind: "volume", Labels: map[string]string{"a": "b"}, CreatedAt: created, Busy: true}}}
+	fp := Fingerprint{Healthy: true, Running: &running, Message: "m", Attrs: map[string]any{"socket": "/s"},
+		Pools: map[string]int64{"p": 2}, Reserve: &Reserve{MemGB: 1.5}}
+	list := OwnedList{Objects: []Object{{ID: "o1", Kind: "volume", Labels: map[string]string{"a": "b"},
+		CreatedAt: created, Busy: true}}}
 	for _, v := range []any{fp, list} {
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -83,7 +88,8 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"MemGB": 2}`), &r); err != nil || r.MemGB != 2 {
 		t.Errorf("older journal's reserve: %+v %v", r, err)
 	}
-	if err := json.Unmarshal([]byte(`{"ID": "o", "CreatedAt": "2026-12-01T17:00:00.000000005Z"}`), &o); err != nil || !o.CreatedAt.Equal(created) || o.ID != "o" {
+	if err := json.Unmarshal([]byte(`{"ID": "o", "CreatedAt": "2026-12-01T17:00:00.000000005Z"}`),
+		&o); err != nil || !o.CreatedAt.Equal(created) || o.ID != "o" {
 		t.Errorf("older journal's object: %+v %v", o, err)
 	}
 }

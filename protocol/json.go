@@ -86,9 +86,11 @@ func parseDocument(data []byte) (any, []issue, error) {
 		// (a stray log line): the fix differs.
 		q := parser{data: data, pos: p.pos}
 		if _, err := q.value(); err == nil {
-			return nil, nil, &syntaxError{fmt.Sprintf("stdout holds more than one JSON document (the second starts at byte %d)", p.pos)}
+			return nil, nil, &syntaxError{
+				fmt.Sprintf("stdout holds more than one JSON document (the second starts at byte %d)", p.pos)}
 		}
-		return nil, nil, &syntaxError{fmt.Sprintf("trailing garbage after the JSON document at byte %d: %s", p.pos, describeByte(data, p.pos))}
+		return nil, nil, &syntaxError{fmt.Sprintf("trailing garbage after the JSON document at byte %d: %s", p.pos,
+			describeByte(data, p.pos))}
 	}
 	return v, p.issues, nil
 }

@@ -64,7 +64,8 @@ func TestParseDocument(t *testing.T) {
 // is one JSON document and on its value, except where this parser is
 // stricter on purpose.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9",true,null]}`, `"\ud83d\ude80"`, `{"a":1,"a":2}`, `[[[]]]`, `1 2`, `-0.0e-0`, `"\ud800"`, "\"\\/\"", "{}\n"} {
+	for _, s := range []string{`{"a":[1,2.5e3,"x\u00e9",true,null]}`, `"\ud83d\ude80"`, `{"a":1,"a":2}`,
+		`[[[]]]`, `1 2`, `-0.0e-0`, `"\ud800"`, "\"\\/\"", "{}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

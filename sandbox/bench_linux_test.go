@@ -27,8 +27,9 @@ import (
 //	go test -run '^$' -bench SandboxedFingerprintOp -benchtime 2000x ./sandbox
 //
 // x-c is each variant's time over the C loop's for as many runs (the C
-// loop runs in blocks between its blocks). Target (docs/decisions.md, Targets): a full
-// sandboxed op <= 1.3x the C floor. Variants:
+// loop runs in blocks between its blocks). Target (docs/decisions.md,
+// Targets): a full sandboxed op <= 1.3x the C floor; today's figure is
+// bench/README.md's row op-sandboxed. Variants:
 //
 //   - unsandboxed: executor.Run without hooks (BenchmarkFingerprintOp's
 //     "executor").
@@ -56,7 +57,8 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	if os.Geteuid() == 0 {
 		runAs = testhost.RunAs(b).Name // the tests' own user, not the image's nobody
 	}
-	n := newNode(b, nodeOptions{sandbox: "best_effort", runAs: runAs, modules: []testModule{{"bench", "host"}, {"benchnone", "none"}}})
+	n := newNode(b, nodeOptions{sandbox: "best_effort", runAs: runAs,
+		modules: []testModule{{"bench", "host"}, {"benchnone", "none"}}})
 	for _, m := range []string{"bench", "benchnone"} {
 		fp := filepath.Join(n.root, "bundles", m, "bin", "escape") // replaced by the static fp
 		if err := gcc(fp, "../executor/testdata/fp.c", "-static"); err != nil {

@@ -94,8 +94,9 @@ func (pol *policy) apply() error {
 // is woken through the scheduler (the caller's P handed to the locked M,
 // a futex wake, and the same again for the answer), about 20 us a hop on
 // a small VM, while a pipe write wakes the thread blocked in read(2)
-// directly, and synchronously (on the writer's CPU): about 5 us. The
-// request and its answer travel through atomics, which the race detector
+// directly, and synchronously (on the writer's CPU): about 5 us
+// (docs/decisions.md, Sandbox; the op's figure today: bench/README.md,
+// row op-sandboxed). The request and its answer travel through atomics, which the race detector
 // sees; the pipes only wake.
 type confiner struct {
 	pol *policy

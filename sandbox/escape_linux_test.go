@@ -194,7 +194,8 @@ func TestEscapes(t *testing.T) {
 }
 
 func testEscapes(t *testing.T, mode, runAs string) {
-	n := newNode(t, nodeOptions{sandbox: mode, runAs: runAs, modules: []testModule{{"isolated", "none"}, {"online", "host"}}})
+	n := newNode(t, nodeOptions{sandbox: mode, runAs: runAs,
+		modules: []testModule{{"isolated", "none"}, {"online", "host"}}})
 	cg := newContainers(t)
 	x, done := n.executor(t, cg)
 	asRoot := runAs == ""
@@ -339,7 +340,8 @@ func testEscapes(t *testing.T, mode, runAs string) {
 			}
 			if asRoot {
 				g := checks(t, x, done, m, "read", environ, "kill", "ppid")
-				t.Logf("known gaps of a missing run_as: a root op reads svcrun's %s: %q, signals svcrun: %q", environ, g["read "+environ], g["kill ppid"])
+				t.Logf("known gaps of a missing run_as: a root op reads svcrun's %s: %q, signals svcrun: %q", environ,
+					g["read "+environ], g["kill ppid"])
 			}
 			if hostFacts().landlock < 9 {
 				g := checks(t, x, done, m, "unix", openSock)["unix "+openSock]
@@ -376,12 +378,14 @@ func TestRequireRefuses(t *testing.T) {
 	n := newNode(t, nodeOptions{sandbox: "require", modules: []testModule{{"rootops", "host"}}})
 	x, done := n.executor(t, nil)
 	o := run(t, x, done, "rootops", "esc", "value", "uid")
-	if o.Failure != engine.FailSpawn || !strings.Contains(o.Message, "missing run_as:") || !strings.Contains(o.Message, `sandbox = "require"`) {
+	if o.Failure != engine.FailSpawn || !strings.Contains(o.Message, "missing run_as:") ||
+		!strings.Contains(o.Message, `sandbox = "require"`) {
 		t.Errorf("require without run_as: %+v", o)
 	}
 	n = newNode(t, nodeOptions{sandbox: "best_effort", modules: []testModule{{"rootops", "host"}}})
 	x, done = n.executor(t, nil)
-	if got := checks(t, x, done, "rootops", "value", "uid", "read", n.secret); got["value uid"] != "0:0:" || got["read "+n.secret] == "ok" {
+	if got := checks(t, x, done, "rootops", "value", "uid", "read", n.secret); got["value uid"] != "0:0:" ||
+		got["read "+n.secret] == "ok" {
 		t.Errorf("best_effort as root: %v", got)
 	}
 	if r := Report(n.cfg, n.mods); len(r) == 0 || !strings.Contains(strings.Join(r, "\n"), "runs without run_as:") {
@@ -483,13 +487,15 @@ func TestDemoDaemonAcrossReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.NodeID, cfg.DataDir, cfg.Socket, cfg.Sandbox, cfg.RunAs = n.cfg.NodeID, n.cfg.DataDir, n.cfg.Socket, n.cfg.Sandbox, n.cfg.RunAs
+	cfg.NodeID, cfg.DataDir, cfg.Socket, cfg.Sandbox, cfg.RunAs = n.cfg.NodeID, n.cfg.DataDir, n.cfg.Socket,
+		n.cfg.Sandbox, n.cfg.RunAs
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id, _ := IdentityOf(cfg)
-	if err := x.Update(executor.Config{Node: cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(cfg)}); err != nil {
+	if err := x.Update(executor.Config{Node: cfg, Modules: mods, User: id.User, Owner: id.Owner,
+		Hooks: For(cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	if !running() {
@@ -528,7 +534,8 @@ func TestScopeSignals(t *testing.T) {
 	}
 	d.mods[0].Manifest.Sandbox.Read = []string{"/opt"}
 	id, _ := IdentityOf(d.cfg)
-	if err := x.Update(executor.Config{Node: d.cfg, Modules: d.mods, User: id.User, Owner: id.Owner, Hooks: For(d.cfg)}); err != nil {
+	if err := x.Update(executor.Config{Node: d.cfg, Modules: d.mods, User: id.User, Owner: id.Owner,
+		Hooks: For(d.cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	if *demoOp(t, x, done, protocol.OpFingerprint).Result.Fingerprint.Running {
@@ -555,7 +562,8 @@ func TestCoreLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Setrlimit(unix.RLIMIT_CORE, &old)
-	n := newNode(t, nodeOptions{sandbox: "best_effort", runAs: testhost.RunAs(t).Name, modules: []testModule{{"core", "host"}}})
+	n := newNode(t, nodeOptions{sandbox: "best_effort", runAs: testhost.RunAs(t).Name,
+		modules: []testModule{{"core", "host"}}})
 	x, done := n.executor(t, nil)
 	got := checks(t, x, done, "core", "value", "core")["value core"]
 	if !strings.HasPrefix(got, "0/") {
@@ -588,7 +596,8 @@ func TestBundleReplacedAcrossReload(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", bundle+".old", bundle).CombinedOutput(); err != nil {
 		t.Fatalf("cp -a: %v: %s", err, out)
 	}
-	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailPrepare || !strings.Contains(o.Message, "run `svcrun reload`") {
+	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailPrepare ||
+		!strings.Contains(o.Message, "run `svcrun reload`") {
 		t.Errorf("op after the upgrade, before a reload: %+v", o)
 	}
 
@@ -597,15 +606,18 @@ func TestBundleReplacedAcrossReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _ := IdentityOf(n.cfg)
-	if err := x.Update(executor.Config{Node: n.cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(n.cfg)}); err != nil {
+	if err := x.Update(executor.Config{Node: n.cfg, Modules: mods, User: id.User, Owner: id.Owner,
+		Hooks: For(n.cfg)}); err != nil {
 		t.Fatal(err)
 	}
 	if o := run(t, x, done, "m", "esc"); o.Failure != engine.FailNone {
 		t.Errorf("op after the reload: %+v", o)
 	}
 	// Confined to the new bundle: the old one is out of reach.
-	got := checks(t, x, done, "m", "read", filepath.Join(bundle+".old", "module.toml"), "read", filepath.Join(bundle, "module.toml"))
-	if got["read "+filepath.Join(bundle+".old", "module.toml")] == "ok" || got["read "+filepath.Join(bundle, "module.toml")] != "ok" {
+	got := checks(t, x, done, "m", "read", filepath.Join(bundle+".old", "module.toml"), "read",
+		filepath.Join(bundle, "module.toml"))
+	if got["read "+filepath.Join(bundle+".old", "module.toml")] == "ok" ||
+		got["read "+filepath.Join(bundle, "module.toml")] != "ok" {
 		t.Errorf("reads after the reload: %v, want the new bundle only", got)
 	}
 }

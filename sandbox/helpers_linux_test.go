@@ -194,7 +194,9 @@ func (n *node) executor(t testing.TB, cg *cgroup.Manager) (*executor.Executor, <
 }
 
 // executorWith is executor with the given hooks (nil: unsandboxed).
-func (n *node) executorWith(t testing.TB, cg *cgroup.Manager, hooks func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) (*executor.Executor, <-chan engine.OpDone) {
+func (n *node) executorWith(t testing.TB, cg *cgroup.Manager,
+	hooks func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) (*executor.Executor,
+	<-chan engine.OpDone) {
 	t.Helper()
 	id, err := IdentityOf(n.cfg)
 	if err != nil {
@@ -220,10 +222,12 @@ var opID engine.OpID
 
 // run runs the fingerprint op of module/service with args and returns its
 // outcome.
-func run(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module, service string, args ...string) engine.Outcome {
+func run(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module, service string,
+	args ...string) engine.Outcome {
 	t.Helper()
 	opID++
-	x.Run(engine.RunOp{ID: opID, Target: engine.Target{Module: module, Name: service}, Op: "fingerprint", Args: args, Timeout: 20 * time.Second})
+	x.Run(engine.RunOp{ID: opID, Target: engine.Target{Module: module, Name: service}, Op: "fingerprint",
+		Args: args, Timeout: 20 * time.Second})
 	select {
 	case d := <-done:
 		return d.Outcome
@@ -235,7 +239,8 @@ func run(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module, 
 
 // checks runs the escape service with checks (pairs of check and argument)
 // and returns each result by "<check> <arg>".
-func checks(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module string, pairs ...string) map[string]string {
+func checks(t testing.TB, x *executor.Executor, done <-chan engine.OpDone, module string,
+	pairs ...string) map[string]string {
 	t.Helper()
 	o := run(t, x, done, module, "esc", pairs...)
 	if o.Failure != engine.FailNone || o.Result.Fingerprint == nil {

@@ -44,14 +44,18 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 			missing(LayerTruncate, "Landlock ABI %d < 3 (Linux 6.2): the op can truncate files it may only read", f.landlock)
 		}
 		if f.landlock < 6 {
-			missing(LayerScope, "Landlock ABI %d < 6 (Linux 6.12): the op can connect to the abstract Unix sockets of processes outside its sandbox (with network \"host\": the host's, such as an old containerd-shim's)", f.landlock)
+			missing(LayerScope, "Landlock ABI %d < 6 (Linux 6.12): the op can connect to the abstract Unix sockets "+
+				"of processes outside its sandbox (with network \"host\": the host's, such as an old containerd-shim's)",
+				f.landlock)
 		}
 	}
 	if f.nnpReason != "" {
 		missing(LayerNoNewPrivs, "%s", f.nnpReason)
 	}
 
-	const sameUser = "an op can then signal svcrun (SIGKILL ends it) and read svcrun's environment in /proc/<svcrun>/environ: Landlock stops neither for the op's own user (the svcrun thread that forks the op shares its domain; Landlock guards only attaching to a process outside it)"
+	const sameUser = "an op can then signal svcrun (SIGKILL ends it) and read svcrun's environment in " +
+		"/proc/<svcrun>/environ: Landlock stops neither for the op's own user (the svcrun thread that forks the " +
+		"op shares its domain; Landlock guards only attaching to a process outside it)"
 	switch {
 	case f.euid == 0 && cfg.RunAs == "":
 		missing(LayerRunAs, "svcrun runs as root and run_as is not set: ops run as root; %s", sameUser)
@@ -60,7 +64,8 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 			return nil, fmt.Errorf("sandbox: module %q: %w", mod.Name, err)
 		}
 	case cfg.RunAs != "":
-		missing(LayerRunAs, "svcrun runs as uid %d, not root, so it cannot run ops as run_as %q: they run as svcrun's own user; %s", f.euid, cfg.RunAs, sameUser)
+		missing(LayerRunAs, "svcrun runs as uid %d, not root, so it cannot run ops as run_as %q: they run as "+
+			"svcrun's own user; %s", f.euid, cfg.RunAs, sameUser)
 	default:
 		missing(LayerRunAs, "ops run as svcrun's own user (uid %d); %s; run svcrun as root with run_as", f.euid, sameUser)
 	}
@@ -68,12 +73,17 @@ func plan(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module, f 
 	switch {
 	case f.landlock >= 9: // LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	case p.RunAs == nil:
-		missing(LayerUnixSockets, "Landlock ABI %d < 9 (Linux 7.1) does not confine connect(2) to pathname Unix sockets, and ops run as svcrun's own user: svcrun's socket %s and any container runtime socket svcrun's user can open are reachable", f.landlock, cfg.Socket)
+		missing(LayerUnixSockets,
+			"Landlock ABI %d < 9 (Linux 7.1) does not confine connect(2) to pathname Unix sockets, and ops run as "+
+				"svcrun's own user: svcrun's socket %s and any container runtime socket svcrun's user can open are "+
+				"reachable", f.landlock, cfg.Socket)
 	default:
 		open, notes := restrictGroups(p.RunAs, socketsOf(cfg))
 		p.Notes = append(p.Notes, notes...)
 		if len(open) > 0 {
-			missing(LayerUnixSockets, "Landlock ABI %d < 9 (Linux 7.1) does not confine connect(2) to pathname Unix sockets, and run_as %q can write %s", f.landlock, p.RunAs.Name, join(open))
+			missing(LayerUnixSockets,
+				"Landlock ABI %d < 9 (Linux 7.1) does not confine connect(2) to pathname Unix sockets, and run_as %q "+
+					"can write %s", f.landlock, p.RunAs.Name, join(open))
 		}
 	}
 
@@ -112,7 +122,9 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 		r, err := filepath.EvalSymlinks(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			notes = append(notes, fmt.Sprintf("%s %s does not exist: not granted until it does and the module's sandbox is set up again (reload)", what, p))
+			notes = append(notes,
+				fmt.Sprintf("%s %s does not exist: not granted until it does and the module's sandbox is set up again "+
+					"(reload)", what, p))
 			absent = append(absent, Rule{Path: resolveByName(p), Access: a, What: what})
 			return nil
 		case err != nil:
@@ -165,13 +177,16 @@ func rulesOf(cfg *nodeconfig.Config, mod *manifest.Module, mc nodeconfig.Module)
 			return nil, nil, fmt.Errorf("%s %s reaches %s (%s), which is never granted", r.What, r.Path, what, reason)
 		}
 		if r.What != "data dir" && manifest.ContainsPath(r.Path, state) {
-			return nil, nil, fmt.Errorf("%s %s contains svcrun's data dir %s (svcrun's state and every module's data): move the data dir out of it", r.What, r.Path, state)
+			return nil, nil, fmt.Errorf(
+				"%s %s contains svcrun's data dir %s (svcrun's state and every module's data): move the data dir out "+
+					"of it", r.What, r.Path, state)
 		}
 		if manifest.ContainsPath(r.Path, sock) {
 			return nil, nil, fmt.Errorf("%s %s contains svcrun's socket %s: move the socket out of it", r.What, r.Path, sock)
 		}
 		if r.Access == ReadWrite && manifest.ContainsPath(r.Path, bundle) {
-			return nil, nil, fmt.Errorf("%s %s contains the module's bundle %s: its ops could rewrite their own executables", r.What, r.Path, bundle)
+			return nil, nil, fmt.Errorf(
+				"%s %s contains the module's bundle %s: its ops could rewrite their own executables", r.What, r.Path, bundle)
 		}
 	}
 	return rules, notes, nil

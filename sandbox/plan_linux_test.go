@@ -42,8 +42,9 @@ func newPlanFixture(t *testing.T, mode nodeconfig.SandboxMode, network manifest.
 	f.cfg = &nodeconfig.Config{File: filepath.Join(root, "svcrun.toml"), DataDir: filepath.Join(root, "data"),
 		Socket: filepath.Join(root, "data", "svcrun.sock"), Sandbox: mode, RunAs: runAs}
 	f.mod = &manifest.Module{Name: "m", Dir: bundle, Sandbox: manifest.Sandbox{Network: network}}
-	f.mc = nodeconfig.Module{Bundle: bundle, Grants: nodeconfig.Grants{Read: []string{filepath.Join(root, "r")}, Write: []string{filepath.Join(root, "w")}},
-		Tools: map[string]string{"tool": filepath.Join(root, "tools", "tool")}}
+	f.mc = nodeconfig.Module{Bundle: bundle,
+		Grants: nodeconfig.Grants{Read: []string{filepath.Join(root, "r")}, Write: []string{filepath.Join(root, "w")}},
+		Tools:  map[string]string{"tool": filepath.Join(root, "tools", "tool")}}
 	return f
 }
 
@@ -68,16 +69,23 @@ func TestPlanLayers(t *testing.T) {
 		want    []Layer
 	}{
 		{"everything", full, manifest.NetworkNone, user, nil},
-		{"no landlock", facts{goos: "linux", landlockReason: "the kernel has no Landlock", euid: 0}, manifest.NetworkHost, user, []Layer{LayerLandlock}},
+		{"no landlock", facts{goos: "linux", landlockReason: "the kernel has no Landlock", euid: 0},
+			manifest.NetworkHost, user, []Layer{LayerLandlock}},
 		{"abi 2", facts{goos: "linux", landlock: 2, euid: 0}, manifest.NetworkHost, user, []Layer{LayerTruncate, LayerScope}},
 		{"abi 5", facts{goos: "linux", landlock: 5, euid: 0}, manifest.NetworkHost, user, []Layer{LayerScope}},
-		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkNone, user, []Layer{LayerNetNS}},
-		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"}, manifest.NetworkHost, user, nil},
+		{"no netns", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"},
+			manifest.NetworkNone, user, []Layer{LayerNetNS}},
+		{"no netns, host network", facts{goos: "linux", landlock: 7, euid: 0, netnsReason: "unshare: EPERM"},
+			manifest.NetworkHost, user, nil},
 		{"root without run_as", full, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
-		{"root without run_as, abi 9", facts{goos: "linux", landlock: 9, euid: 0}, manifest.NetworkHost, "", []Layer{LayerRunAs}},
-		{"not root", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "", []Layer{LayerRunAs, LayerUnixSockets}},
-		{"not root with run_as", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, user, []Layer{LayerRunAs, LayerUnixSockets}},
-		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpReason: "prctl: EINVAL"}, manifest.NetworkHost, user, []Layer{LayerNoNewPrivs}},
+		{"root without run_as, abi 9", facts{goos: "linux", landlock: 9, euid: 0}, manifest.NetworkHost, "",
+			[]Layer{LayerRunAs}},
+		{"not root", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, "",
+			[]Layer{LayerRunAs, LayerUnixSockets}},
+		{"not root with run_as", facts{goos: "linux", landlock: 7, euid: 1000}, manifest.NetworkHost, user,
+			[]Layer{LayerRunAs, LayerUnixSockets}},
+		{"no no_new_privs", facts{goos: "linux", landlock: 7, euid: 0, nnpReason: "prctl: EINVAL"},
+			manifest.NetworkHost, user, []Layer{LayerNoNewPrivs}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fx := newPlanFixture(t, nodeconfig.SandboxRequire, c.network, c.runAs)
@@ -134,7 +142,8 @@ func TestPlanRules(t *testing.T) {
 	got := map[string]Access{}
 	for _, r := range p.Rules {
 		got[r.Path] = r.Access
-		if strings.HasPrefix(r.Path, "/run") || strings.HasPrefix(r.Path, "/tmp/") && !strings.HasPrefix(r.Path, fx.root) || r.Path == "/" {
+		if strings.HasPrefix(r.Path, "/run") || strings.HasPrefix(r.Path, "/tmp/") &&
+			!strings.HasPrefix(r.Path, fx.root) || r.Path == "/" {
 			t.Errorf("rule %+v", r)
 		}
 	}
@@ -246,7 +255,8 @@ func TestRunAsSocketGroups(t *testing.T) {
 		return p
 	}
 	a := &Account{Name: "x", UID: 4000, GID: 4000, Groups: []int{4000, 0, 4242, 4343}}
-	open, notes := restrictGroups(a, []string{sock("g.sock", 4242, 0o660), sock("r.sock", 4343, 0o640), sock("o.sock", 0, 0o777)})
+	open, notes := restrictGroups(a,
+		[]string{sock("g.sock", 4242, 0o660), sock("r.sock", 4343, 0o640), sock("o.sock", 0, 0o777)})
 	if !slices.Equal(a.Groups, []int{4000, 4343}) {
 		t.Errorf("groups %v: want 0 and 4242 dropped", a.Groups)
 	}
@@ -259,7 +269,8 @@ func TestRights(t *testing.T) {
 	if got := handledFS(1); got&unix.LANDLOCK_ACCESS_FS_REFER != 0 || got&unix.LANDLOCK_ACCESS_FS_TRUNCATE != 0 {
 		t.Errorf("ABI 1 handles %#x", got)
 	}
-	for abi, bit := range map[int]uint64{2: unix.LANDLOCK_ACCESS_FS_REFER, 3: unix.LANDLOCK_ACCESS_FS_TRUNCATE, 5: unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, 9: unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX} {
+	for abi, bit := range map[int]uint64{2: unix.LANDLOCK_ACCESS_FS_REFER, 3: unix.LANDLOCK_ACCESS_FS_TRUNCATE,
+		5: unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, 9: unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX} {
 		if handledFS(abi-1)&bit != 0 || handledFS(abi)&bit == 0 {
 			t.Errorf("right %#x: from ABI %d", bit, abi)
 		}
@@ -275,7 +286,9 @@ func TestRights(t *testing.T) {
 	if r := rights(ReadWrite, 7, false); r&^fileRights != 0 || r&unix.LANDLOCK_ACCESS_FS_EXECUTE != 0 {
 		t.Errorf("read-write on a file: %#x", r)
 	}
-	if r := rights(ReadWrite, 7, true); r&(unix.LANDLOCK_ACCESS_FS_EXECUTE|unix.LANDLOCK_ACCESS_FS_MAKE_CHAR|unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV) != 0 {
+	if r := rights(ReadWrite, 7,
+		true); r&(unix.LANDLOCK_ACCESS_FS_EXECUTE|unix.LANDLOCK_ACCESS_FS_MAKE_CHAR|
+		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV) != 0 {
 		t.Errorf("read-write allows exec or devices: %#x", r)
 	}
 	if r := rights(ReadOnly, 7, true); r != unix.LANDLOCK_ACCESS_FS_READ_FILE|unix.LANDLOCK_ACCESS_FS_READ_DIR {
@@ -357,7 +370,8 @@ func TestProbe(t *testing.T) {
 	s := Probe()
 	out := s.String()
 	t.Logf("\n%s", out)
-	if !s.Enforced || !strings.Contains(out, "sandbox: enforced on linux") || !strings.Contains(out, "process containers:") {
+	if !s.Enforced || !strings.Contains(out, "sandbox: enforced on linux") ||
+		!strings.Contains(out, "process containers:") {
 		t.Errorf("Probe:\n%s", out)
 	}
 	if f := hostFacts(); f.landlock > 0 && !strings.Contains(out, "landlock: ABI ") {

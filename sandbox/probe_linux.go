@@ -90,7 +90,8 @@ func feature(reason string) cgroup.Feature { return cgroup.Feature{OK: reason ==
 // or "". The child execs a path that does not exist: ENOENT means the
 // clone worked.
 func probeUserNS() string {
-	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(data)) == "0" {
+	if data, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil &&
+		strings.TrimSpace(string(data)) == "0" {
 		return "disabled (/proc/sys/user/max_user_namespaces is 0)"
 	}
 	_, err := syscall.ForkExec("/nonexistent/svcrun-userns-probe", []string{"probe"}, &syscall.ProcAttr{

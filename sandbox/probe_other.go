@@ -11,7 +11,8 @@ import (
 
 // notEnforced is why nothing is enforced on goos.
 func notEnforced(goos string) string {
-	return fmt.Sprintf("the sandbox is not enforced on %s: ops run unconfined, as svcrun's own user with all its rights (no Landlock, namespaces or no_new_privs there)", goos)
+	return fmt.Sprintf("the sandbox is not enforced on %s: ops run unconfined, as svcrun's own user with all "+
+		"its rights (no Landlock, namespaces or no_new_privs there)", goos)
 }
 
 func hostFacts() facts {

@@ -141,7 +141,8 @@ func (p *Plan) Err() error {
 	for i, m := range p.Missing {
 		ms[i] = "missing " + m.String()
 	}
-	return fmt.Errorf("sandbox = \"require\" but the sandbox of module %q cannot be applied whole on this host: %s; set sandbox = \"best_effort\" to run it with what this host supports (svcrun sandbox shows it)",
+	return fmt.Errorf("sandbox = \"require\" but the sandbox of module %q cannot be applied whole on this "+
+		"host: %s; set sandbox = \"best_effort\" to run it with what this host supports (svcrun sandbox shows it)",
 		p.Module, strings.Join(ms, "; "))
 }
 
@@ -287,7 +288,8 @@ func lookupAccount(name string) (*Account, error) {
 		return nil, fmt.Errorf("sandbox: run_as %q: uid %q, gid %q are not numbers", name, u.Uid, u.Gid)
 	}
 	if uid == 0 || gid == 0 {
-		return nil, fmt.Errorf("sandbox: run_as %q has uid %d, gid %d: it must be an unprivileged user with a group of its own", name, uid, gid)
+		return nil, fmt.Errorf(
+			"sandbox: run_as %q has uid %d, gid %d: it must be an unprivileged user with a group of its own", name, uid, gid)
 	}
 	a := &Account{Name: name, UID: uid, GID: gid}
 	ids, err := u.GroupIds()

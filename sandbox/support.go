@@ -93,16 +93,19 @@ func (s Support) Layers() string {
 	}
 	if s.Landlock >= 6 {
 		if ScopeSignals {
-			fmt.Fprintf(&b, "signal scoping: on: ops signal no process outside their module's current domain (daemons of ops before an svcrun restart or a reload included)\n")
+			fmt.Fprintf(&b, "signal scoping: on: ops signal no process outside their module's current domain "+
+				"(daemons of ops before an svcrun restart or a reload included)\n")
 		} else {
-			fmt.Fprintf(&b, "signal scoping: off (ScopeSignals): it would cut ops off from the daemons earlier ops left, after a restart or a reload; run_as keeps ops from signalling svcrun\n")
+			fmt.Fprintf(&b, "signal scoping: off (ScopeSignals): it would cut ops off from the daemons earlier ops "+
+				"left, after a restart or a reload; run_as keeps ops from signalling svcrun\n")
 		}
 	}
 	switch {
 	case s.Landlock >= 9:
 		fmt.Fprintf(&b, "pathname unix sockets: confined by Landlock\n")
 	case s.EUID == 0:
-		fmt.Fprintf(&b, "pathname unix sockets: not confined by Landlock; file permissions guard them when ops run as run_as\n")
+		fmt.Fprintf(&b, "pathname unix sockets: not confined by Landlock; file permissions guard them when ops "+
+			"run as run_as\n")
 	default:
 		fmt.Fprintf(&b, "pathname unix sockets: not confined: ops run as svcrun's own user\n")
 	}

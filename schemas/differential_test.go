@@ -115,7 +115,8 @@ func agree(t *testing.T, n Name, doc any, label string) {
 		}
 	}
 	if !maps.Equal(got, want) {
-		t.Errorf("%s %s: violations at %v, reference at %v", n, label, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		t.Errorf("%s %s: violations at %v, reference at %v", n, label, slices.Sorted(maps.Keys(got)),
+			slices.Sorted(maps.Keys(want)))
 	}
 }
 
@@ -133,10 +134,12 @@ func parse(t testing.TB, s string) any {
 // validDocs has a full valid document of each schema, so that every
 // property of every schema is reached by the mutations.
 var validDocs = []string{
-	`{"healthy":true,"running":false,"message":"m","attrs":{"a":"x","b":1.5,"c":true,"d":-3},"pools":{"p":2,"q":0,"r":2.0,"s":9223372036854775807},"reserve":{"mem_gb":0.5}}`,
+	`{"healthy":true,"running":false,"message":"m","attrs":{"a":"x","b":1.5,"c":true,"d":-3},"pools":{"p":2,` +
+		`"q":0,"r":2.0,"s":9223372036854775807},"reserve":{"mem_gb":0.5}}`,
 	`{"ok":true,"changed":false,"escalated":true,"message":""}`,
 	`{"running":true,"ready":false,"message":"x"}`,
-	`{"objects":[{"id":"c1","kind":"container","labels":{"a":"b","c":"d"},"created_at":"2024-05-01T10:00:00Z","busy":true},{"id":"v","kind":"other","labels":{},"created_at":"2024-12-31T23:59:60.5z"}]}`,
+	`{"objects":[{"id":"c1","kind":"container","labels":{"a":"b","c":"d"},"created_at":"2024-05-01T10:00:00Z",` +
+		`"busy":true},{"id":"v","kind":"other","labels":{},"created_at":"2024-12-31T23:59:60.5z"}]}`,
 }
 
 // replacements are what a mutation puts in place of a value: every JSON

@@ -11,7 +11,8 @@ import (
 )
 
 func TestConstantsMatchFiles(t *testing.T) {
-	files := map[Name]string{Fingerprint: FingerprintFile, OpResult: OpResultFile, Status: StatusFile, OwnedList: OwnedListFile}
+	files := map[Name]string{Fingerprint: FingerprintFile, OpResult: OpResultFile, Status: StatusFile,
+		OwnedList: OwnedListFile}
 	ids := map[Name]string{Fingerprint: FingerprintID, OpResult: OpResultID, Status: StatusID, OwnedList: OwnedListID}
 	for _, n := range Names() {
 		if n.FileName() != files[n] || n.ID() != ids[n] {
@@ -72,7 +73,8 @@ func TestBytesIsACopy(t *testing.T) {
 }
 
 func TestUnknownName(t *testing.T) {
-	for _, err := range []error{Validate("nope", map[string]any{}), func() error { _, err := Bytes("nope"); return err }()} {
+	for _, err := range []error{Validate("nope", map[string]any{}),
+		func() error { _, err := Bytes("nope"); return err }()} {
 		if !errors.Is(err, ErrUnknownSchema) {
 			t.Errorf("got %v, want ErrUnknownSchema", err)
 		}
@@ -86,7 +88,8 @@ func TestValidate(t *testing.T) {
 		want string // "" = valid; else a substring of the error
 	}{
 		{Fingerprint, `{"healthy":true}`, ""},
-		{Fingerprint, `{"healthy":true,"running":false,"message":"m","attrs":{"a":"x","b":1.5,"c":true},"pools":{"p":2.0},"reserve":{"mem_gb":0.5}}`, ""},
+		{Fingerprint, `{"healthy":true,"running":false,"message":"m","attrs":{"a":"x","b":1.5,"c":true},` +
+			`"pools":{"p":2.0},"reserve":{"mem_gb":0.5}}`, ""},
 		{Fingerprint, `{}`, `document: missing required property "healthy"`},
 		{Fingerprint, `{"healthy":true,"runing":true}`, `document: unknown property "runing"`},
 		{Fingerprint, `{"healthy":true,"attrs":{"a":{}}}`, "/attrs/a: type object, want boolean or number or string"},
@@ -104,11 +107,15 @@ func TestValidate(t *testing.T) {
 		{Status, `{"running":true,"ready":false}`, ""},
 		{Status, `{"running":true}`, `document: missing required property "ready"`},
 		{OwnedList, `{"objects":[]}`, ""},
-		{OwnedList, `{"objects":[{"id":"c1","kind":"container","labels":{"a":"b"},"created_at":"2024-05-01T10:00:00Z","busy":true}]}`, ""},
-		{OwnedList, `{"objects":[{"id":"c1","kind":"box","labels":{}}]}`, "/objects/0/kind: box is not one of container, vm, volume, process, other"},
+		{OwnedList, `{"objects":[{"id":"c1","kind":"container","labels":{"a":"b"},` +
+			`"created_at":"2024-05-01T10:00:00Z","busy":true}]}`, ""},
+		{OwnedList, `{"objects":[{"id":"c1","kind":"box","labels":{}}]}`,
+			"/objects/0/kind: box is not one of container, vm, volume, process, other"},
 		{OwnedList, `{"objects":[{"id":"c1","kind":"vm"}]}`, `/objects/0: missing required property "labels"`},
-		{OwnedList, `{"objects":[{"id":"c1","kind":"vm","labels":{"a":1}}]}`, "/objects/0/labels/a: type number, want string"},
-		{OwnedList, `{"objects":[{"id":"c1","kind":"vm","labels":{},"created_at":"yesterday"}]}`, `/objects/0/created_at: "yesterday" is not a valid date-time`},
+		{OwnedList, `{"objects":[{"id":"c1","kind":"vm","labels":{"a":1}}]}`,
+			"/objects/0/labels/a: type number, want string"},
+		{OwnedList, `{"objects":[{"id":"c1","kind":"vm","labels":{},"created_at":"yesterday"}]}`,
+			`/objects/0/created_at: "yesterday" is not a valid date-time`},
 		{OwnedList, `{"objects":[{"id":"c1","kind":"vm","labels":{},"extra":1}]}`, `/objects/0: unknown property "extra"`},
 		{OwnedList, `{}`, `document: missing required property "objects"`},
 	}
@@ -234,7 +241,8 @@ func TestValidDateTime(t *testing.T) {
 
 func BenchmarkValidateFingerprint(b *testing.B) {
 	dec := json.NewDecoder(strings.NewReader(`{"healthy":true,"running":true,"message":"colima 0.6.8 running",
-"attrs":{"runtime":"docker","version":"0.6.8","cpus":4,"arch":"aarch64","rosetta":true},"pools":{"docker-slots":4},"reserve":{"mem_gb":8}}`))
+"attrs":{"runtime":"docker","version":"0.6.8","cpus":4,"arch":"aarch64","rosetta":true},
+"pools":{"docker-slots":4},"reserve":{"mem_gb":8}}`))
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {

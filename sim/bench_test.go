@@ -16,13 +16,17 @@ func readyWorld(b *testing.B, n int) *World {
 	m := &manifest.Module{Name: "bench", Version: "1"}
 	behaviours := map[string]*fakes.Behaviour{}
 	for i := 0; i < n; i++ {
-		s := manifest.Service{Module: "bench", Name: fmt.Sprintf("s%d", i), Exec: []string{"bin/s"}, Lifecycle: manifest.Always,
-			IdleTimeout: time.Minute, StartTimeout: time.Minute, Capabilities: []string{fmt.Sprintf("c%d", i)}, Pools: []string{fmt.Sprintf("p%d", i)},
-			Restart: manifest.Restart{BackoffInitial: time.Second, BackoffMax: time.Minute, MaxFailures: 3, ResetAfter: time.Minute}}
+		s := manifest.Service{Module: "bench", Name: fmt.Sprintf("s%d", i), Exec: []string{"bin/s"},
+			Lifecycle:   manifest.Always,
+			IdleTimeout: time.Minute, StartTimeout: time.Minute, Capabilities: []string{fmt.Sprintf("c%d", i)},
+			Pools: []string{fmt.Sprintf("p%d", i)},
+			Restart: manifest.Restart{BackoffInitial: time.Second, BackoffMax: time.Minute, MaxFailures: 3,
+				ResetAfter: time.Minute}}
 		m.Services = append(m.Services, s)
 		behaviours[s.FullName()] = &fakes.Behaviour{Pools: map[string]int64{s.Pools[0]: 4}}
 	}
-	w := New(engine.Config{NodeID: "n", Platform: "linux", MemoryBudgetGB: 8, MaxConcurrentOps: 64}, []engine.ModuleSpec{{Module: m, Enabled: true}}, behaviours)
+	w := New(engine.Config{NodeID: "n", Platform: "linux", MemoryBudgetGB: 8, MaxConcurrentOps: 64},
+		[]engine.ModuleSpec{{Module: m, Enabled: true}}, behaviours)
 	w.RunFor(time.Second)
 	for _, s := range w.Engine.Status().Services {
 		if !s.Ready {
@@ -44,7 +48,8 @@ func BenchmarkAdmission(b *testing.B) {
 	}
 	reqs := make([]engine.Requirements, 100)
 	for i := range reqs {
-		reqs[i] = engine.Requirements{Capabilities: []string{fmt.Sprintf("c%d", i)}, Pools: map[string]int64{fmt.Sprintf("p%d", i): 1}}
+		reqs[i] = engine.Requirements{Capabilities: []string{fmt.Sprintf("c%d", i)},
+			Pools: map[string]int64{fmt.Sprintf("p%d", i): 1}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

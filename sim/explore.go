@@ -102,7 +102,8 @@ func ExploreWithout(seed uint64, steps int, without ...string) Exploration {
 		for _, p := range slices.Sorted(maps.Keys(pools)) {
 			args = append(args, fmt.Sprintf("%s:%d", p, pools[p]))
 		}
-		line := fmt.Sprintf("behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
+		line := fmt.Sprintf(
+			"behaviour %s op=start duration=0s outcomes=ok crash_after=0s stop_ignored=false healthy=true", name)
 		if len(args) > 0 {
 			line += " pools=" + strings.Join(args, ",")
 		}
@@ -212,8 +213,10 @@ func ExploreWithout(seed uint64, steps int, without ...string) Exploration {
 				break
 			}
 			l := o.Labels
-			if l[protocol.LabelNode] == exploreNode && l[protocol.LabelService] == name && l[protocol.LabelAttemptID] != "" && l[protocol.LabelAttemptID] != "live" {
-				return finish(fmt.Errorf("liveness: orphan %s of %s (attempt %s) survived %v of reap rounds and a sweep", o.ID, name, l[protocol.LabelAttemptID], periods))
+			if l[protocol.LabelNode] == exploreNode && l[protocol.LabelService] == name &&
+				l[protocol.LabelAttemptID] != "" && l[protocol.LabelAttemptID] != "live" {
+				return finish(fmt.Errorf("liveness: orphan %s of %s (attempt %s) survived %v of reap rounds and a sweep",
+					o.ID, name, l[protocol.LabelAttemptID], periods))
 			}
 		}
 		a.record("release %s", id)

@@ -14,7 +14,8 @@ func TestExplore(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
 		x := Explore(seed, 200)
 		if x.Err != nil {
-			t.Fatalf("seed %d: %v\ninputs:\n%s\nrecent trace:\n%s", seed, x.Err, strings.Join(x.Inputs, "\n"), strings.Join(x.Recent, "\n"))
+			t.Fatalf("seed %d: %v\ninputs:\n%s\nrecent trace:\n%s", seed, x.Err, strings.Join(x.Inputs, "\n"),
+				strings.Join(x.Recent, "\n"))
 		}
 	}
 }

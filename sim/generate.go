@@ -121,7 +121,8 @@ func genNode(draw drawer, node string, without ...string) Node {
 		s := genService(draw, shadowModule, 0)
 		s.Name = "sh"
 		n.Behaviours[s.FullName()] = genBehaviour(draw, s, false, cgroups)
-		n.Modules = append(n.Modules, engine.ModuleSpec{Module: &manifest.Module{Name: shadowModule, Version: "1", Services: []manifest.Service{s}}})
+		n.Modules = append(n.Modules,
+			engine.ModuleSpec{Module: &manifest.Module{Name: shadowModule, Version: "1", Services: []manifest.Service{s}}})
 	}
 	return n
 }
@@ -131,7 +132,8 @@ func genNode(draw drawer, node string, without ...string) Node {
 func genService(draw drawer, mod string, i int) manifest.Service {
 	return manifest.Service{
 		Module: mod, Name: fmt.Sprintf("s%d", i), Exec: []string{"bin/s"},
-		Lifecycle:          pick(draw, "lifecycle", []manifest.Lifecycle{manifest.OnDemand, manifest.OnDemand, manifest.OnDemand, manifest.Always, manifest.Manual}),
+		Lifecycle: pick(draw, "lifecycle",
+			[]manifest.Lifecycle{manifest.OnDemand, manifest.OnDemand, manifest.OnDemand, manifest.Always, manifest.Manual}),
 		IdleTimeout:        seconds(draw, "idle_s", 5, 90),
 		StartTimeout:       seconds(draw, "start_timeout_s", 5, 30),
 		Pools:              []string{fmt.Sprintf("p%d", i)},
@@ -164,7 +166,8 @@ func genBehaviour(draw drawer, s manifest.Service, running, cgroups bool) *fakes
 		ReadyAfterPolls: draw("ready_after_polls", 0, 3),
 		// The second pool a later manifest may declare has its capacity
 		// too.
-		Pools:       map[string]int64{s.Pools[0]: int64(draw("capacity", 0, 3)), s.Pools[0] + "b": int64(draw("capacity", 0, 3))},
+		Pools: map[string]int64{s.Pools[0]: int64(draw("capacity", 0, 3)),
+			s.Pools[0] + "b": int64(draw("capacity", 0, 3))},
 		MemGB:       float64(draw("mem_half_gb", 1, 4)) / 2,
 		StopIgnored: draw("stop_ignored", 0, 9) == 0,
 		Running:     running || s.Lifecycle == manifest.Manual && draw("manual_running", 0, 1) == 1,
@@ -194,7 +197,8 @@ func genBehaviour(draw drawer, s manifest.Service, running, cgroups bool) *fakes
 func fpScript(draw drawer, bad int) fakes.OpScript {
 	sc := fakes.OpScript{Duration: seconds(draw, "fp_s", 0, 3)}
 	for range bad {
-		sc.Outcomes = append(sc.Outcomes, pick(draw, "fp_outcome", []fakes.Outcome{fakes.Fail, fakes.Timeout, fakes.Protocol}))
+		sc.Outcomes = append(sc.Outcomes,
+			pick(draw, "fp_outcome", []fakes.Outcome{fakes.Fail, fakes.Timeout, fakes.Protocol}))
 	}
 	sc.Outcomes = append(sc.Outcomes, fakes.OK)
 	return sc
@@ -208,7 +212,8 @@ func fpScript(draw drawer, bad int) fakes.OpScript {
 // while that module declares it too), or leave the manifest; a probe
 // offering a capability may go; one service that left may come back, and
 // add draws a new one. numbers is how many service numbers were drawn.
-func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Service, numbers *int, add func() manifest.Service) *manifest.Module {
+func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Service, numbers *int,
+	add func() manifest.Service) *manifest.Module {
 	m := &manifest.Module{Name: prev.Name, Version: fmt.Sprint(v)}
 	for _, p := range prev.Probes {
 		if p.Name != "cap-probe" && draw("drop_probe", 0, 2) == 0 {
@@ -275,7 +280,8 @@ func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Ser
 					o.Capabilities = append(o.Capabilities, name)
 				}
 			case to == len(m.Services) && list == &s.Capabilities:
-				m.Probes = append(m.Probes, manifest.Probe{Module: m.Name, Name: name, Exec: []string{"bin/p"}, Period: time.Minute})
+				m.Probes = append(m.Probes,
+					manifest.Probe{Module: m.Name, Name: name, Exec: []string{"bin/p"}, Period: time.Minute})
 			}
 		case 9:
 			// It takes the capability or pool of number k, which another
@@ -292,7 +298,8 @@ func nextVersion(draw drawer, prev *manifest.Module, v int, gone *[]manifest.Ser
 		back := (*gone)[0]
 		*gone = (*gone)[1:]
 		// What it offered may be another's now.
-		back.Capabilities = slices.DeleteFunc(slices.Clone(back.Capabilities), func(c string) bool { return declares(m, "capability", c) })
+		back.Capabilities = slices.DeleteFunc(slices.Clone(back.Capabilities),
+			func(c string) bool { return declares(m, "capability", c) })
 		back.Pools = slices.DeleteFunc(slices.Clone(back.Pools), func(p string) bool { return declares(m, "pool", p) })
 		m.Services = append(m.Services, back)
 	}
@@ -408,8 +415,10 @@ func (a *actor) clashes(i int, m *manifest.Module) bool {
 }
 
 // actionKinds are the kinds of input an actor knows.
-var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object", "reap now", "memory pressure", "doctor", "reset",
-	"module", "silent death", "fingerprint", "probe health", "owner start", "reap burst", "reconfigured restart", "restart and deaths",
+var actionKinds = []string{"acquire", "release", "renew", "time passes", "crash", "agent restart", "object",
+	"reap now", "memory pressure", "doctor", "reset",
+	"module", "silent death", "fingerprint", "probe health", "owner start", "reap burst", "reconfigured restart",
+	"restart and deaths",
 	"pause", "node fault", "member exit"}
 
 func (a *actor) record(format string, args ...any) {
@@ -569,7 +578,8 @@ func (a *actor) act(kind string, draw drawer) bool {
 		name := pick(draw, "service", a.Services)
 		b := w.Exec.Behaviour(name)
 		if draw("fp_ops", 0, 2) == 0 {
-			sc := fakes.OpScript{Duration: seconds(draw, "fp_s", 0, 3), Outcomes: []fakes.Outcome{pick(draw, "fp_outcome", []fakes.Outcome{fakes.OK, fakes.Fail, fakes.Timeout})}}
+			sc := fakes.OpScript{Duration: seconds(draw, "fp_s", 0, 3),
+				Outcomes: []fakes.Outcome{pick(draw, "fp_outcome", []fakes.Outcome{fakes.OK, fakes.Fail, fakes.Timeout})}}
 			if b.Ops == nil {
 				b.Ops = map[protocol.Op]fakes.OpScript{}
 			}
@@ -609,9 +619,11 @@ func (a *actor) act(kind string, draw drawer) bool {
 		if draw("unlabelled", 0, 4) == 0 {
 			delete(labels, protocol.LabelNode)
 		}
-		o := fakes.Object{ID: fmt.Sprintf("o%d", a.objects), Labels: labels, CreatedAt: w.Now(), Stubborn: draw("stubborn", 0, 1) == 1}
+		o := fakes.Object{ID: fmt.Sprintf("o%d", a.objects), Labels: labels, CreatedAt: w.Now(),
+			Stubborn: draw("stubborn", 0, 1) == 1}
 		args := []string{name, "id=" + o.ID}
-		for _, k := range []struct{ label, key string }{{protocol.LabelAttemptID, "attempt"}, {protocol.LabelNode, "node"}, {protocol.LabelService, "service"}} {
+		for _, k := range []struct{ label, key string }{{protocol.LabelAttemptID, "attempt"},
+			{protocol.LabelNode, "node"}, {protocol.LabelService, "service"}} {
 			if v, ok := labels[k.label]; ok {
 				args = append(args, k.key+"="+v)
 			}
@@ -667,7 +679,8 @@ func (a *actor) act(kind string, draw drawer) bool {
 		// A full disk, or one freed: the ops of a service cannot be
 		// prepared from now on, or can again.
 		name := pick(draw, "service", a.Services)
-		op := pick(draw, "fault_op", []protocol.Op{protocol.OpStart, protocol.OpStop, protocol.OpFingerprint, protocol.OpStatus})
+		op := pick(draw, "fault_op",
+			[]protocol.Op{protocol.OpStart, protocol.OpStop, protocol.OpFingerprint, protocol.OpStatus})
 		out := pick(draw, "fault_outcome", []fakes.Outcome{fakes.Prepare, fakes.OK})
 		b := w.Exec.Behaviour(name)
 		if b.Ops == nil {

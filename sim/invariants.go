@@ -157,10 +157,13 @@ func (t *tracedStep) lines(dst []string) []string {
 
 // watchInvariants installs the checks on w.
 func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariants {
-	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{}, stored: map[string]int{},
-		state: map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{}, ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
+	c := &invariants{w: w, node: node, specs: map[string]*manifest.Service{}, readySince: map[string]time.Time{},
+		stored: map[string]int{},
+		state:  map[string]string{}, blind: map[string]int{}, looks: map[engine.OpID]int{},
+		ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
-		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{}, viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{}}
+		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{},
+		viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -207,7 +210,8 @@ func (c *invariants) checkTTL(now time.Time, ev engine.Event, effects []engine.E
 		case engine.Expired:
 			h, ok := c.held[f.Lease]
 			if ok && f.Reason == "" && now.Sub(h.renewed)-h.paused < h.ttl {
-				c.Failf("lease %s expired %v after its last renewal, %v of it a pause of svcrun: its TTL is %v", f.Lease, now.Sub(h.renewed), h.paused, h.ttl)
+				c.Failf("lease %s expired %v after its last renewal, %v of it a pause of svcrun: its TTL is %v", f.Lease,
+					now.Sub(h.renewed), h.paused, h.ttl)
 			}
 			delete(c.held, f.Lease)
 		case engine.Released:
@@ -406,7 +410,8 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 					c.Failf("start of %s while it is not enabled", name)
 				}
 			case protocol.OpStop:
-				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" && s.StopReason != "its process container is not empty" {
+				if s.Refs > 0 && s.StopReason != "cleanup after failure" && s.StopReason != "module disabled" &&
+					s.StopReason != "its process container is not empty" {
 					c.Failf("stop of %s with %d lease(s) for %q", name, s.Refs, s.StopReason)
 				}
 			case protocol.OpDestroy:
@@ -441,11 +446,14 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			for _, cp := range mine.Capabilities {
 				// A capability one of its services declares is not the
 				// probe's of the same name in a disabled module.
-				if slices.ContainsFunc(mine.Services, func(s string) bool { return c.specs[s] != nil && slices.Contains(c.specs[s].Capabilities, cp) }) {
+				if slices.ContainsFunc(mine.Services,
+					func(s string) bool { return c.specs[s] != nil && slices.Contains(c.specs[s].Capabilities, cp) }) {
 					continue
 				}
-				if p, ok := c.probe(func(p *engine.ProbeStatus) bool { return p.Capability == cp }); ok && (!p.Enabled || !p.Reported || !p.Healthy) {
-					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease, p.Name, cp, p.Enabled, p.Reported, p.Healthy)
+				if p, ok := c.probe(func(p *engine.ProbeStatus) bool { return p.Capability == cp }); ok &&
+					(!p.Enabled || !p.Reported || !p.Healthy) {
+					c.Failf("lease %s admitted while probe %s (capability %s) is enabled=%v reported=%v healthy=%v", f.Lease,
+						p.Name, cp, p.Enabled, p.Reported, p.Healthy)
 				}
 			}
 		case engine.PutService:
@@ -463,7 +471,8 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			if fire, ok := ev.(engine.Fire); ok && fire.Timer.Kind == engine.TimerResetAfter && r.Failures == 0 {
 				since, ready := c.readySince[r.Name]
 				if !ready || now.Sub(since) < spec.Restart.ResetAfter {
-					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name, now.Sub(since), ready, spec.Restart.ResetAfter)
+					c.Failf("%s: failures forgotten after %v of readiness (ready=%v), reset_after_s is %v", r.Name,
+						now.Sub(since), ready, spec.Restart.ResetAfter)
 				}
 			}
 			counted := r.Failures > c.stored[r.Name]
@@ -538,7 +547,8 @@ func (c *invariants) checkDestroy(service string, args []string, live []string) 
 			c.Failf("destroy of %s/%s of live attempt %s", service, id, l[protocol.LabelAttemptID])
 		}
 		if force && c.w.Now().Sub(o.CreatedAt) < forceAge {
-			c.Failf("destroy --force of %s/%s %v after it was made: an orphan is forced only after force_after reap periods (%v)", service, id, c.w.Now().Sub(o.CreatedAt), forceAge)
+			c.Failf("destroy --force of %s/%s %v after it was made: an orphan is forced only after force_after reap "+
+				"periods (%v)", service, id, c.w.Now().Sub(o.CreatedAt), forceAge)
 		}
 	}
 }
@@ -583,7 +593,8 @@ func (c *invariants) checkState(st engine.Status) {
 			delete(c.readySince, s.Name)
 		}
 		if s.Refs != refs[s.Name] || s.Waiting != waits[s.Name] {
-			c.Failf("%s: refcount %d/%d, but %d admitted and %d waiting leases need it", s.Name, s.Refs, s.Waiting, refs[s.Name], waits[s.Name])
+			c.Failf("%s: refcount %d/%d, but %d admitted and %d waiting leases need it", s.Name, s.Refs, s.Waiting,
+				refs[s.Name], waits[s.Name])
 		}
 		// Freezing: only an idle service between ops is frozen, and the
 		// engine and the world agree on which.
@@ -667,8 +678,10 @@ func (c *invariants) checkNeeds(st engine.Status, l engine.LeaseStatus) {
 	}
 	for _, s := range l.Services {
 		sp := c.specs[s]
-		used := sp != nil && (slices.ContainsFunc(sp.Capabilities, func(x string) bool { return slices.Contains(l.Capabilities, x) }) ||
-			slices.ContainsFunc(sp.Pools, func(x string) bool { _, ok := l.Pools[x]; return ok || slices.Contains(l.NeedsPools, x) }))
+		used := sp != nil &&
+			(slices.ContainsFunc(sp.Capabilities, func(x string) bool { return slices.Contains(l.Capabilities, x) }) ||
+				slices.ContainsFunc(sp.Pools,
+					func(x string) bool { _, ok := l.Pools[x]; return ok || slices.Contains(l.NeedsPools, x) }))
 		if !used {
 			c.Failf("lease %s needs %s, which offers nothing it asked for", l.ID, s)
 		}
@@ -728,7 +741,8 @@ func (c *invariants) checkSettledState(st engine.Status) {
 		wanted := s.Lifecycle == manifest.Always || s.Lifecycle == manifest.OnDemand && s.Refs+s.Waiting > 0
 		// A service whose latest fingerprint says unhealthy may be
 		// withheld from starts until one says healthy.
-		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) || s.PrepareRetry.After(st.Now) || c.fpUnhealthy[s.Name] {
+		if !wanted || s.Unhealthy || s.State != "stopped" || s.BackoffUntil.After(st.Now) ||
+			s.PrepareRetry.After(st.Now) || c.fpUnhealthy[s.Name] {
 			continue
 		}
 		if !spec.ReservesHostMemory || st.MemoryUsedGB+s.MemGB <= st.MemoryBudgetGB+1e-9 {
@@ -741,13 +755,15 @@ func (c *invariants) checkSettledState(st engine.Status) {
 		freeing := 0.0
 		for _, o := range st.Services {
 			os := c.specs[o.Name]
-			if o.Name != s.Name && o.State == "ready" && o.Refs+o.Waiting == 0 && os.ReservesHostMemory && os.Yieldable && o.Lifecycle == manifest.OnDemand && o.MemGB > 0 {
+			if o.Name != s.Name && o.State == "ready" && o.Refs+o.Waiting == 0 && os.ReservesHostMemory &&
+				os.Yieldable && o.Lifecycle == manifest.OnDemand && o.MemGB > 0 {
 				freeing += o.MemGB
 				yieldable = append(yieldable, o.Name)
 			}
 		}
 		if freeing >= need-1e-9 {
-			c.Failf("settled, and %s is wanted but waits for memory (%v GB more needed), though idle yieldable %v hold %v GB", s.Name, need, yieldable, freeing)
+			c.Failf("settled, and %s is wanted but waits for memory (%v GB more needed), though idle yieldable %v "+
+				"hold %v GB", s.Name, need, yieldable, freeing)
 		}
 	}
 }

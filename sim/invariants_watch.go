@@ -90,11 +90,13 @@ func (c *invariants) checkWatched(st *engine.Status, s *engine.ServiceStatus) {
 	// An idle timer counts the idle_timeout_s the manifest says now: a
 	// reload shortening it re-arms it.
 	if at, ok := c.timers[timerOf{engine.TimerIdle, name}]; ok && at.Sub(st.Now) > c.specs[name].IdleTimeout {
-		c.Failf("the idle timer of %s is due in %v, beyond its idle_timeout_s of %v", name, at.Sub(st.Now), c.specs[name].IdleTimeout)
+		c.Failf("the idle timer of %s is due in %v, beyond its idle_timeout_s of %v", name, at.Sub(st.Now),
+			c.specs[name].IdleTimeout)
 	}
 	if s.Frozen {
 		if sp := c.specs[name]; !sp.FreezeOK || sp.Lifecycle != manifest.OnDemand {
-			c.Failf("%s is frozen, though its manifest (%s, freeze_ok=%v) lets nothing thaw it when idle", name, sp.Lifecycle, sp.FreezeOK)
+			c.Failf("%s is frozen, though its manifest (%s, freeze_ok=%v) lets nothing thaw it when idle", name,
+				sp.Lifecycle, sp.FreezeOK)
 		}
 	}
 }
@@ -136,7 +138,8 @@ func (c *invariants) checkStarts(st *engine.Status) {
 				ops = append(ops, o.Name+":"+o.OpInFlight)
 			}
 		}
-		c.Failf("%s is wanted (%d lease(s), %s) and stopped, though nothing holds its start back (ops in flight: %v)", s.Name, s.Refs+s.Waiting, s.Lifecycle, ops)
+		c.Failf("%s is wanted (%d lease(s), %s) and stopped, though nothing holds its start back (ops in flight: "+
+			"%v)", s.Name, s.Refs+s.Waiting, s.Lifecycle, ops)
 	}
 }
 

@@ -66,7 +66,8 @@ func TestRemovedThenReadded(t *testing.T) {
 	w.RunFor(time.Second)
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, modAB), Enabled: true}}})
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
 	w.RunFor(10 * time.Second)
 	t.Logf("answer=%#v enabled=%v", w.LastAnswer("l1"), svc(w, "m/b").Enabled)
 	if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
@@ -96,11 +97,13 @@ capabilities = ["docker"]
 // 2. Renamed service: the stopped, removed one is never forgotten and shadows the capability.
 func TestRenamedServiceShadowsCapability(t *testing.T) {
 	cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
-	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modRenamedOld), Enabled: true}}, map[string]*fakes.Behaviour{})
+	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modRenamedOld), Enabled: true}},
+		map[string]*fakes.Behaviour{})
 	w.RunFor(time.Second)
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, modRenamedNew), Enabled: true}}})
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"docker"}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"docker"}}, Wait: time.Minute})
 	w.RunFor(10 * time.Second)
 	t.Logf("answer=%#v", w.LastAnswer("l1"))
 	if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
@@ -121,9 +124,11 @@ capabilities = ["ca"]
 // 3. A disabled module declaring the same capability shadows the enabled provider.
 func TestDisabledModuleShadows(t *testing.T) {
 	cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
-	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modA), Enabled: true}, {Module: mustModule(t, modOther), Enabled: false}}, map[string]*fakes.Behaviour{})
+	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modA), Enabled: true},
+		{Module: mustModule(t, modOther), Enabled: false}}, map[string]*fakes.Behaviour{})
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
 	w.RunFor(10 * time.Second)
 	t.Logf("answer=%#v", w.LastAnswer("l1"))
 	if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
@@ -192,7 +197,8 @@ reserves_host_memory = false
 // 5. reserves_host_memory flipped by a reload while running: the charge is never undone.
 func TestMemoryDriftOnReload(t *testing.T) {
 	cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
-	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, memOn), Enabled: true}}, map[string]*fakes.Behaviour{"m/a": {MemGB: 3}})
+	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, memOn), Enabled: true}},
+		map[string]*fakes.Behaviour{"m/a": {MemGB: 3}})
 	w.RunFor(5 * time.Second)
 	t.Logf("running: used=%v", w.Engine.Status().MemoryUsedGB)
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, memOff), Enabled: true}}})
@@ -225,7 +231,7 @@ exec = ["bin/o"]
 `
 
 // 6. A probe removed from the manifest keeps running and keeps offering its
-// capability. The rule (docs/architecture.md, Modules): a probe that
+// capability. The rule (docs/decisions.md, Modules at run time): a probe that
 // disappears from its manifest is dropped: it runs no more op and its
 // capability is withdrawn at once, so an acquire for it is rejected
 // without waiting, naming what is offered instead.
@@ -237,7 +243,8 @@ func TestRemovedProbeKeepsRunning(t *testing.T) {
 	reloadAt := len(*tr)
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, noProbeMod), Enabled: true}}})
 	w.RunFor(30 * time.Second) // three of the removed probe's 10s periods
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Wait: time.Minute, Requirements: engine.Requirements{Capabilities: []string{"jdk"}}})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Wait: time.Minute,
+		Requirements: engine.Requirements{Capabilities: []string{"jdk"}}})
 	if err := w.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +260,8 @@ func TestRemovedProbeKeepsRunning(t *testing.T) {
 	}
 	want := `no module on this node offers capability "jdk" (capabilities: other)`
 	if r, ok := w.LastAnswer("l1").(engine.Rejected); !ok || r.Reason != want {
-		t.Errorf("acquire for the removed probe's capability: %#v, want rejected at once: %s\n%s", w.LastAnswer("l1"), want, strings.Join(*tr, "\n"))
+		t.Errorf("acquire for the removed probe's capability: %#v, want rejected at once: %s\n%s",
+			w.LastAnswer("l1"), want, strings.Join(*tr, "\n"))
 	}
 }
 
@@ -273,7 +281,8 @@ reserves_host_memory = true
 func TestDisableDuringFingerprint(t *testing.T) {
 	cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
 	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, alwaysOne), Enabled: true}},
-		map[string]*fakes.Behaviour{"m/a": {Running: true, MemGB: 3, Ops: map[protocol.Op]fakes.OpScript{protocol.OpFingerprint: {Duration: 2 * time.Second}}}})
+		map[string]*fakes.Behaviour{"m/a": {Running: true, MemGB: 3,
+			Ops: map[protocol.Op]fakes.OpScript{protocol.OpFingerprint: {Duration: 2 * time.Second}}}})
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, alwaysOne), Enabled: false}}})
 	w.RunFor(5 * time.Minute)
 	t.Logf("running=%v state=%s mem=%v", w.Exec.Running("m/a"), svc(w, "m/a").State, w.Engine.Status().MemoryUsedGB)
@@ -303,8 +312,10 @@ func TestProbeWaitBlocksPool(t *testing.T) {
 	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, poolProbeMod), Enabled: true}},
 		map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2}}, "m/jdk": {Healthy: &unhealthy}})
 	w.RunFor(10 * time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, Capabilities: []string{"jdk"}}, Wait: time.Hour})
-	w.Do(engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, Capabilities: []string{"jdk"}}, Wait: time.Hour})
+	w.Do(engine.Acquire{Lease: "l2", Attempt: "a2",
+		Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}, Wait: time.Minute})
 	w.RunFor(2 * time.Minute)
 	t.Logf("l2: %#v", w.LastAnswer("l2"))
 	if _, ok := w.LastAnswer("l2").(engine.Admitted); !ok {
@@ -329,7 +340,8 @@ func TestEmptiedWhileFrozenNoThaw(t *testing.T) {
 	cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
 	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, freezeMod), Enabled: true}}, map[string]*fakes.Behaviour{})
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
 	w.RunFor(5 * time.Second)
 	w.Do(engine.Release{Lease: "l1"})
 	w.RunFor(time.Second)
@@ -337,7 +349,8 @@ func TestEmptiedWhileFrozenNoThaw(t *testing.T) {
 	tr := traceOf(w)
 	w.Do(engine.ContainerEmptied{Service: engine.Target{Module: "m", Name: "a"}})
 	w.RunFor(5 * time.Second)
-	t.Logf("after emptied+stop: fake frozen=%v engine frozen=%v\n%s", w.Exec.Frozen("m/a"), svc(w, "m/a").Frozen, strings.Join(*tr, "\n"))
+	t.Logf("after emptied+stop: fake frozen=%v engine frozen=%v\n%s", w.Exec.Frozen("m/a"), svc(w, "m/a").Frozen,
+		strings.Join(*tr, "\n"))
 	if w.Exec.Frozen("m/a") {
 		t.Errorf("BUG: container left frozen; the cleanup stop runs in a frozen cgroup")
 	}
@@ -348,8 +361,10 @@ func TestRejectNondeterministic(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 50; i++ {
 		cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
-		w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, poolProbeMod), Enabled: true}}, map[string]*fakes.Behaviour{})
-		w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Pools: map[string]int64{"p": 0, "q": 0, "r": -1}}})
+		w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, poolProbeMod), Enabled: true}},
+			map[string]*fakes.Behaviour{})
+		w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+			Requirements: engine.Requirements{Pools: map[string]int64{"p": 0, "q": 0, "r": -1}}})
 		seen[engine.FormatEffect(w.LastAnswer("l1"))] = true
 	}
 	if len(seen) != 1 {
@@ -372,7 +387,8 @@ lifecycle = "manual"
 // their stop op, a kill follows only a failed stop, and once stopped they
 // and the module leave the engine; a module back before that is usable.
 func TestModuleRemoved(t *testing.T) {
-	acquireCA := engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute}
+	acquireCA := engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute}
 	cases := []struct {
 		name     string
 		mod      string
@@ -384,9 +400,12 @@ func TestModuleRemoved(t *testing.T) {
 		wantKill bool
 		wantGone bool // the service has left the status at the end
 	}{
-		{name: "stop ok", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, wantStop: true, wantGone: true},
-		{name: "stop fails: killed", mod: modA, enabled: true, stop: fakes.OpScript{Outcomes: []fakes.Outcome{fakes.Fail}}, wantStop: true, wantKill: true, wantGone: true},
-		{name: "back before the stop ended", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, readd: true, wantStop: true},
+		{name: "stop ok", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, wantStop: true,
+			wantGone: true},
+		{name: "stop fails: killed", mod: modA, enabled: true,
+			stop: fakes.OpScript{Outcomes: []fakes.Outcome{fakes.Fail}}, wantStop: true, wantKill: true, wantGone: true},
+		{name: "back before the stop ended", mod: modA, enabled: true,
+			stop: fakes.OpScript{Duration: 5 * time.Second}, readd: true, wantStop: true},
 		{name: "manual: never stopped", mod: modManualM, enabled: true, running: true, wantGone: true},
 		{name: "disabled already", mod: modA, enabled: false, wantGone: true},
 	}
@@ -407,7 +426,8 @@ func TestModuleRemoved(t *testing.T) {
 			}
 			w.Do(engine.Reload{})
 			if tc.enabled {
-				if ex, ok := w.LastAnswer("l1").(engine.Expired); !ok || !strings.Contains(ex.Reason, "module m was removed from the configuration") {
+				if ex, ok := w.LastAnswer("l1").(engine.Expired); !ok ||
+					!strings.Contains(ex.Reason, "module m was removed from the configuration") {
 					t.Errorf("l1: got %v, want it expired, saying the module was removed", w.LastAnswer("l1"))
 				}
 			}
@@ -444,10 +464,12 @@ func TestServiceRemovedEndsItsLeases(t *testing.T) {
 	w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modAB), Enabled: true}}, map[string]*fakes.Behaviour{})
 	tr := traceOf(w)
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"cb"}}, Wait: time.Minute})
 	w.RunFor(time.Second)
 	w.Do(engine.Reload{Modules: []engine.ModuleSpec{{Module: mustModule(t, modA), Enabled: true}}})
-	if ex, ok := w.LastAnswer("l1").(engine.Expired); !ok || ex.Reason != "service m/b was removed from its module's manifest" {
+	if ex, ok := w.LastAnswer("l1").(engine.Expired); !ok ||
+		ex.Reason != "service m/b was removed from its module's manifest" {
 		t.Errorf("l1: got %v, want it expired, saying m/b was removed", w.LastAnswer("l1"))
 	}
 	w.RunFor(time.Minute)

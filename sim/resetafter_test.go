@@ -40,15 +40,20 @@ func TestReloadChangesResetAfterWhileReady(t *testing.T) {
 	}{
 		{name: "lengthened", reloadAt: 10 * time.Second, newReset: 60, keptUntil: 40 * time.Second, goneBy: 70 * time.Second},
 		{name: "shortened", reloadAt: 5 * time.Second, newReset: 10, keptUntil: 10 * time.Second, goneBy: 15 * time.Second},
-		{name: "shortened below the time already ready: forgotten at once", reloadAt: 20 * time.Second, newReset: 10, goneBy: 20 * time.Second},
+		{name: "shortened below the time already ready: forgotten at once", reloadAt: 20 * time.Second,
+			newReset: 10, goneBy: 20 * time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, StatusPeriod: time.Hour, FingerprintPeriod: time.Hour}
-			b := &fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{protocol.OpStart: {Outcomes: []fakes.Outcome{fakes.Fail, fakes.OK}}}}
-			w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modResetAfter(30)), Enabled: true}}, map[string]*fakes.Behaviour{"m/a": b})
+			cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, StatusPeriod: time.Hour,
+				FingerprintPeriod: time.Hour}
+			b := &fakes.Behaviour{
+				Ops: map[protocol.Op]fakes.OpScript{protocol.OpStart: {Outcomes: []fakes.Outcome{fakes.Fail, fakes.OK}}}}
+			w := New(cfg, []engine.ModuleSpec{{Module: mustModule(t, modResetAfter(30)), Enabled: true}},
+				map[string]*fakes.Behaviour{"m/a": b})
 			tr := traceOf(w)
-			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
+			w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+				Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute})
 			failuresAt := func(at time.Duration) int {
 				w.RunFor(Epoch.Add(at).Sub(w.Now()))
 				return svc(w, "m/a").Failures
@@ -61,7 +66,8 @@ func TestReloadChangesResetAfterWhileReady(t *testing.T) {
 				t.Errorf("at %v: %d failure(s), want 1 (ready since 2s, reset_after_s now %d)", tc.keptUntil, n, tc.newReset)
 			}
 			if n := failuresAt(tc.goneBy); n != 0 {
-				t.Errorf("at %v: %d failure(s), want them forgotten (ready since 2s, reset_after_s now %d)\n%s", tc.goneBy, n, tc.newReset, strings.Join(*tr, "\n"))
+				t.Errorf("at %v: %d failure(s), want them forgotten (ready since 2s, reset_after_s now %d)\n%s",
+					tc.goneBy, n, tc.newReset, strings.Join(*tr, "\n"))
 			}
 		})
 	}

@@ -26,7 +26,8 @@ type Workload struct {
 
 // DefaultWorkload is the benchmark of the engine issue: 10,000 services over
 // 7 simulated days.
-var DefaultWorkload = Workload{Seed: 1, Services: 10000, Duration: 7 * 24 * time.Hour, JobEvery: 6 * time.Hour, JobLength: 20 * time.Minute}
+var DefaultWorkload = Workload{Seed: 1, Services: 10000, Duration: 7 * 24 * time.Hour,
+	JobEvery: 6 * time.Hour, JobLength: 20 * time.Minute}
 
 // WorkloadResult is what a run did.
 type WorkloadResult struct {
@@ -68,7 +69,8 @@ func (wl Workload) Run() (WorkloadResult, error) {
 				Module: m.Name, Name: fmt.Sprintf("svc%05d", j), Exec: []string{"bin/svc"},
 				Lifecycle: manifest.OnDemand, IdleTimeout: 10 * time.Minute, StartTimeout: 2 * time.Minute,
 				Capabilities: []string{fmt.Sprintf("cap%05d", j)},
-				Restart:      manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5, ResetAfter: 10 * time.Minute},
+				Restart: manifest.Restart{BackoffInitial: time.Second, BackoffMax: 5 * time.Minute, MaxFailures: 5,
+					ResetAfter: 10 * time.Minute},
 			}
 			m.Services = append(m.Services, s)
 			behaviours[s.FullName()] = behaviour

@@ -237,8 +237,10 @@ func (m *MemStore) Apply(batch []engine.Effect) error {
 // State is what a booting engine gets, in a stable order.
 func (m *MemStore) State() engine.State {
 	return engine.State{
-		Leases:   slices.SortedFunc(maps.Values(m.leases), func(a, b engine.LeaseRecord) int { return cmp.Compare(a.ID, b.ID) }),
-		Services: slices.SortedFunc(maps.Values(m.services), func(a, b engine.ServiceRecord) int { return cmp.Compare(a.Name, b.Name) }),
+		Leases: slices.SortedFunc(maps.Values(m.leases),
+			func(a, b engine.LeaseRecord) int { return cmp.Compare(a.ID, b.ID) }),
+		Services: slices.SortedFunc(maps.Values(m.services),
+			func(a, b engine.ServiceRecord) int { return cmp.Compare(a.Name, b.Name) }),
 	}
 }
 

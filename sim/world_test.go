@@ -43,7 +43,9 @@ func TestLifecycleOnDemand(t *testing.T) {
 		}
 	}
 	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"slots": 1}}, Wait: time.Minute})
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"slots": 1}},
+		Wait:         time.Minute})
 	w.RunFor(10 * time.Second)
 	if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
 		t.Fatalf("l1 not admitted: %v\n%s", w.LastAnswer("l1"), strings.Join(trace, "\n"))

@@ -44,11 +44,11 @@
 // A bbolt commit costs two fsyncs (its pages, then its meta page) and
 // often a file-system journal commit; an engine step costs one fdatasync
 // of a record overwriting blocks the log file already has, a third of the
-// time (bench/README.md). The log "<name>.wal" (mode 0600) is made once,
-// zero-filled to Options.LogBytes (16 MiB by default), never grown. It is
-// read and written in blocks of 4096 bytes. The first block is the
-// header: the magic "svcrun-log-v1\n\0\0", the state file's id (32 hex
-// digits, also in the state file's meta bucket, so a log is never
+// time (bench/README.md, row store). The log "<name>.wal" (mode 0600) is
+// made once, zero-filled to Options.LogBytes (16 MiB by default), never
+// grown. It is read and written in blocks of 4096 bytes. The first block
+// is the header: the magic "svcrun-log-v1\n\0\0", the state file's id
+// (32 hex digits, also in the state file's meta bucket, so a log is never
 // replayed into another state file), the file's size (uint64, so a log
 // cut short is refused rather than read as one that ends early), and a
 // CRC-32C of these 56 bytes. Records follow, each starting a block (so

@@ -217,7 +217,8 @@ func TestRefusedOpenWritesNothing(t *testing.T) {
 			crash(t, db)
 			flipByte(t, path+".wal", logHeaderSize+logBlock+recHeaderSize)
 		}, ErrCorrupt, fmt.Sprintf("the record at offset %d is damaged", logHeaderSize+logBlock)},
-		{"log header damaged", func(t *testing.T, path string) { flipByte(t, path+".wal", 20) }, ErrCorrupt, "no valid header"},
+		{"log header damaged", func(t *testing.T, path string) { flipByte(t, path+".wal", 20) }, ErrCorrupt,
+			"no valid header"},
 		{"log missing after a crash", func(t *testing.T, path string) {
 			db, err := Open(path, Options{})
 			if err != nil {
@@ -227,8 +228,10 @@ func TestRefusedOpenWritesNothing(t *testing.T) {
 			crash(t, db)
 			os.Remove(path + ".wal")
 		}, ErrCorrupt, "it is missing, and svcrun did not stop cleanly"},
-		{"newer schema version", func(t *testing.T, path string) { setVersion(t, path, "3") }, ErrNewerVersion, "has schema version 3"},
-		{"garbage state file", func(t *testing.T, path string) { os.WriteFile(path, []byte(strings.Repeat("x", 9000)), 0o600) },
+		{"newer schema version", func(t *testing.T, path string) { setVersion(t, path, "3") }, ErrNewerVersion,
+			"has schema version 3"},
+		{"garbage state file",
+			func(t *testing.T, path string) { os.WriteFile(path, []byte(strings.Repeat("x", 9000)), 0o600) },
 			ErrCorrupt, "invalid database"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -480,8 +483,10 @@ func TestFaultAtEveryWrite(t *testing.T) {
 							t.Fatal("no space at a checkpoint, and OnFull was not told")
 						case full && !errors.Is(notes[0], ErrFull):
 							t.Fatalf("OnFull(%v), want ErrFull", notes[0])
-						case full && err != nil && (!errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "the data dir is full: ") ||
-							!strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "reserve is used up")):
+						case full && err != nil &&
+							(!errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "the data dir is full: ") ||
+								!strings.Contains(err.Error(), "no space left on device") ||
+								!strings.Contains(err.Error(), "reserve is used up")):
 							t.Fatalf("Apply = %v, want ErrFull with the data dir and the reason", err)
 						case variant == "once" && notes[len(notes)-1] != nil:
 							t.Fatalf("space returned, and the store is still full: OnFull %v", notes)

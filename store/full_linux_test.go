@@ -62,7 +62,8 @@ func TestFullFilesystem(t *testing.T) {
 	}
 	t.Logf("full after %d batches", n)
 	werr := db.Writable()
-	if !errors.Is(werr, ErrFull) || !errors.Is(werr, syscall.ENOSPC) || werr.Error() != "the data dir is full: "+dir+": no space left on device" {
+	if !errors.Is(werr, ErrFull) || !errors.Is(werr, syscall.ENOSPC) ||
+		werr.Error() != "the data dir is full: "+dir+": no space left on device" {
 		t.Fatalf("Writable = %v", werr)
 	}
 	if len(notes) != 1 || !errors.Is(notes[0], ErrFull) {

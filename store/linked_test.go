@@ -23,7 +23,8 @@ func TestCheckLinked(t *testing.T) {
 		{"untouched", func(*testing.T, string, string) {}, ""},
 		{"data dir removed", func(t *testing.T, dir, _ string) { must(t, os.RemoveAll(dir)) }, "state file %s was deleted"},
 		{"state file removed", func(t *testing.T, _, path string) { must(t, os.Remove(path)) }, "state file %s was deleted"},
-		{"log removed", func(t *testing.T, _, path string) { must(t, os.Remove(path+".wal")) }, "write-ahead log %s.wal was deleted"},
+		{"log removed", func(t *testing.T, _, path string) { must(t, os.Remove(path+".wal")) },
+			"write-ahead log %s.wal was deleted"},
 		{"state file replaced", func(t *testing.T, _, path string) {
 			must(t, os.Rename(path, path+".old"))
 			must(t, os.WriteFile(path, []byte("x"), 0o600))
@@ -54,7 +55,8 @@ func TestCheckLinked(t *testing.T) {
 				return
 			}
 			want := strings.ReplaceAll(tc.want, "%s", path)
-			if !errors.Is(err, ErrUnlinked) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "restart svcrun") {
+			if !errors.Is(err, ErrUnlinked) || !strings.Contains(err.Error(), want) ||
+				!strings.Contains(err.Error(), "restart svcrun") {
 				t.Fatalf("CheckLinked = %v, want ErrUnlinked with %q and what to do", err, want)
 			}
 			if !errors.Is(db.Unlinked(), ErrUnlinked) {

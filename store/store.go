@@ -162,7 +162,8 @@ func (e *kindError) Unwrap() error { return e.kind }
 func corruptError(path string, why error) error {
 	return &kindError{ErrCorrupt, fmt.Sprintf("state file %s is damaged or is not an svcrun state file (%v). "+
 		"svcrun does not write to it, so nothing already stored is lost. "+
-		"Restore it and its write-ahead log from a backup, or move both aside (mv %s %s.damaged; mv %s.wal %s.wal.damaged) to start with an empty state: "+
+		"Restore it and its write-ahead log from a backup, or move both aside (mv %s %s.damaged; mv %s.wal "+
+		"%s.wal.damaged) to start with an empty state: "+
 		"svcrun then forgets the leases and service failures it held", path, why, path, path, path, path)}
 }
 
@@ -188,7 +189,8 @@ func Open(path string, opts Options) (*DB, error) {
 		if hasLog {
 			// A new state file would not be the log's: refuse before
 			// writing anything, the log holds the latest batches.
-			return nil, logError(path, "the state file is missing, but its log is here (the log holds only the latest batches, the state file the rest)")
+			return nil, logError(path,
+				"the state file is missing, but its log is here (the log holds only the latest batches, the state file the rest)")
 		}
 		if err := create(path, timeout); err != nil {
 			return nil, fmt.Errorf("create state file %s: %w", path, err)
@@ -269,7 +271,8 @@ func (db *DB) recover(logBytes int64) error {
 	err := db.bolt.View(read)
 	if err == nil && id == "" { // an empty file, or version 1 (no log)
 		if _, serr := os.Stat(db.logPath()); serr == nil {
-			return db.badLog("the state file has no log of its own (it is empty or from a svcrun without one), so this log belongs to another state file")
+			return db.badLog("the state file has no log of its own (it is empty or from a svcrun without one), so " +
+				"this log belongs to another state file")
 		}
 		err = db.bolt.Update(func(tx *bolt.Tx) error {
 			if err := db.initIfEmpty(tx); err != nil {
@@ -338,7 +341,8 @@ func openBolt(path string, timeout time.Duration, readOnly bool) (bdb *bolt.DB, 
 		}
 		return nil, &kindError{ErrLocked, fmt.Sprintf("state file %s is locked by %s: "+
 			"only one svcrun may use a data dir at a time; stop the other one, or give this one another data_dir", path, holder)}
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrVersionMismatch):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch):
 		return nil, corruptError(path, err)
 	}
 	var pe *fs.PathError
@@ -372,9 +376,10 @@ func checkSchema(bdb *bolt.DB, path string) (err error) {
 			case err != nil || n < 1:
 				return corruptError(path, fmt.Errorf("its schema version %q is not valid", v))
 			case n > SchemaVersion:
-				return &kindError{ErrNewerVersion, fmt.Sprintf("state file %s has schema version %d, but this svcrun knows only version %d: "+
-					"it was written by a newer svcrun. Run that newer svcrun (or a later one); this one leaves the file untouched",
-					path, n, SchemaVersion)}
+				return &kindError{ErrNewerVersion,
+					fmt.Sprintf("state file %s has schema version %d, but this svcrun knows only version %d: "+
+						"it was written by a newer svcrun. Run that newer svcrun (or a later one); this one leaves the file untouched",
+						path, n, SchemaVersion)}
 			}
 			for _, b := range [][]byte{leasesBucket, servicesBucket} {
 				if tx.Bucket(b) == nil {
@@ -486,8 +491,9 @@ func checkSize(path string) error {
 		}
 	}
 	if need := best.pgid * best.pageSize; found && uint64(fi.Size()) < need {
-		return corruptError(path, fmt.Errorf("it has %d bytes, but its meta page says it has %d (%d pages of %d bytes): it was cut short",
-			fi.Size(), need, best.pgid, best.pageSize))
+		return corruptError(path,
+			fmt.Errorf("it has %d bytes, but its meta page says it has %d (%d pages of %d bytes): it was cut short",
+				fi.Size(), need, best.pgid, best.pageSize))
 	}
 	return nil
 }
@@ -514,7 +520,8 @@ func initSchema(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range map[string]string{string(versionKey): strconv.Itoa(SchemaVersion), string(idKey): newStoreID(), string(walSeqKey): "0"} {
+	for k, v := range map[string]string{string(versionKey): strconv.Itoa(SchemaVersion),
+		string(idKey): newStoreID(), string(walSeqKey): "0"} {
 		if err := meta.Put([]byte(k), []byte(v)); err != nil {
 			return err
 		}
@@ -793,7 +800,8 @@ func (db *DB) usable() error {
 	case db.log == nil:
 		return errors.New("the state file is closed")
 	case db.failed != nil:
-		return fmt.Errorf("an earlier write failed (%w): what reached the disk is unknown until svcrun is restarted", db.failed)
+		return fmt.Errorf("an earlier write failed (%w): what reached the disk is unknown until svcrun is "+
+			"restarted", db.failed)
 	}
 	return nil
 }
@@ -981,7 +989,8 @@ func (db *DB) Close() error {
 	if db.failed == nil {
 		err = db.commit(nil, false) // the state file holds everything again
 		if noSpace(err) {
-			err = fmt.Errorf("%w: the write-ahead log keeps the latest batches, the next start replays them", &fullError{filepath.Dir(db.path), err})
+			err = fmt.Errorf("%w: the write-ahead log keeps the latest batches, the next start replays them",
+				&fullError{filepath.Dir(db.path), err})
 		}
 	}
 	err = errors.Join(err, db.log.f.Close(), db.bolt.Close())

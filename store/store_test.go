@@ -61,8 +61,9 @@ func fullState() engine.State {
 		Leases: []engine.LeaseRecord{
 			{ID: "a", Attempt: "at-1", Admitted: t0},
 			{ID: "b/ünïcode lease", Job: "job-b", Attempt: "at-2",
-				Requirements: engine.Requirements{Pools: map[string]int64{"gpu": 2, "ram-gb": 16}, NeedsPools: []string{"net"}, Capabilities: []string{"docker", "kvm"}},
-				TTL:          30 * time.Second, Expires: t0.Add(30 * time.Second), Admitted: t0},
+				Requirements: engine.Requirements{Pools: map[string]int64{"gpu": 2, "ram-gb": 16},
+					NeedsPools: []string{"net"}, Capabilities: []string{"docker", "kvm"}},
+				TTL: 30 * time.Second, Expires: t0.Add(30 * time.Second), Admitted: t0},
 			{ID: "c", Attempt: "at-3", Admitted: t0.In(time.FixedZone("X", 3600))},
 		},
 		Services: []engine.ServiceRecord{
@@ -121,7 +122,8 @@ func TestRoundTripEveryEffect(t *testing.T) {
 
 func TestBatchIsAtomic(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
-	apply(t, db, engine.PutLease{Lease: lease("keep")}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
+	apply(t, db, engine.PutLease{Lease: lease("keep")},
+		engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
 	before := state(t, db)
 
 	good := []engine.Effect{
@@ -135,17 +137,20 @@ func TestBatchIsAtomic(t *testing.T) {
 		bad  engine.Effect
 		msg  string
 	}{
-		{"not a persistence effect", engine.Note{Subject: "x", Text: "y"}, "effect 4 is a engine.Note, not a persistence effect (a driver bug)"},
+		{"not a persistence effect", engine.Note{Subject: "x", Text: "y"},
+			"effect 4 is a engine.Note, not a persistence effect (a driver bug)"},
 		{"pointer effect", &engine.PutLease{Lease: lease("p")}, "effect 4 is a *engine.PutLease, not a persistence effect"},
 		{"nil effect", nil, "effect 4 is a <nil>, not a persistence effect"},
-		{"empty lease id", engine.PutLease{Lease: engine.LeaseRecord{Attempt: "x"}}, "effect 4 (put-lease) has an empty lease id"},
+		{"empty lease id", engine.PutLease{Lease: engine.LeaseRecord{Attempt: "x"}},
+			"effect 4 (put-lease) has an empty lease id"},
 		{"empty delete id", engine.DeleteLease{}, "effect 4 (delete-lease) has an empty lease id"},
 		{"empty service name", engine.PutService{}, "effect 4 (put-service) has an empty service name"},
 		{"key too large", engine.PutLease{Lease: lease(strings.Repeat("k", bolt.MaxKeySize+1))}, "effect 4: key too large"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := db.Apply(append(good[:len(good):len(good)], tc.bad))
-			if err == nil || !strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), "batch of 5 effects not written") {
+			if err == nil || !strings.Contains(err.Error(), tc.msg) ||
+				!strings.Contains(err.Error(), "batch of 5 effects not written") {
 				t.Fatalf("Apply = %v, want an error with %q", err, tc.msg)
 			}
 			if d := cmp.Diff(before, state(t, db)); d != "" {
@@ -241,7 +246,8 @@ func TestSecondOpenFailsFast(t *testing.T) {
 	// machine only adds to it, so the ceiling merely tells a wait bounded
 	// by the timeout from one for the lock's release.
 	if took < 800*time.Millisecond || took > time.Minute {
-		t.Errorf("second Open took %v, want its lock timeout of %v, give or take a loaded machine's delay", took, DefaultLockTimeout)
+		t.Errorf("second Open took %v, want its lock timeout of %v, give or take a loaded machine's delay", took,
+			DefaultLockTimeout)
 	}
 	t.Log(err)
 	// The first one is unharmed.
@@ -303,7 +309,8 @@ func TestVersion(t *testing.T) {
 	setVersion(t, path, "3")
 	before, _ := os.ReadFile(path)
 	_, err = Open(path, Options{})
-	if !errors.Is(err, ErrNewerVersion) || !strings.Contains(err.Error(), "state file "+path+" has schema version 3, but this svcrun knows only version 2") {
+	if !errors.Is(err, ErrNewerVersion) ||
+		!strings.Contains(err.Error(), "state file "+path+" has schema version 3, but this svcrun knows only version 2") {
 		t.Fatalf("Open = %v", err)
 	}
 	t.Log(err)
@@ -321,7 +328,8 @@ func TestCorruptFileIsRefused(t *testing.T) {
 		why  string
 	}{
 		{"garbage", func(t *testing.T, path string) { os.WriteFile(path, garbage, 0o600) }, "invalid database"},
-		{"text", func(t *testing.T, path string) { os.WriteFile(path, []byte("node_id = \"n\"\n"), 0o600) }, "invalid database"},
+		{"text", func(t *testing.T, path string) { os.WriteFile(path, []byte("node_id = \"n\"\n"), 0o600) },
+			"invalid database"},
 		{"both meta pages smashed", func(t *testing.T, path string) {
 			validStore(t, path)
 			f, _ := os.OpenFile(path, os.O_RDWR, 0)
@@ -347,7 +355,8 @@ func TestCorruptFileIsRefused(t *testing.T) {
 			b.Update(func(tx *bolt.Tx) error { return tx.Bucket(metaBucket).Delete(versionKey) })
 			b.Close()
 		}, "it has no schema version"},
-		{"bad version", func(t *testing.T, path string) { validStore(t, path); setVersion(t, path, "one") }, `its schema version "one" is not valid`},
+		{"bad version", func(t *testing.T, path string) { validStore(t, path); setVersion(t, path, "one") },
+			`its schema version "one" is not valid`},
 		{"no services bucket", func(t *testing.T, path string) {
 			validStore(t, path)
 			b, _ := bolt.Open(path, 0o600, nil)
@@ -365,7 +374,8 @@ func TestCorruptFileIsRefused(t *testing.T) {
 				t.Fatal("Open succeeded")
 			}
 			msg := err.Error()
-			if !errors.Is(err, ErrCorrupt) || !strings.HasPrefix(msg, "state file "+path+" is damaged or is not an svcrun state file (") ||
+			if !errors.Is(err, ErrCorrupt) ||
+				!strings.HasPrefix(msg, "state file "+path+" is damaged or is not an svcrun state file (") ||
 				!strings.Contains(msg, tc.why) || !strings.Contains(msg, "nothing already stored is lost") ||
 				!strings.Contains(msg, "mv "+path+" "+path+".damaged") {
 				t.Fatalf("Open = %v", err)
@@ -400,7 +410,8 @@ func TestUndecodableRecord(t *testing.T) {
 		value  string
 		why    string
 	}{
-		{leasesBucket, "l-2", `{"id":"l-2","ttl":"soon"}`, `bucket "leases" key "l-2": the record does not decode: json: cannot unmarshal`},
+		{leasesBucket, "l-2", `{"id":"l-2","ttl":"soon"}`,
+			`bucket "leases" key "l-2": the record does not decode: json: cannot unmarshal`},
 		{servicesBucket, "m/x", `not json`, `bucket "services" key "m/x": the record does not decode: invalid character`},
 		{leasesBucket, "l-3", `{"id":"l-4","attempt":"a"}`, `bucket "leases" key "l-3": the record's id is "l-4"`},
 		{servicesBucket, "m/y", `{"name":"m/z"}`, `bucket "services" key "m/y": the record's name is "m/z"`},
@@ -433,8 +444,10 @@ func TestRecordsOfOlderVersionsRestore(t *testing.T) {
 		name, value string
 		want        engine.ServiceRecord
 	}{
-		{"before last_used", `{"name":"m/a","failures":2,"reason":"exit 1"}`, engine.ServiceRecord{Name: "m/a", Failures: 2, Reason: "exit 1"}},
-		{"with last_used", `{"name":"m/a","failures":0,"last_used":"2026-01-01T00:00:00Z"}`, engine.ServiceRecord{Name: "m/a", LastUsed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
+		{"before last_used", `{"name":"m/a","failures":2,"reason":"exit 1"}`,
+			engine.ServiceRecord{Name: "m/a", Failures: 2, Reason: "exit 1"}},
+		{"with last_used", `{"name":"m/a","failures":0,"last_used":"2026-01-01T00:00:00Z"}`,
+			engine.ServiceRecord{Name: "m/a", LastUsed: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
@@ -485,7 +498,8 @@ func TestLeftoverOfCrashedCreationIsRemoved(t *testing.T) {
 func helper(t *testing.T, mode, path string, logBytes int64) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "STORE_HELPER="+mode, "STORE_HELPER_PATH="+path, "STORE_HELPER_LOG_BYTES="+strconv.FormatInt(logBytes, 10))
+	cmd.Env = append(os.Environ(), "STORE_HELPER="+mode, "STORE_HELPER_PATH="+path,
+		"STORE_HELPER_LOG_BYTES="+strconv.FormatInt(logBytes, 10))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -532,7 +546,8 @@ func TestHelperProcess(t *testing.T) {
 		for i := 0; ; i++ {
 			rec := lease(string(leaseN(i)))
 			rec.Requirements.Pools = map[string]int64{"gpu": int64(i % 4)}
-			batch := []engine.Effect{engine.PutLease{Lease: rec}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: i}}}
+			batch := []engine.Effect{engine.PutLease{Lease: rec},
+				engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: i}}}
 			if i >= 3 {
 				batch = append(batch, engine.DeleteLease{Lease: leaseN(i - 3)})
 			}
@@ -602,7 +617,8 @@ func TestKill9(t *testing.T) {
 		}
 		st := state(t, db)
 		db.Close()
-		t.Logf("run %d (log %d bytes): killed after %v, %d batches acknowledged, %d leases on disk", run, logBytes, delay, n, len(st.Leases))
+		t.Logf("run %d (log %d bytes): killed after %v, %d batches acknowledged, %d leases on disk", run, logBytes,
+			delay, n, len(st.Leases))
 		if err := checkKilled(st, n); err != nil {
 			t.Fatalf("run %d (killed after %v, %d acks): %v\nstate: %+v", run, delay, n, err, st)
 		}

@@ -156,7 +156,8 @@ func (db *DB) openLog(id string, seq uint64, inUse bool, size int64) (*logFile, 
 	path := db.logPath()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if inUse {
-			return nil, nil, 0, db.badLog("it is missing, and svcrun did not stop cleanly: it holds the latest leases and service records")
+			return nil, nil, 0, db.badLog(
+				"it is missing, and svcrun did not stop cleanly: it holds the latest leases and service records")
 		}
 		if err := createLog(db.path, path, id, size); err != nil {
 			return nil, nil, 0, fmt.Errorf("create the log %s of state file %s: %w", path, db.path, err)
@@ -272,8 +273,9 @@ func (db *DB) readLog(data []byte, id string, seq uint64) ([]logRecord, int64, e
 	last := max(prev, seq)
 	for o := off; o+recHeaderSize <= len(data); {
 		if s, end, ok := wholeRecord(data, o); ok && s > last {
-			return nil, 0, bad(fmt.Sprintf("the record at offset %d is damaged or missing, but a whole record of a later step (%d, at offset %d) follows it: "+
-				"the log is damaged in its middle, not torn at its end, and acknowledged batches would be lost", off, s, o))
+			return nil, 0, bad(fmt.Sprintf(
+				"the record at offset %d is damaged or missing, but a whole record of a later step (%d, at offset %d) follows it: "+
+					"the log is damaged in its middle, not torn at its end, and acknowledged batches would be lost", off, s, o))
 		} else if ok {
 			o = int(alignBlock(int64(end)))
 			continue
@@ -392,7 +394,8 @@ func encodeBatch(dst []byte, batch []engine.Effect) ([]byte, error) {
 		case key == "" && op == opPutService:
 			return nil, fmt.Errorf("effect %d (put-service) has an empty service name", i)
 		case key == "":
-			return nil, fmt.Errorf("effect %d (%s) has an empty lease id", i, map[byte]string{opPutLease: "put-lease", opDeleteLease: "delete-lease"}[op])
+			return nil, fmt.Errorf("effect %d (%s) has an empty lease id", i,
+				map[byte]string{opPutLease: "put-lease", opDeleteLease: "delete-lease"}[op])
 		case len(key) > bolt.MaxKeySize:
 			return nil, fmt.Errorf("effect %d: %w", i, berrors.ErrKeyTooLarge)
 		}

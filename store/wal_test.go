@@ -45,7 +45,8 @@ func TestLogReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		apply(t, db, engine.PutLease{Lease: lease("a")}, engine.PutLease{Lease: lease("b")})
-		apply(t, db, engine.DeleteLease{Lease: "a"}, engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
+		apply(t, db, engine.DeleteLease{Lease: "a"},
+			engine.PutService{Service: engine.ServiceRecord{Name: "m/s", Failures: 1}})
 		apply(t, db, engine.PutLease{Lease: lease("c")})
 		off := db.log.off
 		crash(t, db)
@@ -220,7 +221,8 @@ func TestLogRefused(t *testing.T) {
 				t.Fatal("opened")
 			}
 			t.Log(err)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "mv "+path+".wal") {
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), "mv "+path+".wal") {
 				t.Errorf("error %q, want ErrCorrupt with %q and the mv hint", err, tc.want)
 			}
 			after, _ := os.ReadFile(path)
@@ -299,7 +301,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 func TestFailedLogWriteStopsWrites(t *testing.T) {
 	db := openT(t, filepath.Join(t.TempDir(), "state.db"))
 	db.log.f.Close() // every write now fails
-	if err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("a")}}); err == nil || !strings.Contains(err.Error(), "write-ahead log") {
+	if err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("a")}}); err == nil ||
+		!strings.Contains(err.Error(), "write-ahead log") {
 		t.Fatalf("Apply = %v", err)
 	}
 	err := db.Apply([]engine.Effect{engine.PutLease{Lease: lease("b")}})

@@ -63,7 +63,8 @@
 // before the module's first op and again when the node configuration
 // changes. A file (or directory, for Prepare) that is already as it would
 // be written is not touched, so that a data dir that is full or read-only
-// does not stop the ops of a module whose configuration did not change. The files and directories belong to a module, not to a service:
+// does not stop the ops of a module whose configuration did not change. The files and directories
+// belong to a module, not to a service:
 // its services and probes share them.
 //
 // # Ownership

@@ -350,7 +350,8 @@ func TestEnvironErrors(t *testing.T) {
 		{"root data dir", Linux, func(in *Input) { in.ModuleData = "/./" },
 			`svcenv: module data dir "/./" is a root directory`},
 		{"windows data dir without drive", Windows, func(in *Input) { in.ModuleData = `\svcrun\modules\mod` },
-			`svcenv: module data dir "\\svcrun\\modules\\mod" is not an absolute windows path with a drive letter (like C:\dir)`},
+			`svcenv: module data dir "\\svcrun\\modules\\mod" is not an absolute windows path with a drive letter ` +
+				`(like C:\dir)`},
 		{"windows drive-relative data dir", Windows, func(in *Input) { in.ModuleData = `C:svcrun` },
 			`svcenv: module data dir "C:svcrun" is not an absolute windows path with a drive letter (like C:\dir)`},
 		{"windows UNC data dir", Windows, func(in *Input) { in.ModuleData = `\\host\share\mod` },

@@ -86,7 +86,8 @@ func TestWriteFiles(t *testing.T) {
 
 	// Deterministic bytes: sorted keys, indent, no HTML escaping, final newline.
 	got, _ := os.ReadFile(l.SettingsFile)
-	want := "{\n  \"cpus\": 4,\n  \"name\": \"<vm> & co\",\n  \"nested\": {\n    \"a\": true,\n    \"z\": [\n      1,\n      \"é\"\n    ]\n  }\n}\n"
+	want := "{\n  \"cpus\": 4,\n  \"name\": \"<vm> & co\",\n  \"nested\": {\n    \"a\": true,\n    \"z\": [\n " +
+		"     1,\n      \"é\"\n    ]\n  }\n}\n"
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("settings.json bytes (-want +got):\n%s", diff)
 	}
@@ -178,7 +179,8 @@ func TestWriteFilesErrors(t *testing.T) {
 			{Files{Tools: "docker"}, "svcenv: " + l.ToolsFile + ": want a JSON object, got a string"},
 			{Files{Limits: 8}, "svcenv: " + l.LimitsFile + ": want a JSON object, got a number"},
 			{Files{Limits: false}, "svcenv: " + l.LimitsFile + ": want a JSON object, got a boolean"},
-			{Files{Limits: map[string]float64{"mem_gb": math.NaN()}}, "svcenv: " + l.LimitsFile + ": json: unsupported value: NaN"},
+			{Files{Limits: map[string]float64{"mem_gb": math.NaN()}},
+				"svcenv: " + l.LimitsFile + ": json: unsupported value: NaN"},
 		} {
 			err := WriteFiles(l, nil, tt.files)
 			if err == nil || err.Error() != tt.want {

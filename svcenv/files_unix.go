@@ -57,7 +57,8 @@ func unchanged(path string, data []byte, owner *Owner) bool {
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
 		return false
 	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Mode&0o7777 != 0o600 || st.Size != int64(len(data)) || !ownedBy(&st, owner) {
+	if st.Mode&syscall.S_IFMT != syscall.S_IFREG || st.Mode&0o7777 != 0o600 || st.Size != int64(len(data)) ||
+		!ownedBy(&st, owner) {
 		return false
 	}
 	got := make([]byte, len(data)+1) // one byte more sees a file that grew since

@@ -25,7 +25,8 @@ func TestPaths(t *testing.T) {
 				Tmp:          "/srv/svcrun/modules/db/tmp",
 				Run:          "/srv/svcrun/modules/db/run",
 			},
-			[]string{"/srv/svcrun/modules/db", "/srv/svcrun/modules/db/home", "/srv/svcrun/modules/db/tmp", "/srv/svcrun/modules/db/run"},
+			[]string{"/srv/svcrun/modules/db", "/srv/svcrun/modules/db/home", "/srv/svcrun/modules/db/tmp",
+				"/srv/svcrun/modules/db/run"},
 		},
 		{
 			MacOS, "/Library/svcrun/modules/db",
@@ -55,7 +56,8 @@ func TestPaths(t *testing.T) {
 			},
 			[]string{
 				`E:\svcrun\modules\db`, `E:\svcrun\modules\db\home`, `E:\svcrun\modules\db\tmp`,
-				`E:\svcrun\modules\db\home\AppData`, `E:\svcrun\modules\db\home\AppData\Roaming`, `E:\svcrun\modules\db\home\AppData\Local`,
+				`E:\svcrun\modules\db\home\AppData`, `E:\svcrun\modules\db\home\AppData\Roaming`,
+				`E:\svcrun\modules\db\home\AppData\Local`,
 			},
 		},
 		{
@@ -71,7 +73,8 @@ func TestPaths(t *testing.T) {
 				AppData:      `C:\m\home\AppData\Roaming`,
 				LocalAppData: `C:\m\home\AppData\Local`,
 			},
-			[]string{`C:\m`, `C:\m\home`, `C:\m\tmp`, `C:\m\home\AppData`, `C:\m\home\AppData\Roaming`, `C:\m\home\AppData\Local`},
+			[]string{`C:\m`, `C:\m\home`, `C:\m\tmp`, `C:\m\home\AppData`, `C:\m\home\AppData\Roaming`,
+				`C:\m\home\AppData\Local`},
 		},
 	}
 	for _, tt := range tests {
@@ -99,7 +102,8 @@ func TestPathsErrors(t *testing.T) {
 		{Linux, "x", `svcenv: module data dir "x" is not absolute (linux)`},
 		{Linux, "/", `svcenv: module data dir "/" is a root directory`},
 		{Windows, `C:\`, `svcenv: module data dir "C:\\" is a root directory`},
-		{Windows, `1:\x`, `svcenv: module data dir "1:\\x" is not an absolute windows path with a drive letter (like C:\dir)`},
+		{Windows, `1:\x`, `svcenv: module data dir "1:\\x" is not an absolute windows path with a drive letter ` +
+			`(like C:\dir)`},
 	}
 	for _, tt := range tests {
 		_, err := Paths(tt.platform, tt.data)

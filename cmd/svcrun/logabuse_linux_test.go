@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,61 +17,6 @@ import (
 	"github.com/oarbank/svcrun/internal/loglimit"
 	"github.com/oarbank/svcrun/internal/testhost"
 )
-
-// logWatch is a daemon's stderr, kept to count and wait for lines.
-type logWatch struct {
-	t     *testing.T
-	mu    sync.Mutex
-	lines []string
-	wake  chan struct{}
-}
-
-func (w *logWatch) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	w.mu.Lock()
-	w.lines = append(w.lines, strings.Split(strings.TrimSuffix(string(p), "\n"), "\n")...)
-	close(w.wake)
-	w.wake = make(chan struct{})
-	w.mu.Unlock()
-	return len(p), nil
-}
-
-// count is the number of lines containing every text.
-func (w *logWatch) count(texts ...string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, l := range w.lines {
-		all := true
-		for _, s := range texts {
-			all = all && strings.Contains(l, s)
-		}
-		if all {
-			n++
-		}
-	}
-	return n
-}
-
-// waitFor waits for a line containing every text; bound is only a
-// failure cutoff.
-func (w *logWatch) waitFor(bound time.Duration, texts ...string) {
-	w.t.Helper()
-	timeout := time.After(bound)
-	for {
-		w.mu.Lock()
-		wake := w.wake
-		w.mu.Unlock()
-		if w.count(texts...) > 0 {
-			return
-		}
-		select {
-		case <-wake:
-		case <-timeout:
-			w.t.Fatalf("no log line with %q within %v", texts, bound)
-		}
-	}
-}
 
 // TestAcceptErrorsSummarised runs the real svcrun at `ulimit -n 64` and
 // holds more connections than it can accept: Go's http.Server logs an
@@ -97,7 +41,7 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	logs := &logWatch{t: t, wake: make(chan struct{})}
+	logs := testhost.NewLogLines(t)
 	cmd := exec.Command("sh", "-c", `ulimit -n 64 && exec "$0" serve --config "$1" --log-format text`, bin, cfg)
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -110,7 +54,7 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 			cmd.Wait()
 		}
 	})
-	logs.waitFor(60*time.Second, "API listening")
+	logs.WaitFor("API listening")
 	// A connection of its own, kept by the client, before there are none.
 	client := api.NewClient(sock)
 	ctx := context.Background()
@@ -146,13 +90,13 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling a real daemon's metrics
 	}
 	const accept = `msg="http: Accept error`
-	if n := logs.count(accept); n == 0 || n > loglimit.Burst {
+	if n := logs.Count(accept); n == 0 || n > loglimit.Burst {
 		t.Errorf("%d accept errors logged, want 1 to %d", n, loglimit.Burst)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	exited = true
-	if n := logs.count("log lines left out by the rate limit", "subject=api", "too many open files"); n != 1 {
+	if n := logs.Count("log lines left out by the rate limit", "subject=api", "too many open files"); n != 1 {
 		t.Errorf("%d summaries of the accept errors as svcrun stopped, want 1", n)
 	}
 }

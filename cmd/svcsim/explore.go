@@ -33,7 +33,8 @@ const exploreHeapPerWorker = 64 << 20
 // so small a heap, even GOGC 400 collected every 16 MB, some 300 times
 // per 300 seeds; each collection is work the workers share and stops
 // both. Collecting only at a fixed heap per worker makes it about 45
-// times per 300 seeds, for some 130 MB of RSS on two workers.
+// times per 300 seeds, for some 130 MB of RSS on two workers
+// (bench/README.md, row explore-cores; the runs in bench/HISTORY.md).
 func collectForExplore(workers int) (restore func()) {
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}

@@ -192,7 +192,9 @@ func (l *Limiter) expire(now time.Time, end func(*subject) bool) []summary {
 		if s.left == 0 {
 			continue
 		}
-		out = append(out, summary{s.level, []any{"subject", name, "left_out", s.left, "window", now.Sub(s.since).Round(time.Second), "by_reason", s.byReason()}})
+		out = append(out, summary{s.level,
+			[]any{"subject", name, "left_out", s.left, "window", now.Sub(s.since).Round(time.Second), "by_reason",
+				s.byReason()}})
 	}
 	slices.SortFunc(out, func(a, b summary) int { return strings.Compare(a.attrs[1].(string), b.attrs[1].(string)) })
 	return out

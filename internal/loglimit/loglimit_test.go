@@ -61,23 +61,32 @@ func TestLimiter(t *testing.T) {
 	}{
 		{"10,000 rejections of one reason", func(l *Limiter) {
 			for i := range 10000 {
-				l.Log(slog.LevelWarn, "leases", "unknown capability gpu", fmt.Sprintf("lease lease-%d rejected: unknown capability gpu", i))
+				l.Log(slog.LevelWarn, "leases", "unknown capability gpu",
+					fmt.Sprintf("lease lease-%d rejected: unknown capability gpu", i))
 			}
-		}, []string{"WARN lease lease-0 rejected: unknown capability gpu", "WARN lease lease-1 rejected: unknown capability gpu", "WARN lease lease-2 rejected: unknown capability gpu", "WARN lease lease-3 rejected: unknown capability gpu", "WARN lease lease-4 rejected: unknown capability gpu"},
-			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "leases", LeftOut: 9995, ByReason: `9995 of "unknown capability gpu"`}}},
+		}, []string{"WARN lease lease-0 rejected: unknown capability gpu",
+			"WARN lease lease-1 rejected: unknown capability gpu",
+			"WARN lease lease-2 rejected: unknown capability gpu",
+			"WARN lease lease-3 rejected: unknown capability gpu", "WARN lease lease-4 rejected: unknown capability gpu"},
+			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "leases", LeftOut: 9995,
+				ByReason: `9995 of "unknown capability gpu"`}}},
 		{"a reason that changes is logged", func(l *Limiter) {
 			for range 10 {
 				l.Log(slog.LevelWarn, "db/kv", "", "start failed: ENOENT")
 			}
 			l.Log(slog.LevelError, "db/kv", "", "start failed: EACCES")
 		}, append(rep(5, "WARN start failed: ENOENT"), "ERROR start failed: EACCES"),
-			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "db/kv", LeftOut: 5, ByReason: `5 of "start failed: ENOENT"`}}},
+			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "db/kv", LeftOut: 5,
+				ByReason: `5 of "start failed: ENOENT"`}}},
 		{"numbers do not make a reason", func(l *Limiter) {
 			for i := range 10 {
 				l.Log(slog.LevelWarn, "api", "", fmt.Sprintf("accept: too many open files; retrying in %dms", 5<<i))
 			}
-		}, []string{"WARN accept: too many open files; retrying in 5ms", "WARN accept: too many open files; retrying in 10ms", "WARN accept: too many open files; retrying in 20ms", "WARN accept: too many open files; retrying in 40ms", "WARN accept: too many open files; retrying in 80ms"},
-			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "api", LeftOut: 5, ByReason: `5 of "accept: too many open files; retrying in 5ms"`}}},
+		}, []string{"WARN accept: too many open files; retrying in 5ms",
+			"WARN accept: too many open files; retrying in 10ms", "WARN accept: too many open files; retrying in 20ms",
+			"WARN accept: too many open files; retrying in 40ms", "WARN accept: too many open files; retrying in 80ms"},
+			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "api", LeftOut: 5,
+				ByReason: `5 of "accept: too many open files; retrying in 5ms"`}}},
 		{"many reasons of one subject", func(l *Limiter) {
 			for i := range 100 {
 				l.Log(slog.LevelWarn, "leases", "", "unknown capability "+strings.Repeat("x", i+1))
@@ -89,15 +98,19 @@ func TestLimiter(t *testing.T) {
 			}
 			return out
 		}(), []line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "leases", LeftOut: 80,
-			ByReason: fmt.Sprintf(`1 of "unknown capability %s"; 1 of "unknown capability %s"; 1 of "unknown capability %s"; 1 of "unknown capability %s"; 1 of "unknown capability %s"; 75 of 75 other reasons`,
-				strings.Repeat("x", 21), strings.Repeat("x", 22), strings.Repeat("x", 23), strings.Repeat("x", 24), strings.Repeat("x", 25))}}},
+			ByReason: fmt.Sprintf(
+				`1 of "unknown capability %s"; 1 of "unknown capability %s"; 1 of "unknown capability %s"; 1 of `+
+					`"unknown capability %s"; 1 of "unknown capability %s"; 75 of 75 other reasons`,
+				strings.Repeat("x", 21), strings.Repeat("x", 22), strings.Repeat("x", 23), strings.Repeat("x", 24),
+				strings.Repeat("x", 25))}}},
 		{"other subjects are not limited", func(l *Limiter) {
 			for range 10 {
 				l.Log(slog.LevelWarn, "a", "", "down")
 			}
 			l.Log(slog.LevelWarn, "b", "", "down")
 		}, append(rep(5, "WARN down"), "WARN down"),
-			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "a", LeftOut: 5, ByReason: `5 of "down"`}}},
+			[]line{{Level: "WARN", Msg: "log lines left out by the rate limit", Subject: "a", LeftOut: 5,
+				ByReason: `5 of "down"`}}},
 		{"nothing left out, no summary", func(l *Limiter) {
 			l.Log(slog.LevelInfo, "a", "", "up")
 		}, []string{"INFO up"}, nil},
@@ -140,7 +153,8 @@ func TestLoggerSummarisesAcceptErrors(t *testing.T) {
 		if i > 7 {
 			retry = "1s"
 		}
-		el.Printf("http: Accept error: accept unix /run/svcrun/svcrun.sock: accept4: too many open files; retrying in %s", retry)
+		el.Printf("http: Accept error: accept unix /run/svcrun/svcrun.sock: accept4: too many open files; "+
+			"retrying in %s", retry)
 	}
 	if got := lines(t, &buf); len(got) != Burst {
 		t.Errorf("%d lines, want %d", len(got), Burst)

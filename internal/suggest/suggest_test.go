@@ -28,7 +28,8 @@ func TestDistance(t *testing.T) {
 		a, b string
 		want int
 	}{
-		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"runing", "running", 1}, {"ab", "ba", 1}, {"abc", "ca", 3},
+		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"kitten", "sitting", 3}, {"runing", "running", 1},
+		{"ab", "ba", 1}, {"abc", "ca", 3},
 	} {
 		if got := Distance(tc.a, tc.b); got != tc.want {
 			t.Errorf("Distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)

@@ -70,7 +70,8 @@ func lookup(t testing.TB) (User, bool) {
 	uid, err1 := strconv.Atoi(u.Uid)
 	gid, err2 := strconv.Atoi(u.Gid)
 	if err1 != nil || err2 != nil || uid == 0 || gid == 0 {
-		t.Fatalf("user %s has uid %q, gid %q: the tests need an unprivileged user with a group of its own (userdel %s, and they create it again)", UserName, u.Uid, u.Gid, UserName)
+		t.Fatalf("user %s has uid %q, gid %q: the tests need an unprivileged user with a group of its own "+
+			"(userdel %s, and they create it again)", UserName, u.Uid, u.Gid, UserName)
 	}
 	return User{Name: UserName, UID: uid, GID: gid}, true
 }

@@ -123,7 +123,8 @@ func BenchmarkParseServices(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString("[module]\nname = \"peers\"\nversion = \"1\"\n")
 	for k := 1; k <= 1000; k++ {
-		fmt.Fprintf(&sb, "[[services]]\nname = \"d%d\"\nexec = [\"bin/peer-service\", \"d%d\"]\nlifecycle = \"always\"\ncapabilities = [\"d%d\"]\nrestart = { backoff_initial_s = 0.001 }\n", k, k, k)
+		fmt.Fprintf(&sb, "[[services]]\nname = \"d%d\"\nexec = [\"bin/peer-service\", \"d%d\"]\nlifecycle = "+
+			"\"always\"\ncapabilities = [\"d%d\"]\nrestart = { backoff_initial_s = 0.001 }\n", k, k, k)
 	}
 	data := []byte(sb.String())
 	for b.Loop() {

@@ -25,7 +25,8 @@ func TestDaemonLifecycle(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh", Args: []string{"-c", c.script}, LogFile: filepath.Join(dir, "d.log")}
+			d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh", Args: []string{"-c", c.script},
+				LogFile: filepath.Join(dir, "d.log")}
 			if d.Alive() {
 				t.Fatal("alive before start")
 			}
@@ -65,7 +66,8 @@ func TestDaemonLifecycle(t *testing.T) {
 func TestDaemonWait(t *testing.T) {
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
-	d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh", Args: []string{"-c", "while [ ! -e " + gate + " ]; do sleep 0.05; done"}}
+	d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh",
+		Args: []string{"-c", "while [ ! -e " + gate + " ]; do sleep 0.05; done"}}
 	if _, err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,8 @@ func TestDaemonCredential(t *testing.T) {
 	}
 	dir := t.TempDir()
 	log := filepath.Join(dir, "d.log")
-	d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh", Args: []string{"-c", `echo "$(id -u) $(pwd)"; exec sleep 1000`},
+	d := Daemon{PIDFile: filepath.Join(dir, "d.pid"), Path: "/bin/sh",
+		Args:    []string{"-c", `echo "$(id -u) $(pwd)"; exec sleep 1000`},
 		LogFile: log, Dir: "/", Credential: &Credential{UID: 65534, GID: 65534}}
 	if _, err := d.Start(); err != nil {
 		t.Fatal(err)
@@ -147,7 +150,8 @@ func TestDaemonCredential(t *testing.T) {
 func TestDaemonPIDFileFailure(t *testing.T) {
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "daemon.pid")
-	d := Daemon{PIDFile: filepath.Join(dir, "missing", "d.pid"), Path: "/bin/sh", Args: []string{"-c", "echo $$ > " + mark + "; exec sleep 1000"}}
+	d := Daemon{PIDFile: filepath.Join(dir, "missing", "d.pid"), Path: "/bin/sh",
+		Args: []string{"-c", "echo $$ > " + mark + "; exec sleep 1000"}}
 	started, err := d.Start()
 	if started || err == nil || !strings.Contains(err.Error(), "the daemon was killed") {
 		t.Fatalf("Start: %v, %v", started, err)

@@ -263,7 +263,8 @@ func run(impl Probe, role protocol.Role, args []string, getenv func(string) stri
 }
 
 // dispatch parses args, prepares the Call and runs the op's method.
-func dispatch(impl Probe, role protocol.Role, args []string, getenv func(string) string, stderr io.Writer) (protocol.Op, any, error) {
+func dispatch(impl Probe, role protocol.Role, args []string, getenv func(string) string,
+	stderr io.Writer) (protocol.Op, any, error) {
 	if len(args) == 0 {
 		return "", nil, &usageError{"no op given"}
 	}

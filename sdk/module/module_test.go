@@ -80,26 +80,39 @@ func TestRun(t *testing.T) {
 		decodes  bool   // the output is a valid result of the op
 		contains string // in stdout
 	}{
-		{name: "fingerprint", svc: fake{fp: protocol.Fingerprint{Healthy: true, Running: yes(), Pools: map[string]int64{"p": 3}}}, args: []string{"fingerprint"}, decodes: true, contains: `"pools":{"p":3}`},
-		{name: "a service's fingerprint without running fails", svc: fake{fp: protocol.Fingerprint{Healthy: true}}, args: []string{"fingerprint"}, code: 1, contains: "must say whether it is running"},
-		{name: "a probe's fingerprint need not say running", probe: true, svc: fake{fp: protocol.Fingerprint{Healthy: true, Attrs: map[string]any{"v": "17"}}}, args: []string{"fingerprint"}, decodes: true},
+		{name: "fingerprint",
+			svc:  fake{fp: protocol.Fingerprint{Healthy: true, Running: yes(), Pools: map[string]int64{"p": 3}}},
+			args: []string{"fingerprint"}, decodes: true, contains: `"pools":{"p":3}`},
+		{name: "a service's fingerprint without running fails", svc: fake{fp: protocol.Fingerprint{Healthy: true}},
+			args: []string{"fingerprint"}, code: 1, contains: "must say whether it is running"},
+		{name: "a probe's fingerprint need not say running", probe: true,
+			svc:  fake{fp: protocol.Fingerprint{Healthy: true, Attrs: map[string]any{"v": "17"}}},
+			args: []string{"fingerprint"}, decodes: true},
 		{name: "start sets ok", args: []string{"start"}, decodes: true, contains: `{"ok":true,"changed":true}`},
 		{name: "stop", args: []string{"stop"}, decodes: true, contains: `"changed":false`},
 		{name: "status", args: []string{"status"}, decodes: true},
 		{name: "ready", args: []string{"ready"}, decodes: true, contains: `"ready":false`},
 		{name: "empty owned list is []", args: []string{"list_owned"}, decodes: true, contains: `{"objects":[]}`},
-		{name: "owned list", svc: fake{owned: protocol.OwnedList{Objects: []protocol.Object{{ID: "k1", Kind: protocol.KindOther}}}}, args: []string{"list_owned"}, decodes: true, contains: `"labels":{}`},
-		{name: "an invalid object id fails the list", svc: fake{owned: protocol.OwnedList{Objects: []protocol.Object{{ID: "-rf", Kind: protocol.KindOther}}}}, args: []string{"list_owned"}, code: 1, contains: "invalid object id"},
+		{name: "owned list",
+			svc:  fake{owned: protocol.OwnedList{Objects: []protocol.Object{{ID: "k1", Kind: protocol.KindOther}}}},
+			args: []string{"list_owned"}, decodes: true, contains: `"labels":{}`},
+		{name: "an invalid object id fails the list",
+			svc:  fake{owned: protocol.OwnedList{Objects: []protocol.Object{{ID: "-rf", Kind: protocol.KindOther}}}},
+			args: []string{"list_owned"}, code: 1, contains: "invalid object id"},
 		{name: "destroy", args: []string{"destroy", "k1"}, decodes: true},
 		{name: "destroy --force", args: []string{"destroy", "k1", "--force"}, decodes: true},
-		{name: "a failed start prints ok false", svc: fake{err: boom}, args: []string{"start"}, code: 1, contains: `{"ok":false,"changed":false,"message":"boom"}`},
-		{name: "a failed status prints its message", svc: fake{err: boom}, args: []string{"status"}, code: 1, contains: `{"message":"boom"}`},
-		{name: "Exit gives the exit status", svc: fake{err: Exit(7, boom)}, args: []string{"stop"}, code: 7, contains: "boom"},
+		{name: "a failed start prints ok false", svc: fake{err: boom}, args: []string{"start"}, code: 1,
+			contains: `{"ok":false,"changed":false,"message":"boom"}`},
+		{name: "a failed status prints its message", svc: fake{err: boom}, args: []string{"status"}, code: 1,
+			contains: `{"message":"boom"}`},
+		{name: "Exit gives the exit status", svc: fake{err: Exit(7, boom)}, args: []string{"stop"}, code: 7,
+			contains: "boom"},
 		{name: "no op", args: nil, code: 2, contains: "no op given"},
 		{name: "an unknown op", args: []string{"restart"}, code: 2, contains: `unknown op \"restart\"`},
 		{name: "destroy without id", args: []string{"destroy"}, code: 2, contains: "object id"},
 		{name: "destroy with a flag as id", args: []string{"destroy", "--force"}, code: 2, contains: "invalid object id"},
-		{name: "destroy with another flag", args: []string{"destroy", "k1", "--all"}, code: 2, contains: "optionally --force"},
+		{name: "destroy with another flag", args: []string{"destroy", "k1", "--all"}, code: 2,
+			contains: "optionally --force"},
 		{name: "status with arguments", args: []string{"status", "x"}, code: 2, contains: "takes no arguments"},
 		{name: "a probe has no start", probe: true, args: []string{"start"}, code: 2, contains: "only fingerprint"},
 	} {
@@ -122,7 +135,8 @@ func TestRun(t *testing.T) {
 			if !strings.Contains(out, c.contains) {
 				t.Errorf("stdout %s lacks %s", out, c.contains)
 			}
-			if c.code != 0 && !strings.Contains(stderr.String(), strings.ReplaceAll(c.contains, `\"`, `"`)) && !strings.Contains(c.contains, "{") {
+			if c.code != 0 && !strings.Contains(stderr.String(), strings.ReplaceAll(c.contains, `\"`, `"`)) &&
+				!strings.Contains(c.contains, "{") {
 				t.Errorf("stderr %q does not say %s", stderr.String(), c.contains)
 			}
 			if !c.decodes {

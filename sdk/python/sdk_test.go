@@ -101,7 +101,8 @@ type op struct {
 func newOp(t *testing.T) *op {
 	needPython(t)
 	data := t.TempDir()
-	files := map[string]string{"settings.json": `{"slots": 3}`, "tools.json": `{"sleep": "/bin/sleep"}`, "limits.json": `{"mem_gb": 0.5, "pids": 64}`}
+	files := map[string]string{"settings.json": `{"slots": 3}`, "tools.json": `{"sleep": "/bin/sleep"}`,
+		"limits.json": `{"mem_gb": 0.5, "pids": 64}`}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(data, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
@@ -140,7 +141,8 @@ func (o *op) run(t *testing.T, env []string, exe string, args ...string) ([]byte
 	case err = <-done:
 	case <-time.After(60 * time.Second):
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		t.Fatalf("%s %v: its stdout or stderr still open 60 s on (a daemon kept them?): %v\nstderr: %s", exe, args, <-done, stderr.String())
+		t.Fatalf("%s %v: its stdout or stderr still open 60 s on (a daemon kept them?): %v\nstderr: %s", exe, args,
+			<-done, stderr.String())
 	}
 	code := 0
 	var ee *exec.ExitError
@@ -196,7 +198,8 @@ func TestOps(t *testing.T) {
 		{"bin/tiny-service", protocol.RoleService, []string{"list_owned"}, func(r protocol.Result) string {
 			var b strings.Builder
 			for _, ob := range r.OwnedList.Objects {
-				b.WriteString(ob.ID + " " + ob.Kind + " " + ob.Labels["oarbank.service"] + " " + ob.CreatedAt.UTC().Format(time.RFC3339Nano) + " " + strconv.FormatBool(ob.Busy) + ";")
+				b.WriteString(ob.ID + " " + ob.Kind + " " + ob.Labels["oarbank.service"] + " " +
+					ob.CreatedAt.UTC().Format(time.RFC3339Nano) + " " + strconv.FormatBool(ob.Busy) + ";")
 			}
 			return b.String()
 		}, "vol-a1 volume tiny/tiny 2026-12-01T17:00:00Z true;db-é other  2026-12-01T17:00:00.5Z false;"},
@@ -253,14 +256,18 @@ func TestFailures(t *testing.T) {
 		okFalse  bool
 		inStderr string
 	}{
-		{"start raises", []string{"TINY_FAIL=start"}, "bin/tiny-service", []string{"start"}, 1, "start broke on purpose", true, "Traceback"},
-		{"status raises", []string{"TINY_FAIL=status"}, "bin/tiny-service", []string{"status"}, 1, "status broke on purpose", false, "RuntimeError"},
-		{"stop fails with a code", []string{"TINY_FAIL=stop", "TINY_FAIL_CODE=3"}, "bin/tiny-service", []string{"stop"}, 3, "stop failed on purpose", true, "stop failed on purpose"},
+		{"start raises", []string{"TINY_FAIL=start"}, "bin/tiny-service", []string{"start"}, 1,
+			"start broke on purpose", true, "Traceback"},
+		{"status raises", []string{"TINY_FAIL=status"}, "bin/tiny-service", []string{"status"}, 1,
+			"status broke on purpose", false, "RuntimeError"},
+		{"stop fails with a code", []string{"TINY_FAIL=stop", "TINY_FAIL_CODE=3"}, "bin/tiny-service",
+			[]string{"stop"}, 3, "stop failed on purpose", true, "stop failed on purpose"},
 		{"unknown op", nil, "bin/tiny-service", []string{"restart"}, 2, "unknown op 'restart'", false, "unknown op"},
 		{"no op", nil, "bin/tiny-service", nil, 2, "no op given", false, "no op given"},
 		{"destroy a flag", nil, "bin/tiny-service", []string{"destroy", "-rf"}, 2, "invalid object id", true, "flag"},
 		{"probe start", nil, "bin/tiny-probe", []string{"start"}, 2, "a probe implements only fingerprint", true, "probe"},
-		{"not run by svcrun", []string{"OARBANK_NODE_ID="}, "bin/tiny-service", []string{"fingerprint"}, 1, "not run by svcrun: OARBANK_NODE_ID is not set", false, "OARBANK_NODE_ID"},
+		{"not run by svcrun", []string{"OARBANK_NODE_ID="}, "bin/tiny-service", []string{"fingerprint"}, 1,
+			"not run by svcrun: OARBANK_NODE_ID is not set", false, "OARBANK_NODE_ID"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -276,7 +283,8 @@ func TestFailures(t *testing.T) {
 			}
 			if c.okFalse {
 				// start, stop, destroy: a valid op result, ok false.
-				if err := schemas.ValidateJSON(schemas.OpResult, stdout); err != nil || !bytes.Contains(stdout, []byte(`"ok": false`)) {
+				if err := schemas.ValidateJSON(schemas.OpResult, stdout); err != nil ||
+					!bytes.Contains(stdout, []byte(`"ok": false`)) {
 					t.Errorf("%s: want a valid op result with ok false: %v", stdout, err)
 				}
 			}
@@ -320,7 +328,8 @@ func TestDaemonDetached(t *testing.T) {
 	if sid != pid {
 		t.Errorf("the daemon %d is in session %d: want its own (setsid)", pid, sid)
 	}
-	want := map[string]string{"0": "/dev/null", "1": filepath.Join(o.data, "tiny.log"), "2": filepath.Join(o.data, "tiny.log")}
+	want := map[string]string{"0": "/dev/null", "1": filepath.Join(o.data, "tiny.log"),
+		"2": filepath.Join(o.data, "tiny.log")}
 	for fd, path := range want {
 		if got, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/fd/" + fd); err != nil || got != path {
 			t.Errorf("the daemon's fd %s is %q (%v), want %s", fd, got, err, path)

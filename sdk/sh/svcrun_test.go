@@ -109,14 +109,21 @@ func TestResults(t *testing.T) {
 		role         protocol.Role
 		want         string // in the decoded result's JSON
 	}{
-		{"service fingerprint", `svcrun_fingerprint --healthy true --running false --message "up \"now\"" --attr sock "$OARBANK_MODULE_DATA/run/redis.sock" --attr-num port 0 --attr-bool tls false --pool redis-db 15 --pool other 0 --mem-gb 0.25`,
+		{"service fingerprint",
+			`svcrun_fingerprint --healthy true --running false --message "up \"now\"" --attr sock ` +
+				`"$OARBANK_MODULE_DATA/run/redis.sock" --attr-num port 0 --attr-bool tls false --pool redis-db 15 ` +
+				`--pool other 0 --mem-gb 0.25`,
 			protocol.OpFingerprint, protocol.RoleService, `"pools":{"redis-db":15,"other":0},"reserve":{"mem_gb":0.25}`},
-		{"probe fingerprint", `svcrun_fingerprint --healthy true --attr version "17.0.2"`, protocol.OpFingerprint, protocol.RoleProbe, `"attrs":{"version":"17.0.2"}`},
+		{"probe fingerprint", `svcrun_fingerprint --healthy true --attr version "17.0.2"`, protocol.OpFingerprint,
+			protocol.RoleProbe, `"attrs":{"version":"17.0.2"}`},
 		{"start", `svcrun_result --changed true`, protocol.OpStart, protocol.RoleService, `"changed":true`},
-		{"stop", `svcrun_result --changed true --escalated true --message killed`, protocol.OpStop, protocol.RoleService, `"escalated":true`},
-		{"destroy, already gone", `svcrun_result --message "already gone"`, protocol.OpDestroy, protocol.RoleService, `"changed":false`},
+		{"stop", `svcrun_result --changed true --escalated true --message killed`, protocol.OpStop,
+			protocol.RoleService, `"escalated":true`},
+		{"destroy, already gone", `svcrun_result --message "already gone"`, protocol.OpDestroy,
+			protocol.RoleService, `"changed":false`},
 		{"status", `svcrun_status true false "warming up"`, protocol.OpReady, protocol.RoleService, `"message":"warming up"`},
-		{"empty owned list", `svcrun_owned_reset; svcrun_owned_print`, protocol.OpListOwned, protocol.RoleService, `"objects":[]`},
+		{"empty owned list", `svcrun_owned_reset; svcrun_owned_print`, protocol.OpListOwned, protocol.RoleService,
+			`"objects":[]`},
 		{"owned list", `svcrun_owned_reset
 svcrun_owned_add k1 other --attempt a1 --created-at 2026-12-01T17:00:00Z
 svcrun_owned_add "db-é" volume --label x 'y"z' --busy true
@@ -180,7 +187,8 @@ func TestFail(t *testing.T) {
 		if code != 3 || !strings.Contains(errs, `no "disk"`) {
 			t.Fatalf("exit %d, stderr %q", code, errs)
 		}
-		_, err := protocol.Decode(protocol.OpStart, protocol.RoleService, protocol.Output{Stdout: []byte(out), ExitCode: code})
+		_, err := protocol.Decode(protocol.OpStart, protocol.RoleService,
+			protocol.Output{Stdout: []byte(out), ExitCode: code})
 		var oe *protocol.OpError
 		if !errors.As(err, &oe) || oe.Message != `no "disk"` {
 			t.Errorf("%s: %v, want an op error with the message", out, err)
@@ -247,7 +255,8 @@ func TestJSONAt(t *testing.T) {
   "labels": {"oarbank.attempt_id": "a1", "oarbank.node": "node-1", "oarbank.service": "redis/redis"},
   "services": [
     {"name": "other/x", "capabilities": [], "attrs": {"socket": "wrong"}, "labels": {}},
-    {"name": "redis/redis", "capabilities": ["kv", "redis"], "attrs": {"databases": 4, "socket": "/d/run/redis \"s\".sock", "ok": true, "gone": null}, "labels": {}}
+    {"name": "redis/redis", "capabilities": ["kv", "redis"],
+     "attrs": {"databases": 4, "socket": "/d/run/redis \"s\".sock", "ok": true, "gone": null}, "labels": {}}
   ],
   "probes": []
 }
@@ -287,10 +296,12 @@ func TestLabels(t *testing.T) {
 	forShells(t, func(t *testing.T, sh shell) {
 		out, _, _ := sh.run(t, `svcrun_labels a1`)
 		var l map[string]string
-		if err := json.Unmarshal([]byte(out), &l); err != nil || l[protocol.LabelAttemptID] != "a1" || l[protocol.LabelNode] != "node-1" || l[protocol.LabelService] != "redis/redis" {
+		if err := json.Unmarshal([]byte(out), &l); err != nil || l[protocol.LabelAttemptID] != "a1" ||
+			l[protocol.LabelNode] != "node-1" || l[protocol.LabelService] != "redis/redis" {
 			t.Errorf("labels %s: %v", out, err)
 		}
-		out, _, _ = sh.run(t, `for a in "node-1 redis/redis a1" "node-2 redis/redis a1" "node-1 redis/x a1" "node-1 redis/redis ''"; do
+		out, _, _ = sh.run(t,
+			`for a in "node-1 redis/redis a1" "node-2 redis/redis a1" "node-1 redis/x a1" "node-1 redis/redis ''"; do
 eval "set -- $a"; if svcrun_owns "$@"; then echo yes; else echo no; fi; done`)
 		if out != "yes\nno\nno\nno\n" {
 			t.Errorf("owns: %q", out)

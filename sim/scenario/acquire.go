@@ -9,7 +9,8 @@ import (
 // parseAcquire reads `acquire LEASE key=value...`: a lease request.
 func (p *parser) parseAcquire(in *Input, args []string) error {
 	if len(args) < 1 || strings.Contains(args[0], "=") {
-		return lineError(p.file, in.Line, "usage: at T acquire LEASE attempt=A [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [wait=D] [ttl=D]")
+		return lineError(p.file, in.Line,
+			"usage: at T acquire LEASE attempt=A [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [wait=D] [ttl=D]")
 	}
 	a := engine.Acquire{Lease: engine.LeaseID(args[0])}
 	for _, x := range parseKVs(args[1:]) {

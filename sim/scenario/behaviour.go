@@ -17,13 +17,15 @@ func (p *parser) behaviourArgs(line int, args []string, timeline bool) (string, 
 		return "", nil, lineError(p.file, line, "usage: behaviour MODULE/NAME key=value...")
 	}
 	if strings.Contains(args[0], "=") || !strings.Contains(args[0], "/") {
-		return "", nil, lineError(p.file, line, "behaviour: the first argument is a service or probe as module/name, got %q", args[0])
+		return "", nil, lineError(p.file, line,
+			"behaviour: the first argument is a service or probe as module/name, got %q", args[0])
 	}
 	kvs := parseKVs(args[1:])
 	if timeline {
 		for _, a := range kvs {
 			if a.Key == "running" || a.Key == "stray" {
-				return "", nil, lineError(p.file, line, "behaviour: running= only says how a service begins; use crash, or start it through a lease")
+				return "", nil, lineError(p.file, line,
+					"behaviour: running= only says how a service begins; use crash, or start it through a lease")
 			}
 		}
 	}
@@ -56,7 +58,8 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 	}
 	for _, a := range kvs {
 		var err error
-		if a.Flag && a.Key != "stop_ignored" && a.Key != "contained" && a.Key != "running" && a.Key != "healthy" && a.Key != "stray" {
+		if a.Flag && a.Key != "stop_ignored" && a.Key != "contained" && a.Key != "running" && a.Key != "healthy" &&
+			a.Key != "stray" {
 			return fmt.Errorf("%q needs a value (key=value)", a.Key)
 		}
 		switch a.Key {
@@ -72,7 +75,8 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 			script.Outcomes = nil
 			for _, o := range strings.Split(a.Value, ",") {
 				switch out := fakes.Outcome(o); out {
-				case fakes.OK, fakes.Fail, fakes.Protocol, fakes.Timeout, fakes.Hang, fakes.NotReady, fakes.Escalated, fakes.Prepare, fakes.Exited:
+				case fakes.OK, fakes.Fail, fakes.Protocol, fakes.Timeout, fakes.Hang, fakes.NotReady, fakes.Escalated,
+					fakes.Prepare, fakes.Exited:
 					script.Outcomes = append(script.Outcomes, out)
 				default:
 					return fmt.Errorf("outcome %q: use ok, fail, protocol, timeout, hang, not-ready, escalated, prepare or exited", o)
@@ -110,7 +114,8 @@ func applyBehaviour(b *fakes.Behaviour, kvs []kv) error {
 				b.Attrs[k] = v
 			}
 		default:
-			return fmt.Errorf("unknown key %q; keys: ready_after_polls, ready_after, crash_after, stop_ignored, contained, running, stray, healthy, pools, mem_gb, attrs, op, duration, outcomes", a.Key)
+			return fmt.Errorf("unknown key %q; keys: ready_after_polls, ready_after, crash_after, stop_ignored, "+
+				"contained, running, stray, healthy, pools, mem_gb, attrs, op, duration, outcomes", a.Key)
 		}
 		if err != nil {
 			return fmt.Errorf("%s=%s: %v", a.Key, a.Value, err)

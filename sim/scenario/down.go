@@ -22,10 +22,13 @@ func (p *parser) checkWhileDown(in *Input) error {
 	switch in.Name {
 	case "enable", "disable", "remove", "reload", "owner-start", "owner-stop", "behaviour", "restart":
 	default:
-		return lineError(p.file, in.Line, "%s while svcrun is down (line %d): only enable, disable, remove, reload, owner-start, owner-stop and behaviour, until restart", in.Name, p.down.Line)
+		return lineError(p.file, in.Line,
+			"%s while svcrun is down (line %d): only enable, disable, remove, reload, owner-start, owner-stop and "+
+				"behaviour, until restart", in.Name, p.down.Line)
 	}
 	if in.At != p.down.At {
-		return lineError(p.file, in.Line, "%s: svcrun went down at %s; its restart and what happens meanwhile are at that instant", in.Name, fmtDur(p.down.At))
+		return lineError(p.file, in.Line,
+			"%s: svcrun went down at %s; its restart and what happens meanwhile are at that instant", in.Name, fmtDur(p.down.At))
 	}
 	if in.Name == "restart" {
 		p.down = nil

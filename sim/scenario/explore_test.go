@@ -27,8 +27,10 @@ func TestExplorationAsScenario(t *testing.T) {
 		if seed != 32 {
 			continue
 		}
-		for _, want := range []string{"module disabled\n", "module later\n", " reload m", " enable m", " disable m", " remove m", " owner-stop m", " mem_gb=", " restart\n",
-			" down\n", " op=fingerprint", "healthy=false", "[[probes]]\nname = \"c", " pause ", " member-exited m", "outcomes=prepare", " stray"} {
+		for _, want := range []string{"module disabled\n", "module later\n", " reload m", " enable m", " disable m",
+			" remove m", " owner-stop m", " mem_gb=", " restart\n",
+			" down\n", " op=fingerprint", "healthy=false", "[[probes]]\nname = \"c", " pause ", " member-exited m",
+			"outcomes=prepare", " stray"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("seed %d: no %q in the scenario:\n%s", seed, want, text)
 			}

@@ -43,7 +43,9 @@ func (u *Unsayable) Error() string { return u.Where + ": " + u.Reason }
 func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]byte, error) {
 	first := slices.IndexFunc(lines, func(l sim.JournalLine) bool { _, ok := l.Event.(engine.Boot); return ok })
 	if first < 0 {
-		return nil, fmt.Errorf("journal: no boot entry: a scenario starts at svcrun's start, and the files hold none (the oldest rotated files may be gone)")
+		return nil, fmt.Errorf(
+			"journal: no boot entry: a scenario starts at svcrun's start, and the files hold none (the oldest " +
+				"rotated files may be gone)")
 	}
 	c := newConverter(lines[first])
 	if err := c.boot(lines[first]); err != nil {
@@ -64,7 +66,8 @@ func FromJournal(command string, lines []sim.JournalLine, win JournalWindow) ([]
 		last = l
 	}
 	if win.Service != "" && !slices.Contains(c.serviceNames(), win.Service) {
-		return nil, fmt.Errorf("--service %s: no such service in the journal's modules; they have: %s", win.Service, strings.Join(c.serviceNames(), ", "))
+		return nil, fmt.Errorf("--service %s: no such service in the journal's modules; they have: %s", win.Service,
+			strings.Join(c.serviceNames(), ", "))
 	}
 	until := c.now
 	if win.To > 0 {
@@ -266,7 +269,8 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 		return unsayable(l, "%v", err)
 	}
 	if want, have := timeless(l.Entry.Effects), timeless(got.Effects); !slices.Equal(want, have) {
-		return unsayable(l, "the engine decides otherwise than the journal recorded (svcsim replay JOURNAL shows where): the journal has\n    %s\nthe engine now\n    %s",
+		return unsayable(l, "the engine decides otherwise than the journal recorded (svcsim replay JOURNAL shows "+
+			"where): the journal has\n    %s\nthe engine now\n    %s",
 			strings.Join(want, "\n    "), strings.Join(have, "\n    "))
 	}
 	var batch []engine.Effect
@@ -284,7 +288,8 @@ func (c *converter) run(l sim.JournalLine, at time.Duration, ev engine.Event) er
 				c.calls[name] = map[protocol.Op]int{}
 			}
 			c.sched++
-			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout, args: f.Args, step: len(c.want), seq: c.sched, running: c.running[name]}
+			c.ops[f.ID] = opRun{target: f.Target, op: f.Op, call: c.calls[name][f.Op], start: at, timeout: f.Timeout,
+				args: f.Args, step: len(c.want), seq: c.sched, running: c.running[name]}
 			c.calls[name][f.Op]++
 			c.setDuration(name, f.Op, c.calls[name][f.Op]-1, -1, "")
 		case engine.Kill:
@@ -353,7 +358,8 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 		c.inputs[len(c.inputs)-1].service = e.Service.String()
 	case engine.Doctor:
 		if e.Reason == "" || strings.Join(strings.Fields(stripComment(e.Reason)), " ") != e.Reason {
-			return unsayable(l, "doctor reason %q: a scenario's doctor reason is words separated by single spaces, without #", e.Reason)
+			return unsayable(l, "doctor reason %q: a scenario's doctor reason is words separated by single spaces, "+
+				"without #", e.Reason)
 		}
 		c.input(at, "doctor %s", e.Reason)
 	case engine.MemoryPressure:
@@ -386,10 +392,12 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 // restart is a later boot: svcrun started again on the same store.
 func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) error {
 	if !reflect.DeepEqual(b.Config, c.cfg) {
-		return unsayable(l, "svcrun restarted with another node configuration (%+v, was %+v): a scenario's `restart` keeps the node", b.Config, c.cfg)
+		return unsayable(l, "svcrun restarted with another node configuration (%+v, was %+v): a scenario's "+
+			"`restart` keeps the node", b.Config, c.cfg)
 	}
 	if got, want := storeIDs(b.State), storeIDs(c.store.State()); got != want {
-		return unsayable(l, "the store at this restart held %s, but the journal before it leaves %s (lines missing from the journal?)", got, want)
+		return unsayable(l, "the store at this restart held %s, but the journal before it leaves %s (lines "+
+			"missing from the journal?)", got, want)
 	}
 	if !sameSpecs(b.Modules, c.mods) {
 		// Its configuration was edited while it was down.
@@ -398,7 +406,8 @@ func (c *converter) restart(l sim.JournalLine, at time.Duration, b engine.Boot) 
 			return err
 		}
 		if len(r.Modules) > 0 && !sameOrder(r.Modules, c.boot0) {
-			return unsayable(l, "the restart lists the modules in another order than the boot: a scenario keeps the boot's order")
+			return unsayable(l, "the restart lists the modules in another order than the boot: a scenario keeps the "+
+				"boot's order")
 		}
 		c.input(at, "down")
 		for _, ch := range changes {
@@ -465,7 +474,8 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 	why := ""
 	if r.Reason != "" {
 		if strings.Join(strings.Fields(stripComment(r.Reason)), " ") != r.Reason {
-			return r, unsayable(l, "the reload's reason %q: a scenario's reason is words separated by single spaces, without #", r.Reason)
+			return r, unsayable(l,
+				"the reload's reason %q: a scenario's reason is words separated by single spaces, without #", r.Reason)
 		}
 		why = " why: " + r.Reason
 	}
@@ -473,9 +483,11 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 	if err != nil {
 		return r, err
 	}
-	allOff := len(r.Modules) == len(c.mods) && !slices.ContainsFunc(r.Modules, func(m engine.ModuleSpec) bool { return m.Enabled })
+	allOff := len(r.Modules) == len(c.mods) &&
+		!slices.ContainsFunc(r.Modules, func(m engine.ModuleSpec) bool { return m.Enabled })
 	switch {
-	case len(changes) > 1 && allOff && !slices.ContainsFunc(changes, func(ch string) bool { return !strings.HasPrefix(ch, "disable ") }):
+	case len(changes) > 1 && allOff &&
+		!slices.ContainsFunc(changes, func(ch string) bool { return !strings.HasPrefix(ch, "disable ") }):
 		// svcrun stopping with --stop-services-on-exit.
 		changes = []string{"disable-all"}
 	case len(changes) == 0:
@@ -488,15 +500,20 @@ func (c *converter) reload(l sim.JournalLine, at time.Duration, r engine.Reload)
 			changes = []string{"remove " + c.boot0[0].Module.Name}
 			break
 		}
-		changes = []string{map[bool]string{true: "enable ", false: "disable "}[r.Modules[0].Enabled] + r.Modules[0].Module.Name}
+		changes = []string{map[bool]string{true: "enable ",
+			false: "disable "}[r.Modules[0].Enabled] + r.Modules[0].Module.Name}
 	case len(changes) > 1:
-		return r, unsayable(l, "one reload changed %d modules (%s): each scenario input changes one, or disables all", len(changes), strings.Join(changes, ", "))
+		return r, unsayable(l,
+			"one reload changed %d modules (%s): each scenario input changes one, or disables all", len(changes),
+			strings.Join(changes, ", "))
 	}
 	if why != "" && (strings.HasPrefix(changes[0], "remove ") || strings.HasPrefix(changes[0], "reload ")) {
-		return r, unsayable(l, "a %s with a reason of its own (%q): only enable, disable and disable-all say one", strings.Fields(changes[0])[0], r.Reason)
+		return r, unsayable(l, "a %s with a reason of its own (%q): only enable, disable and disable-all say one",
+			strings.Fields(changes[0])[0], r.Reason)
 	}
 	if len(r.Modules) > 0 && !sameOrder(r.Modules, c.boot0) {
-		return r, unsayable(l, "the reload lists the modules in another order than the boot: a scenario keeps the boot's order")
+		return r, unsayable(l,
+			"the reload lists the modules in another order than the boot: a scenario keeps the boot's order")
 	}
 	c.input(at, "%s%s", changes[0], why)
 	c.mods = r.Modules
@@ -588,7 +605,8 @@ func sameManifest(a, b *manifest.Module) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Name == b.Name && a.Version == b.Version && reflect.DeepEqual(a.Services, b.Services) && reflect.DeepEqual(a.Probes, b.Probes)
+	return a.Name == b.Name && a.Version == b.Version && reflect.DeepEqual(a.Services, b.Services) &&
+		reflect.DeepEqual(a.Probes, b.Probes)
 }
 
 func sameSpecs(a, b []engine.ModuleSpec) bool {

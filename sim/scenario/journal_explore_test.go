@@ -35,7 +35,8 @@ func TestExploredJournalsReplay(t *testing.T) {
 		// The histories drawn before issue 25's faults: a journal's pause
 		// is refused as unsayable (see FromJournal), and the conversion
 		// does not yet follow the container events of contained daemons.
-		sc, err := Parse("explore.txt", []byte(Explored(sim.ExploreWithout(seed, *replaySteps, "pause", "member exit", "node fault", "contained"))))
+		sc, err := Parse("explore.txt",
+			[]byte(Explored(sim.ExploreWithout(seed, *replaySteps, "pause", "member exit", "node fault", "contained"))))
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

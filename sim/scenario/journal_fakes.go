@@ -82,12 +82,15 @@ func (c *converter) done(l sim.JournalLine, at time.Duration, d engine.OpDone) (
 		if t := run.start + run.timeout; t >= c.now {
 			at = t
 		} else {
-			return 0, unsayable(l, "op #%d was killed %v after its start, past its timeout %v, and steps came in between", d.ID, at-run.start, run.timeout)
+			return 0, unsayable(l,
+				"op #%d was killed %v after its start, past its timeout %v, and steps came in between", d.ID,
+				at-run.start, run.timeout)
 		}
 	case engine.FailPrepare:
 		out = fakes.Prepare
 	case engine.FailSpawn:
-		return 0, unsayable(l, "op #%d could not be spawned (%s): the scenario language has no spawn failure", d.ID, o.Message)
+		return 0, unsayable(l, "op #%d could not be spawned (%s): the scenario language has no spawn failure", d.ID,
+			o.Message)
 	case engine.FailNone:
 		var err error
 		if out, err = c.result(l, run, o.Result); err != nil {
@@ -166,7 +169,8 @@ func (c *converter) observe(l sim.JournalLine, run opRun, running bool) error {
 		delete(c.lost, name)
 		started := lost.op == protocol.OpStart
 		if c.running[name] != running && !c.emptiedSince(name, lost) {
-			c.setDuration(name, lost.op, lost.call, lostDuration(lost), map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
+			c.setDuration(name, lost.op, lost.call, lostDuration(lost),
+				map[bool]fakes.Outcome{true: fakes.Fail, false: fakes.OK}[running != started])
 			c.running[name] = running
 			return nil
 		}
@@ -277,11 +281,14 @@ func (c *converter) result(l sim.JournalLine, run opRun, r protocol.Result) (fak
 		switch {
 		case o == nil:
 		case r.OpResult.Changed && !force && o.stubborn:
-			return "", unsayable(l, "object %s of %s went with a destroy without --force, after surviving one: a scenario's object is stubborn or not", id, name)
+			return "", unsayable(l,
+				"object %s of %s went with a destroy without --force, after surviving one: a scenario's object is "+
+					"stubborn or not", id, name)
 		case r.OpResult.Changed:
 			delete(c.objects[name], id)
 		case force:
-			return "", unsayable(l, "object %s of %s survived a destroy --force: the scenario language cannot say that", id, name)
+			return "", unsayable(l,
+				"object %s of %s survived a destroy --force: the scenario language cannot say that", id, name)
 		case !o.stubborn:
 			// It survives destroys without --force: it was stubborn
 			// from the start.
@@ -347,7 +354,8 @@ func objectText(service string, o protocol.Object, t0 time.Time) (string, error)
 	if o.Kind != "" && o.Kind != protocol.KindOther {
 		parts = append(parts, "kind="+o.Kind)
 	}
-	keys := map[string]string{protocol.LabelAttemptID: "attempt", protocol.LabelNode: "node", protocol.LabelService: "service"}
+	keys := map[string]string{protocol.LabelAttemptID: "attempt", protocol.LabelNode: "node",
+		protocol.LabelService: "service"}
 	for _, k := range slices.Sorted(mapKeys(o.Labels)) {
 		key, ok := keys[k]
 		if !ok {

@@ -58,10 +58,12 @@ func TestFromJournalModuleChanges(t *testing.T) {
 			"behaviour db/vm running\nat 1s reset db/vm\nat 2s crash db/vm\n",
 			[]string{"at 1s reset db/vm unknown\n", "at 2s emptied db/vm unknown\n"}},
 		{"emptied and started by hand at one instant",
-			"behaviour db/vm running\nat 1s reload db\nat 5s crash db/vm\nat 5s owner-start db/vm\nat 5s disable db\nat 5s enable db\nat 6s acquire l1 attempt=a1 cap=vm\n",
+			"behaviour db/vm running\nat 1s reload db\nat 5s crash db/vm\nat 5s owner-start db/vm\nat 5s disable " +
+				"db\nat 5s enable db\nat 6s acquire l1 attempt=a1 cap=vm\n",
 			[]string{"at 5s owner-start db/vm\n"}},
 		{"a stop lost in a restart",
-			"behaviour db/kv op=stop duration=3s\nat 1s acquire l1 attempt=a1 cap=kv wait=10s\nat 3s release l1\nat 9s restart\nat 12s acquire l2 attempt=a2 cap=kv wait=10s\n",
+			"behaviour db/kv op=stop duration=3s\nat 1s acquire l1 attempt=a1 cap=kv wait=10s\nat 3s release l1\nat " +
+				"9s restart\nat 12s acquire l2 attempt=a2 cap=kv wait=10s\n",
 			[]string{"at 9s restart\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -106,7 +106,9 @@ func (c *converter) when(l sim.JournalLine, in stepInfo, next *sim.JournalLine) 
 	}
 	if bound >= 0 && at >= bound {
 		if bound <= lo {
-			return 0, unsayable(l, "the timer %s %s, due at %v, fired only after this step in production; the simulator fires timers on time, and has no room to put this step before it", first.Kind, first.Subject, c.timers[first])
+			return 0, unsayable(l,
+				"the timer %s %s, due at %v, fired only after this step in production; the simulator fires timers on "+
+					"time, and has no room to put this step before it", first.Kind, first.Subject, c.timers[first])
 		}
 		at = lo + (bound-lo)/2
 	}

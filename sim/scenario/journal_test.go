@@ -66,11 +66,15 @@ func TestFromJournalRoundTrip(t *testing.T) {
 		// A journal whose files begin at a restart: the store held
 		// leases and failures, the daemons ran on.
 		{name: "from a restart", from: restart, want: []string{
-			"stored lease l1 attempt=a1 cap=kv pool=slots:1 admitted=-", "stored service db/kv failures=2 backoff_until=-36s reason: crashed: its process container emptied", "behaviour db/kv running",
+			"stored lease l1 attempt=a1 cap=kv pool=slots:1 admitted=-",
+			"stored service db/kv failures=2 backoff_until=-36s reason: crashed: its process container emptied",
+			"behaviour db/kv running",
 			"(store: leases l1, l2; services db/cache failures=1, db/kv failures=2)", "db/kv: adopted",
 		}},
-		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache", "behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)",
-			"disable db why: disabled through svcrun's API (svcrun disable)", "enable db why: enabled", "disable-all why: svcrun is stopping (--stop-services-on-exit)", "at 1m2.5s emptied db/kv"},
+		{name: "whole", want: []string{"at 12s emptied db/kv", "owner-stop db/cache",
+			"behaviour db/kv pools=slots:3", "> restart", "db/kv: failure 1/5", "admitted l2 (db/cache)",
+			"disable db why: disabled through svcrun's API (svcrun disable)", "enable db why: enabled",
+			"disable-all why: svcrun is stopping (--stop-services-on-exit)", "at 1m2.5s emptied db/kv"},
 			// The stop found the daemon running: as the fake does, since it
 			// ran when the stop started.
 			not: []string{"owner-start"}},
@@ -93,7 +97,8 @@ func TestFromJournalRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !sc.HasExpected || res.Trace() != sc.Expected {
-				t.Fatalf("the written trace is not the scenario's own:\n%s", unifiedDiff(sc.Expected, res.Trace(), "written", "run", 3, 40))
+				t.Fatalf("the written trace is not the scenario's own:\n%s",
+					unifiedDiff(sc.Expected, res.Trace(), "written", "run", 3, 40))
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(string(text), w) {
@@ -178,7 +183,8 @@ func TestFromJournalLateTimer(t *testing.T) {
 	late := sim.Epoch.Add(9500 * time.Millisecond)
 	lines[fire].Entry.At, lines[fire+1].Entry.At = late, late
 	renew := sim.JournalLine{File: "journal.jsonl", Line: 99, Event: engine.Renew{Lease: "zz"},
-		Entry: engine.JournalEntry{At: sim.Epoch.Add(9200 * time.Millisecond), Event: "renew", Effects: []string{"unknown lease zz"}}}
+		Entry: engine.JournalEntry{At: sim.Epoch.Add(9200 * time.Millisecond), Event: "renew",
+			Effects: []string{"unknown lease zz"}}}
 	lines = slices.Insert(lines, fire, renew)
 	text, err := FromJournal("svcsim replay", lines, JournalWindow{})
 	if err != nil {
@@ -214,18 +220,28 @@ func TestFromJournalNotReproduced(t *testing.T) {
 		return 0
 	}
 	no := false
-	fp := step(0, engine.Boot{Config: sc.Config, Modules: []engine.ModuleSpec{{Module: sc.Modules[0].Module, Enabled: true}}})
-	step(time.Second, &engine.OpDone{ID: fp, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Running: &no, Healthy: true}}}})
-	start := step(2*time.Second, engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
-	stop := step(3*time.Second, &engine.OpDone{ID: start, Outcome: engine.Outcome{Failure: engine.FailOp, Message: "exit status 3: disk full"}})
-	step(3500*time.Millisecond, &engine.OpDone{ID: stop, Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpStop, OpResult: &protocol.OpResult{OK: true}}}})
-	step(3600*time.Millisecond, engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Capabilities: []string{"kv"}}})
+	fp := step(0, engine.Boot{Config: sc.Config,
+		Modules: []engine.ModuleSpec{{Module: sc.Modules[0].Module, Enabled: true}}})
+	step(time.Second, &engine.OpDone{ID: fp,
+		Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpFingerprint,
+			Fingerprint: &protocol.Fingerprint{Running: &no, Healthy: true}}}})
+	start := step(2*time.Second,
+		engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Capabilities: []string{"kv"}},
+			Wait: time.Minute})
+	stop := step(3*time.Second,
+		&engine.OpDone{ID: start, Outcome: engine.Outcome{Failure: engine.FailOp, Message: "exit status 3: disk full"}})
+	step(3500*time.Millisecond,
+		&engine.OpDone{ID: stop,
+			Outcome: engine.Outcome{Result: protocol.Result{Op: protocol.OpStop, OpResult: &protocol.OpResult{OK: true}}}})
+	step(3600*time.Millisecond,
+		engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: engine.Requirements{Capabilities: []string{"kv"}}})
 	if !strings.Contains(strings.Join(lines[5].Entry.Effects, " "), "disk full") {
 		t.Fatalf("the rejection of l2 does not say the failure: %v", lines[5].Entry.Effects)
 	}
 	_, err = FromJournal("svcsim replay", lines, JournalWindow{})
 	var u *Unsayable
-	if !errors.As(err, &u) || u.Where != "journal.jsonl:6 (acquire)" || !strings.Contains(u.Reason, "does not reproduce this step") || !strings.Contains(u.Reason, "exit status 1") {
+	if !errors.As(err, &u) || u.Where != "journal.jsonl:6 (acquire)" ||
+		!strings.Contains(u.Reason, "does not reproduce this step") || !strings.Contains(u.Reason, "exit status 1") {
 		t.Fatalf("got %v, want the acquire at line 6 not reproduced", err)
 	}
 }

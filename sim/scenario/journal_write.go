@@ -76,10 +76,12 @@ func acquireText(a engine.Acquire) (string, error) {
 
 // write writes the scenario's head: node, modules, behaviours, window,
 // timeline and run line.
-func (c *converter) write(command string, first, last sim.JournalLine, skip int, win JournalWindow, until time.Duration) (string, error) {
+func (c *converter) write(command string, first, last sim.JournalLine, skip int, win JournalWindow,
+	until time.Duration) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# An incident replayed from svcrun's journal by\n#   %s\n", command)
-	fmt.Fprintf(&b, "# from %s:%d (svcrun's boot at %s) to %s:%d.\n", first.File, first.Line, c.t0.UTC().Format(time.RFC3339Nano), last.File, last.Line)
+	fmt.Fprintf(&b, "# from %s:%d (svcrun's boot at %s) to %s:%d.\n", first.File, first.Line,
+		c.t0.UTC().Format(time.RFC3339Nano), last.File, last.Line)
 	if skip > 0 {
 		fmt.Fprintf(&b, "# The %d line(s) before that boot are left out: no state to replay them from.\n", skip)
 	}
@@ -87,7 +89,8 @@ func (c *converter) write(command string, first, last sim.JournalLine, skip int,
 	b.WriteString("# lasts what it lasted and ends as it ended, call by call.\n\n")
 	cfg := c.cfg
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v",
-		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)
+		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod,
+		cfg.ReapPeriod)
 	if cfg.WatchedStatusPeriod > 0 {
 		fmt.Fprintf(&b, " watched_status=%v", cfg.WatchedStatusPeriod)
 	}
@@ -233,7 +236,8 @@ func (c *converter) sameModules(sc *Scenario) error {
 		if !sameManifest(m.Module, c.boot0[i].Module) {
 			a, _ := json.Marshal(c.boot0[i].Module.Services)
 			b, _ := json.Marshal(m.Module.Services)
-			return fmt.Errorf("module %s as a scenario writes it reads back differently (a field the writer lacks):\n  journal  %s\n  scenario %s", m.Module.Name, a, b)
+			return fmt.Errorf("module %s as a scenario writes it reads back differently (a field the writer "+
+				"lacks):\n  journal  %s\n  scenario %s", m.Module.Name, a, b)
 		}
 	}
 	return nil
@@ -250,7 +254,8 @@ func (c *converter) compare(got []engine.JournalEntry) error {
 		g := got[i]
 		we, ge := timeless(w.Entry.Effects), timeless(g.Effects)
 		if g.Event != w.Entry.Event || !slices.Equal(we, ge) {
-			return unsayable(w, "the replayed scenario does not reproduce this step: the journal recorded\n    %s: %s\nthe scenario gives (at %v)\n    %s: %s",
+			return unsayable(w, "the replayed scenario does not reproduce this step: the journal recorded\n    %s: "+
+				"%s\nthe scenario gives (at %v)\n    %s: %s",
 				w.Entry.Event, strings.Join(we, "\n      "), g.At.Sub(sim.Epoch), g.Event, strings.Join(ge, "\n      "))
 		}
 	}

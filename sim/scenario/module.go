@@ -51,13 +51,15 @@ func (p *parser) module(line int, args []string, rest []string) (int, error) {
 	i, dup := p.sc.modNames[m.Name]
 	switch {
 	case later && !dup:
-		return 0, lineError(p.file, line, "`module later`: no module %q embedded before it; embed the version loaded at boot first", m.Name)
+		return 0, lineError(p.file, line,
+			"`module later`: no module %q embedded before it; embed the version loaded at boot first", m.Name)
 	case later:
 		// A new manifest for a `reload` input: the set is checked with
 		// the boot versions only, as the engine checks none of it.
 		p.sc.Modules[i].Later = append(p.sc.Modules[i].Later, m)
 	case dup:
-		return 0, lineError(p.file, line, "module %q is embedded twice (a new version for `reload` is `module later`)", m.Name)
+		return 0, lineError(p.file, line,
+			"module %q is embedded twice (a new version for `reload` is `module later`)", m.Name)
 	default:
 		p.sc.modNames[m.Name] = len(p.sc.Modules)
 		p.sc.Modules = append(p.sc.Modules, Module{Module: m, Enabled: enabled, Line: line})

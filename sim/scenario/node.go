@@ -42,7 +42,9 @@ func (p *parser) node(line int, args []string) error {
 		case "force_after":
 			c.ForceAfter, err = strconv.Atoi(a.Value)
 		default:
-			return lineError(p.file, line, "node: unknown key %q; keys: id, platform, budget_gb, max_ops, status, watched_status, fingerprint, reap, reap_sweep, ready_poll, debounce, force_after", a.Key)
+			return lineError(p.file, line,
+				"node: unknown key %q; keys: id, platform, budget_gb, max_ops, status, watched_status, fingerprint, "+
+					"reap, reap_sweep, ready_poll, debounce, force_after", a.Key)
 		}
 		if err != nil {
 			return lineError(p.file, line, "node %s=%s: %v", a.Key, a.Value, err)

@@ -11,7 +11,8 @@ import (
 // parseObject reads `object MODULE/SERVICE id=ID ...`: an object (a
 // container, a VM) that the service owns appears, for the reaper to find.
 func (p *parser) parseObject(in *Input, args []string) error {
-	usage := "usage: at T object MODULE/SERVICE id=ID [attempt=A] [node=N] [service=S] [kind=K] [created=T] [busy] [stubborn] [nolabels]"
+	usage := "usage: at T object MODULE/SERVICE id=ID [attempt=A] [node=N] [service=S] [kind=K] [created=T] " +
+		"[busy] [stubborn] [nolabels]"
 	if len(args) < 1 || strings.Contains(args[0], "=") {
 		return lineError(p.file, in.Line, "%s", usage)
 	}

@@ -184,7 +184,8 @@ func Parse(file string, data []byte) (*Scenario, error) {
 			i += end + 1
 		case "behaviour", "behavior":
 			if seenAt {
-				return nil, lineError(file, n, "behaviours come before the timeline; use `at T behaviour ...` to change one during the run")
+				return nil, lineError(file, n,
+					"behaviours come before the timeline; use `at T behaviour ...` to change one during the run")
 			}
 			name, kvs, err := p.behaviourArgs(n, fields[1:], false)
 			if err != nil {
@@ -201,7 +202,8 @@ func Parse(file string, data []byte) (*Scenario, error) {
 				return nil, lineError(file, n, "time %q: %v", fields[1], err)
 			}
 			if at < last {
-				return nil, lineError(file, n, "time %s is before the previous input's %s: the timeline goes forward", fields[1], fmtDur(last))
+				return nil, lineError(file, n, "time %s is before the previous input's %s: the timeline goes forward",
+					fields[1], fmtDur(last))
 			}
 			last = at
 			in, err := p.input(n, at, fields[2:])
@@ -252,7 +254,8 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		case "end":
 			return nil, lineError(file, n, "`end` without `module`")
 		default:
-			return nil, lineError(file, n, "unknown command %q; commands: node, module ... end, behaviour, stored, window, at TIME ..., run", fields[0])
+			return nil, lineError(file, n,
+				"unknown command %q; commands: node, module ... end, behaviour, stored, window, at TIME ..., run", fields[0])
 		}
 	}
 	if p.down != nil {
@@ -342,14 +345,16 @@ func (p *parser) knownName(line int, name string) error {
 	if p.sc.names[name] {
 		return nil
 	}
-	return lineError(p.file, line, "no service or probe %q; the modules have: %s", name, strings.Join(slices.Sorted(maps.Keys(p.sc.names)), ", "))
+	return lineError(p.file, line, "no service or probe %q; the modules have: %s", name,
+		strings.Join(slices.Sorted(maps.Keys(p.sc.names)), ", "))
 }
 
 func (p *parser) knownService(line int, name string) error {
 	if p.sc.services[name] {
 		return nil
 	}
-	return lineError(p.file, line, "no service %q; the modules have: %s", name, strings.Join(slices.Sorted(maps.Keys(p.sc.services)), ", "))
+	return lineError(p.file, line, "no service %q; the modules have: %s", name,
+		strings.Join(slices.Sorted(maps.Keys(p.sc.services)), ", "))
 }
 
 func splitList(s string) []string {
@@ -437,7 +442,10 @@ func (p *parser) input(line int, at time.Duration, f []string) (Input, error) {
 	case "behaviour", "behavior":
 		err = p.parseBehaviourInput(&in, args)
 	default:
-		err = lineError(p.file, line, "unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, member-exited, pause, owner-start, owner-stop, object, down, restart, doctor, pressure, reap, reset, enable, disable, disable-all, remove, reload, behaviour", f[0])
+		err = lineError(p.file, line,
+			"unknown input %q; inputs: acquire, release, renew, crash, emptied, populated, member-exited, pause, "+
+				"owner-start, owner-stop, object, down, restart, doctor, pressure, reap, reset, enable, disable, "+
+				"disable-all, remove, reload, behaviour", f[0])
 	}
 	return in, err
 }
@@ -463,7 +471,8 @@ func (p *parser) checkInput(in Input) error {
 	case "enable", "disable", "remove", "reload":
 		i, ok := p.sc.modNames[in.target]
 		if !ok {
-			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target, strings.Join(slices.Sorted(maps.Keys(p.sc.modNames)), ", "))
+			return lineError(p.file, in.Line, "no module %q; modules: %s", in.target,
+				strings.Join(slices.Sorted(maps.Keys(p.sc.modNames)), ", "))
 		}
 		if in.Name == "reload" {
 			return p.checkReload(in, &p.sc.Modules[i])

@@ -21,7 +21,8 @@ func (p *parser) parseReload(in *Input, args []string) error {
 func (p *parser) checkReload(in Input, m *Module) error {
 	p.reloads[in.target]++
 	if n := p.reloads[in.target]; n > len(m.Later) {
-		return lineError(p.file, in.Line, "reload %s: reload #%d of it, but only %d `module later` block(s) for it", in.target, n, len(m.Later))
+		return lineError(p.file, in.Line, "reload %s: reload #%d of it, but only %d `module later` block(s) for it",
+			in.target, n, len(m.Later))
 	}
 	return nil
 }

@@ -102,7 +102,8 @@ func checkRuleTable(readme string, docs map[string]string, engineFiles, scenario
 	for _, k := range markOrder {
 		if !covered[k] {
 			d, id, _ := strings.Cut(k, "#")
-			bad("docs/%s: the rule marked %s has no row in the table of scenarios/README.md (its engine file and scenario)", d, id)
+			bad("docs/%s: the rule marked %s has no row in the table of scenarios/README.md (its engine file and "+
+				"scenario)", d, id)
 		}
 	}
 	for _, f := range scenarioFiles {
@@ -194,11 +195,13 @@ func TestRuleTableCatches(t *testing.T) {
 	engine := []string{"service.go", "lease.go"}
 	scenarios := []string{"a.txt", "b.txt", "c.txt"}
 	table := func(rows ...string) string {
-		return "# x\n\n## Rules and files\n\n" + ruleTableHeader + "\n|---|---|---|\n" + strings.Join(rows, "\n") + "\n\n## Next\n| not | the | table |\n"
+		return "# x\n\n## Rules and files\n\n" + ruleTableHeader + "\n|---|---|---|\n" + strings.Join(rows,
+			"\n") + "\n\n## Next\n| not | the | table |\n"
 	}
 	good := []string{
 		"| [a](../docs/protocol.md#rule-a): it | `service.go` | `a.txt` |",
-		"| [b](../docs/protocol.md#rule-b), [c](../docs/decisions.md#rule-c): they | `service.go`, `lease.go` | `b.txt`, `c.txt` |",
+		"| [b](../docs/protocol.md#rule-b), [c](../docs/decisions.md#rule-c): they | `service.go`, `lease.go` | " +
+			"`b.txt`, `c.txt` |",
 	}
 	if errs := checkRuleTable(table(good...), docs, engine, scenarios); len(errs) > 0 {
 		t.Fatalf("a good table fails: %q", errs)
@@ -210,15 +213,28 @@ func TestRuleTableCatches(t *testing.T) {
 		want string
 	}{
 		{"a mark without a row", good[:1], nil, "rule-b has no row"},
-		{"a row without a scenario", append(good, "| [a](../docs/protocol.md#rule-a): it | `service.go` | |"), nil, "no scenario: every rule"},
-		{"a scenario that does not exist", append(good, "| [a](../docs/protocol.md#rule-a): it | `service.go` | `gone.txt` |"), nil, "no scenario scenarios/gone.txt"},
-		{"an engine file that does not exist", append(good, "| [a](../docs/protocol.md#rule-a): it | `gone.go` | `a.txt` |"), nil, "no engine file engine/gone.go"},
-		{"a row without an engine file", append(good, "| [a](../docs/protocol.md#rule-a): it | | `a.txt` |"), nil, "no engine file"},
-		{"a mark that does not exist", append(good, "| [z](../docs/protocol.md#rule-z): it | `service.go` | `a.txt` |"), nil, "docs/protocol.md has no mark rule-z"},
-		{"a mark in the other document", append(good, "| [c](../docs/protocol.md#rule-c): it | `service.go` | `a.txt` |"), nil, "docs/protocol.md has no mark rule-c"},
+		{"a row without a scenario", append(good, "| [a](../docs/protocol.md#rule-a): it | `service.go` | |"), nil,
+			"no scenario: every rule"},
+		{"a scenario that does not exist",
+			append(good, "| [a](../docs/protocol.md#rule-a): it | `service.go` | `gone.txt` |"), nil,
+			"no scenario scenarios/gone.txt"},
+		{"an engine file that does not exist",
+			append(good, "| [a](../docs/protocol.md#rule-a): it | `gone.go` | `a.txt` |"), nil, "no engine file engine/gone.go"},
+		{"a row without an engine file", append(good, "| [a](../docs/protocol.md#rule-a): it | | `a.txt` |"), nil,
+			"no engine file"},
+		{"a mark that does not exist",
+			append(good, "| [z](../docs/protocol.md#rule-z): it | `service.go` | `a.txt` |"), nil,
+			"docs/protocol.md has no mark rule-z"},
+		{"a mark in the other document",
+			append(good, "| [c](../docs/protocol.md#rule-c): it | `service.go` | `a.txt` |"), nil,
+			"docs/protocol.md has no mark rule-c"},
 		{"a row naming no mark", append(good, "| it | `service.go` | `a.txt` |"), nil, "names no mark"},
-		{"a scenario in no row", []string{good[0], "| [b](../docs/protocol.md#rule-b), [c](../docs/decisions.md#rule-c): they | `lease.go` | `b.txt` |"}, nil, "scenarios/c.txt is in no row"},
-		{"a mark twice", good, map[string]string{"protocol.md": docs["protocol.md"] + `<a id="rule-a"></a>`, "decisions.md": docs["decisions.md"]}, "mark rule-a twice"},
+		{"a scenario in no row",
+			[]string{good[0], "| [b](../docs/protocol.md#rule-b), [c](../docs/decisions.md#rule-c): they | " +
+				"`lease.go` | `b.txt` |"}, nil, "scenarios/c.txt is in no row"},
+		{"a mark twice", good,
+			map[string]string{"protocol.md": docs["protocol.md"] + `<a id="rule-a"></a>`,
+				"decisions.md": docs["decisions.md"]}, "mark rule-a twice"},
 		{"a row of two cells", append(good, "| [a](../docs/protocol.md#rule-a): it | `a.txt` |"), nil, "2 cells, want 3"},
 	} {
 		d := docs

@@ -52,9 +52,11 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 	case engine.ContainerEmptied:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " emptied", Event: ev})
 	case engine.ContainerPopulated:
-		rec.add(Record{At: at, Kind: RecEvent, Text: "process container of " + ev.Service.String() + " holds its daemon", Event: ev})
+		rec.add(Record{At: at, Kind: RecEvent,
+			Text: "process container of " + ev.Service.String() + " holds its daemon", Event: ev})
 	case engine.MemberExited:
-		rec.add(Record{At: at, Kind: RecEvent, Text: "a long-lived process of " + ev.Service.String() + " exited, its container still populated", Event: ev})
+		rec.add(Record{At: at, Kind: RecEvent,
+			Text: "a long-lived process of " + ev.Service.String() + " exited, its container still populated", Event: ev})
 	case engine.Paused:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "svcrun runs again after a pause of " + fmtDur(ev.Length), Event: ev})
 	}
@@ -131,7 +133,8 @@ func (sc *Scenario) Run() (*Result, error) {
 		return nil
 	}
 	w.Boot()
-	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, mods: mods, reloads: make([]int, len(mods)), enabled: enabled, removed: removed}
+	pl := &player{sc: sc, w: w, rec: rec, behaviours: behaviours, mods: mods, reloads: make([]int, len(mods)),
+		enabled: enabled, removed: removed}
 	fail := func(err error) (*Result, error) {
 		res.Records = sc.Window.filter(rec.records)
 		return res, err

@@ -11,7 +11,8 @@ import (
 	"github.com/oarbank/svcrun/engine"
 )
 
-var rewriteScenarios = flag.Bool("rewrite", false, "rewrite the expected traces of ../../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
+var rewriteScenarios = flag.Bool("rewrite", false,
+	"rewrite the expected traces of ../../scenarios/*.txt (or set SVCSIM_REWRITE=1)")
 
 // TestScenarios replays every scenario of ../../scenarios against its expected
 // trace. `go test ./sim/scenario -args -rewrite` (or SVCSIM_REWRITE=1) records the
@@ -117,16 +118,23 @@ func TestScenarioErrors(t *testing.T) {
 	cases := []struct{ name, text, want string }{
 		{"unknown command", base + "frobnicate\nrun 1s\n", "x.txt:9: unknown command \"frobnicate\""},
 		{"unknown input", base + "at 1s explode\nrun 1s\n", "x.txt:9: unknown input \"explode\""},
-		{"an acquire while down", base + "at 1s down\nat 1s acquire l1 attempt=a cap=kv\nat 1s restart\nrun 1s\n", "x.txt:10: acquire while svcrun is down (line 9)"},
-		{"time passing while down", base + "at 1s down\nat 1s disable db\nat 2s restart\nrun 2s\n", "x.txt:11: restart: svcrun went down at 1s"},
+		{"an acquire while down", base + "at 1s down\nat 1s acquire l1 attempt=a cap=kv\nat 1s restart\nrun 1s\n",
+			"x.txt:10: acquire while svcrun is down (line 9)"},
+		{"time passing while down", base + "at 1s down\nat 1s disable db\nat 2s restart\nrun 2s\n",
+			"x.txt:11: restart: svcrun went down at 1s"},
 		{"down twice", base + "at 1s down\nat 1s down\nrun 2s\n", "x.txt:10: down: svcrun is down already (line 9)"},
 		{"down without a restart", base + "at 1s down\nat 1s disable db\nrun 2s\n", "x.txt:9: down: no restart follows"},
-		{"unknown acquire key", base + "at 1s acquire l1 attempt=a colour=red\nrun 1s\n", "x.txt:9: acquire: unknown key \"colour\""},
-		{"unknown behaviour key", base + "behaviour db/kv speed=3\nrun 1s\n", "x.txt:9: behaviour db/kv: unknown key \"speed\""},
-		{"duration without op", base + "behaviour db/kv duration=3s\nrun 1s\n", "x.txt:9: behaviour db/kv: duration= needs op="},
-		{"bad outcome", base + "behaviour db/kv op=start outcomes=maybe\nrun 1s\n", "x.txt:9: behaviour db/kv: outcome \"maybe\""},
+		{"unknown acquire key", base + "at 1s acquire l1 attempt=a colour=red\nrun 1s\n",
+			"x.txt:9: acquire: unknown key \"colour\""},
+		{"unknown behaviour key", base + "behaviour db/kv speed=3\nrun 1s\n",
+			"x.txt:9: behaviour db/kv: unknown key \"speed\""},
+		{"duration without op", base + "behaviour db/kv duration=3s\nrun 1s\n",
+			"x.txt:9: behaviour db/kv: duration= needs op="},
+		{"bad outcome", base + "behaviour db/kv op=start outcomes=maybe\nrun 1s\n",
+			"x.txt:9: behaviour db/kv: outcome \"maybe\""},
 		{"unknown service", base + "at 1s crash db/kv2\nrun 1s\n", "x.txt:9: no service \"db/kv2\"; the modules have: db/kv"},
-		{"unknown behaviour name", base + "behaviour db/zz ready_after_polls=1\nrun 1s\n", "x.txt:9: no service or probe \"db/zz\""},
+		{"unknown behaviour name", base + "behaviour db/zz ready_after_polls=1\nrun 1s\n",
+			"x.txt:9: no service or probe \"db/zz\""},
 		{"time backwards", base + "at 5s reap\nat 4s reap\nrun 6s\n", "x.txt:10: time 4s is before"},
 		{"bad time", base + "at soon reap\nrun 1s\n", "x.txt:9: time \"soon\""},
 		{"no run", base + "at 1s reap\n", "no `run UNTIL` line"},
@@ -137,28 +145,38 @@ func TestScenarioErrors(t *testing.T) {
 		{"unknown module", base + "at 1s disable web\nrun 1s\n", "x.txt:9: no module \"web\"; modules: db"},
 		{"node key", "node colour=red\n" + base + "run 1s\n", "x.txt:1: node: unknown key \"colour\""},
 		{"running in timeline", base + "at 1s behaviour db/kv running\nrun 1s\n", "x.txt:9: behaviour: running= only"},
-		{"later first", "module later\n" + base[len("module\n"):] + "run 1s\n", "x.txt:1: `module later`: no module \"db\" embedded before it"},
+		{"later first", "module later\n" + base[len("module\n"):] + "run 1s\n",
+			"x.txt:1: `module later`: no module \"db\" embedded before it"},
 		{"twice", base + base + "run 1s\n", "x.txt:9: module \"db\" is embedded twice"},
-		{"reload without later", base + "at 1s reload db\nrun 1s\n", "x.txt:9: reload db: reload #1 of it, but only 0 `module later` block(s)"},
+		{"reload without later", base + "at 1s reload db\nrun 1s\n",
+			"x.txt:9: reload db: reload #1 of it, but only 0 `module later` block(s)"},
 		{"reload unknown module", base + "at 1s reload web\nrun 1s\n", "x.txt:9: no module \"web\""},
-		{"bad duration list", base + "behaviour db/kv op=start duration=1s,soon\nrun 1s\n", "x.txt:9: behaviour db/kv: duration=1s,soon: \"soon\": not a duration"},
+		{"bad duration list", base + "behaviour db/kv op=start duration=1s,soon\nrun 1s\n",
+			"x.txt:9: behaviour db/kv: duration=1s,soon: \"soon\": not a duration"},
 		{"emptied unknown", base + "at 1s emptied db/zz\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
-		{"unknown but known", base + "at 1s reset db/kv unknown\nrun 1s\n", "x.txt:9: reset db/kv unknown: the modules have that service; drop `unknown`"},
+		{"unknown but known", base + "at 1s reset db/kv unknown\nrun 1s\n",
+			"x.txt:9: reset db/kv unknown: the modules have that service; drop `unknown`"},
 		{"unknown malformed", base + "at 1s emptied zz unknown\nrun 1s\n", "x.txt:9: emptied zz unknown:"},
-		{"unknown other word", base + "at 1s reset db/zz gone\nrun 1s\n", "x.txt:9: usage: at T reset MODULE/SERVICE [unknown]"},
+		{"unknown other word", base + "at 1s reset db/zz gone\nrun 1s\n",
+			"x.txt:9: usage: at T reset MODULE/SERVICE [unknown]"},
 		{"reload flag", base + "at 1s reload db remove\nrun 1s\n", "x.txt:9: usage: at T reload MODULE [enable|disable]"},
 		{"window unknown key", base + "window until=3s\nrun 1s\n", "x.txt:9: window: unknown argument \"until\""},
 		{"window service", base + "window service=db/zz\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
-		{"window in timeline", base + "at 1s reap\nwindow from=1s\nrun 1s\n", "x.txt:10: `window` comes once, before the timeline"},
-		{"stored lease unadmitted", base + "stored lease l1 attempt=a1\nrun 1s\n", "x.txt:9: stored lease l1: admitted= is required"},
-		{"stored lease ttl alone", base + "stored lease l1 attempt=a1 admitted=-1s ttl=5s\nrun 1s\n", "x.txt:9: stored lease l1: ttl= and expires= go together"},
+		{"window in timeline", base + "at 1s reap\nwindow from=1s\nrun 1s\n",
+			"x.txt:10: `window` comes once, before the timeline"},
+		{"stored lease unadmitted", base + "stored lease l1 attempt=a1\nrun 1s\n",
+			"x.txt:9: stored lease l1: admitted= is required"},
+		{"stored lease ttl alone", base + "stored lease l1 attempt=a1 admitted=-1s ttl=5s\nrun 1s\n",
+			"x.txt:9: stored lease l1: ttl= and expires= go together"},
 		{"stored service unknown", base + "stored service db/zz failures=1\nrun 1s\n", "x.txt:9: no service \"db/zz\""},
-		{"stored service key", base + "stored service db/kv colour=red\nrun 1s\n", "x.txt:9: stored service db/kv: unknown argument \"colour\""},
+		{"stored service key", base + "stored service db/kv colour=red\nrun 1s\n",
+			"x.txt:9: stored service db/kv: unknown argument \"colour\""},
 		{"stored what", base + "stored probe db/kv\nrun 1s\n", "x.txt:9: usage: stored lease ID"},
 		{"why without reason", base + "at 1s disable db why:\nrun 1s\n", "x.txt:9: disable: why: needs the reason after it"},
 		{"remove with why", base + "at 1s remove db why: gone\nrun 1s\n", "x.txt:9: usage: at T remove MODULE"},
 		{"disable-all module", base + "at 1s disable-all db\nrun 1s\n", "x.txt:9: usage: at T disable-all [why: TEXT]"},
-		{"stored in timeline", base + "at 1s reap\nstored service db/kv failures=1\nrun 1s\n", "x.txt:10: `stored` says what the store held"},
+		{"stored in timeline", base + "at 1s reap\nstored service db/kv failures=1\nrun 1s\n",
+			"x.txt:10: `stored` says what the store held"},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.txt", []byte(c.text))
@@ -195,7 +213,8 @@ func TestUnifiedDiff(t *testing.T) {
 }
 
 func TestFormatOffset(t *testing.T) {
-	for d, want := range map[time.Duration]string{0: "0.000s", 1500 * time.Millisecond: "1.500s", 2 * time.Hour: "7200.000s"} {
+	for d, want := range map[time.Duration]string{0: "0.000s", 1500 * time.Millisecond: "1.500s",
+		2 * time.Hour: "7200.000s"} {
 		if got := strings.TrimSpace(FormatOffset(d)); got != want {
 			t.Errorf("FormatOffset(%v) = %q, want %q", d, got, want)
 		}

@@ -16,7 +16,9 @@ import (
 // replayed from a restart on an older data dir). Times are offsets from
 // the start, negative for the past.
 func (p *parser) parseStored(line int, args []string) error {
-	usage := "usage: stored lease ID attempt=A admitted=T [job=J] [cap=C,...] [pool=NAME:N,...] [needs=POOL,...] [ttl=D expires=T], or stored service MODULE/NAME failures=N [unhealthy] [backoff_until=T] [last_used=T] [reason: TEXT]"
+	usage := "usage: stored lease ID attempt=A admitted=T [job=J] [cap=C,...] [pool=NAME:N,...] " +
+		"[needs=POOL,...] [ttl=D expires=T], or stored service MODULE/NAME failures=N [unhealthy] " +
+		"[backoff_until=T] [last_used=T] [reason: TEXT]"
 	if len(args) < 2 || strings.Contains(args[1], "=") {
 		return lineError(p.file, line, "%s", usage)
 	}
@@ -106,7 +108,8 @@ func storedService(name string, args []string) (engine.ServiceRecord, error) {
 		case x.Key == "last_used" && !x.Flag:
 			r.LastUsed, err = parseInstant(x.Value)
 		default:
-			return r, fmt.Errorf("unknown argument %q; arguments: failures=N, unhealthy, backoff_until=T, last_used=T, reason: TEXT (last)", x.Key)
+			return r, fmt.Errorf(
+				"unknown argument %q; arguments: failures=N, unhealthy, backoff_until=T, last_used=T, reason: TEXT (last)", x.Key)
 		}
 		if err != nil {
 			return r, fmt.Errorf("%s=%s: %v", x.Key, x.Value, err)
@@ -153,7 +156,8 @@ func storedText(st engine.State, t0 time.Time) ([]string, error) {
 		}
 		if s.Reason != "" {
 			if strings.Join(strings.Fields(stripComment(s.Reason)), " ") != s.Reason {
-				return nil, fmt.Errorf("stored service %s: its reason %q is not words separated by single spaces without #", s.Name, s.Reason)
+				return nil, fmt.Errorf(
+					"stored service %s: its reason %q is not words separated by single spaces without #", s.Name, s.Reason)
 			}
 			line += " reason: " + s.Reason
 		}

@@ -61,7 +61,8 @@ func (w *Window) filter(recs []Record) []Record {
 			before++
 		default:
 			if before > 0 {
-				out = append(out, Record{At: w.From, Kind: RecInput, Text: fmt.Sprintf("window: %d line(s) before this one not shown", before)})
+				out = append(out, Record{At: w.From, Kind: RecInput,
+					Text: fmt.Sprintf("window: %d line(s) before this one not shown", before)})
 				before = 0
 			}
 			out = append(out, r)
@@ -111,5 +112,6 @@ func mentions(text, service string) bool {
 }
 
 func nameChar(c byte) bool {
-	return c == '-' || c == '_' || c == '.' || c == '/' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+	return c == '-' || c == '_' || c == '.' || c == '/' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' ||
+		c >= 'A' && c <= 'Z'
 }

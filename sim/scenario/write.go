@@ -30,10 +30,12 @@ func Explored(x sim.Exploration) string {
 // writeScenario writes a node, its behaviours and a timeline as a scenario
 // file (without an expected trace), so that a generated history can be read
 // and replayed with `svcsim run`.
-func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, later map[string][]*manifest.Module, behaviours map[string]*fakes.Behaviour, inputs []string) string {
+func writeScenario(cfg engine.Config, mods []engine.ModuleSpec, later map[string][]*manifest.Module,
+	behaviours map[string]*fakes.Behaviour, inputs []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node id=%s platform=%s budget_gb=%v max_ops=%d status=%v fingerprint=%v reap=%v",
-		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod, cfg.ReapPeriod)
+		cfg.NodeID, cfg.Platform, cfg.MemoryBudgetGB, cfg.MaxConcurrentOps, cfg.StatusPeriod, cfg.FingerprintPeriod,
+		cfg.ReapPeriod)
 	if cfg.ReapSweepPeriod > 0 {
 		fmt.Fprintf(&b, " reap_sweep=%v", cfg.ReapSweepPeriod)
 	}
@@ -149,7 +151,8 @@ func writeModule(b *strings.Builder, m *manifest.Module) {
 		if len(s.Capabilities) > 0 {
 			fmt.Fprintf(b, "capabilities = %s\n", tomlList(s.Capabilities))
 		}
-		fmt.Fprintf(b, "reserves_host_memory = %v\nyieldable = %v\nfreeze_ok = %v\n", s.ReservesHostMemory, s.Yieldable, s.FreezeOK)
+		fmt.Fprintf(b, "reserves_host_memory = %v\nyieldable = %v\nfreeze_ok = %v\n", s.ReservesHostMemory,
+			s.Yieldable, s.FreezeOK)
 		r := s.Restart
 		fmt.Fprintf(b, "restart = { backoff_initial_s = %v, backoff_max_s = %v, max_failures = %d, reset_after_s = %v }\n",
 			r.BackoffInitial.Seconds(), r.BackoffMax.Seconds(), r.MaxFailures, r.ResetAfter.Seconds())

@@ -58,7 +58,8 @@ func newAxis(times []time.Duration, until time.Duration, left, width float64) ax
 				longest = i
 			}
 		}
-		if longest < 0 || gaps[longest] <= scaled/10 || gaps[longest] <= 4*median || width-gapWidth*float64(nGaps+1) < width/3 {
+		if longest < 0 || gaps[longest] <= scaled/10 || gaps[longest] <= 4*median ||
+			width-gapWidth*float64(nGaps+1) < width/3 {
 			break
 		}
 		compressed[longest] = true
@@ -167,7 +168,8 @@ func (a axis) ticks(minPx float64) []tick {
 }
 
 var roundSteps = []time.Duration{
-	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond,
+	time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+	50 * time.Millisecond,
 	100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond,
 	time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
 	time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,

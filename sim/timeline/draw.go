@@ -86,16 +86,19 @@ func SVG(res *scenario.Result) []byte {
 	width := left + plotW + right
 
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f `+
+		`%.0f" font-family="DejaVu Sans, Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%.0f" height="%.0f" fill="white"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(res.Scenario.File))
-	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">node %s, %d lane(s), 0 to %s of virtual time; idle gaps compressed where marked</text>`+"\n",
+	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">node %s, %d lane(s), 0 to %s of virtual time; idle gaps `+
+		`compressed where marked</text>`+"\n",
 		esc(res.Scenario.Config.NodeID), len(rows), shortDur(t.until))
 
 	drawAxis(&b, ax, top-6, axisY)
 	for _, at := range t.restarts {
 		xx := ax.x(at)
-		fmt.Fprintf(&b, `<g class="restart"><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444" stroke-dasharray="5,3"/><text x="%.1f" y="%.1f" font-size="9" fill="#444">svcrun restarts</text></g>`+"\n",
+		fmt.Fprintf(&b, `<g class="restart"><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444" `+
+			`stroke-dasharray="5,3"/><text x="%.1f" y="%.1f" font-size="9" fill="#444">svcrun restarts</text></g>`+"\n",
 			xx, top-12, xx, axisY, xx+3, top-14)
 	}
 
@@ -133,19 +136,23 @@ func eventTimes(res *scenario.Result) []time.Duration {
 func drawAxis(b *bytes.Buffer, ax axis, y0, y1 float64) {
 	for _, tk := range ax.ticks(64) {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e6e6e6"/>`+"\n", tk.x, y0, tk.x, y1)
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", tk.x, y1+14, shortDur(tk.at))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%s</text>`+"\n", tk.x, y1+14,
+			shortDur(tk.at))
 	}
 	for _, s := range ax.segs {
 		if !s.gap {
 			continue
 		}
 		mid := (s.x0 + s.x1) / 2
-		fmt.Fprintf(b, `<g class="gap"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f4f4f4"/>`, s.x0+6, y0, s.x1-s.x0-12, y1-y0)
+		fmt.Fprintf(b, `<g class="gap"><rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#f4f4f4"/>`, s.x0+6,
+			y0, s.x1-s.x0-12, y1-y0)
 		// The break sign: two slanted strokes across the axis.
 		for _, dx := range []float64{-4, 4} {
-			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`, mid+dx-3, y1+5, mid+dx+3, y1-5)
+			fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.5"/>`,
+				mid+dx-3, y1+5, mid+dx+3, y1-5)
 		}
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9" fill="#555">+%s</text></g>`+"\n", mid, y1+26, shortDur(s.to-s.from))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9" fill="#555">+%s</text></g>`+"\n",
+			mid, y1+26, shortDur(s.to-s.from))
 	}
 	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`+"\n", left, y1, left+plotW, y1)
 }
@@ -222,7 +229,8 @@ func markLabel(m mark) string {
 	return nextStartRE.ReplaceAllString(m.title, "")
 }
 
-var markFill = map[string]string{"failure": "#cc0000", "crash": "#cc0000", "rejected": "#741b47", "expired": "#cc0000", "kill": "#000", "unhealthy-fp": "#b45f06", "reaped": "#444"}
+var markFill = map[string]string{"failure": "#cc0000", "crash": "#cc0000", "rejected": "#741b47",
+	"expired": "#cc0000", "kill": "#000", "unhealthy-fp": "#b45f06", "reaped": "#444"}
 
 func drawLane(b *bytes.Buffer, r row, ax axis, y float64, until time.Duration) {
 	l := r.l
@@ -236,7 +244,8 @@ func drawLane(b *bytes.Buffer, r row, ax axis, y float64, until time.Duration) {
 	}
 	fmt.Fprintf(b, `<text x="10" y="%.1f"><title>%s</title>%s</text>`+"\n", y+bandH/2+4, esc(title), esc(clip(name, 30)))
 	if l.kind == "lease" && l.detail != "" {
-		fmt.Fprintf(b, `<text x="10" y="%.1f" font-size="8" fill="#777">%s</text>`+"\n", y+bandH+8, esc(clip(strings.Join(strings.Fields(l.detail)[1:], " "), 44)))
+		fmt.Fprintf(b, `<text x="10" y="%.1f" font-size="8" fill="#777">%s</text>`+"\n", y+bandH+8,
+			esc(clip(strings.Join(strings.Fields(l.detail)[1:], " "), 44)))
 	}
 	for _, bd := range l.bands {
 		x0, x1 := ax.x(bd.from), ax.x(bd.to)
@@ -245,7 +254,8 @@ func drawLane(b *bytes.Buffer, r row, ax axis, y float64, until time.Duration) {
 		if bd.state == stWaiting {
 			extra = ` stroke="#e69138" stroke-dasharray="3,2"`
 		}
-		fmt.Fprintf(b, `<rect class="band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s %s..%s</title></rect>`+"\n",
+		fmt.Fprintf(b, `<rect class="band" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"%s><title>%s `+
+			`%s..%s</title></rect>`+"\n",
 			x0, y, w, bandH, stateColour[bd.state], extra, bd.state, shortDur(bd.from), shortDur(bd.to))
 		if w > float64(len(bd.state))*6+6 && bd.state != stStopped {
 			fg := "#222"
@@ -262,7 +272,8 @@ func drawLane(b *bytes.Buffer, r row, ax axis, y float64, until time.Duration) {
 	var ls []label
 	for _, m := range l.marks {
 		drawMark(b, m, ax.x(m.at), y, bandH)
-		ls = append(ls, label{x: ax.x(m.at), text: markLabel(m), title: strings.TrimSpace(scenario.FormatOffset(m.at)) + " " + m.title, fill: markFill[m.kind]})
+		ls = append(ls, label{x: ax.x(m.at), text: markLabel(m),
+			title: strings.TrimSpace(scenario.FormatOffset(m.at)) + " " + m.title, fill: markFill[m.kind]})
 	}
 	labelY := y + r.h
 	if l.kind == "lease" {
@@ -284,7 +295,8 @@ func drawOp(b *bytes.Buffer, op opSpan, ax axis, y float64) {
 	if op.failed != "" {
 		what += ": " + op.failed
 	}
-	fmt.Fprintf(b, `<rect class="op" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s..%s</title></rect>`+"\n",
+	fmt.Fprintf(b, `<rect class="op" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s `+
+		`%s..%s</title></rect>`+"\n",
 		x0, y, w, opH, fill, esc(what), shortDur(op.from), shortDur(op.to))
 	if w > float64(len(what))*4.2+4 {
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" font-size="6" fill="white">%s</text>`+"\n", x0+2, y+opH-1, esc(what))
@@ -296,7 +308,8 @@ func drawOp(b *bytes.Buffer, op opSpan, ax axis, y float64) {
 // blocks above them, with the waiting written under the lane.
 func drawResource(b *bytes.Buffer, rl *resLane, ax axis, y float64, until time.Duration) {
 	fmt.Fprintf(b, `<text x="10" y="%.1f">%s</text>`+"\n", y+resH/2, esc(rl.name))
-	fmt.Fprintf(b, `<text x="10" y="%.1f" font-size="8" fill="#777">%s</text>`+"\n", y+resH/2+11, esc(rl.unit+": held / capacity"))
+	fmt.Fprintf(b, `<text x="10" y="%.1f" font-size="8" fill="#777">%s</text>`+"\n", y+resH/2+11,
+		esc(rl.unit+": held / capacity"))
 	cuts := []time.Duration{0, until}
 	top := 0.0
 	for _, c := range rl.capacity {
@@ -324,7 +337,8 @@ func drawResource(b *bytes.Buffer, rl *resLane, ax axis, y float64, until time.D
 	}
 	base := y + resH
 	unit := resH / top
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fafafa" stroke="#eee"/>`+"\n", left, y, plotW, resH)
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#fafafa" stroke="#eee"/>`+"\n",
+		left, y, plotW, resH)
 	named := map[string]bool{}
 	var labels []label
 	type num struct {
@@ -357,7 +371,8 @@ func drawResource(b *bytes.Buffer, rl *resLane, ax axis, y float64, until time.D
 				if list.waits {
 					cls = "wait"
 				}
-				fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" %s><title>%s, %s..%s</title></rect>`+"\n",
+				fmt.Fprintf(b, `<rect class="%s" x="%.1f" y="%.1f" width="%.1f" height="%.1f" %s><title>%s, `+
+					`%s..%s</title></rect>`+"\n",
 					cls, x0, yy, max(x1-x0, 0.5), hh, style, esc(what), shortDur(h.from), shortDur(h.to))
 				key := fmt.Sprintf("%v/%s/%d", list.waits, h.who, h.from)
 				if !named[key] && hh >= 8 && x1-x0 > float64(len(h.who))*5+4 {
@@ -402,7 +417,8 @@ func drawResource(b *bytes.Buffer, rl *resLane, ax axis, y float64, until time.D
 		c = s.v
 	}
 	pts = append(pts, fmt.Sprintf("%.1f,%.1f", ax.x(until), base-c*unit))
-	fmt.Fprintf(b, `<polyline class="capacity" points="%s" fill="none" stroke="#222" stroke-width="1.5"/>`+"\n", strings.Join(pts, " "))
+	fmt.Fprintf(b, `<polyline class="capacity" points="%s" fill="none" stroke="#222" stroke-width="1.5"/>`+"\n",
+		strings.Join(pts, " "))
 	drawLabels(b, labels, 2, y+resH)
 }
 
@@ -445,7 +461,8 @@ func drawMark(b *bytes.Buffer, m mark, xx, y, h float64) {
 	cy := y + h/2
 	switch m.kind {
 	case "failure":
-		fmt.Fprintf(b, `<path class="mark-failure" d="M%.1f,%.1f l-5,-8 h10 z" fill="#cc0000" stroke="white" stroke-width="0.5">%s</path>`+"\n", xx, y+9, title)
+		fmt.Fprintf(b, `<path class="mark-failure" d="M%.1f,%.1f l-5,-8 h10 z" fill="#cc0000" stroke="white" `+
+			`stroke-width="0.5">%s</path>`+"\n", xx, y+9, title)
 	case "crash":
 		// A burst: an eight-pointed star.
 		var pts []string
@@ -457,20 +474,27 @@ func drawMark(b *bytes.Buffer, m mark, xx, y, h float64) {
 			a := float64(i) * math.Pi / 8
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xx+r*math.Sin(a), cy-r*math.Cos(a)))
 		}
-		fmt.Fprintf(b, `<polygon class="mark-crash" points="%s" fill="#cc0000" stroke="#ffe599" stroke-width="0.8">%s</polygon>`+"\n", strings.Join(pts, " "), title)
+		fmt.Fprintf(b, `<polygon class="mark-crash" points="%s" fill="#cc0000" stroke="#ffe599" `+
+			`stroke-width="0.8">%s</polygon>`+"\n", strings.Join(pts, " "), title)
 	case "kill":
-		fmt.Fprintf(b, `<g class="mark-kill" stroke="black" stroke-width="2">%s<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`+"\n",
+		fmt.Fprintf(b, `<g class="mark-kill" stroke="black" stroke-width="2">%s<line x1="%.1f" y1="%.1f" `+
+			`x2="%.1f" y2="%.1f"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/></g>`+"\n",
 			title, xx-4, cy-4, xx+4, cy+4, xx-4, cy+4, xx+4, cy-4)
 	case "rejected":
 		// A no-entry sign: a ring with a bar.
-		fmt.Fprintf(b, `<g class="mark-rejected">%s<circle cx="%.1f" cy="%.1f" r="6" fill="white" stroke="#741b47" stroke-width="2"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#741b47" stroke-width="2"/></g>`+"\n",
+		fmt.Fprintf(b, `<g class="mark-rejected">%s<circle cx="%.1f" cy="%.1f" r="6" fill="white" `+
+			`stroke="#741b47" stroke-width="2"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#741b47" `+
+			`stroke-width="2"/></g>`+"\n",
 			title, xx, cy, xx-4.2, cy+4.2, xx+4.2, cy-4.2)
 	case "unhealthy-fp":
-		fmt.Fprintf(b, `<circle class="mark-unhealthy" cx="%.1f" cy="%.1f" r="4" fill="#e69138" stroke="white">%s</circle>`+"\n", xx, cy, title)
+		fmt.Fprintf(b, `<circle class="mark-unhealthy" cx="%.1f" cy="%.1f" r="4" fill="#e69138" `+
+			`stroke="white">%s</circle>`+"\n", xx, cy, title)
 	case "reaped":
-		fmt.Fprintf(b, `<path class="mark-reaped" d="M%.1f,%.1f l4,5 l-4,5 l-4,-5 z" fill="#666">%s</path>`+"\n", xx, cy-5, title)
+		fmt.Fprintf(b, `<path class="mark-reaped" d="M%.1f,%.1f l4,5 l-4,5 l-4,-5 z" fill="#666">%s</path>`+"\n",
+			xx, cy-5, title)
 	case "expired":
-		fmt.Fprintf(b, `<circle class="mark-expired" cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#cc0000" stroke-width="2">%s</circle>`+"\n", xx, cy, title)
+		fmt.Fprintf(b, `<circle class="mark-expired" cx="%.1f" cy="%.1f" r="4" fill="none" stroke="#cc0000" `+
+			`stroke-width="2">%s</circle>`+"\n", xx, cy, title)
 	}
 }
 
@@ -478,7 +502,8 @@ func drawLegend(b *bytes.Buffer, ly float64) {
 	b.WriteString(`<g class="legend">` + "\n")
 	defer b.WriteString("</g>\n")
 	lx := 10.0
-	for _, st := range []string{stUnknown, stStopped, stStarting, stWaitingReady, stReady, stFrozen, stStopping, stBackoff, stUnhealthy, stWaiting, stHeld} {
+	for _, st := range []string{stUnknown, stStopped, stStarting, stWaitingReady, stReady, stFrozen, stStopping,
+		stBackoff, stUnhealthy, stWaiting, stHeld} {
 		name := st
 		switch st {
 		case stWaiting:
@@ -492,19 +517,25 @@ func drawLegend(b *bytes.Buffer, ly float64) {
 	}
 	ly += 22
 	lx = 10
-	for _, m := range []struct{ kind, name string }{{"failure", "failure"}, {"crash", "crash"}, {"kill", "kill"}, {"unhealthy-fp", "reports unhealthy"}, {"reaped", "object reaped"}, {"rejected", "rejected"}, {"expired", "expired"}} {
+	for _, m := range []struct{ kind, name string }{{"failure", "failure"}, {"crash", "crash"}, {"kill", "kill"},
+		{"unhealthy-fp", "reports unhealthy"}, {"reaped", "object reaped"}, {"rejected", "rejected"},
+		{"expired", "expired"}} {
 		drawMark(b, mark{kind: m.kind}, lx+6, ly-13, bandH)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+16, ly, m.name)
 		lx += float64(len(m.name))*6.4 + 32
 	}
 	ly += 22
 	lx = 10
-	for _, op := range []protocol.Op{protocol.OpStart, protocol.OpReady, protocol.OpStatus, protocol.OpStop, protocol.OpFingerprint, protocol.OpListOwned, protocol.OpDestroy} {
+	for _, op := range []protocol.Op{protocol.OpStart, protocol.OpReady, protocol.OpStatus, protocol.OpStop,
+		protocol.OpFingerprint, protocol.OpListOwned, protocol.OpDestroy} {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="14" height="6" fill="%s"/>`, lx, ly-7, opColour[op])
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+18, ly, op)
 		lx += float64(len(op))*6.4 + 34
 	}
-	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="14" height="6" fill="#cc0000"/><text x="%.1f" y="%.1f">failed op</text>`+"\n", lx, ly-7, lx+18, ly)
+	fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="14" height="6" fill="#cc0000"/><text x="%.1f" `+
+		`y="%.1f">failed op</text>`+"\n", lx, ly-7, lx+18, ly)
 	ly += 20
-	fmt.Fprintf(b, `<text x="10" y="%.1f" fill="#333">bars under a lane: ops, run to done; black step line: leases referencing the service; pools and memory: held (blue) and waited for (dashed) against the capacity (black line)</text>`+"\n", ly)
+	fmt.Fprintf(b, `<text x="10" y="%.1f" fill="#333">bars under a lane: ops, run to done; black step line: `+
+		`leases referencing the service; pools and memory: held (blue) and waited for (dashed) against the `+
+		`capacity (black line)</text>`+"\n", ly)
 }

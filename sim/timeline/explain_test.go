@@ -110,7 +110,8 @@ func TestSVGExplains(t *testing.T) {
 	}
 	// Visible labels, not only hover text.
 	labels := svg.all(class("label"))
-	for _, want := range []string{"crash: process container emptied", "rejected: not admitted in time: pool slots", "failure 1/5: crashed", "l2 waits for 1 token(s)"} {
+	for _, want := range []string{"crash: process container emptied",
+		"rejected: not admitted in time: pool slots", "failure 1/5: crashed", "l2 waits for 1 token(s)"} {
 		found := false
 		for _, l := range labels {
 			found = found || strings.Contains(l.text, want)
@@ -121,7 +122,8 @@ func TestSVGExplains(t *testing.T) {
 	}
 	crash, rejected := svg.all(class("mark-crash")), svg.all(class("mark-rejected"))
 	if len(crash) != 1 || len(rejected) != 1 || crash[0].name == rejected[0].name {
-		t.Errorf("a crash and a rejection must each have one mark, of different shapes: %d %v, %d %v", len(crash), names(crash), len(rejected), names(rejected))
+		t.Errorf("a crash and a rejection must each have one mark, of different shapes: %d %v, %d %v", len(crash),
+			names(crash), len(rejected), names(rejected))
 	}
 	// The two starts last 2s each: intervals, not points.
 	starts := 0
@@ -135,11 +137,13 @@ func TestSVGExplains(t *testing.T) {
 	}
 	// Memory and tokens held, a wait for tokens, the capacity.
 	if len(svg.all(class("hold"))) < 2 || len(svg.all(class("wait"))) < 1 || len(svg.all(class("capacity"))) != 2 {
-		t.Errorf("resource lanes: %d holds, %d waits, %d capacity lines", len(svg.all(class("hold"))), len(svg.all(class("wait"))), len(svg.all(class("capacity"))))
+		t.Errorf("resource lanes: %d holds, %d waits, %d capacity lines", len(svg.all(class("hold"))),
+			len(svg.all(class("wait"))), len(svg.all(class("capacity"))))
 	}
 	// The idle 11s..5m is compressed and says how long it was.
 	gaps := svg.all(class("gap"))
-	if len(gaps) == 0 || !strings.Contains(gaps[0].text, "+4m49s") || len(gaps[0].all(func(n *node) bool { return n.name == "line" })) != 2 {
+	if len(gaps) == 0 || !strings.Contains(gaps[0].text, "+4m49s") ||
+		len(gaps[0].all(func(n *node) bool { return n.name == "line" })) != 2 {
 		t.Errorf("no compressed gap of 4m49s with its break sign: %d gap(s)", len(gaps))
 	}
 }
