@@ -239,7 +239,8 @@ func TestLeaseTTLTimers(t *testing.T) {
 		}
 		var want []string
 		if ttl > 0 {
-			want = []string{"timer lease-ttl l1 at 2026-01-01T00:01:00Z", "timer lease-ttl l2", "cancel lease-ttl l1", "cancel lease-ttl l2"}
+			want = []string{"timer lease-ttl l1 at 2026-01-01T00:01:00Z", "timer lease-ttl l2",
+				"cancel lease-ttl l1", "cancel lease-ttl l2"}
 		}
 		if len(got) != len(want) {
 			t.Errorf("TTL %v: lease-ttl timers\n%s\nwant\n%s", ttl, strings.Join(got, "\n"), strings.Join(want, "\n"))
