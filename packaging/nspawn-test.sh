@@ -33,8 +33,9 @@ cache=${SVCRUN_CI_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/svcrun-ci}
 mirror=${SVCRUN_NSPAWN_MIRROR:-http://deb.debian.org/debian}
 release=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 # What the tree holds besides Debian's essential packages: systemd as init,
-# the daemons of the example modules, and what their jobs use.
-include=systemd,systemd-sysv,redis-server,postgresql,curl,jq
+# procps (the unit's ExecReload runs /bin/kill), the daemons of the example
+# modules, and what their jobs use.
+include=systemd,systemd-sysv,procps,redis-server,postgresql,curl,jq
 bound=${SVCRUN_NSPAWN_WAIT:-120} # seconds: a failure cutoff, never the expected wait
 node=nspawn                      # the node_id of the test config
 examples=/opt/svcrun-test        # the checkout's examples/ and sdk/ inside the tree
@@ -59,10 +60,9 @@ fail() {
 }
 
 # ct CMD...: runs CMD inside the container, as root, in all its namespaces
-# but the cgroup one (the command stays in the test's cgroup, outside the
-# container's units).
+# (its cgroup stays the test's, outside the container's units).
 ct() {
-	nsenter -t "$leader" -m -u -i -n -p -r -w \
+	nsenter -t "$leader" -m -u -i -n -p -C -r -w \
 		env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"
 }
 
@@ -95,9 +95,14 @@ cleanup() {
 	local d
 	for d in "$cg2" "$cg1"; do
 		[ -n "$d" ] && [ -d "$d" ] || continue
-		# A cgroup goes once its processes are gone: leaves first.
-		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null ||
-			{ sleep 1; find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; } || echo "nspawn-test: could not remove $d" >&2
+		# A cgroup goes once its processes are gone (the namespace's end
+		# kills them, not at once): leaves first, polled for 10 s.
+		local i=0
+		until find "$d" -depth -type d -exec rmdir {} + 2>/dev/null; do
+			i=$((i + 1))
+			[ "$i" -lt 50 ] || { echo "nspawn-test: could not remove $d" >&2; break; }
+			sleep 0.2
+		done
 	done
 	rm -rf "$work"
 	phase done
@@ -124,17 +129,24 @@ tarball=$cache/nspawn-$release-$(printf '%s %s' "$include" "$mirror" | sha256sum
 if [ ! -s "$tarball" ]; then
 	mkdir -p "$cache"
 	rm -f "$cache"/nspawn-"$release"-*.tar.new
-	mmdebstrap --quiet --variant=essential --include="$include" "$release" "$tarball.new" "$mirror"
+	mmdebstrap --quiet --format=tar --variant=essential --include="$include" "$release" "$tarball.new" "$mirror"
 	mv "$tarball.new" "$tarball"
 fi
 mkdir "$root"
-tar -C "$root" -xf "$tarball"
+tar -C "$root" --numeric-owner -xf "$tarball"
+# Debian's own units of the daemons stay off: the modules run them.
+systemctl --root="$root" --quiet mask redis-server.service postgresql.service
 
 phase "package: build two versions (the second is the upgrade)"
 deb1=$(bash packaging/build-deb.sh "$work/dist")
 v1=$(dpkg-deb -f "$deb1" Version)
+# The upgrade: the same files under a later version (a second build would
+# only cost a link).
 v2=$v1+nspawn
-deb2=$(VERSION=$v2 bash packaging/build-deb.sh "$work/dist")
+dpkg-deb -R "$deb1" "$work/v2"
+sed -i "s/^Version: .*/Version: $v2/" "$work/v2/DEBIAN/control"
+deb2=$work/dist/svcrun_${v2}_$(dpkg-deb -f "$deb1" Architecture).deb
+dpkg-deb --root-owner-group --build "$work/v2" "$deb2" >/dev/null
 cp "$deb1" "$deb2" "$root/root/"
 deb1=/root/${deb1##*/} deb2=/root/${deb2##*/}
 # The example modules as shipped in the checkout; kvfile's binary is built
@@ -195,10 +207,23 @@ active() { [ "$(ct systemctl show -p ActiveState --value svcrun)" = active ]; }
 journal() { ct journalctl -q --no-pager -u svcrun -o cat "$@"; }
 # count PATTERN: how many of the unit's journal lines match (grep -F).
 count() { journal | grep -cF -- "$1" || true; }
+# has PATTERN [JOURNALCTL ARGS]: a line of the journal (default: the
+# unit's) matches the regular expression; read whole, as grep -q would
+# leave journalctl to a SIGPIPE that pipefail takes for a failure.
+has() {
+	local lines
+	lines=$(ct journalctl -q --no-pager -o cat "${@:2}")
+	grep -q -- "$1" <<<"$lines"
+}
 svc_cgroup=/sys/fs/cgroup/system.slice/svcrun.service/svcrun-$node/demo/kv
 daemon_pid() { ct cat /var/lib/svcrun/modules/demo/kv.pid; }
 lease_admitted() {
 	[ "$(ct svcrun status --json | ct jq -r --arg id "$1" '.leases[] | select(.id == $id) | .admitted')" = true ]
+}
+# contained NAME: the service's container is a cgroup that holds its daemon
+# (not the process-group fallback, which a filtered clone3 would cause).
+contained() {
+	[ "$(ct svcrun status --json | ct jq -r --arg n "$1" '.services[] | select(.name == $n) | .contained')" = true ]
 }
 service_ready() {
 	[ "$(ct svcrun status --json | ct jq -r --arg n "$1" '.services[] | select(.name == $n) | .ready')" = true ]
@@ -223,7 +248,7 @@ adopted() {
 	local what=$1 old=$2 before=$3
 	new_main() { local p; p=$(main_pid) && [ "$p" != 0 ] && [ "$p" != "$old" ] && active; }
 	wait_for "$what: svcrun active again, as a new process" new_main
-	more_adopted() { [ "$(count '"demo/kv: adopted: already running"')" -gt "$before" ]; }
+	more_adopted() { [ "$(count '"msg":"adopted: already running","subject":"demo/kv"')" -gt "$before" ]; }
 	wait_for "$what: the journal says demo/kv adopted" more_adopted
 	the_daemon_stays "$what"
 	lease_admitted "$lease" || fail "$what: the lease $lease held before is not admitted now"
@@ -269,17 +294,22 @@ ct systemctl enable --now svcrun
 active || fail "systemctl start returned and svcrun.service is $(ct systemctl show -p ActiveState --value svcrun)"
 ct svcrun status >/dev/null || fail "svcrun status right after systemctl start: svcrun not reachable, so systemd took it for ready too early"
 [ "$(ct systemctl show -p NRestarts --value svcrun)" = 0 ] || fail "svcrun restarted while starting"
-journal | grep -q '"level":"INFO"' || fail "journalctl -u svcrun has none of svcrun's JSON lines"
-journal | grep -q '^Started svcrun.service' || fail "journalctl -u svcrun lacks systemd's 'Started' line"
+# The journal commands docs/operating.md gives: the unit's (svcrun's lines
+# and systemd's about it), and svcrun's own.
+has '"msg":"API listening"' -u svcrun.service || fail "journalctl -u svcrun.service lacks svcrun's JSON lines"
+has '^Started svcrun.service' -u svcrun.service || fail "journalctl -u svcrun.service lacks systemd's 'Started' line"
+has '"msg":"API listening"' -t svcrun || fail "journalctl -t svcrun lacks svcrun's JSON lines"
+has '^Started svcrun.service' -t svcrun && fail "journalctl -t svcrun has systemd's lines too"
 lease=$(ct svcrun acquire --capability kv --wait 60s) || fail "svcrun acquire --capability kv"
 wait_for "demo/kv ready for the lease $lease" service_ready demo/kv
 lease_admitted "$lease" || fail "the lease $lease is not admitted"
 out=$(ct svcrun run --capability kv -- sh "$examples/examples/modules/demo/job.sh") || fail "svcrun run of the demo's job: $out"
 case $out in *"job: made"*) ;; *) fail "the demo's job said: $out" ;; esac
 daemon=$(daemon_pid)
-[ "$(ct cat "/proc/$daemon/cgroup")" = "0::/system.slice/svcrun.service/svcrun-$node/demo/kv" ] ||
-	fail "the demo's daemon is in $(ct cat "/proc/$daemon/cgroup"), not in svcrun.service's delegated cgroup"
+[ "$(ct grep '^0::' "/proc/$daemon/cgroup")" = "0::/system.slice/svcrun.service/svcrun-$node/demo/kv" ] ||
+	fail "the demo's daemon is in $(ct grep '^0::' "/proc/$daemon/cgroup"), not in svcrun.service's delegated cgroup"
 [ "$(ct systemctl show -p Delegate --value svcrun)" = yes ] || fail "svcrun.service is not delegated its cgroup"
+contained demo/kv || fail "demo/kv is not contained: $(ct svcrun status demo/kv)"
 the_daemon_stays "start"
 
 phase "reload: every example module added, each one's job works under the unit"
@@ -294,6 +324,9 @@ for c in redis postgres kvfile; do
 		fail "svcrun run of the $c module's job under the hardened unit: $out"
 	case $out in *"job: made"*) echo "   $c: $(echo "$out" | grep 'job: made')" ;; *) fail "the $c module's job said: $out" ;; esac
 done
+for m in redis/redis postgres/postgres kvfile/kv; do
+	contained "$m" || fail "$m is not contained: $(ct svcrun status "$m")"
+done
 
 phase "restarts: systemctl restart, the watchdog, a stray SIGTERM, an upgrade"
 # A job that spans them all: it holds its lease and runs until told.
@@ -302,22 +335,22 @@ ct svcrun run --capability kv -- sh -c 'touch /root/span.started; until [ -e /ro
 span=$!
 wait_for "the spanning job started" test -e "$root/root/span.started"
 
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct systemctl restart svcrun
 adopted "systemctl restart" "$old" "$before"
 
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"') wd=$(count 'Watchdog timeout')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"') wd=$(count 'Watchdog timeout')
 ct kill -STOP "$old"
 adopted "the watchdog (svcrun stopped by SIGSTOP)" "$old" "$before"
 [ "$(count 'Watchdog timeout')" -gt "$wd" ] || fail "the watchdog case: no 'Watchdog timeout' line from systemd"
 
 # Not from systemd: svcrun exits 0 as at any SIGTERM, and Restart=always
 # brings it back.
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct kill -TERM "$old"
 adopted "a SIGTERM not sent by systemd" "$old" "$before"
 
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct dpkg -i "$deb2" >/dev/null
 [ "$(ct dpkg-query -W -f='${Version}' svcrun)" = "$v2" ] || fail "the upgrade to $v2 did not install"
 adopted "the package upgrade to $v2" "$old" "$before"
@@ -330,14 +363,14 @@ phase "stop: the daemon stays, systemd says so, the next start adopts it"
 ct systemctl stop svcrun
 active && fail "svcrun.service still active after systemctl stop"
 the_daemon_stays "systemctl stop"
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct systemctl start svcrun
 adopted "systemctl start after a stop" "$old" "$before"
 # With KillMode=process systemd names each process left in the unit's
 # cgroup, at the stop and at the next start (docs/operating.md).
-journal | grep -q "Unit process $daemon (sleep) remains running after unit stopped" ||
+has "Unit process $daemon (sleep) remains running after unit stopped" -u svcrun.service ||
 	fail "no 'remains running after unit stopped' line for the daemon"
-journal | grep -q "Found left-over process $daemon (sleep) in control group while starting unit" ||
+has "Found left-over process $daemon (sleep) in control group while starting unit" -u svcrun.service ||
 	fail "no 'Found left-over process' line for the daemon"
 
 phase "remove: dpkg -r leaves the services, the configuration and the state"
@@ -351,11 +384,11 @@ the_daemon_stays "dpkg -r"
 phase "--stop-services-on-exit: installed again, the next stop ends the services"
 ct dpkg -i "$deb2" >/dev/null
 ct grep -qx "node_id = \"$node\"" /etc/svcrun/svcrun.toml || fail "installing again did not keep /etc/svcrun/svcrun.toml"
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct systemctl start svcrun
 adopted "a start after dpkg -r and a new install" "$old" "$before"
 sed -i 's/^SVCRUN_SERVE_FLAGS=.*/SVCRUN_SERVE_FLAGS="--stop-services-on-exit"/' "$root/etc/default/svcrun"
-old=$(main_pid) before=$(count '"demo/kv: adopted: already running"')
+old=$(main_pid) before=$(count '"msg":"adopted: already running","subject":"demo/kv"')
 ct systemctl restart svcrun # the svcrun started before the edit stops without stopping them
 adopted "systemctl restart with --stop-services-on-exit set" "$old" "$before"
 ct systemctl stop svcrun
