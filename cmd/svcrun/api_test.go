@@ -395,6 +395,10 @@ func TestJSONAnswers(t *testing.T) {
 	if code != 1 || out != "" || !strings.HasPrefix(errs, "svcrun reload: ") || !strings.Contains(errs, "bogus_key") {
 		t.Errorf("reload of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
+	// The refusal is an event, naming the error.
+	if code, out, errs = run(t, "events"); code != 0 || !regexp.MustCompile(`reload of \S+ refused, the running configuration stays: .*bogus_key`).MatchString(out) {
+		t.Errorf("events after a refused reload: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
 	if err := os.WriteFile(cfg, good, 0o644); err != nil {
 		t.Fatal(err)
 	}
