@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oarbank/svcrun/internal/testhost"
+	"github.com/oarbank/svcrun/nodeconfig"
 )
 
 // packagedConfig is packaging/svcrun.toml as the package installs it, with
@@ -155,5 +156,39 @@ func TestFirstModuleAsShipped(t *testing.T) {
 	waitUntil(t, "svcrun serve answers", func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
 	if out, code := cli("run", "--socket", sock, "--capability", "kv", "--wait", "60s", "--", "echo", "it works"); code != 0 || !strings.Contains(out, "it works") {
 		t.Fatalf("the first module's capability: exit %d\n%s", code, out)
+	}
+}
+
+// TestSocketGroupRecipe: docs/operating.md's recipe for socket_group,
+// applied to the packaged configuration after a module was added, gives a
+// valid file with the group set at the top level.
+func TestSocketGroupRecipe(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`sed -i 's/(\^#socket_group = \.\*)/(socket_group = "svcrun-jobs")/' /etc/svcrun/svcrun.toml`).FindStringSubmatch(string(doc))
+	if m == nil {
+		t.Fatal("docs/operating.md has no sed recipe for socket_group")
+	}
+	appended, docBundle := firstModuleSteps(t)
+	demo, _ := filepath.Abs("../../examples/modules/demo")
+	text := packagedConfig(t, "n1", "/var/lib/svcrun", "/run/svcrun/svcrun.sock") + strings.ReplaceAll(appended, docBundle, demo)
+	re := regexp.MustCompile("(?m)" + m[1])
+	if len(re.FindAllString(text, -1)) != 1 {
+		t.Fatalf("packaging/svcrun.toml has not one line %s", m[1])
+	}
+	// root: a group every host has, for the docs' svcrun-jobs.
+	text = re.ReplaceAllString(text, strings.Replace(m[2], "svcrun-jobs", "root", 1))
+	cfg := filepath.Join(t.TempDir(), "svcrun.toml")
+	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := nodeconfig.Load(cfg)
+	if err != nil {
+		t.Fatalf("the recipe's file: %v", err)
+	}
+	if c.SocketGroup != "root" {
+		t.Errorf("the recipe's file: socket_group %q, want root", c.SocketGroup)
 	}
 }
