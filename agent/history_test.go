@@ -220,3 +220,25 @@ func TestEventsAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Every kind of record svcrun events can print is listed in
+// docs/operating.md: the answers and notes the engine hands the agent
+// (engine.Driver.Answer), the agent's own, and the stream's.
+func TestEveryRecordKindDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operating.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, events, _ := strings.Cut(string(doc), "## Logs and events")
+	events, _, _ = strings.Cut(events, "\n## ")
+	kinds := []string{RecordReloaded, RecordReloadRefused, "lost", "truncated"}
+	for _, f := range []engine.Effect{engine.Note{}, engine.Admitted{}, engine.AlreadyHeld{}, engine.Rejected{}, engine.Renewed{},
+		engine.Released{}, engine.Expired{}, engine.LeaseUnknown{}, engine.ReapDone{}} {
+		kinds = append(kinds, f.EffectName())
+	}
+	for _, k := range kinds {
+		if !strings.Contains(events, "`"+k+"`") {
+			t.Errorf("docs/operating.md, Logs and events, does not list the kind %s", k)
+		}
+	}
+}
