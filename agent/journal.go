@@ -16,8 +16,9 @@ import (
 	"github.com/oarbank/svcrun/engine"
 )
 
-// Journal writes every engine step as a JSON line (engine.JournalEntry)
-// into dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
+// Journal writes every engine step as a JSON line (engine.JournalEntry,
+// with the records of the event stream it made: journalLine) into
+// dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
 // past MaxBytes and keeping the newest Keep rotated files. `svcsim replay`
 // re-runs a journal through the engine.
 //
