@@ -190,7 +190,9 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 	done := make(chan struct{})
 	first := time.AfterFunc(every, func() {
 		defer close(done)
-		showProgress(pctx, m, tty, every, c, req.Attempt, start)
+		// Read at each report: the terminal may be resized meanwhile.
+		width := func() int { return termWidth(m.Stderr) }
+		showProgress(pctx, m, tty, width, every, c, req.Attempt, start)
 	})
 	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
@@ -201,19 +203,20 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 }
 
 // showProgress reports what the lease of attempt waits for now, then
-// every until ctx is done.
-func showProgress(ctx context.Context, m *cli.Env, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
+// every until ctx is done; on a terminal (tty) each report fits width()
+// columns when width is given.
+func showProgress(ctx context.Context, m *cli.Env, tty bool, width func() int, every time.Duration, c *api.Client, attempt string, start time.Time) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	shown := false
 	for {
 		st, err := c.Status(ctx)
 		if err == nil {
-			width := 0 // a line of a log is whole
-			if tty {
-				width = termWidth(m.Stderr)
+			cols := 0 // a line of a log is whole
+			if tty && width != nil {
+				cols = width()
 			}
-			if line := progressLine(st, attempt, time.Since(start), width); line != "" && ctx.Err() == nil {
+			if line := progressLine(st, attempt, time.Since(start), cols); line != "" && ctx.Err() == nil {
 				m.Progress(tty, line)
 				shown = true
 			}
