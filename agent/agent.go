@@ -217,6 +217,9 @@ type Agent struct {
 	// retired are the modules gone from the configuration whose services
 	// may still be stopping (Reload); owned by the loop.
 	retired []nodeconfig.LoadedModule
+	// stepRecords are the records of the event stream made by the step
+	// under way, for its journal line; owned by the loop.
+	stepRecords []Record
 
 	// meters are the loop's measurements for /metrics; signals the state
 	// of the node's signals (owned by the loop). metricsLn is the
@@ -1049,7 +1052,8 @@ func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) 
 	// it is needed most. The write is off the answers' path.
 	w := a.journalWatch()
 	a.writeBegins(w, 0)
-	jerr := a.jour.Write(now, ev, effects)
+	jerr := a.jour.Write(now, ev, effects, a.stepRecords)
+	a.stepRecords = a.stepRecords[:0]
 	if jerr == nil {
 		jerr = a.jour.Flush()
 	}

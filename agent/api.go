@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -314,9 +315,16 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 }
 
 // Reload reads the configuration file and the modules again and applies
-// them. On any error nothing changes. Node settings other than modules
-// (data dir, budget, periods) take effect at the next start; the returned
-// notes say which changed.
+// them. On any error nothing changes, and the refusal is logged at ERROR
+// with every error of the file and is a record of the event stream
+// (reload-refused); an applied reload is one too (reloaded).
+//
+// run_as, socket_group and metrics_listen are refused when changed
+// (ErrNeedsRestart): they are who ops run as and who owns the module data
+// dirs, the socket's mode, a listener, which a running svcrun cannot
+// change whole. Other node settings (data dir, budget, periods, sandbox)
+// keep their running values everywhere, ops included, until the next
+// start; the returned notes say which changed.
 //
 // A module gone from the file is disabled: its services get their stop
 // ops and leave once stopped. Its ops keep the executor's targets of the
@@ -331,8 +339,37 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	if err := a.writable(false); err != nil {
 		return nil, err
 	}
+	notes, err = a.reloadFile(ctx)
+	switch {
+	case errors.Is(err, errdefs.ErrStopping):
+	case err != nil:
+		a.log.Error("reload refused: the running configuration stays", "file", a.file, "errors", errorLines(err))
+		a.publishOutside(Record{At: a.opts.Clock.Now(), Kind: RecordReloadRefused,
+			Text: fmt.Sprintf("reload of %s refused, the running configuration stays: %s", a.file, strings.Join(errorLines(err), "; "))})
+	default:
+		for _, n := range notes {
+			a.log.Warn("reload: takes effect at the next start", "setting", n)
+		}
+		text := "configuration " + a.file + " reloaded"
+		if len(notes) > 0 {
+			text += "; changed but applied only at the next start of svcrun: " + strings.Join(notes, ", ")
+		}
+		a.log.Info("configuration reloaded", "file", a.file, "restart_needed_for", notes)
+		a.publishOutside(Record{At: a.opts.Clock.Now(), Kind: RecordReloaded, Text: text})
+	}
+	return notes, err
+}
+
+// ErrNeedsRestart refuses a reload that changes a setting only a restart
+// of svcrun applies whole.
+var ErrNeedsRestart = errors.New("needs a restart of svcrun (systemctl restart svcrun: the services keep running)")
+
+func (a *Agent) reloadFile(ctx context.Context) (notes []string, err error) {
 	cfg, err := nodeconfig.Load(a.file)
 	if err != nil {
+		return nil, err
+	}
+	if err := needsRestart(a.cfg, cfg); err != nil {
 		return nil, err
 	}
 	mods, err := nodeconfig.LoadModules(cfg)
@@ -346,23 +383,53 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 			return
 		}
 		notes = restartOnly(a.cfg, cfg)
+		// Settings that need a restart keep their running values, for
+		// the ops too: a sandbox mode taken by the executor alone would
+		// run ops under a mode that status does not show.
+		keep := *a.cfg
+		keep.Modules, keep.Limits, keep.Warnings = cfg.Modules, cfg.Limits, cfg.Warnings
 		retired := a.stillStopping(mods)
-		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
+		if err := a.exec.Update(a.execConfig(&keep, slices.Concat(mods, retired))); err != nil {
 			stepErr = err
 			return
 		}
 		a.retired = retired
-		// Settings that need a restart keep their running values.
-		keep := *a.cfg
-		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
 		stepErr = a.step(engine.Reload{Modules: moduleSpecs(a.mods)})
 	})
-	for _, n := range notes {
-		a.log.Warn("reload: takes effect at the next start", "setting", n)
-	}
 	return notes, errors.Join(done, stepErr)
+}
+
+// needsRestart refuses the settings that a reload cannot apply whole,
+// naming each with its running and new values.
+func needsRestart(old, cur *nodeconfig.Config) error {
+	var changed []string
+	check := func(key, was, now string) {
+		if was != now {
+			changed = append(changed, fmt.Sprintf("%s (%s, was %s)", key, quoteOrUnset(now), quoteOrUnset(was)))
+		}
+	}
+	check("run_as", old.RunAs, cur.RunAs)
+	check("socket_group", old.SocketGroup, cur.SocketGroup)
+	check("metrics_listen", old.MetricsListen, cur.MetricsListen)
+	if len(changed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s changes %s: %w; the reload changed nothing", cur.File, strings.Join(changed, ", "), ErrNeedsRestart)
+}
+
+func quoteOrUnset(v string) string {
+	if v == "" {
+		return "unset"
+	}
+	return strconv.Quote(v)
+}
+
+// errorLines is an error of the configuration as its lines: one per
+// mistake of the file.
+func errorLines(err error) []string {
+	return strings.Split(err.Error(), "\n")
 }
 
 // stillStopping lists the modules that the new set mods drops, or dropped
@@ -423,18 +490,15 @@ func restartOnly(old, cur *nodeconfig.Config) []string {
 	check("node_id", old.NodeID != cur.NodeID)
 	check("data_dir", old.DataDir != cur.DataDir)
 	check("socket", old.Socket != cur.Socket)
-	check("socket_group", old.SocketGID != cur.SocketGID)
 	check("platform", old.Platform != cur.Platform)
 	check("memory_budget_gb", old.MemoryBudgetGB != cur.MemoryBudgetGB)
 	check("sandbox", old.Sandbox != cur.Sandbox)
-	check("run_as", old.RunAs != cur.RunAs)
 	check("max_concurrent_ops", old.MaxConcurrentOps != cur.MaxConcurrentOps)
 	check("status_period_s", old.StatusPeriod != cur.StatusPeriod)
 	check("watched_status_period_s", old.WatchedStatusPeriod != cur.WatchedStatusPeriod)
 	check("fingerprint_period_s", old.FingerprintPeriod != cur.FingerprintPeriod)
 	check("reap_period_s", old.ReapPeriod != cur.ReapPeriod)
 	check("reap_sweep_period_s", old.ReapSweepPeriod != cur.ReapSweepPeriod)
-	check("metrics_listen", old.MetricsListen != cur.MetricsListen)
 	check("memory_pressure", old.MemoryPressure != cur.MemoryPressure)
 	return out
 }

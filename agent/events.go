@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,32 +39,39 @@ type subscriber struct {
 	lost int // records that did not fit since the last delivery
 }
 
-// Subscribe returns the kept records at or after since (none for a zero
-// since and no last), the last `last` of them when last > 0, and then streams every
-// new record until ctx is done. A reader that falls behind by more than
-// subscriberBuffer records loses records rather than slowing the loop,
-// and is told: a record of kind "lost" with the count comes first once it
-// has room again. When records at or after since are no longer kept, the
-// past starts with a record of kind "truncated".
+// Kinds of the records svcrun adds of its own, outside any engine step.
+const (
+	RecordReloaded      = "reloaded"       // a reload applied, with what waits for a restart
+	RecordReloadRefused = "reload-refused" // a reload refused, with every error
+)
+
+// Subscribe returns the records at or after since (none for a zero since
+// and no last), the last `last` of them when last > 0, and then streams
+// every new record until ctx is done. The past comes from the records kept
+// in memory and, before the oldest of them (an earlier run of svcrun, or
+// records no longer kept), from the journal, in the same words. A reader
+// that falls behind by more than subscriberBuffer records loses records
+// rather than slowing the loop, and is told: a record of kind "lost" with
+// the count comes first once it has room again. When records at or after
+// since are neither kept nor in the journal, the past starts with a record
+// of kind "truncated".
 func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past []Record, live <-chan Record) {
 	sub := &subscriber{ch: make(chan Record, subscriberBuffer)}
 	a.mu.Lock()
 	l := &a.events
+	var kept []Record
+	var oldest time.Time // of the kept records; zero when none
+	evicted := l.evicted
+	if len(l.ring) > 0 {
+		oldest = l.ring[l.start].At
+	}
 	if !since.IsZero() || last > 0 {
-		if !l.evicted.IsZero() && !since.After(l.evicted) && last == 0 {
-			past = append(past, Record{At: l.evicted, Kind: "truncated", Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the last %d; its journal has them all)", l.evicted.Format(time.RFC3339Nano), keptRecords)})
-		}
-		var kept []Record
 		for i := range l.ring {
 			r := l.ring[(l.start+i)%len(l.ring)]
 			if !r.At.Before(since) {
 				kept = append(kept, r)
 			}
 		}
-		if last > 0 && len(kept) > last {
-			kept = kept[len(kept)-last:]
-		}
-		past = append(past, kept...)
 	}
 	if l.subs == nil {
 		l.subs = map[*subscriber]bool{}
@@ -77,14 +85,58 @@ func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past 
 		a.mu.Unlock()
 		close(sub.ch)
 	}()
-	return past, sub.ch
+	if since.IsZero() && last == 0 {
+		return nil, sub.ch
+	}
+	// Before the oldest kept record (zero: none kept, no bound), the
+	// journal has the rest.
+	if (oldest.IsZero() || since.Before(oldest)) && (last == 0 || len(kept) < last) {
+		var journaled []Record
+		err := errors.New("no journal")
+		if a.jour != nil {
+			journaled, err = readJournalRecords(a.jour.dir, since, oldest, max(last-len(kept), 0))
+			if err != nil {
+				a.log.Warn("events: the journal cannot be read: only the records kept in memory are shown", "journal", a.jour.dir, "error", err)
+			}
+		}
+		if err != nil && !evicted.IsZero() && !since.After(evicted) && last == 0 {
+			past = append(past, Record{At: evicted, Kind: "truncated", Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the last %d) and its journal cannot be read: %v", evicted.Format(time.RFC3339Nano), keptRecords, err)})
+		}
+		kept = append(journaled, kept...)
+	}
+	if last > 0 && len(kept) > last {
+		kept = kept[len(kept)-last:]
+	}
+	return append(past, kept...), sub.ch
 }
 
 func (a *Agent) publish(now time.Time, f engine.Effect) {
 	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
+	a.stepRecords = append(a.stepRecords, r) // for the step's journal line
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.events.add(r)
+}
+
+// publishOutside adds a record of svcrun's own, made outside any engine
+// step (a reload's verdict), to the stream and to the journal, on a line
+// of its own. From any goroutine but the loop's.
+func (a *Agent) publishOutside(r Record) {
+	a.mu.Lock()
+	a.events.add(r)
+	a.mu.Unlock()
+	_ = a.onLoop(context.Background(), func() { // a stopped loop journals nothing more
+		w := a.journalWatch()
+		a.writeBegins(w, 0)
+		err := a.jour.WriteRecords(r.At, []Record{r})
+		if err == nil {
+			err = a.jour.Flush()
+		}
+		a.writeEnds(w)
+		if err != nil {
+			a.journalFailed(r.At, err)
+		}
+	})
 }
 
 // add keeps r and hands it to every reader that has room.

@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
 )
 
-// Journal writes every engine step as a JSON line (engine.JournalEntry)
-// into dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
+// Journal writes every engine step as a JSON line (engine.JournalEntry,
+// with the records of the event stream it made: journalLine) into
+// dir/journal.jsonl, rotating it to journal-<time>.jsonl when it grows
 // past MaxBytes and keeping the newest Keep rotated files. `svcsim replay`
 // re-runs a journal through the engine.
 //
@@ -77,13 +80,51 @@ func (j *Journal) open() error {
 	return nil
 }
 
-// Write appends one step. Errors are returned, not fatal: the journal is
-// for diagnosis, the store is what must not fail.
-func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) error {
+// journalLine is one line of the journal: an engine step (what svcsim
+// replay re-runs) and the records of the event stream it made, in their
+// words (svcrun events reads them across restarts). A line without an
+// event holds records alone, made by svcrun outside the engine (a
+// reload's verdict); replay skips it.
+type journalLine struct {
+	engine.JournalEntry
+	Records []journalRecord `json:"records,omitempty"`
+}
+
+// journalRecord is a Record in a journal line, whose time it has.
+type journalRecord struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// Write appends one step and the records it made. Errors are returned,
+// not fatal: the journal is for diagnosis, the store is what must not
+// fail.
+func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect, records []Record) error {
 	e, err := engine.NewJournalEntry(at, ev, effects)
 	if err != nil {
 		return err
 	}
+	return j.writeLine(journalLine{JournalEntry: e, Records: recordsOf(records)})
+}
+
+// WriteRecords appends a line of records alone.
+func (j *Journal) WriteRecords(at time.Time, records []Record) error {
+	return j.writeLine(journalLine{JournalEntry: engine.JournalEntry{At: at}, Records: recordsOf(records)})
+}
+
+func recordsOf(rs []Record) []journalRecord {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]journalRecord, len(rs))
+	for i, r := range rs {
+		out[i] = journalRecord{Kind: r.Kind, Text: r.Text}
+	}
+	return out
+}
+
+func (j *Journal) writeLine(e journalLine) error {
+	at := e.At
 	// Encoded into a buffer kept from line to line (json.Marshal copies
 	// out every line): a line at every step, the API's too.
 	j.line.Reset()
@@ -109,6 +150,7 @@ func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) 
 		}
 	}
 	n := 0
+	var err error
 	if j.torn { // end the torn line first
 		if err = j.w.WriteByte('\n'); err == nil {
 			n = 1
@@ -125,6 +167,72 @@ func (j *Journal) Write(at time.Time, ev engine.Event, effects []engine.Effect) 
 	}
 	j.torn = false
 	return nil
+}
+
+// readJournalRecords reads the records of the journal in dir made at or
+// after since and before before (no bound when zero), oldest first: the last n of them when
+// n > 0. Files rotated before since are not read, and the newest files
+// are read first, up to n records. A line it cannot decode (one torn by a
+// full disk, one being written) is skipped: the history is for people.
+func readJournalRecords(dir string, since, before time.Time, n int) ([]Record, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "journal-*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files) // their names are the times of rotation
+	files = append(files, filepath.Join(dir, JournalName))
+	var out []Record
+	for i := len(files) - 1; i >= 0; i-- {
+		if rotated, ok := rotatedAt(files[i]); ok && rotated.Before(since) {
+			break // every line of it, and of the older ones, is older
+		}
+		rs, err := fileRecords(files[i], since, before)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // rotated away meanwhile, or no step yet
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(rs, out...)
+		if n > 0 && len(out) >= n {
+			return out[len(out)-n:], nil
+		}
+	}
+	return out, nil
+}
+
+// rotatedAt is when a rotated journal file was rotated, from its name.
+func rotatedAt(file string) (time.Time, bool) {
+	stamp, ok := strings.CutPrefix(strings.TrimSuffix(filepath.Base(file), ".jsonl"), "journal-")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse("20060102T150405.000000000Z", stamp)
+	return t, err == nil
+}
+
+func fileRecords(file string, since, before time.Time) ([]Record, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	var out []Record
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(`"records":`)) {
+			continue // a step that made no record: most of them
+		}
+		var l journalLine
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.At.Before(since) || (!before.IsZero() && !l.At.Before(before)) {
+			continue
+		}
+		for _, r := range l.Records {
+			out = append(out, Record{At: l.At, Kind: r.Kind, Text: r.Text})
+		}
+	}
+	return out, sc.Err()
 }
 
 // Flush writes buffered lines to the file.

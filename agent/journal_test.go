@@ -19,7 +19,7 @@ func TestJournalRotates(t *testing.T) {
 	j.MaxBytes, j.Keep = 300, 2
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 40; i++ {
-		if err := j.Write(at.Add(time.Duration(i)*time.Second), engine.Doctor{Reason: "r"}, []engine.Effect{engine.Note{Subject: "s", Text: "t"}}); err != nil {
+		if err := j.Write(at.Add(time.Duration(i)*time.Second), engine.Doctor{Reason: "r"}, []engine.Effect{engine.Note{Subject: "s", Text: "t"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestJournalCloseAfterFileClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := j.Write(at, engine.Doctor{Reason: "r"}, nil); err != nil {
+	if err := j.Write(at, engine.Doctor{Reason: "r"}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := j.f.Close(); err != nil {
@@ -69,7 +69,7 @@ func TestJournalLineAllocations(t *testing.T) {
 	ev := engine.Release{Lease: "lease-1"}
 	effects := []engine.Effect{engine.DeleteLease{Lease: "lease-1"}, engine.Released{Lease: "lease-1"}}
 	n := testing.AllocsPerRun(100, func() {
-		if err := j.Write(at, ev, effects); err != nil {
+		if err := j.Write(at, ev, effects, nil); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -304,7 +304,13 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 				ToolDirs:   toolDirs,
 			})
 			if tg.err == nil && cfg.Hooks != nil {
-				tg.hooks, tg.err = cfg.Hooks(t, lm)
+				// A sandbox refused (require mode missing a layer of this
+				// host, or a grant of the node's configuration making it
+				// unsound) is the node's to fix, not the module's: its
+				// ops are not held against the service.
+				if tg.hooks, tg.err = cfg.Hooks(t, lm); tg.err != nil {
+					tg.err = nodeFault{tg.err}
+				}
 			}
 		}
 		for _, s := range m.Services {

@@ -94,7 +94,8 @@ var nodeErrnos = []error{
 }
 
 // nodeFault marks a failure of the node whatever its errno (a bundle
-// replaced since it was loaded).
+// replaced since it was loaded, a sandbox the node's configuration or
+// kernel refuses).
 type nodeFault struct{ error }
 
 func (f nodeFault) Unwrap() error { return f.error }
@@ -103,7 +104,7 @@ func (f nodeFault) Unwrap() error { return f.error }
 // (FailPrepare: nothing of the module ran, and nothing it did or is
 // could have helped; the engine never holds it against the service) or
 // the module's (FailSpawn: its executable is missing or not executable,
-// its bundle or manifest is invalid, its sandbox refused).
+// its bundle or manifest is invalid).
 func failureOf(err error) engine.FailureKind {
 	if errors.As(err, new(nodeFault)) {
 		return engine.FailPrepare

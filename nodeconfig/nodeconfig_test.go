@@ -190,6 +190,8 @@ func TestInvalid(t *testing.T) {
 		{"reap sweep zero", "reap_sweep_period_s = 0\n", nil, []string{`svcrun.toml:1:1: reap_sweep_period_s: must be more than 0 seconds, got 0`}},
 		{"reap sweep below reap", "reap_period_s = 120\nreap_sweep_period_s = 60\n", nil, []string{`svcrun.toml:2:1: reap_sweep_period_s: must be at least reap_period_s (120 s), got 60 s: a sweep is a reap round that lists every running service`}},
 		{"limits typo", "[limits]\nmem = 8\n", nil, []string{`svcrun.toml:2:1: limits.mem: unknown key (known: mem_gb, pids)`}},
+		{"top-level key appended below a module", "[[modules]]\nbundle = \"a\"\nsocket_group = \"svcrun-jobs\"\n", nil, []string{`svcrun.toml:3:1: modules[0].socket_group: socket_group is a top-level key, but written below the [[modules]] header it is a key of modules[0]: move it above the first table header`}},
+		{"top-level key below [limits]", "[limits]\nrun_as = \"x\"\n", nil, []string{`svcrun.toml:2:1: limits.run_as: run_as is a top-level key, but written below the [limits] header it is a key of limits: move it above the first table header`}},
 		{"limits zero pids", "[limits]\npids = 0\n", nil, []string{`svcrun.toml:2:1: limits.pids: must be at least 1, got 0 (leave it out for no cap)`}},
 		{"module without bundle", "[[modules]]\nenabled = true\n", nil, []string{`svcrun.toml:1:3: modules[0].bundle: is required: the module's bundle directory (relative to this file or absolute)`}},
 		{"bundle twice", "[[modules]]\nbundle = \"a\"\n[[modules]]\nbundle = \"./a\"\n", nil, []string{`svcrun.toml:4:1: modules[1].bundle: bundle /etc/svcrun/a is already listed by modules[0]`}},

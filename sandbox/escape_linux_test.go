@@ -369,8 +369,8 @@ func mustRun(t *testing.T, x *executor.Executor, done <-chan engine.OpDone, m st
 }
 
 // TestRequireRefuses: with a layer missing, require mode fails every op
-// of the module with FailSpawn and a message naming the layer, and
-// best_effort runs it.
+// of the module with FailPrepare (the node's fault, never counted against
+// the service) and a message naming the layer, and best_effort runs it.
 func TestRequireRefuses(t *testing.T) {
 	needRoot(t)
 	needLandlock(t, 1)
@@ -378,7 +378,7 @@ func TestRequireRefuses(t *testing.T) {
 	n := newNode(t, nodeOptions{sandbox: "require", modules: []testModule{{"rootops", "host"}}})
 	x, done := n.executor(t, nil)
 	o := run(t, x, done, "rootops", "esc", "value", "uid")
-	if o.Failure != engine.FailSpawn || !strings.Contains(o.Message, "missing run_as:") ||
+	if o.Failure != engine.FailPrepare || !strings.Contains(o.Message, "missing run_as:") ||
 		!strings.Contains(o.Message, `sandbox = "require"`) {
 		t.Errorf("require without run_as: %+v", o)
 	}

@@ -107,6 +107,9 @@ func readJournal(file string, r io.Reader) ([]JournalLine, error) {
 		if err := json.Unmarshal(sc.Bytes(), &l.Entry); err != nil {
 			return out, fmt.Errorf("%s:%d: %w", file, line, err)
 		}
+		if l.Entry.Event == "" {
+			continue // records alone, made by svcrun outside the engine (a reload's verdict)
+		}
 		ev, err := l.Entry.DecodeEvent()
 		if err != nil {
 			return out, fmt.Errorf("%s:%d: %w", file, line, err)

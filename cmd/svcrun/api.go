@@ -6,8 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -80,11 +83,55 @@ func (f socketFlags) path() (string, error) {
 	}
 	if _, err := os.Stat(DefaultSocket); err != nil {
 		if s := announced(); s != "" {
+			if why := deadSocket(s); why != "" {
+				f.env.Printf("not using %s, announced in %s: %s", s, announceFile(), why)
+				return DefaultSocket, nil
+			}
 			f.env.Printf("using %s, the socket of the svcrun serve started last (announced in %s), since none is at %s: give --socket or --config to choose", s, announceFile(), DefaultSocket)
 			return s, nil
 		}
 	}
 	return DefaultSocket, nil
+}
+
+// deadSocket says why the announced socket s is not to be taken ("" when
+// it may be): gone, not a socket, another user's, or nothing answers on it
+// (the svcrun that announced it died without removing the announcement).
+func deadSocket(s string) string {
+	fi, err := os.Lstat(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("it is gone (%v): the svcrun that announced it stopped", unwrapPath(err))
+	case runtime.GOOS != "windows" && fi.Mode().Type() != fs.ModeSocket: // Windows does not say
+		return "it is not a socket"
+	}
+	if uid, ok := ownerOf(fi); ok && uid != os.Geteuid() {
+		return fmt.Sprintf("it belongs to uid %d, not to this user (uid %d)", uid, os.Geteuid())
+	}
+	conn, err := net.DialTimeout("unix", s, 5*time.Second)
+	if err != nil {
+		return fmt.Sprintf("nothing answers on it (%v): the svcrun that announced it is gone", unwrapPath(err))
+	}
+	conn.Close()
+	return ""
+}
+
+// unwrapPath is the reason of a path or network error without the path,
+// which the message names already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		var se *os.SyscallError
+		if errors.As(oe.Err, &se) {
+			return se.Err
+		}
+		return oe.Err
+	}
+	return err
 }
 
 // dial connects to the daemon.

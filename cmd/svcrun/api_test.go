@@ -317,18 +317,37 @@ func TestStartAPIStopsWithContext(t *testing.T) {
 	a.Run(ctx) // closes the store
 }
 
+// TestProgressLine: the line says what the lease waits for, with the
+// engine's times as clock times and how far off, never raw timestamps, and
+// fits the terminal's width (a line wider than the terminal wraps, and its
+// rewrite in place then leaves rows behind).
 func TestProgressLine(t *testing.T) {
-	st := api.Status{Leases: []api.LeaseStatus{
+	now := time.Date(2026, 12, 7, 1, 16, 25, 0, time.UTC)
+	backoff := "demo/kv is backing off after failure 2/3 (start failed: exit status 1) until 2026-12-07T01:16:37Z"
+	st := api.Status{Now: now, Leases: []api.LeaseStatus{
 		{ID: "l1", Attempt: "a1", Waiting: "db/postgres is starting; capability jdk: its probe has not reported yet"},
+		{ID: "l2", Attempt: "a2", Waiting: backoff},
 		{ID: "l3", Attempt: "a3", Admitted: true},
 	}}
-	for _, tc := range []struct{ attempt, want string }{
-		{"a1", "waiting: db/postgres is starting; capability jdk: its probe has not reported yet, 12 s"},
-		{"a3", ""}, // admitted: nothing to show
-		{"zz", ""},
+	clock := time.Date(2026, 12, 7, 1, 16, 37, 0, time.UTC).Local().Format("15:04:05")
+	for _, tc := range []struct {
+		attempt string
+		width   int
+		want    string
+	}{
+		{"a1", 0, "waiting: db/postgres is starting; capability jdk: its probe has not reported yet, 12 s"},
+		{"a2", 0, "waiting: demo/kv is backing off after failure 2/3 (start failed: exit status 1) until " + clock + " (in 12 s), 12 s"},
+		{"a1", 40, "waiting: db/postgres is starting; ca..."},
+		{"a1", 200, "waiting: db/postgres is starting; capability jdk: its probe has not reported yet, 12 s"},
+		{"a3", 0, ""}, // admitted: nothing to show
+		{"zz", 0, ""},
 	} {
-		if got := progressLine(st, tc.attempt, 12*time.Second+300*time.Millisecond); got != tc.want {
-			t.Errorf("%s:\n got %q\nwant %q", tc.attempt, got, tc.want)
+		got := progressLine(st, tc.attempt, 12*time.Second+300*time.Millisecond, tc.width)
+		if got != tc.want {
+			t.Errorf("%s, width %d:\n got %q\nwant %q", tc.attempt, tc.width, got, tc.want)
+		}
+		if tc.width > 0 && len([]rune(got)) >= tc.width {
+			t.Errorf("%s: %d columns on a terminal of %d", tc.attempt, len([]rune(got)), tc.width)
 		}
 	}
 }
@@ -394,6 +413,10 @@ func TestJSONAnswers(t *testing.T) {
 	code, out, errs = run(t, "reload")
 	if code != 1 || out != "" || !strings.HasPrefix(errs, "svcrun reload: ") || !strings.Contains(errs, "bogus_key") {
 		t.Errorf("reload of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	// The refusal is an event, naming the error.
+	if code, out, errs = run(t, "events"); code != 0 || !regexp.MustCompile(`reload of \S+ refused, the running configuration stays: .*bogus_key`).MatchString(out) {
+		t.Errorf("events after a refused reload: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	if err := os.WriteFile(cfg, good, 0o644); err != nil {
 		t.Fatal(err)

@@ -15,13 +15,19 @@ const eventsSynopsis = `[-f] [--since DUR|TIME] [--json] [--socket PATH | --conf
 
 Prints svcrun's event stream, one line each, oldest first: the engine's
 notes (a service starting, ready, crashed, backing off, unhealthy; a probe's
-verdict) and every lease's admission, rejection, expiry and release. Without -f it prints the records
-svcrun keeps (the last 4096; its journal has them all) and exits; with -f
-it prints the last 10 of them, then follows the new ones until
-interrupted, as journalctl -f does. A reader that falls behind is told how
-many records it lost (kind "lost").
+verdict), every lease's admission, rejection, expiry and release, and
+each reload's verdict. Without -f it prints the last 4096 records and
+exits; with -f it prints the last 10, then follows the new ones until
+interrupted, as journalctl -f does; --since prints every record from then
+on. Records made before svcrun's last restart come from its journal, in
+the same words. A reader that falls behind is told how many records it
+lost (kind "lost").
 
 Flags:`
+
+// keptRecords is how many records a bare `svcrun events` prints: as many
+// as svcrun keeps in memory, which the journal completes after a restart.
+const keptRecords = 4096
 
 // runEvents is `svcrun events`.
 func runEvents(ctx context.Context, m *cli.Env, args []string) error {
@@ -45,6 +51,8 @@ func runEvents(ctx context.Context, m *cli.Env, args []string) error {
 		q.Since = t
 	} else if *follow {
 		q.Last = 10
+	} else {
+		q.Last = keptRecords
 	}
 	c, err := sock.dial()
 	if err != nil {

@@ -53,6 +53,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	timeout := cli.Duration(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
 	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
+	bypass := fs.Bool("bypass-svcrun", false, "with --config, run start, stop or destroy even though the node's svcrun runs (it does not learn of the op)")
 	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
@@ -87,6 +88,11 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	opArgs := fs.Args()[2:]
 	if err := checkOpArgs(t, op, opArgs); err != nil {
 		return err
+	}
+	if node != nil {
+		if err := besideSvcrun(m, node.cfg.Socket, t, op, *bypass); err != nil {
+			return err
+		}
 	}
 	host := svcenv.HostPlatform()
 	if !t.runsOn(string(host)) {
@@ -157,6 +163,32 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		return nil
 	}
 	return r.print(m, t)
+}
+
+// besideSvcrun warns, when the node's svcrun answers on socket, that the
+// op runs behind its back, and refuses an op that changes the service
+// (start, stop, destroy) without bypass: svcrun would take a daemon it did
+// not start, or one that vanished, for a crash.
+func besideSvcrun(m *cli.Env, socket string, t opTarget, op protocol.Op, bypass bool) error {
+	pid, running := svcrunAt(socket)
+	if !running {
+		return nil
+	}
+	who := "svcrun"
+	if pid > 0 {
+		who = fmt.Sprintf("svcrun (pid %d)", pid)
+	}
+	bypassed := fmt.Sprintf("%s runs this node (socket %s): this op runs beside it, not through it, so it bypasses svcrun's ordering of %s's ops, its leases and its state, and svcrun does not learn of it", who, socket, t.fullName())
+	mutates := op == protocol.OpStart || op == protocol.OpStop || op == protocol.OpDestroy
+	if !mutates || t.probe {
+		m.Warnf("%s", bypassed)
+		return nil
+	}
+	if bypass {
+		m.Warnf("%s; --bypass-svcrun: running %s all the same", bypassed, op)
+		return nil
+	}
+	return &cli.Failure{Code: "svcrun-runs", Msg: fmt.Sprintf("%s; a %s behind its back changes what svcrun believes runs (it takes a daemon that stopped for a crash, and one it did not start for another's): use svcrun enable, disable or reset, or svcrun reap, or stop svcrun first; --bypass-svcrun runs it anyway", bypassed, op)}
 }
 
 // opTarget is the service or probe an op runs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -251,6 +252,34 @@ func writeBundle(t *testing.T, dir string, files map[string]string) {
 		}
 		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpBesideRunningSvcrun: svcrun op --config against a node whose
+// svcrun runs says so, with its pid and what the op bypasses; an op that
+// changes the service (start, stop, destroy) needs --bypass-svcrun.
+func TestOpBesideRunningSvcrun(t *testing.T) {
+	cfg, _ := served(t)
+	runs := fmt.Sprintf("svcrun (pid %d) runs this node", os.Getpid())
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		says     string
+		notStart bool // the op must not have run
+	}{
+		{[]string{"demo/kv", "start"}, 1, "--bypass-svcrun runs it anyway", true},
+		{[]string{"demo/kv", "stop"}, 1, "--bypass-svcrun runs it anyway", true},
+		{[]string{"demo/kv", "destroy", "obj-1"}, 1, "--bypass-svcrun runs it anyway", true},
+		{[]string{"demo/kv", "fingerprint"}, 0, "bypasses svcrun's ordering of demo/kv's ops", false},
+		{[]string{"--bypass-svcrun", "demo/kv", "status"}, 0, "bypasses", false},
+	} {
+		code, out, errs := run(t, append([]string{"op", "--config", cfg}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, runs) || !strings.Contains(errs, tc.says) {
+			t.Errorf("op %v: exit %d, want %d, saying %q and %q\nstdout: %s\nstderr: %s", tc.args, code, tc.code, runs, tc.says, out, errs)
+		}
+		if tc.notStart && out != "" {
+			t.Errorf("op %v ran: %s", tc.args, out)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestShowProgress(t *testing.T) {
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
-			showProgress(pctx, cli.ForCommand("svcrun", "run", io.Discard, pw), tty, 10*time.Millisecond, c, "attempt-waits", time.Now())
+			showProgress(pctx, cli.ForCommand("svcrun", "run", io.Discard, pw), tty, nil, 10*time.Millisecond, c, "attempt-waits", time.Now())
 			pw.Close()
 			close(done)
 		}()

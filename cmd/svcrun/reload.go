@@ -9,7 +9,10 @@ import (
 )
 
 // runReload is `svcrun reload`: svcrun reads its configuration and modules
-// again (as on SIGHUP). A configuration with errors changes nothing.
+// again (as on SIGHUP), and this waits for the verdict. A configuration
+// with errors, or one changing a setting that needs a restart, changes
+// nothing and fails the command with every error: the unit's ExecReload
+// runs it, so that systemctl reload fails too.
 func runReload(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("reload", "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(m, fs)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,7 +190,9 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 	done := make(chan struct{})
 	first := time.AfterFunc(every, func() {
 		defer close(done)
-		showProgress(pctx, m, tty, every, c, req.Attempt, start)
+		// Read at each report: the terminal may be resized meanwhile.
+		width := func() int { return termWidth(m.Stderr) }
+		showProgress(pctx, m, tty, width, every, c, req.Attempt, start)
 	})
 	g, err := acquireRetrying(ctx, away, c, req)
 	stop()
@@ -200,15 +203,20 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 }
 
 // showProgress reports what the lease of attempt waits for now, then
-// every until ctx is done.
-func showProgress(ctx context.Context, m *cli.Env, tty bool, every time.Duration, c *api.Client, attempt string, start time.Time) {
+// every until ctx is done; on a terminal (tty) each report fits width()
+// columns when width is given.
+func showProgress(ctx context.Context, m *cli.Env, tty bool, width func() int, every time.Duration, c *api.Client, attempt string, start time.Time) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	shown := false
 	for {
 		st, err := c.Status(ctx)
 		if err == nil {
-			if line := progressLine(st, attempt, time.Since(start)); line != "" && ctx.Err() == nil {
+			cols := 0 // a line of a log is whole
+			if tty && width != nil {
+				cols = width()
+			}
+			if line := progressLine(st, attempt, time.Since(start), cols); line != "" && ctx.Err() == nil {
 				m.Progress(tty, line)
 				shown = true
 			}
@@ -225,14 +233,56 @@ func showProgress(ctx context.Context, m *cli.Env, tty bool, every time.Duration
 }
 
 // progressLine says what the waiting lease of attempt waits for, e.g.
-// "waiting for demo/kv: starting, 12 s"; "" when there is no such lease.
-func progressLine(st api.Status, attempt string, waited time.Duration) string {
+// "waiting: demo/kv is starting, 12 s"; "" when there is no such lease.
+// The times in the reason are the clock time and how far off they are
+// (st.Now), and the line is clipped to width columns when width > 0: a
+// line rewritten in place must fit on one row of the terminal, or each
+// rewrite leaves a row behind.
+func progressLine(st api.Status, attempt string, waited time.Duration, width int) string {
 	for _, l := range st.Leases {
 		if l.Attempt == attempt && !l.Admitted {
-			return fmt.Sprintf("waiting: %s, %d s", l.Waiting, int(waited.Seconds()))
+			waiting := rfc3339RE().ReplaceAllStringFunc(l.Waiting, func(ts string) string { return readableTime(ts, st.Now) })
+			line := fmt.Sprintf("waiting: %s, %d s", waiting, int(waited.Seconds()))
+			if r := []rune(line); width > 0 && len(r) >= width {
+				line = string(r[:max(width-4, 0)]) + "..."
+			}
+			return line
 		}
 	}
 	return ""
+}
+
+// rfc3339RE matches the RFC 3339 times the engine's reasons carry.
+var rfc3339RE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})`)
+})
+
+// readableTime writes the RFC 3339 time ts as the local clock time and
+// how far from now it is: "01:16:37 (in 12 s)".
+func readableTime(ts string, now time.Time) string {
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil || now.IsZero() {
+		return ts
+	}
+	d := t.Sub(now).Round(time.Second)
+	rel := fmt.Sprintf("in %d s", int(d.Seconds()))
+	if d < 0 {
+		rel = fmt.Sprintf("%d s ago", int(-d.Seconds()))
+	}
+	return t.Local().Format("15:04:05") + " (" + rel + ")"
+}
+
+// termWidth is the width of the terminal w is, 0 when unknown.
+func termWidth(w any) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // keepRenewing renews the lease now and then every until ctx is done. A

@@ -99,7 +99,7 @@ func printStatus(out io.Writer, st api.Status) {
 		for _, p := range pools[s.Name] {
 			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Offered))
 		}
-		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Name, s.Lifecycle, s.State, yesNo(s.Ready), s.Refs,
+		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Name, s.Lifecycle, stateCell(s), yesNo(s.Ready), s.Refs,
 			s.Failures, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ","))))
 		below = append(below, serviceLines(st.Now, s))
 	}
@@ -243,6 +243,16 @@ func attrsText(attrs map[string]any) string {
 		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// stateCell is a service's STATE in the table: unhealthy for one marked
+// so, which svcrun does not start until a reset (as systemctl shows
+// failed), rather than the stopped of an idle one.
+func stateCell(s api.ServiceStatus) string {
+	if s.Unhealthy {
+		return "unhealthy"
+	}
+	return s.State
 }
 
 func serviceNote(s api.ServiceStatus) string {

@@ -51,6 +51,19 @@ func TestStatusShowsFingerprints(t *testing.T) {
 			"jdk/java  jdk         unhealthy    0s ago",
 			"message: java: not found",
 		},
+	}, {
+		name: "marked unhealthy, stopped",
+		st: api.Status{Now: now,
+			Services: []api.ServiceStatus{
+				{Name: "demo/kv", Lifecycle: "on_demand", State: "stopped", Enabled: true, Failures: 3, Unhealthy: true, Reason: "start failed: exit status 1"},
+				{Name: "demo/idle", Lifecycle: "on_demand", State: "stopped", Enabled: true},
+			},
+		},
+		want: []string{
+			"demo/kv    on_demand  unhealthy  no     0     3      -                  -",
+			"note: UNHEALTHY: start failed: exit status 1 (svcrun reset demo/kv)",
+			"demo/idle  on_demand  stopped    no     0     0      -                  -",
+		},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
+	"github.com/oarbank/svcrun/sandbox"
 )
 
 // runValidate checks bundles or a node configuration, prints one line per
@@ -65,7 +67,9 @@ func validate(dirs []string, config string) validation {
 		}
 		if err != nil {
 			v.errs = errorLines(err)
+			return v
 		}
+		v.errs = sandboxRefusals(c, v.mods)
 		return v
 	}
 	var mods []*manifest.Module
@@ -263,4 +267,28 @@ func listOrNone(l []string) string {
 		return "none"
 	}
 	return strings.Join(l, ",")
+}
+
+// sandboxRefusals lists the modules of c that svcrun would refuse to run on
+// this host (sandbox = "require" missing a layer, or a sandbox unsound in
+// both modes), each with the fix: a file that validates must run its
+// modules. It is this host's verdict, as svcrun judges it at start, so it
+// is right when validate runs where and as svcrun does (root on the node).
+func sandboxRefusals(c *nodeconfig.Config, mods []nodeconfig.LoadedModule) []string {
+	var out []string
+	for _, m := range mods {
+		p, err := sandbox.PlanFor(c, m)
+		if err == nil {
+			err = p.Err()
+		}
+		if err == nil {
+			continue
+		}
+		line := fmt.Sprintf("%s: module %s would be refused at run time: %v", c.File, m.Manifest.Name, err)
+		if p != nil && slices.ContainsFunc(p.Missing, func(x sandbox.Missing) bool { return x.Layer == sandbox.LayerRunAs }) && c.RunAs == "" {
+			line += `; with svcrun as root, set run_as to an unprivileged user that can read the bundle (the package creates svcrun-ops: run_as = "svcrun-ops")`
+		}
+		out = append(out, line)
+	}
+	return out
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -300,6 +301,9 @@ type Table struct {
 	m     map[string]any
 	seen  map[string]bool
 	known []string
+	// parent is the table this one is a key of (nil for the root): an
+	// unknown key that a parent knows was written below the wrong header.
+	parent *Table
 }
 
 // Field is the table's path as messages print it ("" for the root).
@@ -505,7 +509,7 @@ func (t *Table) Strings(key string) (list []string, ok bool) {
 // Table returns the table at key, or an empty table when it is absent or
 // mistyped, so that callers read defaults from it without checking.
 func (t *Table) Table(key string) *Table {
-	sub := &Table{doc: t.doc, path: t.pathOf(key), field: t.fieldOf(key), m: map[string]any{}, seen: map[string]bool{}}
+	sub := &Table{doc: t.doc, path: t.pathOf(key), field: t.fieldOf(key), m: map[string]any{}, seen: map[string]bool{}, parent: t}
 	v, ok := t.get(key)
 	if !ok {
 		return sub
@@ -540,7 +544,7 @@ func (t *Table) Tables(key string) []*Table {
 		}
 		out = append(out, &Table{
 			doc: t.doc, path: append(t.pathOf(key), strconv.Itoa(i)),
-			field: fmt.Sprintf("%s[%d]", t.fieldOf(key), i), m: m, seen: map[string]bool{},
+			field: fmt.Sprintf("%s[%d]", t.fieldOf(key), i), m: m, seen: map[string]bool{}, parent: t,
 		})
 	}
 	return out
@@ -574,7 +578,13 @@ func (t *Table) Close() {
 	sort.Strings(unknown)
 	for _, k := range unknown {
 		msg := "unknown key"
-		if s := suggest.Closest(k, t.known); s != "" {
+		if owner := t.ancestorKnowing(k); owner != nil {
+			where := "a top-level key"
+			if owner.field != "" {
+				where = "a key of " + owner.field
+			}
+			msg = fmt.Sprintf("%s is %s, but written below the %s header it is a key of %s: move it above the first table header", quoteKey(k), where, t.header(), t.field)
+		} else if s := suggest.Closest(k, t.known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else if len(t.known) > 0 {
 			known := append([]string(nil), t.known...)
@@ -583,6 +593,26 @@ func (t *Table) Close() {
 		}
 		t.Errorf(k, "%s", msg)
 	}
+}
+
+// header is how the table's header is written: [limits], [[modules]].
+func (t *Table) header() string {
+	if name, isArray := strings.CutSuffix(t.field, "]"); isArray {
+		if i := strings.LastIndexByte(name, '['); i >= 0 {
+			return "[[" + name[:i] + "]]"
+		}
+	}
+	return "[" + t.field + "]"
+}
+
+// ancestorKnowing is the nearest table above t that reads key, or nil.
+func (t *Table) ancestorKnowing(key string) *Table {
+	for a := t.parent; a != nil; a = a.parent {
+		if slices.Contains(a.known, key) {
+			return a
+		}
+	}
+	return nil
 }
 
 // describe names a decoded value's TOML type for messages.
