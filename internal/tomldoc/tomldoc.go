@@ -509,7 +509,8 @@ func (t *Table) Strings(key string) (list []string, ok bool) {
 // Table returns the table at key, or an empty table when it is absent or
 // mistyped, so that callers read defaults from it without checking.
 func (t *Table) Table(key string) *Table {
-	sub := &Table{doc: t.doc, path: t.pathOf(key), field: t.fieldOf(key), m: map[string]any{}, seen: map[string]bool{}, parent: t}
+	sub := &Table{doc: t.doc, path: t.pathOf(key), field: t.fieldOf(key),
+		m: map[string]any{}, seen: map[string]bool{}, parent: t}
 	v, ok := t.get(key)
 	if !ok {
 		return sub
@@ -583,7 +584,8 @@ func (t *Table) Close() {
 			if owner.field != "" {
 				where = "a key of " + owner.field
 			}
-			msg = fmt.Sprintf("%s is %s, but written below the %s header it is a key of %s: move it above the first table header", quoteKey(k), where, t.header(), t.field)
+			msg = fmt.Sprintf("%s is %s, but written below the %s header it is a key of %s: "+
+				"move it above the first table header", quoteKey(k), where, t.header(), t.field)
 		} else if s := suggest.Closest(k, t.known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else if len(t.known) > 0 {
