@@ -31,20 +31,23 @@ const capSysResource = 24
 // hostConfig works out the configuration this host needs.
 func hostConfig(dir string) (config, error) {
 	var cfg config
-	// runc where it is installed: crun (the first runtime podman's package
-	// pulls in) refuses the cgroups of a host with cgroup2 mounted beside
-	// the v1 controllers (a hybrid layout); runc runs on both.
-	for _, r := range []string{"runc", "crun"} {
-		if _, err := exec.LookPath(r); err == nil {
-			cfg.runtime = r
-			break
-		}
-	}
-	if cfg.runtime == "" {
+	// runc where it is installed: crun (1.8, the first runtime podman's
+	// package pulls in) refuses a hybrid cgroup layout ("cgroups in hybrid
+	// mode not supported"), v1 controllers with cgroup2 mounted beside
+	// them; runc runs on every layout.
+	switch {
+	case lookPath("runc"):
+		cfg.runtime = "runc"
+	case lookPath("crun") && !hybridCgroups():
+		cfg.runtime = "crun"
+	case lookPath("crun"):
+		cfg.skip = "crun refuses this host's hybrid cgroup layout and runc is not installed (apt-get install runc)"
+		return cfg, nil
+	default:
 		cfg.skip = "neither runc nor crun is installed (apt-get install runc)"
 		return cfg, nil
 	}
-	if _, err := exec.LookPath("conmon"); err != nil {
+	if !lookPath("conmon") {
 		cfg.skip = "conmon is not installed (apt-get install conmon)"
 		return cfg, nil
 	}
@@ -131,4 +134,17 @@ func (cfg config) write(dir string) error {
 		return fmt.Errorf("podmantest: %w", err)
 	}
 	return nil
+}
+
+func lookPath(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+// hybridCgroups says whether the host mounts the cgroup v1 controllers
+// with a cgroup2 hierarchy beside them (systemd's "hybrid" layout).
+func hybridCgroups() bool {
+	var root, unified unix.Statfs_t
+	return unix.Statfs("/sys/fs/cgroup", &root) == nil && root.Type != unix.CGROUP2_SUPER_MAGIC &&
+		unix.Statfs("/sys/fs/cgroup/unified", &unified) == nil && unified.Type == unix.CGROUP2_SUPER_MAGIC
 }
