@@ -205,7 +205,13 @@ func startService() (svc *service, skip string, err error) {
 		return nil, "", err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "system", "service", "--time=0", "unix://"+svc.socket)
+	// The service runs in a mount namespace of its own (private, as Go
+	// makes it), with a tmpfs over the image blob cache that podman keeps
+	// at /var/lib/containers/cache for root whatever its storage is set
+	// to: its imports would write the host's cache otherwise. The shell
+	// mounts it and becomes podman (exec), so the pid is podman's.
+	cmd := exec.Command("/bin/sh", "-c", `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
+		"sh", cacheMountpoint(), bin, svc.socket)
 	cmd.Env = append(os.Environ(),
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
 		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
@@ -213,7 +219,7 @@ func startService() (svc *service, skip string, err error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group: a ^C of the test does not reach it first,
 	// and its stop below is by its pid.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
@@ -352,4 +358,17 @@ func labelValue(name string) string {
 		return '_'
 	}, name)
 	return fmt.Sprintf("%s-%d-%d", clean, os.Getpid(), labelSeq.Add(1))
+}
+
+// cacheMountpoint is where the service's tmpfs hides podman's system blob
+// cache: the cache's directory, or the nearest of its parents that
+// exists (a mount needs an existing directory, and making one would
+// change the host).
+func cacheMountpoint() string {
+	for _, d := range []string{"/var/lib/containers/cache", "/var/lib/containers", "/var/lib"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return "/var"
 }
