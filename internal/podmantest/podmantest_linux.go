@@ -28,8 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/internal/podman"
 	"github.com/oarbank/svcrun/internal/testhost"
 )
@@ -57,8 +55,8 @@ type service struct {
 	exited chan struct{} // closed when cmd has exited
 	log    string
 
-	mu     sync.Mutex
-	images map[string]string // content hash of the test image: its reference
+	mu    sync.Mutex
+	image string // the test image's reference, once imported
 }
 
 // shared is the service of a test binary whose TestMain calls Main: the
@@ -185,7 +183,7 @@ func startService() (svc *service, skip string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log"), images: map[string]string{}}
+	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log")}
 	cfg, err := hostConfig(dir)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -322,30 +320,11 @@ func (s *service) stop() error {
 			<-s.exited
 		}
 	}
-	unmountUnder(s.dir)
+	// The storage's mounts were the service's namespace's: gone with it.
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("podmantest: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// unmountUnder detaches every mount under dir, deepest first: the storage
-// keeps its overlay directory bind-mounted after its service ends.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		unix.Unmount(points[i], unix.MNT_DETACH)
-	}
 }
 
 // labelValue is the test's name, kept to the characters a label filter
