@@ -215,6 +215,9 @@ func startService() (svc *service, skip string, err error) {
 		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// conmon, started by the service, writes its OOM marker ("oom") into
+	// its working directory, the service's: this one, not the test's.
+	cmd.Dir = dir
 	// Its own process group: a ^C of the test does not reach it first,
 	// and its stop below is by its pid.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
