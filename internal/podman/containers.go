@@ -144,7 +144,9 @@ type Limits struct {
 
 // Container is what the runtime says of a container. List fills the
 // fields its answer holds: ID, Name, Image, Labels, State, ExitCode and
-// the times; Inspect all of them.
+// the times; Inspect all of them. FinishedAt may precede StartedAt for a
+// container that exits at once: podman stamps the start when the
+// runtime's start returns, the finish from conmon's exit.
 type Container struct {
 	ID, Name, Image                string
 	Labels                         map[string]string

@@ -111,7 +111,7 @@ func TestFakeContainerLife(t *testing.T) {
 	}
 	wantLimits := podman.Limits{MemoryBytes: 64 << 20, MemorySwapBytes: 64 << 20, CPUs: 0.5, Pids: 32}
 	if len(ct.ID) != 64 || ct.Name != podmantest.RecExit || ct.State != "exited" || ct.ExitCode != 0 || ct.Labels["rec"] != "1" ||
-		ct.Limits != wantLimits || ct.Created.IsZero() || ct.StartedAt.IsZero() || ct.FinishedAt.Before(ct.StartedAt) ||
+		ct.Limits != wantLimits || ct.Created.IsZero() || ct.StartedAt.IsZero() || ct.FinishedAt.Before(ct.Created) ||
 		!strings.HasPrefix(ct.Image, podmantest.ImageName+":") || ct.IPAddress != "" {
 		t.Errorf("inspect: %+v", ct)
 	}

@@ -65,7 +65,7 @@ func TestContainerLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ct.ID != id || ct.State != "exited" || ct.ExitCode != 0 || ct.Labels["oarbank.lease"] != "L1" || ct.Labels["extra"] != "x" ||
-		ct.Created.IsZero() || ct.StartedAt.Before(ct.Created) || ct.FinishedAt.Before(ct.StartedAt) || ct.IPAddress != "" {
+		ct.Created.IsZero() || ct.StartedAt.Before(ct.Created) || ct.FinishedAt.Before(ct.Created) || ct.IPAddress != "" {
 		t.Errorf("inspect: %+v", ct)
 	}
 	tests := []struct {
