@@ -308,7 +308,7 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 		if enabled {
 			reason = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(engine.Reload{Modules: moduleSpecs(a.mods), Reason: reason})
+		err = a.step(engine.Reload{Modules: a.specs(), Reason: reason})
 	})
 	return errors.Join(done, err)
 }
@@ -345,6 +345,10 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 			stepErr = err
 			return
 		}
+		if err := a.reloadBroker(cfg, mods); err != nil {
+			stepErr = err
+			return
+		}
 		notes = restartOnly(a.cfg, cfg)
 		retired := a.stillStopping(mods)
 		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
@@ -357,7 +361,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.step(engine.Reload{Modules: moduleSpecs(a.mods)})
+		stepErr = a.step(engine.Reload{Modules: a.specs()})
 	})
 	for _, n := range notes {
 		a.log.Warn("reload: takes effect at the next start", "setting", n)
