@@ -197,40 +197,8 @@ func (b *Broker) approved() map[string]string {
 	return b.cfg.Approved
 }
 
-// Executor is an engine.Executor with the broker in front: the ops of
-// Target are the broker's, every other target's the executor's.
-type Executor[E engine.Executor] struct {
-	E      E
-	Broker *Broker
-}
-
-func (x Executor[E]) Run(op engine.RunOp) {
-	if op.Target == Target {
-		x.Broker.Run(op)
-		return
-	}
-	x.E.Run(op)
-}
-
-// Kill, Freeze and Thaw leave the broker alone: its containers are not
-// svcrun's processes, and outlive svcrun.
-func (x Executor[E]) Kill(t engine.Target) {
-	if t != Target {
-		x.E.Kill(t)
-	}
-}
-
-func (x Executor[E]) Freeze(t engine.Target) {
-	if t != Target {
-		x.E.Freeze(t)
-	}
-}
-
-func (x Executor[E]) Thaw(t engine.Target) {
-	if t != Target {
-		x.E.Thaw(t)
-	}
-}
+// Socket is the runtime's API socket.
+func (b *Broker) Socket() string { return b.cfg.Containers.Socket }
 
 // Run answers one op of the broker's service from a goroutine: Run must
 // not block the driver's loop.
