@@ -26,7 +26,7 @@ type Spec struct {
 	Network     string  // "none" (also "") or "bridge"
 	MemoryBytes int64   // 0: none; swap is always set equal (no swap)
 	CPUs        float64 // 0: none
-	Pids        int64   // 0: none
+	Pids        int64   // 0: the runtime's default (podman's pids_limit, 2048)
 }
 
 // cpuPeriod is the CFS period a CPU limit is a quota of (the kernel's
@@ -305,10 +305,10 @@ func (c *Client) Wait(ctx context.Context, id string) (exitCode int, err error) 
 }
 
 // Logs copies the container's output to stdout and its error output to
-// stderr (either may be nil: that stream is not asked for); with follow,
-// until the container exits or ctx ends.
+// stderr (either may be nil: that stream is dropped); with follow, until
+// the container exits or ctx ends.
 func (c *Client) Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error {
-	q := url.Values{"stdout": {strconv.FormatBool(stdout != nil)}, "stderr": {strconv.FormatBool(stderr != nil)}, "follow": {strconv.FormatBool(follow)}}
+	q := url.Values{"stdout": {"true"}, "stderr": {"true"}, "follow": {strconv.FormatBool(follow)}}
 	resp, err := c.do(ctx, request{method: http.MethodGet, path: ctrPath(id, "/logs"), query: q})
 	if err != nil {
 		return fmt.Errorf("podman logs %s: %w", id, err)

@@ -1,0 +1,355 @@
+// Package podmantest runs podman for tests: its API service on a socket
+// of its own, with a configuration, storage and state of its own under a
+// temporary directory (the host's podman, its containers, images and
+// settings are never touched), a test image built offline, and Fake, a
+// server answering the libpod subset from responses recorded on podman
+// 4.3.1 for tests that need no podman.
+//
+// A test binary shares one service among its tests when its TestMain calls
+// Main; each test's containers carry a label of the test's own
+// (Runtime.Labels), and the containers carrying it are removed when the
+// test ends.
+package podmantest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/podman"
+	"github.com/oarbank/svcrun/internal/testhost"
+)
+
+// TestLabel is the label that marks a container as made by one test; its
+// value is unique to the test.
+const TestLabel = "svcrun.test"
+
+// Runtime is a running podman API service, as one test sees it.
+type Runtime struct {
+	Socket string
+	Client *podman.Client
+	// Labels are the labels of this test's containers: the ones a test
+	// creates carry them, so that they are removed when it ends.
+	Labels map[string]string
+
+	svc *service
+}
+
+// service is one `podman system service` with its directory.
+type service struct {
+	dir    string
+	socket string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+	log    string
+
+	mu     sync.Mutex
+	images map[string]string // content hash of the test image: its reference
+}
+
+// shared is the service of a test binary whose TestMain calls Main: the
+// one state of this package, as a test binary is the unit a service
+// serves (starting podman costs seconds, a test milliseconds).
+var labelSeq atomic.Int64
+
+var shared struct {
+	inMain bool
+	once   sync.Once
+	svc    *service
+	err    error
+	skip   string
+}
+
+// Main runs the tests of m with one podman service for all of them, started
+// by the first test that calls Start and stopped when the tests end. Call
+// it from TestMain: os.Exit(podmantest.Main(m)).
+func Main(m *testing.M) int {
+	shared.inMain = true
+	code := m.Run()
+	if shared.svc != nil {
+		if err := shared.svc.stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "podmantest:", err)
+			if code == 0 {
+				code = 1
+			}
+		}
+	}
+	return code
+}
+
+// Start returns the podman service of the test binary (started now if it
+// is the first test to ask), or a service of the test's own when TestMain
+// does not call Main. Where podman or what it needs is missing, the test
+// is skipped (failed with REQUIRE_KERNEL_FEATURES=1).
+func Start(t testing.TB) *Runtime {
+	t.Helper()
+	var svc *service
+	if shared.inMain {
+		shared.once.Do(func() { shared.svc, shared.skip, shared.err = startService() })
+		if shared.skip != "" {
+			testhost.SkipOrFail(t, shared.skip)
+		}
+		if shared.err != nil {
+			t.Fatal(shared.err)
+		}
+		svc = shared.svc
+	} else {
+		s, skip, err := startService()
+		if skip != "" {
+			testhost.SkipOrFail(t, skip)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		svc = s
+	}
+	rt := &Runtime{
+		Socket: svc.socket,
+		Client: podman.New(svc.socket),
+		Labels: map[string]string{TestLabel: labelValue(t.Name())},
+		svc:    svc,
+	}
+	rt.RemoveAtCleanup(t, rt.Labels)
+	return rt
+}
+
+// RemoveAtCleanup removes, when the test ends, every container carrying
+// labels (as List matches them): the containers a test makes through
+// something else than its own calls (a broker labels its own).
+func (rt *Runtime) RemoveAtCleanup(t testing.TB, labels map[string]string) {
+	t.Helper()
+	if len(labels) == 0 {
+		t.Fatal("podmantest: RemoveAtCleanup with no labels would remove every container")
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cs, err := rt.Client.List(ctx, labels)
+		if err != nil {
+			t.Errorf("cleanup: %v", err)
+			return
+		}
+		for _, c := range cs {
+			if err := rt.Client.Remove(ctx, c.ID); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+		}
+	})
+}
+
+// Spec returns s with the test's labels added, so that the container is
+// removed when the test ends.
+func (rt *Runtime) Spec(s podman.Spec) podman.Spec {
+	l := make(map[string]string, len(s.Labels)+len(rt.Labels))
+	for k, v := range s.Labels {
+		l[k] = v
+	}
+	for k, v := range rt.Labels {
+		l[k] = v
+	}
+	s.Labels = l
+	return s
+}
+
+// startService starts `podman system service` on a socket of its own, with
+// a configuration of its own, and waits until it answers. skip says what
+// is missing on this host.
+func startService() (svc *service, skip string, err error) {
+	bin, err := exec.LookPath("podman")
+	if err != nil {
+		return nil, "podman is not installed (apt-get install podman)", nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, "podmantest runs podman as root", nil
+	}
+	dir, err := os.MkdirTemp("", "podmantest-")
+	if err != nil {
+		return nil, "", err
+	}
+	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log"), images: map[string]string{}}
+	cfg, err := hostConfig(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	if cfg.skip != "" {
+		os.RemoveAll(dir)
+		return nil, cfg.skip, nil
+	}
+	if err := cfg.write(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	logf, err := os.Create(svc.log)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "system", "service", "--time=0", "unix://"+svc.socket)
+	cmd.Env = append(os.Environ(),
+		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
+		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a ^C of the test does not reach it first,
+	// and its stop below is by its pid.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
+	}
+	svc.cmd = cmd
+	svc.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(svc.exited) }()
+	if err := svc.waitReady(60 * time.Second); err != nil {
+		svc.stop()
+		return nil, "", err
+	}
+	if cfg.nofile != 0 {
+		if err := svc.checkLimits(cfg); err != nil {
+			svc.stop()
+			return nil, "", err
+		}
+	}
+	return svc, "", nil
+}
+
+// waitReady waits until the service answers a ping; bound is only the
+// failure's cutoff.
+func (s *service) waitReady(bound time.Duration) error {
+	c := podman.New(s.socket)
+	deadline := time.Now().Add(bound)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.Ping(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("podmantest: podman system service exited before answering (%v); its log:\n%s", s.cmd.ProcessState, s.tail())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("podmantest: podman system service did not answer on %s within %v: %v; its log:\n%s", s.socket, bound, err, s.tail())
+		}
+	}
+}
+
+func (s *service) tail() string {
+	b, _ := os.ReadFile(s.log)
+	if len(b) > 4096 {
+		b = b[len(b)-4096:]
+	}
+	return string(b)
+}
+
+// checkLimits checks that the ulimits the configuration gives containers
+// are the service's own: a container's runtime sets them, and without
+// CAP_SYS_RESOURCE it may not raise one above the limit it inherits.
+func (s *service) checkLimits(cfg config) error {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", s.cmd.Process.Pid))
+	if err != nil {
+		return err
+	}
+	want := map[string]uint64{"Max open files": cfg.nofile, "Max processes": cfg.nproc}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		for name, v := range want {
+			if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
+				f := strings.Fields(rest)
+				if len(f) >= 2 && f[1] != strconv.FormatUint(v, 10) {
+					return fmt.Errorf("podmantest: podman system service runs with %s %s, not the %d its containers.conf gives containers (without CAP_SYS_RESOURCE they must match)", name, f[1], v)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// stop removes the service's containers, stops it by its pid and removes
+// its directory.
+func (s *service) stop() error {
+	var errs []error
+	select {
+	case <-s.exited:
+		errs = append(errs, fmt.Errorf("podmantest: podman system service exited before the tests ended (%v); its log:\n%s", s.cmd.ProcessState, s.tail()))
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		c := podman.New(s.socket)
+		cs, err := c.List(ctx, nil)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, ct := range cs {
+			if err := c.Remove(ctx, ct.ID); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		cancel()
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	unmountUnder(s.dir)
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, fmt.Errorf("podmantest: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// unmountUnder detaches every mount under dir, deepest first: the storage
+// keeps its overlay directory bind-mounted after its service ends.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		unix.Unmount(points[i], unix.MNT_DETACH)
+	}
+}
+
+// labelValue is the test's name, kept to the characters a label filter
+// takes as they are, and a suffix unique to this process and call.
+func labelValue(name string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, name)
+	return fmt.Sprintf("%s-%d-%d", clean, os.Getpid(), labelSeq.Add(1))
+}
