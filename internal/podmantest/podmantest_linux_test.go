@@ -1,0 +1,89 @@
+package podmantest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oarbank/svcrun/internal/podman"
+)
+
+// TestContainersRemovedAtCleanup checks that a test's containers (its
+// labels) are gone when it ends, and only they.
+func TestContainersRemovedAtCleanup(t *testing.T) {
+	rt := Start(t)
+	image := TestImage(t, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	other, err := rt.Client.Create(ctx, rt.Spec(podman.Spec{Image: image, Command: []string{ImageBinary, "exit", "0"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner map[string]string
+	t.Run("inner", func(t *testing.T) {
+		irt := Start(t)
+		inner = irt.Labels
+		if irt.Socket != rt.Socket {
+			t.Errorf("a second service: %s, the first %s", irt.Socket, rt.Socket)
+		}
+		for _, args := range [][]string{{"sleep", "3600"}, {"exit", "0"}} {
+			id, err := irt.Client.Create(ctx, irt.Spec(podman.Spec{Image: image, Command: append([]string{ImageBinary}, args...)}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := irt.Client.Start(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if cs, err := rt.Client.List(ctx, inner); err != nil || len(cs) != 0 {
+		t.Errorf("the inner test's containers after it ended: %+v, %v", cs, err)
+	}
+	if _, err := rt.Client.Inspect(ctx, other); err != nil {
+		t.Errorf("this test's container: %v", err)
+	}
+}
+
+func TestCycle(t *testing.T) {
+	rt := Start(t)
+	image := TestImage(t, rt)
+	if !strings.HasPrefix(image, ImageName+":") {
+		t.Errorf("image %s", image)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Cycle(ctx, rt.Client, image, rt.Labels); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := rt.Client.List(ctx, rt.Labels); err != nil || len(cs) != 0 {
+		t.Errorf("after a cycle: %+v, %v", cs, err)
+	}
+}
+
+// TestConfigStaysInItsDir checks that the configuration written names no
+// path outside the service's directory: the host's podman state is not
+// touched.
+func TestConfigStaysInItsDir(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config{runtime: "runc", driver: "overlay", nofile: 1024, nproc: 512}
+	if err := cfg.write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"containers.conf", "storage.conf"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if i := strings.Index(line, `"/`); i >= 0 && !strings.Contains(line, `"`+dir+"/") {
+				t.Errorf("%s names a path outside %s: %s", f, dir, line)
+			}
+		}
+		if f == "containers.conf" && (!strings.Contains(string(b), `"nofile=1024:1024", "nproc=512:512"`) || !strings.Contains(string(b), `lock_type = "file"`)) {
+			t.Errorf("%s:\n%s", f, b)
+		}
+	}
+}
