@@ -351,15 +351,7 @@ func Open(opts Options) (*Agent, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := a.openBroker(opts.ContainerRuntime); err != nil {
-		a.exec.Close()
-		if a.containers != nil {
-			a.containers.Close()
-		}
-		jour.Close()
-		db.Close()
-		return nil, err
-	}
+	a.openBroker(opts.ContainerRuntime)
 	if cfg.MetricsListen != "" {
 		if a.metricsLn, err = listenMetrics(cfg.MetricsListen); err != nil {
 			a.exec.Close()

@@ -345,10 +345,6 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 			stepErr = err
 			return
 		}
-		if err := a.reloadBroker(cfg, mods); err != nil {
-			stepErr = err
-			return
-		}
 		notes = restartOnly(a.cfg, cfg)
 		retired := a.stillStopping(mods)
 		if err := a.exec.Update(a.execConfig(cfg, slices.Concat(mods, retired))); err != nil {
@@ -360,6 +356,7 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 		keep := *a.cfg
 		keep.Modules = cfg.Modules
 		a.cfg, a.mods = &keep, mods
+		a.reloadBroker(mods)
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
 		stepErr = a.step(engine.Reload{Modules: a.specs()})
 	})

@@ -64,17 +64,11 @@ func (x brokered) Procs(t engine.Target) []int {
 }
 
 // openBroker puts the container broker in front of the executor when
-// [containers] is enabled. A module may not take the broker's name.
-func (a *Agent) openBroker(runtime broker.Runtime) error {
+// [containers] is enabled.
+func (a *Agent) openBroker(runtime broker.Runtime) {
 	x := a.cfg.Containers
-	for _, m := range a.mods {
-		if m.Manifest.Name == broker.Module {
-			return fmt.Errorf("%s: module %q (%s): the name is reserved for svcrun's built-in container broker (%s): rename the module",
-				a.cfg.File, m.Manifest.Name, m.Config.Bundle, broker.FullName)
-		}
-	}
 	if !x.Enabled {
-		return nil
+		return
 	}
 	if runtime == nil {
 		runtime = podman.New(x.Socket)
@@ -85,7 +79,6 @@ func (a *Agent) openBroker(runtime broker.Runtime) error {
 	})
 	a.exec = brokered{Executor: a.exec, b: a.broker}
 	a.log.Info("container broker enabled", "service", broker.FullName, "socket", x.Socket, "max", x.Max)
-	return nil
 }
 
 // specs are the module specs of the engine: the configuration's modules
@@ -100,17 +93,10 @@ func (a *Agent) specs() []engine.ModuleSpec {
 
 // reloadBroker applies a reload's approvals (grants.containers and
 // enabled modules). [containers] itself takes effect at the next start.
-func (a *Agent) reloadBroker(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) error {
-	for _, m := range mods {
-		if m.Manifest.Name == broker.Module {
-			return fmt.Errorf("%s: module %q (%s): %w: the name is reserved for svcrun's built-in container broker (%s)",
-				cfg.File, m.Manifest.Name, m.Config.Bundle, errdefs.ErrRefused, broker.FullName)
-		}
-	}
+func (a *Agent) reloadBroker(mods []nodeconfig.LoadedModule) {
 	if a.broker != nil {
 		a.broker.SetApproved(broker.Approvals(mods))
 	}
-	return nil
 }
 
 // leasesEnded tells the broker of the leases a step ended (released,

@@ -53,10 +53,9 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// The broker's names: a module of this name in the configuration is
-// refused while the broker is enabled.
+// The broker's names: nodeconfig refuses a module of this name.
 const (
-	Module   = "svcrun"
+	Module   = nodeconfig.ReservedModule
 	Service  = "containers"
 	FullName = Module + "/" + Service
 )
@@ -692,7 +691,13 @@ func (b *Broker) Remove(ctx context.Context, l Lease, id string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.remove(ctx, c.ID); err != nil {
+	if !runs(c) {
+		// Nothing to stop: one call, not two.
+		err = b.cfg.Runtime.Remove(ctx, c.ID)
+	} else {
+		err = b.remove(ctx, c.ID)
+	}
+	if err != nil && !errors.Is(err, podman.ErrNotFound) {
 		return b.unavailable("remove container "+id, err)
 	}
 	return nil

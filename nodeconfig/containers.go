@@ -12,6 +12,10 @@ import (
 	"github.com/oarbank/svcrun/manifest"
 )
 
+// ReservedModule is the module name of svcrun's built-in container
+// broker; no module of the configuration may take it.
+const ReservedModule = "svcrun"
+
 // PullPolicy says when the container broker pulls an image.
 type PullPolicy string
 

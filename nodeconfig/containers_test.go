@@ -93,3 +93,17 @@ func TestContainerGrants(t *testing.T) {
 		})
 	}
 }
+
+func TestReservedModuleName(t *testing.T) {
+	dir := t.TempDir()
+	writeBundle(t, filepath.Join(dir, "x"), "[module]\nname = \"svcrun\"\nversion = \"1\"\n[[services]]\nname = \"s\"\nexec = [\"bin/svc\"]\n")
+	c, err := Parse("svcrun.toml", filepath.Join(dir, "svcrun.toml"), []byte("[[modules]]\nbundle = \"x\"\n"), testHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadModules(c)
+	want := `svcrun.toml:2:1: modules[0].bundle: module name "svcrun" is reserved for svcrun's built-in container broker (service svcrun/containers): rename the module`
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
+	}
+}

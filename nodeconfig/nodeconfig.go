@@ -585,6 +585,11 @@ func loadModules(c *Config) ([]*manifest.Module, tomldoc.ErrorList) {
 		if m == nil {
 			continue
 		}
+		if m.Name == ReservedModule {
+			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
+				fmt.Sprintf("module name %q is reserved for svcrun's built-in container broker (service %s/containers): rename the module", m.Name, ReservedModule)))
+			continue
+		}
 		if j, dup := seen[m.Name]; dup {
 			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
 				fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)))

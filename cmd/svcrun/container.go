@@ -184,8 +184,11 @@ func runContainerCmd(ctx context.Context, m *cli.Env, args []string) error {
 		if len(rest) == 0 {
 			return cli.UsageError{Msg: "give the IMAGE, then the command, e.g. svcrun container run alpine -- echo hi"}
 		}
-		*cf.image = rest[0]
-		req, err := cf.request(rest[1:])
+		*cf.image, rest = rest[0], rest[1:]
+		if len(rest) > 0 && rest[0] == "--" {
+			rest = rest[1:]
+		}
+		req, err := cf.request(rest)
 		if err != nil {
 			return err
 		}

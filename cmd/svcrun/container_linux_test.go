@@ -23,7 +23,7 @@ import (
 
 // containerNode writes a node configuration whose broker uses rt, with a
 // module approved for image, and returns it with its socket and node id.
-func containerNode(t *testing.T, rt *podmantest.Runtime, image string, max int) (cfg, sock, node string) {
+func containerNode(t testing.TB, rt *podmantest.Runtime, image string, max int) (cfg, sock, node string) {
 	t.Helper()
 	dir := t.TempDir()
 	bundle := filepath.Join(dir, "jobs")
@@ -71,7 +71,7 @@ grants = { containers = [%q] }
 }
 
 // serveInProcess runs svcrun on cfg in this process until the test ends.
-func serveInProcess(t *testing.T, cfg string) {
+func serveInProcess(t testing.TB, cfg string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
 	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, NoContainers: true, PressureFile: noPressure})
@@ -119,7 +119,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestContainers(t *testing.T) {
 	rt := podmantest.Start(t)
 	image := podmantest.TestImage(t, rt)
-	cfg, sock, node := containerNode(t, rt, image, 1)
+	cfg, sock, node := containerNode(t, rt, image, 2)
 	serveInProcess(t, cfg)
 
 	t.Run("run --container", func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestContainers(t *testing.T) {
 	})
 
 	t.Run("a full pool makes the lease wait", func(t *testing.T) {
-		code, out, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--json", "--wait", "60s")
+		code, out, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=2", "--json", "--wait", "60s")
 		if code != 0 {
 			t.Fatalf("acquire: %s", errs)
 		}
@@ -216,6 +216,46 @@ func TestContainers(t *testing.T) {
 			t.Errorf("second run: exit %d", code)
 		}
 	})
+}
+
+// TestContainersDocs runs the commands of docs/containers.md, their
+// images (not on an offline node) replaced by the test image.
+func TestContainersDocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	rt := podmantest.Start(t)
+	image := podmantest.TestImage(t, rt)
+	cfg, sock, node := containerNode(t, rt, image, 2)
+	serveInProcess(t, cfg)
+	bin := buildSvcrun(t)
+	doc, err := os.ReadFile("../../docs/containers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := strings.NewReplacer(
+		"--detach postgres:16", "--detach "+image+" "+podmantest.ImageBinary+" sleep 300",
+		"postgres:16 --mem-gb 2 -- pg_dump --version", image+" --mem-gb 1 -- "+podmantest.ImageBinary+" print pg_dump 16",
+		"alpine:3 -- echo hello", image+" -- "+podmantest.ImageBinary+" print hello",
+	)
+	var blocks []string
+	for _, part := range strings.Split(string(doc), "```sh\n")[1:] {
+		blocks = append(blocks, replace.Replace(strings.SplitN(part, "```", 2)[0]))
+	}
+	if len(blocks) != 2 {
+		t.Fatalf("%d sh blocks in docs/containers.md, want the 2 this test knows", len(blocks))
+	}
+	for i, want := range []string{"pg_dump 16\n", "hello\n"} {
+		cmd := exec.Command("sh", "-ec", blocks[i])
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(bin)+":"+os.Getenv("PATH"), EnvSocket+"="+sock)
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Errorf("docs block %d:\n%s\n: %v, output %q, want %q", i, blocks[i], err, out, want)
+		}
+	}
+	if left := brokerContainers(t, rt, node); len(left) != 0 {
+		t.Errorf("containers left: %+v", left)
+	}
 }
 
 // TestContainersAdoptedAfterKill9 kills svcrun while a lease holds a
