@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -133,6 +134,62 @@ func TestContainers(t *testing.T) {
 		}
 		if left := brokerContainers(t, rt, node); len(left) != 0 {
 			t.Errorf("containers left after run: %+v", left)
+		}
+	})
+
+	t.Run("memory limit", func(t *testing.T) {
+		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "0.0625", "--", podmantest.ImageBinary, "alloc", "256")
+		// Killed by the kernel: 128+9. (podman under this test harness
+		// does not always record OOMKilled, which adds a line saying so.)
+		if code != 137 {
+			t.Errorf("exit %d, stderr %q: want 137, killed for memory", code, errs)
+		}
+		code, _, errs = run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "64", "--", "true")
+		if code != 125 || !strings.Contains(errs, "mem_gb: 64 is more than this node's maximum") {
+			t.Errorf("exit %d, stderr %q: want 125, over the maximum", code, errs)
+		}
+	})
+
+	t.Run("reap", func(t *testing.T) {
+		code, out, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--json", "--wait", "60s")
+		if code != 0 {
+			t.Fatalf("acquire: %s", errs)
+		}
+		var live struct{ Lease, Attempt string }
+		json.Unmarshal([]byte(out), &live)
+		defer run(t, "release", "--socket", sock, live.Lease)
+		ctx := context.Background()
+		create := func(labels map[string]string) string {
+			t.Helper()
+			labels[podmantest.TestLabel] = node
+			id, err := rt.Client.Create(ctx, podman.Spec{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}, Labels: labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		rt.RemoveAtCleanup(t, map[string]string{podmantest.TestLabel: node})
+		ours := func(attempt, node string) map[string]string {
+			return map[string]string{protocol.LabelAttemptID: attempt, protocol.LabelNode: node, protocol.LabelService: broker.FullName}
+		}
+		dead := create(ours("attempt-dead", node))
+		kept := map[string]string{
+			"of a live attempt": create(ours(live.Attempt, node)),
+			"of another node":   create(ours("attempt-dead", "another-node")),
+			"unlabelled":        create(map[string]string{}),
+			"without a node":    create(map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelService: broker.FullName}),
+		}
+		if code, out, errs := run(t, "reap", "--socket", sock); code != 0 {
+			t.Fatalf("reap: %s %s", out, errs)
+		}
+		eventually(t, "the dead attempt's container is still there", func() bool {
+			_, err := rt.Client.Inspect(ctx, dead)
+			return errors.Is(err, podman.ErrNotFound)
+		})
+		for what, id := range kept {
+			if _, err := rt.Client.Inspect(ctx, id); err != nil {
+				t.Errorf("the container %s was touched: %v", what, err)
+			}
 		}
 	})
 
