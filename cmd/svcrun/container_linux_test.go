@@ -51,6 +51,9 @@ data_dir = "data"
 socket = %q
 memory_budget_gb = 1
 sandbox = "best_effort"
+# No periodic reap within a test: a released lease's containers must go
+# at once, not at the next round (svcrun reap still runs one).
+reap_period_s = 3600
 
 [containers]
 enabled = true
