@@ -89,9 +89,6 @@ type Client struct {
 // connect until the first request.
 func New(socket string) *Client { return &Client{socket: socket} }
 
-// Socket is the path the client connects to.
-func (c *Client) Socket() string { return c.socket }
-
 // request is one request of the API: its path under /vX/libpod (escaped), query,
 // JSON body or raw body with its content type.
 type request struct {

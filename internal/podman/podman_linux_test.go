@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/internal/podman"
 	"github.com/oarbank/svcrun/internal/podmantest"
 )
@@ -179,7 +177,9 @@ func TestLimits(t *testing.T) {
 	}{
 		{"within", podman.Spec{MemoryBytes: 64 << 20, CPUs: 0.5, Pids: 16}, []string{"exit", "0"}, 0, false, ""},
 		{"oom", podman.Spec{MemoryBytes: 32 << 20, Pids: 64}, []string{"alloc", "256"}, 137, true, ""},
-		{"pids", podman.Spec{MemoryBytes: 256 << 20, Pids: 8}, []string{"fork", "32"}, 3, false, "fork "},
+		// GOMAXPROCS=1 keeps the helper's own threads few (each is a
+		// pid), whatever the host's cores.
+		{"pids", podman.Spec{MemoryBytes: 256 << 20, Pids: 16, Env: map[string]string{"GOMAXPROCS": "1"}}, []string{"fork", "64"}, 3, false, "fork "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,15 +196,11 @@ func TestLimits(t *testing.T) {
 			if ct.Limits != want {
 				t.Errorf("limits applied %+v, want %+v", ct.Limits, want)
 			}
-			if ct.OOMKilled != tt.oom {
-				if tt.oom && !cgroup2Root() {
-					// conmon (2.1.6) does not see the kernel's OOM kill
-					// in a cgroup v1 memory controller; the exit code
-					// above (SIGKILL) is then all there is.
-					t.Logf("OOMKilled false on cgroup v1: conmon misses the OOM kill here")
-				} else {
-					t.Errorf("OOMKilled %v, want %v", ct.OOMKilled, tt.oom)
-				}
+			// Podman 4.3.1's API service never reports an OOM kill (see
+			// docs/decisions.md, Container runtime client): the exit
+			// code above, SIGKILL, is all there is. A later podman does.
+			if ct.OOMKilled != tt.oom && !(tt.oom && version(t, rt) == "4.3.1") {
+				t.Errorf("OOMKilled %v, want %v", ct.OOMKilled, tt.oom)
 			}
 			if tt.outPrefix != "" {
 				var out bytes.Buffer
@@ -219,11 +215,15 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// cgroup2Root says whether /sys/fs/cgroup is a cgroup2 mount (not v1 or
-// a hybrid layout).
-func cgroup2Root() bool {
-	var st unix.Statfs_t
-	return unix.Statfs("/sys/fs/cgroup", &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
+func version(t *testing.T, rt *podmantest.Runtime) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	v, err := rt.Client.Ping(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestUnknownImageAndContainer(t *testing.T) {

@@ -30,8 +30,8 @@ func TestImage(t testing.TB, rt *Runtime) string {
 	t.Helper()
 	rt.svc.mu.Lock()
 	defer rt.svc.mu.Unlock()
-	if ref := rt.svc.images["testimage"]; ref != "" {
-		return ref
+	if rt.svc.image != "" {
+		return rt.svc.image
 	}
 	tarball, err := buildImage(t.TempDir())
 	if err != nil {
@@ -50,7 +50,7 @@ func TestImage(t testing.TB, rt *Runtime) string {
 			t.Fatal(err)
 		}
 	}
-	rt.svc.images["testimage"] = ref
+	rt.svc.image = ref
 	return ref
 }
 

@@ -28,8 +28,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/oarbank/svcrun/internal/podman"
 	"github.com/oarbank/svcrun/internal/testhost"
 )
@@ -57,8 +55,8 @@ type service struct {
 	exited chan struct{} // closed when cmd has exited
 	log    string
 
-	mu     sync.Mutex
-	images map[string]string // content hash of the test image: its reference
+	mu    sync.Mutex
+	image string // the test image's reference, once imported
 }
 
 // shared is the service of a test binary whose TestMain calls Main: the
@@ -185,7 +183,7 @@ func startService() (svc *service, skip string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log"), images: map[string]string{}}
+	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log")}
 	cfg, err := hostConfig(dir)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -205,15 +203,24 @@ func startService() (svc *service, skip string, err error) {
 		return nil, "", err
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin, "system", "service", "--time=0", "unix://"+svc.socket)
+	// The service runs in a mount namespace of its own (private, as Go
+	// makes it), with a tmpfs over the image blob cache that podman keeps
+	// at /var/lib/containers/cache for root whatever its storage is set
+	// to: its imports would write the host's cache otherwise. The shell
+	// mounts it and becomes podman (exec), so the pid is podman's.
+	cmd := exec.Command("/bin/sh", "-c", `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
+		"sh", cacheMountpoint(), bin, svc.socket)
 	cmd.Env = append(os.Environ(),
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
 		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	// conmon, started by the service, writes its OOM marker ("oom") into
+	// its working directory, the service's: this one, not the test's.
+	cmd.Dir = dir
 	// Its own process group: a ^C of the test does not reach it first,
 	// and its stop below is by its pid.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
@@ -316,30 +323,11 @@ func (s *service) stop() error {
 			<-s.exited
 		}
 	}
-	unmountUnder(s.dir)
+	// The storage's mounts were the service's namespace's: gone with it.
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("podmantest: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// unmountUnder detaches every mount under dir, deepest first: the storage
-// keeps its overlay directory bind-mounted after its service ends.
-func unmountUnder(dir string) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		unix.Unmount(points[i], unix.MNT_DETACH)
-	}
 }
 
 // labelValue is the test's name, kept to the characters a label filter
@@ -352,4 +340,17 @@ func labelValue(name string) string {
 		return '_'
 	}, name)
 	return fmt.Sprintf("%s-%d-%d", clean, os.Getpid(), labelSeq.Add(1))
+}
+
+// cacheMountpoint is where the service's tmpfs hides podman's system blob
+// cache: the cache's directory, or the nearest of its parents that
+// exists (a mount needs an existing directory, and making one would
+// change the host).
+func cacheMountpoint() string {
+	for _, d := range []string{"/var/lib/containers/cache", "/var/lib/containers", "/var/lib"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return "/var"
 }

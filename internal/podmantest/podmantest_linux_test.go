@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,27 @@ func TestConfigStaysInItsDir(t *testing.T) {
 			t.Errorf("%s:\n%s", f, b)
 		}
 	}
+}
+
+// TestHostBlobCacheHidden checks that the service sees a tmpfs of its own
+// where podman keeps root's system blob cache, so that its imports leave
+// the host's cache as it was.
+func TestHostBlobCacheHidden(t *testing.T) {
+	rt := Start(t)
+	TestImage(t, rt) // an import: the cache is written
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(rt.svc.cmd.Process.Pid), "mountinfo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := cacheMountpoint()
+	for _, line := range strings.Split(string(b), "\n") {
+		// mount id, parent, dev, root, mount point, options, ... - fs type
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == at {
+			if _, rest, ok := strings.Cut(line, " - "); ok && strings.HasPrefix(rest, "tmpfs ") {
+				return
+			}
+		}
+	}
+	t.Errorf("no tmpfs at %s in the service's mounts:\n%s", at, b)
 }
