@@ -53,3 +53,34 @@ func BenchmarkContainerCycle(b *testing.B) {
 		c.Release(ctx, g.Lease)
 	})
 }
+
+// BenchmarkContainerList lists a lease's containers (one running)
+// through svcrun's API: the issue asks 10 ms at most.
+//
+//	REQUIRE_KERNEL_FEATURES=1 go test ./cmd/svcrun -run '^$' -bench ContainerList
+func BenchmarkContainerList(b *testing.B) {
+	rt := podmantest.Start(b)
+	image := podmantest.TestImage(b, rt)
+	ctx := context.Background()
+	cfg, sock, _ := containerNode(b, rt, image, 1)
+	serveInProcess(b, cfg)
+	c, err := api.Dial(sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	g, err := c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"containers": 1}, Wait: api.Duration(60e9)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Release(ctx, g.Lease)
+	if _, err := c.CreateContainer(ctx, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		list, err := c.Containers(ctx, g.Lease)
+		if err != nil || len(list.Containers) != 1 {
+			b.Fatalf("list: %+v %v", list, err)
+		}
+	}
+}
