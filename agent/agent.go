@@ -74,6 +74,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/oarbank/svcrun/broker"
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
 	"github.com/oarbank/svcrun/engine"
@@ -138,6 +139,9 @@ type Options struct {
 	PressureFile string
 	SignalsEvery time.Duration
 	WallClock    func() time.Time
+	// ContainerRuntime is the container broker's runtime; nil: podman at
+	// [containers].socket. Tests fake it.
+	ContainerRuntime broker.Runtime
 	// StrayGrace is how long a stray's processes (see stopStrays) have
 	// from SIGTERM to ending before they are killed. Default 10 s.
 	StrayGrace time.Duration
@@ -179,6 +183,8 @@ type Agent struct {
 	// oom gives ops the oom_score_adj 0 when svcrun's own is not; nil
 	// when it is.
 	oom *oomReset
+	// broker is the container broker; nil unless [containers] is enabled.
+	broker *broker.Broker
 
 	// snaps is the snapshot status and metrics answer from.
 	snaps snapshots
@@ -348,6 +354,7 @@ func Open(opts Options) (*Agent, error) {
 		db.Close()
 		return nil, err
 	}
+	a.openBroker(opts.ContainerRuntime)
 	if cfg.MetricsListen != "" {
 		if a.metricsLn, err = listenMetrics(cfg.MetricsListen); err != nil {
 			a.exec.Close()
@@ -422,7 +429,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.started = a.opts.Clock.Now()
 	a.log.Info("svcrun starting", "node", a.cfg.NodeID, "config", a.cfg.File, "data_dir", a.cfg.DataDir,
 		"modules", len(a.mods), "leases_restored", len(state.Leases))
-	if err := a.driver.Step(engine.Boot{Config: engineConfig(a.cfg), Modules: moduleSpecs(a.mods), State: state}); err != nil {
+	if err := a.driver.Step(engine.Boot{Config: engineConfig(a.cfg), Modules: a.specs(), State: state}); err != nil {
 		return a.shutdown(err)
 	}
 	if a.opts.Watchdog != nil && a.opts.WatchdogEvery > 0 {
@@ -613,7 +620,7 @@ func (a *Agent) thawAll() {
 // its process container, so that none is left running.
 func (a *Agent) stopAll() {
 	var specs []engine.ModuleSpec
-	for _, s := range moduleSpecs(a.mods) {
+	for _, s := range a.specs() {
 		s.Enabled = false
 		specs = append(specs, s)
 	}
@@ -754,6 +761,7 @@ func (a *Agent) step(ev engine.Event) error {
 // after its answers are sent, so that the journal does not delay them.
 func (a *Agent) after(now time.Time, ev engine.Event, effects []engine.Effect, err error) error {
 	if err == nil {
+		a.leasesEnded(effects)
 		a.stepStored() // a step without answers
 		if a.snaps.answered {
 			// An answer's send only readied its caller, on the loop's own

@@ -309,7 +309,7 @@ func (a *Agent) SetModuleEnabled(ctx context.Context, module string, enabled boo
 		if enabled {
 			reason = "enabled through svcrun's API (svcrun enable)"
 		}
-		err = a.step(engine.Reload{Modules: moduleSpecs(a.mods), Reason: reason})
+		err = a.step(engine.Reload{Modules: a.specs(), Reason: reason})
 	})
 	return errors.Join(done, err)
 }
@@ -395,8 +395,9 @@ func (a *Agent) reloadFile(ctx context.Context) (notes []string, err error) {
 		}
 		a.retired = retired
 		a.cfg, a.mods = &keep, mods
+		a.reloadBroker(mods)
 		a.sandboxMissing = sandbox.Report(a.cfg, a.mods)
-		stepErr = a.step(engine.Reload{Modules: moduleSpecs(a.mods)})
+		stepErr = a.step(engine.Reload{Modules: a.specs()})
 	})
 	return notes, errors.Join(done, stepErr)
 }

@@ -263,6 +263,7 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	for _, p := range pools {
 		x.sample("svcrun_pool_reserved_tokens", float64(p.Reserved), "pool", p.Name)
 	}
+	a.writeContainerMetrics(ctx, x)
 
 	m := a.meters
 	m.mu.Lock()

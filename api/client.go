@@ -479,3 +479,6 @@ func (s *EventStream) Close() error {
 	s.x.abort()
 	return nil
 }
+
+// Socket is the path of svcrun's socket the client talks to.
+func (c *Client) Socket() string { return c.socket }

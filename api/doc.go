@@ -31,11 +31,23 @@
 //	GET    /v1/events[?since=T&last=N&follow=false] newline-delimited Record: the kept ones asked for, then new ones until the client goes away (EventsQuery)
 //	GET    /metrics                              Prometheus text format
 //
+// The container broker's routes, under the lease whose id proves the
+// caller holds it (docs/containers.md):
+//
+//	POST   /v1/leases/{id}/containers            ContainerRequest -> 201 Container, created and started
+//	GET    /v1/leases/{id}/containers            -> ContainerList, oldest first
+//	GET    /v1/leases/{id}/containers/{cid}      -> Container
+//	GET    /v1/leases/{id}/containers/{cid}/wait -> Container once it has exited (a long poll)
+//	GET    /v1/leases/{id}/containers/{cid}/logs[?follow=1] newline-delimited LogFrame
+//	POST   /v1/leases/{id}/containers/{cid}/stop -> Done
+//	DELETE /v1/leases/{id}/containers/{cid}      -> Done; idempotent
+//
 // Durations in requests are strings ("30s"). Every error is an ErrorBody
-// with its status: 400 a bad request (with the field), 403 a refused peer,
-// 404 an unknown route, lease, service or module, 405 a wrong method, 409 a
-// lease not admitted (with the reason), 422 a reload refused, 503 svcrun
-// stopping, 504 a timeout, 507 a full data dir or a state file deleted
+// with its status: 400 a bad request (with the field), 403 a refused peer
+// or an image not approved, 404 an unknown route, lease, service, module or
+// container, 405 a wrong method, 409 a lease not admitted (with the reason)
+// or more containers than its tokens, 422 a reload refused, 503 svcrun
+// stopping or the container runtime not answering, 504 a timeout, 507 a full data dir or a state file deleted
 // under svcrun, 500 anything else. The
 // errors of package errdefs are mapped to their status and code in one
 // table: the server answers an error with what Answer gives it, and the

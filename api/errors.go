@@ -28,6 +28,9 @@ var kinds = []kind{
 	{errdefs.ErrStopping, http.StatusServiceUnavailable, CodeStopping},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout},
 	{errdefs.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{errdefs.ErrForbidden, http.StatusForbidden, CodeForbidden},
+	{errdefs.ErrConflict, http.StatusConflict, CodeConflict},
+	{errdefs.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
 }
 
 // Answer returns the status and code that answer err: those of the

@@ -174,7 +174,8 @@ type ErrorBody struct {
 // Error codes of ErrorBody.Code.
 const (
 	CodeBadRequest   = "bad_request"   // 400
-	CodeForbidden    = "forbidden"     // 403: the peer's uid may not use the API
+	CodeForbidden    = "forbidden"     // 403: the peer's uid may not use the API, or an image not approved
+	CodeConflict     = "conflict"      // 409: the lease's containers fill its tokens
 	CodeNotFound     = "not_found"     // 404: no such route, service or module
 	CodeUnknownLease = "unknown_lease" // 404
 	CodeNotAllowed   = "method_not_allowed"

@@ -72,3 +72,32 @@ func (e *LeaseEndedError) Error() string { return "the lease has ended: " + e.Re
 
 // Is makes a LeaseEndedError an unknown lease for errors.Is.
 func (e *LeaseEndedError) Is(target error) bool { return target == ErrUnknownLease }
+
+// ErrForbidden is a request the node's owner did not approve (a container
+// of an image no enabled module was approved for); a *ForbiddenError
+// says what is approved.
+var ErrForbidden = errors.New("forbidden")
+
+// ErrConflict is a request that the lease's state refuses (more
+// containers than its tokens); a *ConflictError says why.
+var ErrConflict = errors.New("conflict")
+
+// ErrUnavailable is a request that a service svcrun depends on could not
+// answer (the container runtime unreachable).
+var ErrUnavailable = errors.New("unavailable")
+
+// ForbiddenError is a request refused by the owner's approvals.
+type ForbiddenError struct{ Reason string }
+
+func (e *ForbiddenError) Error() string { return "forbidden: " + e.Reason }
+
+// Is makes a ForbiddenError match ErrForbidden.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// ConflictError is a request refused by the state of what it names.
+type ConflictError struct{ Reason string }
+
+func (e *ConflictError) Error() string { return e.Reason }
+
+// Is makes a ConflictError match ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

@@ -315,10 +315,17 @@ func parseSandbox(t *tomldoc.Table) Sandbox {
 			switch {
 			case img == "" || strings.ContainsFunc(img, unicode.IsSpace) || !utf8.ValidString(img):
 				t.ElemErrorf("containers", i, "%q is not a container image reference", img)
-			case seen[img]:
-				t.ElemErrorf("containers", i, "image %q is listed twice", img)
 			default:
-				seen[img] = true
+				full, err := NormalizeImage(img)
+				if err != nil {
+					t.ElemErrorf("containers", i, "%v", err)
+					continue
+				}
+				if seen[full] {
+					t.ElemErrorf("containers", i, "image %q is listed twice (as %s)", img, full)
+					continue
+				}
+				seen[full] = true
 				sb.Containers = append(sb.Containers, img)
 			}
 		}

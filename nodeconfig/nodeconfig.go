@@ -123,6 +123,7 @@ type Config struct {
 	// service; at least ReapPeriod.
 	ReapSweepPeriod time.Duration
 	Limits          Limits
+	Containers      Containers
 	Modules         []Module
 	// ModuleDataDirs overrides ModuleDataDir for the modules it names: a
 	// node that svcrun op makes up for a bundle (op --bundle --data DIR);
@@ -159,10 +160,12 @@ type Module struct {
 	raw   string // bundle as written, for messages: "" when not from a file
 }
 
-// Grants are the approved part of a manifest's [sandbox] read and write.
+// Grants are the approved part of a manifest's [sandbox] read, write and
+// containers; Containers are full image references (manifest.NormalizeImage).
 type Grants struct {
-	Read  []string
-	Write []string
+	Read       []string
+	Write      []string
+	Containers []string
 }
 
 // ModuleDataDir is the data directory of module name: home, temporary
@@ -329,6 +332,7 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.MetricsListen = parseMetricsListen(t)
 	c.MemoryPressure = parsePressure(t.Table("memory_pressure"))
 	c.Limits = parseLimits(t.Table("limits"))
+	c.Containers = parseContainers(t.Table("containers"), c, host)
 
 	bundles := map[string]string{}
 	for _, mt := range t.Tables("modules") {
@@ -421,6 +425,7 @@ func parseModule(t *tomldoc.Table, base string, c *Config) Module {
 	g := t.Table("grants")
 	m.Grants.Read = grantList(g, "read", c)
 	m.Grants.Write = grantList(g, "write", c)
+	m.Grants.Containers = containerGrants(g)
 	g.Close()
 
 	tools := t.Table("tools")
@@ -580,6 +585,11 @@ func loadModules(c *Config) ([]*manifest.Module, tomldoc.ErrorList) {
 		if m == nil {
 			continue
 		}
+		if m.Name == ReservedModule {
+			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
+				fmt.Sprintf("module name %q is reserved for svcrun's built-in container broker (service %s/containers): rename the module", m.Name, ReservedModule)))
+			continue
+		}
 		if j, dup := seen[m.Name]; dup {
 			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
 				fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)))
@@ -670,7 +680,7 @@ func checkGrants(c *Config, mc Module, m *manifest.Module) tomldoc.ErrorList {
 	}
 	check("read", mc.Grants.Read, append(append([]string(nil), m.Sandbox.Read...), m.Sandbox.Write...))
 	check("write", mc.Grants.Write, m.Sandbox.Write)
-	return errs
+	return append(errs, checkContainerGrants(c, mc, m)...)
 }
 
 func unwrapPathErr(err error) error {

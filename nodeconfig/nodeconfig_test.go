@@ -41,6 +41,8 @@ func TestDefaults(t *testing.T) {
 		File: "/etc/svcrun/svcrun.toml", NodeID: "node-a", DataDir: "/var/lib/svcrun", Socket: "/var/lib/svcrun/svcrun.sock", SocketGID: -1,
 		Platform: "linux", MemoryBudgetGB: 25.6, Sandbox: SandboxRequire, MaxConcurrentOps: 8,
 		StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute, FingerprintPeriod: 5 * time.Minute, ReapPeriod: time.Minute, ReapSweepPeriod: 10 * time.Minute, MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 20, FullAvg10: 5},
+		Containers: Containers{Socket: "/run/podman/podman.sock", Max: 4, MemGB: 1, MaxMemGB: 4, CPUs: 1, MaxCPUs: 2, Pids: 1024, MaxPids: 4096,
+			Networks: []string{"none"}, Pull: PullMissing, PullTimeout: 5 * time.Minute},
 		Warnings: []string{"svcrun.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)"},
 	}
 	if diff := cmp.Diff(want, c, cmpopts.IgnoreUnexported(Config{})); diff != "" {
@@ -74,6 +76,20 @@ full_avg10 = 10
 mem_gb = 8
 pids = 1024
 
+[containers]
+enabled = true
+socket = "podman.sock"
+max = 3
+mem_gb = 0.5
+max_mem_gb = 2
+cpus = 0.5
+max_cpus = 1.5
+pids = 100
+max_pids = 200
+networks = ["none", "bridge"]
+pull = "never"
+pull_timeout_s = 60
+
 [[modules]]
 bundle = "modules/colima"
 grants = { read = ["/opt/homebrew/bin"], write = [] }
@@ -93,6 +109,8 @@ enabled = false
 		StatusPeriod: 2500 * time.Millisecond, WatchedStatusPeriod: 2 * time.Minute, FingerprintPeriod: 30 * time.Second, ReapPeriod: 2 * time.Minute, ReapSweepPeriod: 20 * time.Minute,
 		MetricsListen: "127.0.0.1:9464", MemoryPressure: MemoryPressure{Enabled: true, SomeAvg10: 35.5, FullAvg10: 10},
 		Limits: Limits{MemGB: 8, Pids: 1024},
+		Containers: Containers{Enabled: true, Socket: "/etc/svcrun/podman.sock", Max: 3, MemGB: 0.5, MaxMemGB: 2, CPUs: 0.5, MaxCPUs: 1.5, Pids: 100, MaxPids: 200,
+			Networks: []string{"none", "bridge"}, Pull: PullNever, PullTimeout: time.Minute},
 		Modules: []Module{
 			{
 				Bundle: "/etc/svcrun/modules/colima", Enabled: true, Grants: Grants{Read: []string{"/opt/homebrew/bin"}},

@@ -219,6 +219,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/reload", s.handleReload)
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 	mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.containerRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// A path that exists with another method is a 405, else a 404;
 		// both in JSON, unlike the mux's own answers.

@@ -50,9 +50,10 @@ import (
 // within --wait, and renewals and the release wait for it likewise; run
 // says once that svcrun went away and once that it is back.
 func runRun(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] -- CMD [ARGS]...")
+	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--container IMAGE [--mem-gb N] [--network none|bridge]] -- CMD [ARGS]...")
 	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
+	cf := addContainerFlags(fs, true)
 	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
@@ -63,6 +64,9 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	req, err := lf.request()
 	if err != nil {
 		return err
+	}
+	if *cf.image != "" {
+		reserveContainer(&req)
 	}
 	c, err := sock.dial()
 	if err != nil {
@@ -102,6 +106,9 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 		return errors.New("interrupted before CMD started: the lease was released")
 	}
 
+	if *cf.image != "" {
+		return runLeasedContainer(ctx, m, c, g, cf, argv, time.Duration(req.TTL), away, release)
+	}
 	file, err := writeServicesFile(g)
 	if err != nil {
 		release()
@@ -109,7 +116,7 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	defer os.Remove(file)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = jobEnv(g, file)
+	cmd.Env = append(jobEnv(g, file), EnvSocket+"="+c.Socket())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, m.Stdout, m.Stderr
 	if err := cmd.Start(); err != nil {
 		release()
