@@ -16,9 +16,12 @@ var (
 		return regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$`)
 	})
 	imageDomainRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?$`)
+		const label = `[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?`
+		return regexp.MustCompile(`^(?:` + label + `)(?:\.` + label + `)*(?::[0-9]+)?$`)
 	})
-	imageTagRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`) })
+	imageTagRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+	})
 	imageDigestRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[a-f0-9]{64}$`) })
 )
 
@@ -30,13 +33,15 @@ var (
 func NormalizeImage(ref string) (string, error) {
 	rest, digest, pinned := strings.Cut(ref, "@")
 	if pinned && !imageDigestRE().MatchString(digest) {
-		return "", fmt.Errorf("%q is not a container image reference: the digest %q is not sha256: and 64 lowercase hex digits", ref, digest)
+		return "", fmt.Errorf("%q is not a container image reference: "+
+			"the digest %q is not sha256: and 64 lowercase hex digits", ref, digest)
 	}
 	name, tag := rest, ""
 	if i := strings.LastIndexByte(rest, ':'); i > strings.LastIndexByte(rest, '/') {
 		name, tag = rest[:i], rest[i+1:]
 		if !imageTagRE().MatchString(tag) {
-			return "", fmt.Errorf("%q is not a container image reference: the tag %q is not 1-128 of A-Z, a-z, 0-9, '_', '.' and '-'", ref, tag)
+			return "", fmt.Errorf("%q is not a container image reference: "+
+				"the tag %q is not 1-128 of A-Z, a-z, 0-9, '_', '.' and '-'", ref, tag)
 		}
 	}
 	domain, path := DefaultRegistry, name
@@ -47,7 +52,8 @@ func NormalizeImage(ref string) (string, error) {
 		domain, path = first, after
 	}
 	if !imagePathRE().MatchString(path) {
-		return "", fmt.Errorf("%q is not a container image reference: the name %q must be lowercase path components of a-z, 0-9, '.', '_' and '-'", ref, path)
+		return "", fmt.Errorf("%q is not a container image reference: "+
+			"the name %q must be lowercase path components of a-z, 0-9, '.', '_' and '-'", ref, path)
 	}
 	if domain == DefaultRegistry && !strings.Contains(path, "/") {
 		path = "library/" + path
