@@ -17,8 +17,7 @@ import (
 // maxMembers is how many processes of an armed container are watched: the
 // oldest, which is the daemon's master, and the next one, for a master
 // started under a wrapper that stays (the wrapper is then the oldest).
-// More would only add descriptors (bounded by RLIMIT_NOFILE, the thread's
-// table counting as svcrun's) and statuses for the deaths of workers.
+// More would only add descriptors and statuses for the deaths of workers.
 const maxMembers = 2
 
 // members watches the longest-lived processes of armed containers by their
