@@ -31,8 +31,8 @@ const maxMembers = 2
 // container that holds a daemon of several processes, none for a
 // single-process daemon.
 type members struct {
-	// wake is an eventfd in svcrun's table, copied into the thread's
-	// before it unshared: a request or Close wakes the thread through it.
+	// wake is an eventfd in svcrun's table, whose copy the thread's
+	// table keeps: a request or Close wakes the thread through it.
 	wake  int
 	exits chan struct{} // signalled when exited holds exits to tell
 	done  chan struct{} // closed when the thread and the teller are gone
@@ -101,8 +101,9 @@ func newMembers() (*members, error) {
 
 // thread is the goroutine of the pidfds, locked to its OS thread for good:
 // the thread, its descriptor table and every pidfd in it end with the
-// goroutine, at Close. Only raw system calls touch its descriptors here
-// (an os.File would register with Go's poller from whatever thread).
+// goroutine, at Close. Only raw system calls touch its pidfds and epoll
+// (an os.File would register them with Go's poller, whose epoll knows
+// descriptors by their number in svcrun's table).
 func (w *members) thread(started chan<- error) {
 	runtime.LockOSThread() // never unlocked: the runtime ends the thread
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
@@ -195,29 +196,28 @@ func (w *members) thread(started chan<- error) {
 }
 
 // closeCopies closes, in the thread's own table, the copies of svcrun's
-// descriptors that unshare made, all but stdin, stdout, stderr and keep:
-// a copy holds what it refers to open (the write end of an op's pipe,
-// whose reader would never see its end; the base's flock past Close).
+// descriptors that unshare made: a copy holds what it refers to open (the
+// write end of an op's pipe, whose reader would never see its end; the
+// base's flock past Close). Kept: stdin, stdout, stderr, keep, and every
+// epoll and eventfd, which are Go's poller's: the runtime may poll it from
+// this thread too (a garbage collection that restarts the world here),
+// by the descriptor numbers of svcrun's table.
 func closeCopies(keep int) error {
-	err := unix.CloseRange(uint(keep)+1, ^uint(0), 0)
-	if err == nil && keep > 3 {
-		err = unix.CloseRange(3, uint(keep)-1, 0)
-	}
-	if err != unix.ENOSYS {
-		if err != nil {
-			return fmt.Errorf("close_range: %w", err)
-		}
-		return nil
-	}
-	// Before Linux 5.9: each descriptor the table lists.
-	entries, err := os.ReadDir("/proc/thread-self/fd")
+	const dir = "/proc/thread-self/fd"
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list the copied descriptors: %w", err)
 	}
 	for _, e := range entries {
-		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 && fd != keep {
-			unix.Close(fd)
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 || fd == keep {
+			continue
 		}
+		link, err := os.Readlink(dir + "/" + e.Name())
+		if err != nil || link == "anon_inode:[eventpoll]" || link == "anon_inode:[eventfd]" {
+			continue // gone (ReadDir's own), or the poller's
+		}
+		unix.Close(fd)
 	}
 	return nil
 }
