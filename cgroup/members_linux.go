@@ -99,13 +99,32 @@ func newMembers() (*members, error) {
 	return w, nil
 }
 
-// thread is the goroutine of the pidfds, locked to its OS thread for good:
+// thread runs the pidfds' goroutine (run) on a thread other than the
+// process's first: /proc/self/fd, which the sandbox reads, lists the first
+// thread's table, which must stay svcrun's. A goroutine started while
+// this one holds the first thread cannot land on it.
+func (w *members) thread(started chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() != unix.Getpid() {
+		w.run(started)
+		return // locked: the runtime ends the thread
+	}
+	locked := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the runtime ends the thread
+		close(locked)
+		w.run(started)
+	}()
+	<-locked
+	runtime.UnlockOSThread()
+}
+
+// run is the goroutine of the pidfds, locked to its OS thread for good:
 // the thread, its descriptor table and every pidfd in it end with the
 // goroutine, at Close. Only raw system calls touch its pidfds and epoll
 // (an os.File would register them with Go's poller, whose epoll knows
 // descriptors by their number in svcrun's table).
-func (w *members) thread(started chan<- error) {
-	runtime.LockOSThread() // never unlocked: the runtime ends the thread
+func (w *members) run(started chan<- error) {
 	if err := unix.Unshare(unix.CLONE_FILES); err != nil {
 		started <- fmt.Errorf("unshare(CLONE_FILES) for the pidfds' thread: %w", err)
 		return
