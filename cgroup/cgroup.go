@@ -80,13 +80,20 @@
 // death alone would empty the container (a single-process daemon holds no
 // pidfd). They are picked when an op ends and again after one exits, so an
 // op's own processes are never watched, and a worker respawned or a fork
-// that comes and goes is younger than them. The pidfds wait in one epoll
-// descriptor on Go's poller: nothing runs while none exits. A watched
+// that comes and goes is younger than them. The pidfds live in the
+// descriptor table of one locked OS thread that unshared its own
+// (unshare(CLONE_FILES)) and closed its copies of the rest: every op's fork
+// copies the table of the thread that forks, which holds none of them. The
+// thread waits in epoll_wait: nothing runs while none exits. A watched
 // process that exits while the container stays populated is told to
 // SetOnMemberExited's function at once, or at the end of the op that runs
 // then (a stop may be what ended it); Kill and Terminate stop the
-// watching first. Where pidfds are missing, or a pidfd cannot be opened
-// (RLIMIT_NOFILE), nothing is watched and status polls see such a death.
+// watching first. The word says whether the process was svcrun's own
+// child (a subreaper inherits a daemon's master) and a signal killed it:
+// the thread peeks at the zombie (waitid WNOWAIT), and svcrun's reaper,
+// should it reap first, tells NoteChildExit before it does. Where pidfds
+// are missing, or a pidfd cannot be opened (RLIMIT_NOFILE), nothing is
+// watched and status polls see such a death.
 package cgroup
 
 import (

@@ -529,6 +529,24 @@ func TestStraysAndTerminate(t *testing.T) {
 	}
 }
 
+// pidfdsInTable counts the pidfds in the descriptor table of the process's
+// first thread, which every thread but the pidfds' own shares.
+func pidfdsInTable(t *testing.T) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", os.Getpid())
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if link, _ := os.Readlink(filepath.Join(dir, e.Name())); link == "anon_inode:[pidfd]" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestMemberExitedEvent: a master that dies while its workers live on in
 // the container is told at once (the container does not empty), and the
 // watched processes are re-picked among those left; a process that came
@@ -545,7 +563,7 @@ func TestMemberExitedEvent(t *testing.T) {
 		}
 		t.Skipf("no pidfds here: %s", m.Support().MemberExits)
 	}
-	m.SetOnMemberExited(func(s string) { exited <- s })
+	m.SetOnMemberExited(func(s string, _ bool) { exited <- s })
 	// The master prints its pid, then its workers'.
 	out := spawn(t, m, svc, `sh -c 'echo $$; sleep 1000 >/dev/null & echo $!; sleep 1000 >/dev/null & echo $!; exec >/dev/null; wait' </dev/null 2>/dev/null &`)
 	pids := pidsOf(t, out)
@@ -555,6 +573,11 @@ func TestMemberExitedEvent(t *testing.T) {
 	master, workers := pids[0], pids[1:]
 	if got := m.Members(svc); !slices.Equal(got, []int{master, workers[0]}) {
 		t.Fatalf("watched %v, want the master %d and its first worker %d", got, master, workers[0])
+	}
+	// Every fork copies the descriptor table it is made from: the
+	// pidfds are in the watching thread's own, not in the process's.
+	if n := pidfdsInTable(t); n != 0 {
+		t.Errorf("%d pidfds in the process's descriptor table, want none", n)
 	}
 	// A process that came later is not among the oldest: it is not
 	// watched, so its death is no event.

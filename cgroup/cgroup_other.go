@@ -34,7 +34,8 @@ func (m *Manager) Err() error                               { return errNotAvail
 func (m *Manager) Base() string                             { return "" }
 func (m *Manager) SetOnEmptied(func(string))                {}
 func (m *Manager) SetOnArmed(func(string))                  {}
-func (m *Manager) SetOnMemberExited(func(string))           {}
+func (m *Manager) SetOnMemberExited(func(string, bool))     {}
+func (m *Manager) NoteChildExit(int, bool)                  {}
 func (m *Manager) Members(string) []int                     { return nil }
 func (m *Manager) Path(string) (string, error)              { return "", errNotAvailable }
 func (m *Manager) Create(string) (int, error)               { return -1, errNotAvailable }

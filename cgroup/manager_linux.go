@@ -29,7 +29,7 @@ type Manager struct {
 	onArmed atomic.Pointer[func(string)]
 	// onMemberExited is told each service whose container lost a watched
 	// process while others live on (members_linux.go).
-	onMemberExited atomic.Pointer[func(string)]
+	onMemberExited atomic.Pointer[func(string, bool)]
 	members        *members // nil without pidfds
 	log            *slog.Logger
 	lockFD         int // the base's flock, held until Close; -1 without
@@ -257,7 +257,8 @@ func (m *Manager) OpEnd(service string) {
 		m.emitArmed(c.service)
 	}
 	if memberExited {
-		m.emitMemberExited(c.service)
+		// The op may be what ended it: no word of a kill.
+		m.emitMemberExited(c.service, false)
 	}
 }
 
@@ -1013,14 +1014,13 @@ func (m *Manager) Close() error {
 		for _, c := range m.svcs {
 			m.forgetMembers(c)
 		}
-		w.ep.Close()
 	}
 	m.mu.Unlock()
 	if m.done != nil {
 		<-m.done
 	}
 	if m.members != nil {
-		<-m.members.done
+		m.members.close()
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -188,7 +188,7 @@ func (e *Engine) Step(now time.Time, ev Event) []Effect {
 		}
 	case MemberExited:
 		if s := e.services[ev.Service.String()]; s != nil {
-			e.memberExited(s)
+			e.memberExited(s, ev.Killed)
 		}
 	case Paused:
 		e.paused(ev.Length)

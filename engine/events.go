@@ -103,8 +103,14 @@ type ContainerPopulated struct{ Service Target }
 
 // MemberExited says a long-lived process of a service's process container
 // ended while others live on (a master whose workers remain): the
-// container will not empty, so its status is due at once.
-type MemberExited struct{ Service Target }
+// container will not empty, so its status is due at once. Killed says
+// that process was svcrun's own child (the topmost process of the daemon,
+// which svcrun inherits as subreaper) and a signal killed it: the daemon
+// crashed, no status needed (rule-member-exited).
+type MemberExited struct {
+	Service Target
+	Killed  bool `json:",omitempty"`
+}
 
 // Paused says svcrun itself did not run for Length (SIGSTOP, a VM paused,
 // a host suspended, a stalled page-in): what fell due meanwhile is late

@@ -1065,19 +1065,24 @@ func (e *Engine) containerEmptied(s *service) {
 		// decides, once the op is done.
 		s.emptiedInOp = true
 	case sReady, sWaitReady:
-		// Thaw the empty container too, or the next start would be
-		// cloned into a frozen cgroup and hang.
-		e.thaw(s)
-		e.countFailure(s, "crashed: its process container emptied")
-		// Nothing of it is left to stop: every process of the service
-		// is gone, so the next start begins clean without a cleanup stop
-		// (a stop op would only delay the restart by a fork and a
-		// script).
-		e.leftRunning(s)
-		s.setState(e, sStopped)
-		e.watchWithheld(s)
-		e.markDirty(s)
+		e.crashedEmpty(s, "crashed: its process container emptied")
 	}
+}
+
+// crashedEmpty takes the crash of a service whose process container is
+// empty (or emptied by a Kill just emitted).
+func (e *Engine) crashedEmpty(s *service, reason string) {
+	// Thaw the empty container too, or the next start would be cloned
+	// into a frozen cgroup and hang.
+	e.thaw(s)
+	e.countFailure(s, reason)
+	// Nothing of it is left to stop: every process of the service is
+	// gone, so the next start begins clean without a cleanup stop (a stop
+	// op would only delay the restart by a fork and a script).
+	e.leftRunning(s)
+	s.setState(e, sStopped)
+	e.watchWithheld(s)
+	e.markDirty(s)
 }
 
 // leftRunning drops what belongs to a running service: its idle timer,
@@ -1145,8 +1150,12 @@ func Backoff(r manifest.Restart, n int) time.Duration {
 // container will not empty, so the status the watch would run at its next
 // period runs now (a manual service's fingerprint: it gets no status). A
 // status running or already due is enough; a service that is not up is
-// judged by the op it runs or waits for.
-func (e *Engine) memberExited(s *service) {
+// judged by the op it runs or waits for. killed: that process was the
+// daemon's topmost (svcrun's child) and a signal killed it, a crash
+// without asking (rule-member-exited): the rest of the daemon is killed
+// with its container and the service restarted as after an emptied
+// container, with no status and no cleanup stop between.
+func (e *Engine) memberExited(s *service, killed bool) {
 	statusRuns := s.op != nil && (s.op.op == protocol.OpStatus || s.op.op == protocol.OpFingerprint)
 	switch {
 	case s.state == sStopped && s.op == nil:
@@ -1156,6 +1165,9 @@ func (e *Engine) memberExited(s *service) {
 		e.note(s.name, "a process of its container ended while it is stopped: the container still holds processes, emptied before any start")
 	case s.state != sReady:
 		e.note(s.name, "a process of its container ended while it is %s: ignored, the op it runs or waits for judges it", s.state)
+	case killed && s.op == nil && s.spec.Lifecycle != manifest.Manual:
+		e.emit(Kill{Service: s.target})
+		e.crashedEmpty(s, "crashed: its master was killed by a signal; what was left in its process container killed")
 	case statusRuns || s.statusDue || s.fpDue:
 		e.note(s.name, "a process of its container ended: the status already running or due checks it")
 	case s.spec.Lifecycle == manifest.Manual:

@@ -22,6 +22,8 @@ type containers struct {
 	cmu      sync.Mutex
 	limits   nodeconfig.Limits
 	fallback map[string]error // service -> why its ops run in process groups
+	// unsubDeaths ends the reaper's word of orphans' deaths to cg.
+	unsubDeaths func()
 }
 
 func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
@@ -31,7 +33,10 @@ func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
 	if x.cgUsable() {
 		x.cg.SetOnEmptied(func(service string) { post(engine.ContainerEmptied{Service: targetOf(service)}) })
 		x.cg.SetOnArmed(func(service string) { post(engine.ContainerPopulated{Service: targetOf(service)}) })
-		x.cg.SetOnMemberExited(func(service string) { post(engine.MemberExited{Service: targetOf(service)}) })
+		x.cg.SetOnMemberExited(func(service string, killed bool) {
+			post(engine.MemberExited{Service: targetOf(service), Killed: killed})
+		})
+		x.unsubDeaths = subscribeOrphanDeaths(x.cg.NoteChildExit)
 	}
 }
 
@@ -63,6 +68,7 @@ func (x *Executor) closeContainers() {
 		x.cg.SetOnEmptied(nil)
 		x.cg.SetOnArmed(nil)
 		x.cg.SetOnMemberExited(nil)
+		x.unsubDeaths()
 	}
 }
 

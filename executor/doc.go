@@ -85,6 +85,10 @@
 // one live daemon per running service: it takes no lock a spawn needs, a
 // zombie in flight is left to its owner first (up to 50 ms), and only then
 // are the children asked, one waitid each, whether they exited.
+// Before it reaps an orphan the reaper tells the cgroup Manager whether a
+// signal killed it (NoteChildExit): a daemon's master that svcrun
+// inherited is such an orphan, and its death by a signal is a crash the
+// engine takes without a status (docs/decisions.md, rule-member-exited).
 // Linux only; elsewhere orphans go to init (launchd), which reaps them.
 //
 // # The engine.Executor

@@ -63,6 +63,10 @@ name = "nginx"
 exec = ["bin/svc.sh", "nginx"]
 
 [[services]]
+name = "handoff"
+exec = ["bin/svc.sh", "handoff"]
+
+[[services]]
 name = "slowstart"
 exec = ["bin/svc.sh", "slowstart"]
 
@@ -102,10 +106,12 @@ type adapterFixture struct {
 	data         string // the module data dir
 }
 
-// emptiedAt is a ContainerEmptied and when it was posted.
+// emptiedAt is a ContainerEmptied (or MemberExited, with killed) and when
+// it was posted.
 type emptiedAt struct {
 	service string
 	at      time.Time
+	killed  bool
 }
 
 func newAdapter(t *testing.T) *adapterFixture { return newAdapterWith(t, nil) }
@@ -147,11 +153,11 @@ func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *sl
 		case *engine.OpDone:
 			a.done <- *ev
 		case engine.ContainerEmptied:
-			a.emptied <- emptiedAt{ev.Service.String(), time.Now()}
+			a.emptied <- emptiedAt{service: ev.Service.String(), at: time.Now()}
 		case engine.ContainerPopulated:
 			a.populated <- ev.Service.String()
 		case engine.MemberExited:
-			a.memberExited <- emptiedAt{ev.Service.String(), time.Now()}
+			a.memberExited <- emptiedAt{ev.Service.String(), time.Now(), ev.Killed}
 		default:
 			t.Errorf("unexpected event %T", ev)
 		}

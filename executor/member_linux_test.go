@@ -85,6 +85,69 @@ func TestMemberExitedEvent(t *testing.T) {
 	}
 }
 
+// TestMemberExitedKilled: the MemberExited of a master that was svcrun's
+// child (inherited as subreaper) says whether a signal killed it, which
+// the engine takes as a crash without a status; a master that ended by
+// itself (as nginx's old master after a binary upgrade) is not killed,
+// and its service's status decides.
+func TestMemberExitedKilled(t *testing.T) {
+	m := newContainers(t)
+	if !m.Support().MemberExits.OK {
+		t.Skipf("no pidfds here: %s", m.Support().MemberExits)
+	}
+	a := newAdapterWith(t, m)
+	tests := []struct {
+		service string
+		sig     syscall.Signal
+		killed  bool
+	}{
+		{"nginx", syscall.SIGKILL, true},
+		{"handoff", syscall.SIGUSR1, false},
+	}
+	id := engine.OpID(0)
+	for _, tt := range tests {
+		id++
+		if o := a.run(t, id, tt.service, false, protocol.OpStart); o.Failure != engine.FailNone {
+			t.Fatalf("%s: start: %+v", tt.service, o)
+		}
+		select {
+		case <-a.populated:
+		case <-time.After(emptiedGuard):
+			t.Fatalf("%s: no ContainerPopulated within %v of the start", tt.service, emptiedGuard)
+		}
+		master := pidIn(t, filepath.Join(a.data, "master.pid"))
+		if err := syscall.Kill(master, tt.sig); err != nil {
+			t.Fatalf("%s: signal the master %d: %v", tt.service, master, err)
+		}
+		select {
+		case e := <-a.memberExited:
+			if e.service != "test/"+tt.service || e.killed != tt.killed {
+				t.Errorf("%s: MemberExited %+v, want killed %v", tt.service, e, tt.killed)
+			}
+		case <-time.After(emptiedGuard):
+			t.Fatalf("%s: no MemberExited within %v of the master's %v", tt.service, emptiedGuard, tt.sig)
+		}
+		id++
+		if o := a.run(t, id, tt.service, false, protocol.OpStop); o.Failure != engine.FailNone {
+			t.Fatalf("%s: stop: %+v", tt.service, o)
+		}
+	}
+}
+
+// pidIn reads the pid in file.
+func pidIn(t testing.TB, file string) int {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("%s: %q", file, data)
+	}
+	return pid
+}
+
 // BenchmarkMasterDeath sets the death of a master whose worker lives on
 // (MemberExited, from the master's pidfd) beside the death of a
 // single-process daemon (ContainerEmptied, from cgroup.events), each

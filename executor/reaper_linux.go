@@ -56,11 +56,50 @@ var (
 	wake   = make(chan struct{}, 1)
 
 	// orphanExits are told the process group of each orphan reaped
-	// (subscribeOrphanExits).
+	// (subscribeOrphanExits), orphanDeaths each orphan's pid and whether
+	// a signal killed it, before it is reaped (subscribeOrphanDeaths).
 	exitMu    sync.Mutex
 	exitSubs  = map[int]func(pgid int){}
+	deathSubs = map[int]func(pid int, killed bool){}
 	exitSubID int
 )
+
+// subscribeOrphanDeaths calls fn with the pid of every orphan the reaper
+// is about to reap and whether a signal killed it (CLD_KILLED,
+// CLD_DUMPED), until cancel is called: the container watch's word that a
+// daemon's master, which svcrun inherits as subreaper, was killed, should
+// the reap come before its own look. fn runs with spawnMu held and must
+// not block.
+func subscribeOrphanDeaths(fn func(pid int, killed bool)) (cancel func()) {
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	exitSubID++
+	id := exitSubID
+	deathSubs[id] = fn
+	return func() {
+		exitMu.Lock()
+		delete(deathSubs, id)
+		exitMu.Unlock()
+	}
+}
+
+// notifyOrphanDeath tells the zombie pid's end to subscribeOrphanDeaths.
+func notifyOrphanDeath(pid int) {
+	exitMu.Lock()
+	defer exitMu.Unlock()
+	if len(deathSubs) == 0 {
+		return
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil); err != nil {
+		return
+	}
+	const cldKilled, cldDumped = 2, 3 // asm-generic/siginfo.h
+	killed := info.Code == cldKilled || info.Code == cldDumped
+	for _, fn := range deathSubs {
+		fn(pid, killed)
+	}
+}
 
 // subscribeOrphanExits calls fn with the process group of every orphan the
 // reaper reaps (a daemon an op left, dead), until cancel is called: the
@@ -96,6 +135,7 @@ func notifyOrphanExits(pgids []int) {
 // /proc did not say).
 func reapOrphan(pid int) (pgid int, reaped bool) {
 	_, pgid, _, _ = procStatGroup(pid) // a zombie keeps its stat
+	notifyOrphanDeath(pid)
 	return pgid, reap(pid)
 }
 

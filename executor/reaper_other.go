@@ -39,6 +39,9 @@ func ReapOrphans() int { return 0 }
 // subscribeOrphanExits: without a reaper no orphan exit is seen.
 func subscribeOrphanExits(func(pgid int)) (cancel func()) { return func() {} }
 
+// subscribeOrphanDeaths: without a reaper no orphan's death is seen.
+func subscribeOrphanDeaths(func(pid int, killed bool)) (cancel func()) { return func() {} }
+
 // groupMembers needs /proc: elsewhere no process is listed.
 func groupMembers([]int) []int { return nil }
 

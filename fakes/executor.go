@@ -206,8 +206,9 @@ func (x *Executor) DoubleStarts(name string) int { return x.proc(name).doubles }
 
 // MemberExit ends the daemon's master while its workers live on: its
 // ops see no daemon, its container stays populated, and svcrun's watch of
-// the container's long-lived processes tells (MemberExited).
-func (x *Executor) MemberExit(name string) {
+// the container's long-lived processes tells (MemberExited), with killed:
+// the master was svcrun's child and a signal killed it.
+func (x *Executor) MemberExit(name string, killed bool) {
 	p := x.proc(name)
 	if !p.running {
 		return
@@ -215,7 +216,7 @@ func (x *Executor) MemberExit(name string) {
 	p.running = false
 	p.stray = true // the workers
 	p.gen++
-	x.sched.Post(engine.MemberExited{Service: p.target})
+	x.sched.Post(engine.MemberExited{Service: p.target, Killed: killed})
 }
 
 // Starts is how many start ops ran on the service.

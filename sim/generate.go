@@ -703,8 +703,14 @@ func (a *actor) act(kind string, draw drawer) bool {
 			return false
 		}
 		name := pick(draw, "member_victim", contained)
-		a.record("member-exited %s", name)
-		w.Exec.MemberExit(name)
+		// killed: the master was svcrun's child and a signal killed it.
+		if killed := draw("member_killed", 0, 1) == 1; killed {
+			a.record("member-exited %s killed", name)
+			w.Exec.MemberExit(name, true)
+		} else {
+			a.record("member-exited %s", name)
+			w.Exec.MemberExit(name, false)
+		}
 		if a.inv != nil {
 			a.inv.changedUnseen(name)
 		}

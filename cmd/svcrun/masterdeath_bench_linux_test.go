@@ -20,16 +20,57 @@ import (
 //
 //   - single: a single-process daemon, whose death empties its container;
 //   - master: the master of a master and two workers (as nginx), killed
-//     alone, its workers living on: a status at once (the master's pidfd),
-//     then the cleanup stop that ends the workers, then the start.
+//     alone, its workers living on: svcrun's child killed by a signal,
+//     so its container is killed and the service started again.
 //
 // The two alternate, one crash each per round, so that the machine's load
 // weighs on both alike. Status and fingerprints are an hour apart: no poll
-// explains a restart.
+// explains a restart. With CRASHBENCH_BEFORE set to another svcrun binary
+// (an earlier commit's), a second node runs it and its crashes alternate
+// with this one's, reported as before-*:
 //
 //	go test ./cmd/svcrun -run '^$' -bench CrashToRunning -benchtime 20x
 func BenchmarkCrashToRunning(b *testing.B) {
-	n := newRestartNode(b, "cb")
+	type series struct {
+		name           string
+		crash          func(svc string) time.Duration
+		single, master []time.Duration
+	}
+	var all []*series
+	if before := os.Getenv("CRASHBENCH_BEFORE"); before != "" {
+		all = append(all, &series{name: "before-", crash: crashNode(b, "cbb", before)})
+	}
+	all = append(all, &series{crash: crashNode(b, "cb", "")})
+	b.ResetTimer()
+	for range b.N {
+		for _, s := range all {
+			s.single = append(s.single, s.crash("one"))
+			s.master = append(s.master, s.crash("web"))
+		}
+	}
+	b.StopTimer()
+	p := func(ds []time.Duration, q float64) float64 {
+		s := slices.Sorted(slices.Values(ds))
+		return float64(s[int(q*float64(len(s)-1))].Microseconds()) / 1000
+	}
+	for _, s := range all {
+		b.ReportMetric(p(s.single, 0.5), s.name+"single-p50-ms")
+		b.ReportMetric(p(s.single, 0.9), s.name+"single-p90-ms")
+		b.ReportMetric(p(s.master, 0.5), s.name+"master-p50-ms")
+		b.ReportMetric(p(s.master, 0.9), s.name+"master-p90-ms")
+		b.ReportMetric(p(s.master, 0.5)/p(s.single, 0.5), s.name+"master/single-p50")
+	}
+}
+
+// crashNode starts a node of the crash benchmark's module with the svcrun
+// binary bin ("": this tree's) and returns its crash: it kills the daemon
+// named by a service's pid file and times until the file names another
+// living one.
+func crashNode(b *testing.B, name, bin string) func(svc string) time.Duration {
+	n := newRestartNode(b, name)
+	if bin != "" {
+		n.bin = bin
+	}
 	bundle, _ := filepath.Abs("testdata/crash-bench")
 	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
 		"status_period_s = 3600\nwatched_status_period_s = 3600\nfingerprint_period_s = 3600\n\n[[modules]]\nbundle = %q\n", n.node, n.sock, bundle)
@@ -54,9 +95,7 @@ func BenchmarkCrashToRunning(b *testing.B) {
 			b.Skipf("%s runs in %q: the benchmark needs cgroup containers", s, st.Container)
 		}
 	}
-	// crash kills the daemon named by svc's pid file and times until the
-	// file names another living one.
-	crash := func(svc string) time.Duration {
+	return func(svc string) time.Duration {
 		file := filepath.Join(dir, svc+".pid")
 		old := livePid(b, file)
 		// At rest, its failures forgotten (reset_after_s), so that each
@@ -79,20 +118,4 @@ func BenchmarkCrashToRunning(b *testing.B) {
 			time.Sleep(200 * time.Microsecond) // polling another process's file
 		}
 	}
-	var single, master []time.Duration
-	b.ResetTimer()
-	for range b.N {
-		single = append(single, crash("one"))
-		master = append(master, crash("web"))
-	}
-	b.StopTimer()
-	p := func(ds []time.Duration, q float64) float64 {
-		s := slices.Sorted(slices.Values(ds))
-		return float64(s[int(q*float64(len(s)-1))].Microseconds()) / 1000
-	}
-	b.ReportMetric(p(single, 0.5), "single-p50-ms")
-	b.ReportMetric(p(single, 0.9), "single-p90-ms")
-	b.ReportMetric(p(master, 0.5), "master-p50-ms")
-	b.ReportMetric(p(master, 0.9), "master-p90-ms")
-	b.ReportMetric(p(master, 0.5)/p(single, 0.5), "master/single-p50")
 }

@@ -6,19 +6,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/oarbank/svcrun/internal/procfs"
 )
 
 // TestMasterDeathRestarts: the master of an nginx-like daemon killed
 // alone, its workers living on in the container, is seen at once (its
 // pidfd) and the service restarted, with status, watched status and
 // fingerprints an hour apart: only the master's death as an event can
-// explain the restart within the test's bound.
+// explain the restart within the test's bound. The master was svcrun's
+// child (its subreaper) and a signal killed it: a crash without a status,
+// its workers killed with the container.
 func TestMasterDeathRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -56,9 +61,18 @@ func TestMasterDeathRestarts(t *testing.T) {
 		t.Skipf("no cgroup container here: %s", s.Container)
 	}
 	first := livePid(t, pidFile)
+	var procs []string
 	waitUntil(t, "the master's workers in its container", func() bool {
-		return len(strings.Fields(containerProcs(t, n.node, "masterworkers", "web"))) >= 3
+		procs = strings.Fields(containerProcs(t, n.node, "masterworkers", "web"))
+		return len(procs) >= 3
 	})
+	// The workers, by pid and start time (a pid may be reused).
+	workers := map[int]uint64{}
+	for _, p := range procs {
+		if pid, _ := strconv.Atoi(p); pid != first {
+			workers[pid], _ = procfs.StartTicks(pid)
+		}
+	}
 	killed := time.Now()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -73,4 +87,13 @@ func TestMasterDeathRestarts(t *testing.T) {
 		return ok && s.State == "ready" && s.StateSince.After(killed)
 	})
 	t.Logf("master %d killed alone; master %d ready %v later", first, second, time.Since(killed).Round(time.Millisecond))
+	const why = "crashed: its master was killed by a signal"
+	if s, _ := n.serviceStatus("masterworkers/web"); !strings.HasPrefix(s.Reason, why) {
+		t.Errorf("the failure's reason %q, want %q...", s.Reason, why)
+	}
+	for pid, start := range workers {
+		if now, ok := procfs.StartTicks(pid); ok && now == start {
+			t.Errorf("the old master's worker %d lives on", pid)
+		}
+	}
 }

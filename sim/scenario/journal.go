@@ -370,7 +370,11 @@ func (c *converter) step(l sim.JournalLine, next *sim.JournalLine) error {
 	case engine.ReapNow:
 		c.input(at, "reap")
 	case engine.MemberExited:
-		c.input(at, "member-exited %s", e.Service)
+		if e.Killed {
+			c.input(at, "member-exited %s killed", e.Service)
+		} else {
+			c.input(at, "member-exited %s", e.Service)
+		}
 		c.inputs[len(c.inputs)-1].service = e.Service.String()
 		c.running[e.Service.String()] = false
 	case engine.Paused:

@@ -86,6 +86,9 @@ type Input struct {
 	unknown bool
 	// pause is how long a `pause` input stops svcrun.
 	pause time.Duration
+	// killed: a `member-exited` whose master, svcrun's child, a signal
+	// killed.
+	killed bool
 }
 
 type behaviourLine struct {

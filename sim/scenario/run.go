@@ -55,8 +55,12 @@ func (rec *recorder) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		rec.add(Record{At: at, Kind: RecEvent,
 			Text: "process container of " + ev.Service.String() + " holds its daemon", Event: ev})
 	case engine.MemberExited:
-		rec.add(Record{At: at, Kind: RecEvent,
-			Text: "a long-lived process of " + ev.Service.String() + " exited, its container still populated", Event: ev})
+		text := "a long-lived process of " + ev.Service.String() + " exited, its container still populated"
+		if ev.Killed {
+			text = "the master of " + ev.Service.String() +
+				", svcrun's child, was killed by a signal, its container still populated"
+		}
+		rec.add(Record{At: at, Kind: RecEvent, Text: text, Event: ev})
 	case engine.Paused:
 		rec.add(Record{At: at, Kind: RecEvent, Text: "svcrun runs again after a pause of " + fmtDur(ev.Length), Event: ev})
 	}
