@@ -190,7 +190,16 @@ type session struct {
 func (s *session) run(t engine.Target, check string, op protocol.Op, args ...string) OpRun {
 	s.ids++
 	res, out := s.x.RunWait(engine.RunOp{ID: s.ids, Target: t, Op: op, Args: args})
-	return newOpRun(check, op, args, res, out)
+	r := newOpRun(check, op, args, res, out)
+	// A stop's leftovers are stop-empties' to judge (and svcrun kills
+	// them); a probe leaves nothing the checks ask about.
+	if !t.Probe && op != protocol.OpStop && res.Pid != 0 {
+		r.groupHeld = s.inGroup(t, res.Pid)
+		for _, p := range r.groupHeld {
+			r.GroupHeld = append(r.GroupHeld, p.pid)
+		}
+	}
+	return r
 }
 
 // startTimeout is the service's start_timeout_s.
