@@ -46,6 +46,13 @@ type Config struct {
 	Job JobRunner
 }
 
+// pipeGrace is how long an op's pipes are read after it exits before the
+// op counts as leaving them held (svcrun's daemon waits 200 ms): a daemon
+// forked in the background holds them until it has applied its
+// redirections, which on a busy host can take longer than svcrun waits,
+// and output must not fail a module for the host's load.
+const pipeGrace = 2 * time.Second
+
 // ErrUnknownName is wrapped by the error of a name that is no service or
 // probe of the module.
 var ErrUnknownName = errors.New("no such service or probe")
@@ -73,7 +80,7 @@ func Check(ctx context.Context, cfg Config) (*Report, error) {
 	x, err := executor.New(executor.Config{
 		Node: cfg.Node, Modules: []nodeconfig.LoadedModule{cfg.Module},
 		User: cfg.User, Owner: cfg.Owner, Hooks: sandbox.For(cfg.Node),
-		Containers: mgr, Logger: log,
+		Containers: mgr, Logger: log, WaitDelay: pipeGrace,
 	}, func(engine.Event) {}) // RunWait posts no OpDone; emptied containers are counted, not awaited
 	if err != nil {
 		return nil, fmt.Errorf("check module %s: %w", cfg.Module.Manifest.Name, err)
@@ -190,7 +197,16 @@ type session struct {
 func (s *session) run(t engine.Target, check string, op protocol.Op, args ...string) OpRun {
 	s.ids++
 	res, out := s.x.RunWait(engine.RunOp{ID: s.ids, Target: t, Op: op, Args: args})
-	return newOpRun(check, op, args, res, out)
+	r := newOpRun(check, op, args, res, out)
+	// A stop's leftovers are stop-empties' to judge (and svcrun kills
+	// them); a probe leaves nothing the checks ask about.
+	if !t.Probe && op != protocol.OpStop && res.Pid != 0 {
+		r.groupHeld = s.inGroup(t, res.Pid)
+		for _, p := range r.groupHeld {
+			r.GroupHeld = append(r.GroupHeld, p.pid)
+		}
+	}
+	return r
 }
 
 // startTimeout is the service's start_timeout_s.

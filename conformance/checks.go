@@ -37,6 +37,7 @@ func checks() []checkDef {
 		{name: "list-owned-labels", services: true, needs: []string{"lifecycle"}, judge: checkLabels},
 		{name: "destroy-unknown", services: true, needs: []string{"lifecycle"}, judge: checkDestroyUnknown},
 		{name: "destroy-force", services: true, needs: []string{"lifecycle"}, judge: checkDestroyForce},
+		{name: "process-group", services: true, over: checkProcessGroup},
 		{name: "output", services: true, probes: true, over: checkOutput},
 		{name: "timeouts", services: true, probes: true, over: checkTimeouts},
 	}
@@ -486,6 +487,26 @@ func checkOutput(ops []OpRun) (verdict, []OpRun) {
 			strings.Join(why, " | ")), bad
 	}
 	return pass("%d op%s, each output valid and agreeing with its exit status", len(ops), words.Plural(len(ops))), nil
+}
+
+// checkProcessGroup: no op left a process in its own process group once
+// it exited. svcrun kills an op's process group when the op overruns its
+// timeout, so a daemon that stays in the group of its start dies with a
+// slow start.
+func checkProcessGroup(ops []OpRun) (verdict, []OpRun) {
+	var bad []OpRun
+	var why []string
+	for _, o := range ops {
+		if len(o.groupHeld) > 0 {
+			bad = append(bad, o)
+			why = append(why, fmt.Sprintf("%s (%s) left %s in its process group", o.Op, o.Check, procList(o.groupHeld)))
+		}
+	}
+	if len(bad) > 0 {
+		return fail("%s: svcrun kills an op's process group when the op overruns its timeout, and the daemon with it; "+
+			"detach it with setsid, as the SDKs' daemon helpers do", strings.Join(why, "; ")), bad
+	}
+	return pass("%d op%s, none left a process in its process group", len(ops), words.Plural(len(ops))), nil
 }
 
 // checkTimeouts: no op overran the protocol's timeout of its op.

@@ -91,11 +91,15 @@ type OpRun struct {
 	Left []int `json:"left,omitempty"`
 	// PipesHeld says a process the op left (a daemon) still held its
 	// stdout or stderr once it exited.
-	PipesHeld bool     `json:"pipes_held,omitempty"`
+	PipesHeld bool `json:"pipes_held,omitempty"`
+	// GroupHeld are the processes the op left in its own process group
+	// once it exited: daemons that did not detach with setsid.
+	GroupHeld []int    `json:"group_held,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"`
 
-	result  protocol.Result
-	failure engine.FailureKind
+	result    protocol.Result
+	failure   engine.FailureKind
+	groupHeld []proc
 }
 
 // Limits of the evidence kept per op: a report stays readable.

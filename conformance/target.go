@@ -108,13 +108,38 @@ func (s *session) daemons(t engine.Target) []proc {
 	pids := s.x.Procs(t)
 	var out []proc
 	for _, pid := range pids {
-		ppid, name, ok := procInfo(pid)
+		ppid, _, name, ok := procInfo(pid)
 		if ok && !slices.Contains(pids, ppid) {
 			out = append(out, proc{pid, name})
 		}
 	}
 	return out
 }
+
+// inGroup are the processes of the service's container in the process
+// group pgid: what an op (whose group is its pid) left there. A daemon
+// the op started in the background may not have reached its setsid when
+// the op exits, so a process counts once it has stayed for groupGrace.
+func (s *session) inGroup(t engine.Target, pgid int) []proc {
+	deadline := time.Now().Add(groupGrace)
+	for {
+		var out []proc
+		for _, pid := range s.x.Procs(t) {
+			if _, g, name, ok := procInfo(pid); ok && g == pgid {
+				out = append(out, proc{pid, name})
+			}
+		}
+		if len(out) == 0 || !time.Now().Before(deadline) || !s.sleep(groupPoll) {
+			return out
+		}
+	}
+}
+
+// groupGrace and groupPoll bound inGroup's wait for a daemon's setsid.
+const (
+	groupGrace = time.Second
+	groupPoll  = 10 * time.Millisecond
+)
 
 // procList is "pid 12 (sh), pid 13 (sleep)", or "none".
 func procList(ps []proc) string {

@@ -17,10 +17,12 @@ import (
 	"github.com/oarbank/svcrun/internal/cli"
 	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/manifest"
+	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
 )
 
 const checkSynopsis = `--bundle DIR [NAME...] [--json] [--data DIR] [--settings FILE] [--node-id ID] [--job CMD]
+    [--config FILE] [--grant-read PATH]... [--grant-write PATH]... [--run-as USER]
 
 Checks that the services and probes of a module bundle (the NAMEd ones, or
 all) follow service protocol 1, running their ops exactly as the agent runs
@@ -39,6 +41,12 @@ OARBANK_NODE_ID, OARBANK_ATTEMPT_ID, OARBANK_LEASE_ID); list_owned must
 then report the objects of its attempt, and a destroy of one must remove
 it.
 
+--config FILE, --grant-read, --grant-write, --run-as: the grants a node
+would approve. --config takes the module's [[modules]] entry (grants,
+tools, settings unless --settings) and run_as from a node configuration;
+the flags add grants and set run_as. A grant must lie within what the
+manifest asks, as in a node configuration.
+
 Exit status: 0 when every check passed, 1 when one did not (or the bundle
 is invalid), 2 for a wrong command line.
 
@@ -53,6 +61,17 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
 	asJSON := fs.Bool("json", false, "print one JSON document with every check and its evidence")
 	job := fs.String("job", "", "a job's shell command `CMD`, run by each service's list-owned-labels as svcrun run runs its command")
+	config := fs.String("config", "", "a node configuration `FILE`: the module's grants, tools and settings and the node's run_as, as that node runs it")
+	var grants nodeconfig.Grants
+	fs.Func("grant-read", "grant a `PATH` the manifest's [sandbox] read or write asks (repeatable)", func(p string) error {
+		grants.Read = append(grants.Read, p)
+		return nil
+	})
+	fs.Func("grant-write", "grant a `PATH` the manifest's [sandbox] write asks (repeatable)", func(p string) error {
+		grants.Write = append(grants.Write, p)
+		return nil
+	})
+	runAs := fs.String("run-as", "", "run the ops as `USER`, as run_as does (needs root)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -88,6 +107,16 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	node.cfg.File = "(svcrun check --bundle " + mod.Dir + ")"
 	node.cfg.DataDir = state
+	if err := grantNode(node, *config, *settingsFile != "", grants, *runAs); err != nil {
+		return err
+	}
+	if node.id.Account != nil && *data == "" {
+		// The account must pass the state dir to reach its module data
+		// dir, which stays 0700 and its own.
+		if err := os.Chmod(state, 0o711); err != nil {
+			return err
+		}
+	}
 	plan, err := sandbox.PlanFor(node.cfg, node.mod)
 	if err == nil {
 		err = plan.Err()
@@ -122,6 +151,49 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	if !rep.OK() {
 		return cli.ExitError{Code: 1}
 	}
+	return nil
+}
+
+// grantNode gives node what a node configuration would approve: the
+// [[modules]] entry of node's module in the config file (its grants, tools,
+// and settings unless ownSettings) and that node's run_as, then the grants
+// and run_as of the flags. The grants are checked against the manifest and
+// run_as resolved by the code the daemon loads its configuration with.
+func grantNode(node *opNode, file string, ownSettings bool, grants nodeconfig.Grants, runAs string) error {
+	mc := &node.mod.Config
+	if file != "" {
+		cfg, err := nodeconfig.Load(file)
+		if err != nil {
+			return err
+		}
+		mods, err := nodeconfig.LoadModules(cfg)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(mods, func(m nodeconfig.LoadedModule) bool { return m.Manifest.Name == node.mod.Manifest.Name })
+		if i < 0 {
+			return fmt.Errorf("--config %s: no [[modules]] entry whose bundle is module %s", file, node.mod.Manifest.Name)
+		}
+		mc.Grants, mc.Tools = mods[i].Config.Grants, mods[i].Config.Tools
+		if !ownSettings {
+			mc.Settings = mods[i].Config.Settings
+		}
+		node.cfg.RunAs = cfg.RunAs
+	}
+	mc.Grants.Read = append(mc.Grants.Read, grants.Read...)
+	mc.Grants.Write = append(mc.Grants.Write, grants.Write...)
+	if runAs != "" {
+		node.cfg.RunAs = runAs
+	}
+	node.cfg.Modules = []nodeconfig.Module{*mc}
+	if _, err := nodeconfig.LoadModules(node.cfg); err != nil {
+		return err
+	}
+	id, err := sandbox.IdentityOf(node.cfg)
+	if err != nil {
+		return err
+	}
+	node.id = id
 	return nil
 }
 

@@ -37,7 +37,7 @@ func TestCheckDemo(t *testing.T) {
 			t.Errorf("line %d: %q, want PASS %s: ...", i+1, lines[i], w)
 		}
 	}
-	summary := regexp.MustCompile(`^demo: 14 checks: 14 passed, 0 failed, 0 skipped in [0-9.]+s \(containers: [^;]+; a temporary module data dir, removed\)$`)
+	summary := regexp.MustCompile(`^demo: 15 checks: 15 passed, 0 failed, 0 skipped in [0-9.]+s \(containers: [^;]+; a temporary module data dir, removed\)$`)
 	if s := lines[len(lines)-1]; !summary.MatchString(s) {
 		t.Errorf("summary %q", s)
 	}
@@ -97,7 +97,7 @@ func TestCheckFlawAndUsage(t *testing.T) {
 	for _, want := range []string{
 		"\nFAIL stop-twice/svc stop-twice: stop failed: exit status 1: not running\n",
 		"\n    stop (stop-twice): exit status 1: not running\n",
-		"\nstop-twice: 11 checks: 10 passed, 1 failed, 0 skipped in ",
+		"\nstop-twice: 12 checks: 11 passed, 1 failed, 0 skipped in ",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("flaw-stop-twice: no %q in\n%s", want, out)
@@ -162,5 +162,38 @@ func TestCheckJob(t *testing.T) {
 	}
 	if code, _, errs := run(t, "check", "--bundle", "../../examples/modules/jdk", "--job", "true"); code != 2 || !strings.Contains(errs, "no service") {
 		t.Errorf("--job of a bundle without services: exit %d, %s", code, errs)
+	}
+}
+
+// TestCheckGrants: svcrun check takes the grants a node would approve from
+// the flags or a node configuration's entry of the module, checked against
+// the manifest as svcrun serve checks them; run_as comes from the node
+// configuration.
+func TestCheckGrants(t *testing.T) {
+	demo := "../../examples/modules/demo"
+	for _, tc := range []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--grant-write", "/nope"}, 1, `"/nope" is not asked for by module "demo", whose [sandbox].write asks for nothing`},
+		{[]string{"--grant-read", "/etc/ssl"}, 1, `"/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing`},
+		{[]string{"--config", "testdata/grant-node.toml"}, 1, `modules[0].grants.read: "/etc/ssl" is not asked for by module "demo"`},
+		{[]string{"--config", "testdata/no-modules.toml"}, 1, "no [[modules]] entry whose bundle is module demo"},
+	} {
+		code, _, errs := run(t, append([]string{"check", "--bundle", demo}, tc.args...)...)
+		if code != tc.code || !strings.Contains(errs, tc.err) {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", tc.args, code, errs, tc.code, tc.err)
+		}
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("run_as needs root")
+	}
+	if code, _, errs := run(t, "check", "--bundle", demo, "--run-as", "root"); code != 1 || !strings.Contains(errs, "it must be an unprivileged user") {
+		t.Errorf("--run-as root: exit %d, stderr %q", code, errs)
+	}
+	code, out, errs := run(t, "check", "--bundle", demo, "--config", "testdata/check-node.toml", "kv")
+	if code != 0 {
+		t.Errorf("check --config with run_as nobody: exit %d\n%s%s", code, out, errs)
 	}
 }

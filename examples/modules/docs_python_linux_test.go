@@ -51,7 +51,7 @@ func TestWritingAModulePython(t *testing.T) {
 	}
 	cmd := exec.Command(svcrunBin, "check", "--bundle", bundle, "--job", filepath.Join(bundle, "job.py"))
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "11 checks: 11 passed") {
+	if err != nil || !strings.Contains(string(out), "12 checks: 12 passed") {
 		t.Errorf("svcrun check of the page's module: %v\n%s", err, out)
 	}
 	if !strings.Contains(string(out), "removed it from list_owned") {
