@@ -77,13 +77,6 @@ func (c *Client) Containers(ctx context.Context, lease string) (ContainerList, e
 	return out, err
 }
 
-// Container returns one container of a lease.
-func (c *Client) Container(ctx context.Context, lease, id string) (Container, error) {
-	var out Container
-	err := c.call(ctx, http.MethodGet, containerPath(lease, id), nil, &out)
-	return out, err
-}
-
 // WaitContainer waits until a container of the lease exits and returns it
 // as it ended; canceling ctx stops waiting.
 func (c *Client) WaitContainer(ctx context.Context, lease, id string) (Container, error) {
