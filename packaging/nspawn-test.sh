@@ -328,6 +328,19 @@ done
 for m in redis/redis postgres/postgres kvfile/kv; do
 	contained "$m" || fail "$m is not contained: $(ct svcrun status "$m")"
 done
+# A reload svcrun refuses fails systemctl reload (ExecReload waits for the
+# verdict), is an event, and changes nothing.
+cp "$root/etc/svcrun/svcrun.toml" "$work/good.toml"
+printf 'max_concurrent_ops = "many"\n' >>"$root/etc/svcrun/svcrun.toml"
+if out=$(ct systemctl reload svcrun 2>&1); then
+	fail "systemctl reload of a configuration svcrun refuses exited 0: $out"
+fi
+cp "$work/good.toml" "$root/etc/svcrun/svcrun.toml"
+ct svcrun events | grep -q "refused, the running configuration stays" || fail "a refused reload is not in svcrun events: $(ct svcrun events | tail -5)"
+for m in redis/redis postgres/postgres kvfile/kv; do
+	ct svcrun status --json | ct jq -e --arg n "$m" '.services[] | select(.name == $n)' >/dev/null ||
+		fail "after a refused reload, $m is no longer listed"
+done
 
 phase "restarts: systemctl restart, the watchdog, a stray SIGTERM, an upgrade"
 # A job that spans them all: it holds its lease and runs until told.
