@@ -177,7 +177,7 @@ func TestRunRenewsAndReportsRelease(t *testing.T) {
 func TestWaitsOnDaemon(t *testing.T) {
 	want := map[string]bool{
 		"status": true, "events": true, "run": true, "acquire": true, "renew": true, "release": true, "doctor": true,
-		"reap": true, "reset": true, "enable": true, "disable": true, "reload": true,
+		"reap": true, "reset": true, "enable": true, "disable": true, "reload": true, "container": true,
 		"validate": false, "op": false, "check": false, "serve": false, "sandbox": false, "version": false,
 	}
 	for name := range program.Commands {
