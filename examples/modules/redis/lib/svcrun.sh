@@ -381,10 +381,20 @@ svcrun_daemon_start() {
 		# A background job of a non-interactive shell is no group leader,
 		# so setsid does not fork again: $! is the daemon's pid.
 		setsid "$@" </dev/null >>"$_svcrun_lf" 2>&1 &
+		_svcrun_new=$!
+		# Return only once it leads its own session (field 6 of
+		# /proc/PID/stat, where there is one): an op that ended first
+		# would find it still in the op's process group.
+		_svcrun_i=0
+		while [ -r "/proc/$_svcrun_new/stat" ] && [ $_svcrun_i -lt 200 ] &&
+			[ "$(cut -d' ' -f6 "/proc/$_svcrun_new/stat" 2>/dev/null)" != "$_svcrun_new" ]; do
+			_svcrun_i=$((_svcrun_i + 1))
+			sleep 0.01
+		done
 	else
 		"$@" </dev/null >>"$_svcrun_lf" 2>&1 &
+		_svcrun_new=$!
 	fi
-	_svcrun_new=$!
 	if ! { printf '%s\n' "$_svcrun_new" >"$_svcrun_pf.tmp" && mv -f "$_svcrun_pf.tmp" "$_svcrun_pf"; }; then
 		# Without its pid file no later op would find it, and the next
 		# start would run a second one: it goes.
