@@ -357,6 +357,17 @@ func containerOf(c podman.Container) Container {
 }
 
 // runs says a container holds its lease's token: it is not over.
+// running counts the containers of list that run.
+func running(list []podman.Container) int {
+	n := 0
+	for _, c := range list {
+		if runs(c) {
+			n++
+		}
+	}
+	return n
+}
+
 func runs(c podman.Container) bool {
 	switch c.State {
 	case "exited", "stopped", "dead", "removing":
@@ -376,17 +387,11 @@ func (b *Broker) Create(ctx context.Context, l Lease, req CreateRequest) (Contai
 	lk := b.leaseLock(l.ID)
 	lk.Lock()
 	defer lk.Unlock()
-	mine, err := b.cfg.Runtime.List(ctx, map[string]string{LabelLease: string(l.ID), protocol.LabelService: FullName})
+	mine, err := b.list(ctx, l)
 	if err != nil {
-		return Container{}, b.unavailable("list the lease's containers", err)
+		return Container{}, err
 	}
-	var n int64
-	for _, c := range mine {
-		if runs(c) {
-			n++
-		}
-	}
-	if n >= l.Tokens {
+	if n := running(mine); n >= int(l.Tokens) {
 		return Container{}, &errdefs.ConflictError{Reason: fmt.Sprintf("lease %s holds %d %s token(s) and has %d container(s) running: stop or remove one, or acquire the lease with more (pools.%s)",
 			l.ID, l.Tokens, manifest.ContainersPool, n, manifest.ContainersPool)}
 	}
@@ -773,13 +778,7 @@ func (b *Broker) Running(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, c := range list {
-		if runs(c) {
-			n++
-		}
-	}
-	return n, nil
+	return running(list), nil
 }
 
 func (m *Metrics) setHealth(err error) {
