@@ -12,20 +12,25 @@ import (
 // otherwise the actor queues for one and false is returned.
 func (e *Engine) runOp(a actor, r *opRun, target Target, args []string, timeout time.Duration) bool {
 	if e.ops.len() >= e.cfg.MaxConcurrentOps {
-		if b := a.base(); !b.waitSlot {
-			b.waitSlot = true
-			b.waitFirst = lifecycleOp(r.op)
-			i := len(e.slotQueue)
-			if b.waitFirst {
-				// A restart after a crash must not wait for the status
-				// polls of every other service: a node of many services
-				// keeps the slots busy with them.
-				if j := slices.IndexFunc(e.slotQueue, func(x actor) bool { return !x.base().waitFirst }); j >= 0 {
-					i = j
-				}
-			}
-			e.slotQueue = slices.Insert(e.slotQueue, i, a)
+		b, first := a.base(), lifecycleOp(r.op)
+		if b.waitSlot && (b.waitFirst || !first) {
+			return false
 		}
+		// Queued for a poll and now in need of a lifecycle op (it
+		// crashed while its status waited): it moves up, as if it had
+		// queued for the lifecycle op in the first place.
+		e.leaveSlotQueue(a)
+		b.waitSlot, b.waitFirst = true, first
+		i := len(e.slotQueue)
+		if first {
+			// A restart after a crash must not wait for the status
+			// polls of every other service: a node of many services
+			// keeps the slots busy with them.
+			if j := slices.IndexFunc(e.slotQueue, func(x actor) bool { return !x.base().waitFirst }); j >= 0 {
+				i = j
+			}
+		}
+		e.slotQueue = slices.Insert(e.slotQueue, i, a)
 		return false
 	}
 	e.nextOp++

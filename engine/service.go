@@ -313,9 +313,12 @@ func (s *service) reconcile(e *Engine) {
 		e.note(s.name, "start dropped before it ran: %s", s.noNeedReason())
 		e.watchManual(s)
 	}
-	if s.op != nil || s.waitSlot {
+	if s.op != nil || s.waitSlot && s.waitFirst {
 		return
 	}
+	// One queued for a slot for a poll is reconciled on: what it needs
+	// now may be a lifecycle op (it crashed while its status waited),
+	// which runOp moves up to the lifecycle ops' place in the queue.
 	if !s.enabled() && (s.state == sReady || s.state == sWaitReady || s.state == sStarting) {
 		switch {
 		case s.spec.Lifecycle != manifest.Manual:
@@ -1026,6 +1029,7 @@ func (e *Engine) forget(s *service) {
 	}
 	delete(e.services, s.name)
 	s.forgotten = true
+	e.leaveSlotQueue(s)
 	for i, x := range s.mod.services {
 		if x == s {
 			s.mod.services = append(s.mod.services[:i], s.mod.services[i+1:]...)
