@@ -178,6 +178,12 @@ func genBehaviour(draw drawer, s manifest.Service, running, cgroups bool) *fakes
 	if draw("crashes", 0, 3) == 0 {
 		b.CrashAfter = seconds(draw, "crash_after_s", 10, 200)
 	}
+	if draw("slow_status", 0, 2) == 0 {
+		// Its status polls take time: with few op slots, the polls of
+		// others queue behind them, and a crash may come while its own
+		// status waits for a slot.
+		b.Ops[protocol.OpStatus] = fakes.OpScript{Duration: seconds(draw, "status_op_s", 1, 4)}
+	}
 	if draw("fp_faults", 0, 3) == 0 {
 		// Its first fingerprints (at boot, at an enable) fail or time out
 		// before one answers, and take time: a daemon may die meanwhile.

@@ -74,6 +74,12 @@ type invariants struct {
 	// without escalation, ends a clean run: the failures before it are
 	// forgotten.
 	viaReady, cleanStop map[string]bool
+	// Slot priority: lifecycleQueued holds the services that, at the end
+	// of the last step, waited for a slot for a start or a stop; polled
+	// names a poll (status, fingerprint, list_owned, destroy) that took a
+	// slot in this step. A poll never takes a slot before one of those.
+	lifecycleQueued, lifecycleNow map[string]bool
+	polled                        string
 
 	// st is the engine's view after the step observe saw, which check
 	// checks: the engine does not step between a step's trace and its
@@ -163,7 +169,8 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 		ops: map[engine.OpID]opOf{}, fpUnhealthy: map[string]bool{},
 		refs: map[string]int{}, waits: map[string]int{}, timers: map[timerOf]time.Time{}, configured: map[string]bool{},
 		memAtUnknown: map[string]bool{}, fpFailed: map[string]bool{}, modEnabled: map[string]bool{},
-		viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{}}
+		viaReady: map[string]bool{}, cleanStop: map[string]bool{}, held: map[engine.LeaseID]heldLease{},
+		lifecycleQueued: map[string]bool{}, lifecycleNow: map[string]bool{}}
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
@@ -328,6 +335,7 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 		clear(c.ops)
 		clear(c.looks)
 		clear(c.state)
+		clear(c.lifecycleQueued)
 		clear(c.fpFailed)
 		clear(c.cleanStop)
 	}
@@ -376,6 +384,9 @@ func (c *invariants) observe(now time.Time, ev engine.Event, effects []engine.Ef
 			c.ops[f.ID] = opOf{f.Target, f.Op}
 			delete(c.looks, f.ID) // op ids start again after a restart
 			name := f.Target.String()
+			if c.polled == "" && f.Op != protocol.OpStart && f.Op != protocol.OpStop && f.Op != protocol.OpReady {
+				c.polled = fmt.Sprintf("%s of %s", f.Op, name)
+			}
 			if f.Target.Probe {
 				if p, _ := c.probe(func(p *engine.ProbeStatus) bool { return p.Name == name }); !p.Enabled {
 					c.Failf("probe %s run while its module is disabled", name)
@@ -615,6 +626,7 @@ func (c *invariants) checkState(st engine.Status) {
 		c.transition(&s)
 		c.checkWatched(&st, &s)
 	}
+	c.checkSlotPriority(&st)
 	c.checkStarts(&st)
 	c.checkTokens(&st)
 	if !w.Store.holdsLeases(st.Leases, admitted) {

@@ -42,6 +42,30 @@ func (c *invariants) slotsFull(st *engine.Status) bool {
 	return st.OpsInFlight >= limit
 }
 
+// checkSlotPriority checks that a start or a stop waiting for an op slot
+// goes ahead of the polls: no poll takes a slot in a step that began with
+// a service waiting for one of those and ends with it still waiting.
+func (c *invariants) checkSlotPriority(st *engine.Status) {
+	clear(c.lifecycleNow)
+	for i := range st.Services {
+		s := &st.Services[i]
+		_, retry := c.timers[timerOf{engine.TimerBackoff, s.Name}]
+		if (s.State == "starting" || s.State == "stopping" && !retry) && s.OpInFlight == "" {
+			c.lifecycleNow[s.Name] = true
+		}
+	}
+	if c.polled != "" {
+		for name := range c.lifecycleNow {
+			if c.lifecycleQueued[name] {
+				c.Failf("%s took an op slot while %s, %s, waited for one since an earlier step", c.polled, name,
+					c.state[name])
+			}
+		}
+	}
+	c.polled = ""
+	c.lifecycleQueued, c.lifecycleNow = c.lifecycleNow, c.lifecycleQueued
+}
+
 // checkWatched checks that svcrun keeps an eye on every service it may
 // have to act on: a running daemon is never taken as stopped (so it is
 // watched and charged, or still unknown with its fingerprint in flight,
