@@ -154,7 +154,7 @@ lifecycle = "always"
 	db := r.e.services["m/db"]
 	// The events are boxed before the measure, as the driver's are.
 	fire := Event(Fire{Timer: TimerKey{Kind: TimerStatus, Subject: db.name, Slot: db.slot + uint32(TimerStatus)}})
-	status := world.result(protocol.OpStatus)
+	status := world.result("m/db", protocol.OpStatus)
 	const polls = 50
 	dones := make([]Event, polls+1)
 	for i := range dones {

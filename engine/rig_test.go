@@ -28,7 +28,10 @@ type rig struct {
 	out     []Effect
 	timers  map[TimerKey]time.Time // pending, as a driver keeps them
 	answers map[LeaseID]Effect     // the last answer about each lease
-	world   func(Effect) Event
+	stored  map[LeaseID]bool       // the leases the store holds
+	// lines is every effect since the boot, as traces show them.
+	lines []string
+	world func(Effect) Event
 }
 
 // tb is what the rig needs of a test: a *testing.T, or a property test's
@@ -70,7 +73,10 @@ func (s rigSetup) boot(t tb, tomls ...string) *rig {
 		s.cfg = rigConfig()
 	}
 	r := &rig{t: t, e: New(), now: rigEpoch, timers: map[TimerKey]time.Time{}, answers: map[LeaseID]Effect{},
-		world: s.world}
+		stored: map[LeaseID]bool{}, world: s.world}
+	for _, l := range s.state.Leases {
+		r.stored[l.ID] = true
+	}
 	r.stepAt(rigEpoch, Boot{Config: s.cfg, Modules: r.modules(tomls...), State: s.state})
 	return r
 }
@@ -105,14 +111,20 @@ func (r *rig) stepAt(at time.Time, ev Event) []Effect {
 	for queue := []Event{ev}; len(queue) > 0; queue = queue[1:] {
 		for _, f := range kept(r.e.Step(r.now, queue[0])) {
 			r.out = append(r.out, f)
+			r.lines = append(r.lines, FormatEffect(f))
 			switch f := f.(type) {
 			case *SetTimer:
 				r.timers[f.Key] = f.At
 			case *CancelTimer:
 				delete(r.timers, f.Key)
+			case PutLease:
+				r.stored[f.Lease.ID] = true
+			case DeleteLease:
+				delete(r.stored, f.Lease)
 			}
-			if id := LeaseOf(f); id != "" {
-				r.answers[id] = f
+			switch f.(type) {
+			case Admitted, AlreadyHeld, Rejected, Renewed, Released, LeaseUnknown, Expired:
+				r.answers[LeaseOf(f)] = f
 			}
 			if r.world != nil {
 				if answer := r.world(f); answer != nil {
@@ -246,6 +258,21 @@ func (r *rig) noted(text string) []Note {
 	return notes
 }
 
+// count is how many effects since the boot, as traces show them, contain
+// text; since counts from the index of r.lines a test took before.
+func (r *rig) count(since int, text string) int {
+	n := 0
+	for _, l := range r.lines[since:] {
+		if strings.Contains(l, text) {
+			n++
+		}
+	}
+	return n
+}
+
+// history is the effects since line since, for a failure's message.
+func (r *rig) history(since int) string { return strings.Join(r.lines[since:], "\n") }
+
 // service is the status of the service named, failing without it.
 func (r *rig) service(name string) ServiceStatus {
 	r.t.Helper()
@@ -281,38 +308,70 @@ func kept(effects []Effect) []Effect {
 }
 
 // answering is a world that answers every op within its instant: with
-// results[op] when the test set it, else as a healthy daemon does (ok and
-// changed; status and ready running and ready; a fingerprint running from
-// a start until a stop, offering 2 tokens of pool "slots").
+// results[op] when the test set it (of[name][op] for the service or probe
+// named), else as a healthy daemon does (ok and changed; status and ready
+// running and ready; a fingerprint running from a start until a stop or a
+// kill, offering 2 tokens of pool "slots").
 type answering struct {
 	results map[protocol.Op]protocol.Result
-	running bool
+	of      map[string]map[protocol.Op]protocol.Result
+	// fp is what the fingerprint of the service or probe named says
+	// besides whether it runs.
+	fp      map[string]protocol.Fingerprint
+	running map[string]bool
 }
 
-func newAnswering() *answering { return &answering{results: map[protocol.Op]protocol.Result{}} }
+func newAnswering() *answering {
+	return &answering{results: map[protocol.Op]protocol.Result{}, of: map[string]map[protocol.Op]protocol.Result{},
+		fp: map[string]protocol.Fingerprint{}, running: map[string]bool{}}
+}
+
+// set makes op of the service or probe named answer res.
+func (a *answering) set(name string, op protocol.Op, res protocol.Result) {
+	if a.of[name] == nil {
+		a.of[name] = map[protocol.Op]protocol.Result{}
+	}
+	a.of[name][op] = res
+}
 
 // carry is the rig's world.
 func (a *answering) carry(f Effect) Event {
+	if k, ok := f.(Kill); ok {
+		a.running[k.Service.String()] = false
+	}
 	op, ok := f.(*RunOp)
 	if !ok {
 		return nil
 	}
+	name := op.Target.String()
+	res := a.resultOf(name, op.Op)
 	switch op.Op {
 	case protocol.OpStart:
-		a.running = true
+		a.running[name] = res.OpResult == nil || res.OpResult.OK
 	case protocol.OpStop:
-		a.running = false
+		a.running[name] = false
 	}
-	return &OpDone{ID: op.ID, Outcome: Outcome{Result: a.result(op.Op)}}
+	return &OpDone{ID: op.ID, Outcome: Outcome{Result: res}}
 }
 
-func (a *answering) result(op protocol.Op) protocol.Result {
+func (a *answering) resultOf(name string, op protocol.Op) protocol.Result {
+	if res, ok := a.of[name][op]; ok {
+		return res
+	}
+	return a.result(name, op)
+}
+
+func (a *answering) result(name string, op protocol.Op) protocol.Result {
 	if res, ok := a.results[op]; ok {
 		return res
 	}
 	switch op {
 	case protocol.OpFingerprint:
-		running := a.running
+		running := a.running[name]
+		if fp, ok := a.fp[name]; ok {
+			fp.Running = &running
+			return protocol.Result{Op: op, Fingerprint: &fp}
+		}
 		return protocol.Result{Op: op,
 			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Pools: map[string]int64{"slots": 2}}}
 	case protocol.OpStatus, protocol.OpReady:
