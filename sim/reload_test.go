@@ -4,25 +4,12 @@
 package sim
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/fakes"
-	"github.com/oarbank/svcrun/protocol"
 )
-
-func traceOf(w *World) *[]string {
-	var tr []string
-	w.Observe = func(now time.Time, ev engine.Event, effects []engine.Effect) {
-		tr = append(tr, now.Sub(Epoch).String()+" > "+ev.EventName())
-		for _, f := range effects {
-			tr = append(tr, now.Sub(Epoch).String()+"    "+engine.FormatEffect(f))
-		}
-	}
-	return &tr
-}
 
 func svc(w *World, name string) *engine.ServiceStatus {
 	for _, s := range w.Engine.Status().Services {
@@ -32,16 +19,6 @@ func svc(w *World, name string) *engine.ServiceStatus {
 	}
 	return nil
 }
-
-const modA = `
-[module]
-name = "m"
-version = "1"
-[[services]]
-name = "a"
-exec = ["bin/a"]
-capabilities = ["ca"]
-`
 
 // Regressions 1 to 4 and 6 to 9 (a service removed then re-added, a
 // renamed one, a disabled module's capability, a service removed while its
@@ -53,10 +30,10 @@ capabilities = ["ca"]
 // disabled-module-does-not-shadow.txt,
 // reload-removes-service-awaiting-fingerprint.txt, reload-removes-probe.txt,
 // disable-during-boot-fingerprint.txt, probe-wait-does-not-block-pool.txt,
-// emptied-while-frozen-thawed.txt and service-removed-ends-its-leases.txt.
-// What stays here the scenario language cannot say: the memory in use
-// (5), the same answer over fifty runs (10), and whether a service has
-// left the status (TestModuleRemoved).
+// emptied-while-frozen-thawed.txt and service-removed-ends-its-leases.txt;
+// a removed module's services, module-removed-kill-manual-back.txt. What
+// stays here the scenario language cannot say: the memory in use (5) and
+// the same answer over fifty runs (10).
 
 const memOn = `
 [module]
@@ -124,90 +101,5 @@ func TestRejectNondeterministic(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Fatalf("%d distinct answers for one input: %v", len(seen), seen)
-	}
-}
-
-const modManualM = `
-[module]
-name = "m"
-version = "1"
-[[services]]
-name = "a"
-exec = ["bin/a"]
-capabilities = ["ca"]
-lifecycle = "manual"
-`
-
-// A module removed from the configuration is disabled: its services get
-// their stop op, a kill follows only a failed stop, and once stopped they
-// and the module leave the engine; a module back before that is usable.
-func TestModuleRemoved(t *testing.T) {
-	acquireCA := engine.Acquire{Lease: "l1", Attempt: "a1",
-		Requirements: engine.Requirements{Capabilities: []string{"ca"}}, Wait: time.Minute}
-	cases := []struct {
-		name     string
-		mod      string
-		enabled  bool
-		stop     fakes.OpScript
-		running  bool // the service runs before the agent starts
-		readd    bool // the module is back 1 s after its removal
-		wantStop bool // a stop op runs
-		wantKill bool
-		wantGone bool // the service has left the status at the end
-	}{
-		{name: "stop ok", mod: modA, enabled: true, stop: fakes.OpScript{Duration: 5 * time.Second}, wantStop: true,
-			wantGone: true},
-		{name: "stop fails: killed", mod: modA, enabled: true,
-			stop: fakes.OpScript{Outcomes: []fakes.Outcome{fakes.Fail}}, wantStop: true, wantKill: true, wantGone: true},
-		{name: "back before the stop ended", mod: modA, enabled: true,
-			stop: fakes.OpScript{Duration: 5 * time.Second}, readd: true, wantStop: true},
-		{name: "manual: never stopped", mod: modManualM, enabled: true, running: true, wantGone: true},
-		{name: "disabled already", mod: modA, enabled: false, wantGone: true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := engine.Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4}
-			b := &fakes.Behaviour{Ops: map[protocol.Op]fakes.OpScript{protocol.OpStop: tc.stop}, Running: tc.running}
-			spec := engine.ModuleSpec{Module: mustModule(t, tc.mod), Enabled: tc.enabled}
-			w := New(cfg, []engine.ModuleSpec{spec}, map[string]*fakes.Behaviour{"m/a": b})
-			tr := traceOf(w)
-			w.RunFor(time.Second)
-			if tc.enabled {
-				w.Do(acquireCA)
-				w.RunFor(time.Second)
-				if _, ok := w.LastAnswer("l1").(engine.Admitted); !ok {
-					t.Fatalf("l1 not admitted: %v\n%s", w.LastAnswer("l1"), strings.Join(*tr, "\n"))
-				}
-			}
-			w.Do(engine.Reload{})
-			if tc.enabled {
-				if ex, ok := w.LastAnswer("l1").(engine.Expired); !ok ||
-					!strings.Contains(ex.Reason, "module m was removed from the configuration") {
-					t.Errorf("l1: got %v, want it expired, saying the module was removed", w.LastAnswer("l1"))
-				}
-			}
-			if tc.readd {
-				w.RunFor(time.Second)
-				w.Do(engine.Reload{Modules: []engine.ModuleSpec{spec}})
-			}
-			w.RunFor(time.Minute)
-			joined := strings.Join(*tr, "\n")
-			if got := strings.Contains(joined, "run m/a stop"); got != tc.wantStop {
-				t.Errorf("stop op run: %v, want %v\n%s", got, tc.wantStop, joined)
-			}
-			if got := strings.Contains(joined, "kill m/a"); got != tc.wantKill {
-				t.Errorf("kill: %v, want %v\n%s", got, tc.wantKill, joined)
-			}
-			if got := svc(w, "m/a") == nil; got != tc.wantGone {
-				t.Errorf("m/a gone from the status: %v, want %v\n%s", got, tc.wantGone, joined)
-			}
-			if tc.readd {
-				w.Do(engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: acquireCA.Requirements, Wait: time.Minute})
-				w.RunFor(10 * time.Second)
-				if _, ok := w.LastAnswer("l2").(engine.Admitted); !ok {
-					t.Errorf("l2 after the module came back: %v, want admitted\n%s", w.LastAnswer("l2"), strings.Join(*tr, "\n"))
-				}
-			}
-		})
 	}
 }
