@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"fmt"
@@ -6,8 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 const twoServices = `
@@ -64,92 +63,94 @@ exec = ["bin/plain"]
 // for something else under it is refused naming both requests. An
 // admission names the services the lease uses, sorted by name, once each.
 func TestAcquireAnswers(t *testing.T) {
-	pools := func(p map[string]int64) engine.Requirements { return engine.Requirements{Pools: p} }
+	pools := func(p map[string]int64) Requirements { return Requirements{Pools: p} }
 	tests := []struct {
 		name    string
 		tomls   []string
-		acquire engine.Acquire
+		acquire Acquire
 		admit   []string // services, or nil for a rejection
 		reason  string
 	}{
 		{name: "no wait, no TTL, ready service",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cb")}, admit: []string{"m/b"}},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cb")}, admit: []string{"m/b"}},
 		{name: "services sorted, once each",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2",
-				Requirements: engine.Requirements{Capabilities: []string{"cb", "ca", "cb"}, NeedsPools: []string{"p"}}},
+			acquire: Acquire{Lease: "l2", Attempt: "a2",
+				Requirements: Requirements{Capabilities: []string{"cb", "ca", "cb"}, NeedsPools: []string{"p"}}},
 			admit: []string{"m/a", "m/b"}},
 		{name: "one token is enough",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 1})},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 1})},
 			admit:   []string{"m/a"}},
 		{name: "no lease id",
-			acquire: engine.Acquire{Attempt: "a2", Requirements: caps("ca")}, reason: "a lease needs an id"},
+			acquire: Acquire{Attempt: "a2", Requirements: caps("ca")}, reason: "a lease needs an id"},
 		{name: "lease id taken",
-			acquire: engine.Acquire{Lease: "l1", Attempt: "a2", Requirements: caps("ca")}, reason: "lease l1 already exists"},
+			acquire: Acquire{Lease: "l1", Attempt: "a2", Requirements: caps("ca")}, reason: "lease l1 already exists"},
 		{name: "no attempt id",
-			acquire: engine.Acquire{Lease: "l2", Requirements: caps("ca")}, reason: "a lease needs an attempt id"},
+			acquire: Acquire{Lease: "l2", Requirements: caps("ca")}, reason: "a lease needs an attempt id"},
 		{name: "negative wait",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Wait: -time.Second, Requirements: caps("ca")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Wait: -time.Second, Requirements: caps("ca")},
 			reason:  "wait and ttl must not be negative"},
 		{name: "negative TTL",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", TTL: -time.Second, Requirements: caps("ca")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", TTL: -time.Second, Requirements: caps("ca")},
 			reason:  "wait and ttl must not be negative"},
 		{name: "no token",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 0})},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"p": 0})},
 			reason:  `pool "p": a reservation needs at least 1 token, got 0`},
 		{name: "unknown capability",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (capabilities: ca, cb)`},
 		{name: "unknown capability among many", tomls: []string{manyCapabilities},
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (capabilities: k1, k2, k3, k4, k5, k6, k7, k8, ...)`},
 		{name: "unknown capability among eight", tomls: []string{eightCapabilities},
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (capabilities: k1, k2, k3, k4, k5, k6, k7, k8)`},
 		{name: "no capability at all", tomls: []string{noOffers},
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: caps("cx")},
 			reason:  `no module on this node offers capability "cx" (it offers no capabilities)`},
 		{name: "no pool at all", tomls: []string{noOffers},
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 1})},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 1})},
 			reason:  `no module on this node offers pool "q" (it offers no pools)`},
 		{name: "over two offers: the first in name order is named",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 5, "p": 5})},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"q": 5, "p": 5})},
 			reason:  "pool p: needs 5 token(s), but m/a offers 2 in all (its latest fingerprint while running)"},
 		{name: "unknown pool",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"x": 1})},
+			acquire: Acquire{Lease: "l2", Attempt: "a2", Requirements: pools(map[string]int64{"x": 1})},
 			reason:  `no module on this node offers pool "x" (pools: p, q)`},
 		{name: "another request of the attempt",
-			acquire: engine.Acquire{Lease: "l2", Attempt: "a1", Job: "j2", TTL: time.Minute,
-				Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}, NeedsPools: []string{"p"}}},
+			acquire: Acquire{Lease: "l2", Attempt: "a1", Job: "j2", TTL: time.Minute,
+				Requirements: Requirements{Pools: map[string]int64{"p": 1}, NeedsPools: []string{"p"}}},
 			reason: "attempt a1 already holds lease l1 for job=j1 cap=ca; this acquire asks for job=j2 pool=p:1 " +
 				"needs=p ttl=1m0s: an attempt holds one lease, so release l1 first or use another attempt id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			specs := modules(t, twoServices)
+			tomls := []string{twoServices}
 			if tt.tomls != nil {
-				specs = modules(t, tt.tomls...)
+				tomls = tt.tomls
 			}
-			w, rec := newWorld(t, testConfig(), specs,
-				map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 2, "q": 1}}})
-			w.RunFor(time.Second)
+			world := newAnswering()
+			world.fp["m/a"] = protocol.Fingerprint{Healthy: true, Pools: map[string]int64{"p": 2, "q": 1}}
+			r := rigSetup{world: world.carry}.boot(t, tomls...)
 			if tt.tomls == nil {
-				w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Job: "j1", Requirements: caps("ca")})
-				if _, ok := answer(t, w, "l1").(engine.Admitted); !ok {
-					t.Fatalf("l1: %v\n%s", answer(t, w, "l1"), rec)
+				r.step(Acquire{Lease: "l1", Attempt: "a1", Job: "j1", Requirements: caps("ca")})
+				if _, ok := r.answers["l1"].(Admitted); !ok {
+					t.Fatalf("l1: %v\n%s", r.answers["l1"], r.history(0))
 				}
 			}
-			w.Do(tt.acquire)
-			got := w.LastAnswer(tt.acquire.Lease)
-			want := engine.Effect(engine.Rejected{Lease: tt.acquire.Lease, Reason: tt.reason})
+			r.step(tt.acquire)
+			got := r.answers[tt.acquire.Lease]
+			want := Effect(Rejected{Lease: tt.acquire.Lease, Reason: tt.reason})
 			if tt.admit != nil {
-				want = engine.Admitted{Lease: tt.acquire.Lease, Services: tt.admit}
+				want = Admitted{Lease: tt.acquire.Lease, Services: tt.admit}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("answer %v, want %v\n%s", got, want, rec)
+				t.Errorf("answer %v, want %v\n%s", got, want, r.history(0))
 			}
-			if a, ok := got.(engine.Admitted); ok && !slices.IsSorted(a.Services) {
+			if a, ok := got.(Admitted); ok && !slices.IsSorted(a.Services) {
 				t.Errorf("admitted services %v, not sorted", a.Services)
 			}
 		})
 	}
 }
+
+func caps(cs ...string) Requirements { return Requirements{Capabilities: cs} }

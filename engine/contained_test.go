@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -22,19 +21,12 @@ func TestContainedStatusTimer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.lifecycle, func(t *testing.T) {
-			m, err := manifest.Parse("module.toml",
-				fmt.Appendf(nil, "[module]\nname = \"m\"\nversion = \"1\"\n\n[[services]]\nname = \"s\"\nexec = "+
+			world := newAnswering()
+			world.results[protocol.OpFingerprint] = fingerprinted(true)
+			r := rigSetup{world: world.carry, cfg: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+				StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute}}.boot(t,
+				fmt.Sprintf("[module]\nname = \"m\"\nversion = \"1\"\n\n[[services]]\nname = \"s\"\nexec = "+
 					"[\"bin/s\"]\nlifecycle = %q\n", tt.lifecycle))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &opRig{t: t, e: New(), now: time.Unix(1_000_000, 0), results: map[protocol.Op]protocol.Result{}}
-			running := true
-			r.results[protocol.OpFingerprint] = protocol.Result{Op: protocol.OpFingerprint,
-				Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running}}
-			r.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
-				StatusPeriod: 10 * time.Second, WatchedStatusPeriod: 5 * time.Minute},
-				Modules: []ModuleSpec{{Module: m, Enabled: true}}})
 			if st := r.e.services["m/s"].state; st != sReady {
 				t.Fatalf("state %v, want ready", st)
 			}

@@ -12,33 +12,19 @@
 // byte for byte; this is what makes the simulator deterministic and the
 // property tests meaningful.
 //
-// The rules it implements (docs/protocol.md, and docs/decisions.md,
-// Agent rules): the three lifecycles and platform filtering; refcounting by leases and the readiness gate; idle
-// stop; watching by status and fingerprint and container-emptied events
-// (status every watched period while the container holds the daemon,
-// container-populated, since its death is then an event);
-// health (a stopped service whose latest fingerprint says unhealthy is not
-// started);
-// exponential backoff, unhealthy at max_failures, reset; adoption after an
-// agent restart; pools reserved atomically with FIFO admission and
-// deadlines, leases with TTL, one lease per attempt (an acquire repeated
-// with the same requirements gets the lease already held); the memory budget with yielding; freezing (a
-// service thawed for an admission is checked by a status first);
-// stop escalation; per-service op serialization and a global cap on ops in
-// flight; reaping, in rounds that never overlap (a ReapNow during a round
-// gets the next one, and a ReapDone ends a round asked for) and list only
-// the services that may hold an orphan, but for the first round, a sweep
-// every ReapSweepPeriod and a ReapNow, which list every running one; probes and doctor events; enabling, disabling and
-// removing modules (a removal is a disable whose admitted leases end,
-// Expired with a Reason, and whose services are forgotten once stopped);
-// the faults of the node itself, never charged to a holder or a module
-// (a pause of svcrun moves the deadlines that judge them, an op svcrun
-// could not prepare counts no failure and kills nothing, a container that
-// still holds processes is stopped before a start, a member of a
-// container that exits alone runs its status at once).
-// Each rule's file here, and the scenarios that play it, are in the
-// table of scenarios/README.md ("Rules and files"), which a test keeps
-// complete against the rules marked in the documentation.
+// The rules it implements are marked where the documentation states them,
+// each with an anchor rule-NAME in docs/protocol.md or docs/decisions.md.
+// The table "Rules and files" of scenarios/README.md maps each mark to the
+// files here that hold it and to the scenarios that play it; TestRuleTable
+// (sim/scenario) keeps the marks, the rows and the scenarios in step.
+//
+// The files follow the ideas: engine.go holds the Engine, Step, settling
+// and the emit and timer primitives; service.go a service's lifecycle,
+// failures and reset; lease.go leases and admission; memory.go the memory
+// budget and pressure; probe.go probes and doctor events; reap.go reaping;
+// modules.go boot and reloads; pause.go svcrun's own pauses; events.go and
+// effects.go what goes in and out of Step, effects.go with their one-line
+// text.
 //
 // # The driver contract
 //

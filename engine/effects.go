@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oarbank/svcrun/protocol"
@@ -257,3 +259,93 @@ func (s *slab[T]) next() *T {
 // reset makes the storage of every effect handed out free for the next
 // step.
 func (s *slab[T]) reset() { s.n = 0 }
+
+// LeaseOf names the lease an answer is about, or "" for other effects.
+func LeaseOf(f Effect) LeaseID {
+	switch f := f.(type) {
+	case Admitted:
+		return f.Lease
+	case AlreadyHeld:
+		return f.Lease
+	case Rejected:
+		return f.Lease
+	case Renewed:
+		return f.Lease
+	case Released:
+		return f.Lease
+	case LeaseUnknown:
+		return f.Lease
+	case Expired:
+		return f.Lease
+	}
+	return ""
+}
+
+// FormatEffect renders an effect as one canonical line: the journal compares
+// these, and traces print them.
+func FormatEffect(f Effect) string {
+	switch f := f.(type) {
+	case *RunOp:
+		args := ""
+		if len(f.Args) > 0 {
+			args = " " + strings.Join(f.Args, " ")
+		}
+		return fmt.Sprintf("run %s %s%s #%d", f.Target, f.Op, args, f.ID)
+	case Admitted:
+		return fmt.Sprintf("admitted %s (%s)", f.Lease, strings.Join(f.Services, ", "))
+	case AlreadyHeld:
+		return fmt.Sprintf("answered %s with %s, already held by its attempt (%s)", f.Lease, f.Held,
+			strings.Join(f.Services, ", "))
+	case Rejected:
+		return fmt.Sprintf("rejected %s: %s", f.Lease, f.Reason)
+	case Expired:
+		if f.Reason != "" {
+			return fmt.Sprintf("expired %s: %s", f.Lease, f.Reason)
+		}
+		return fmt.Sprintf("expired %s", f.Lease)
+	case Renewed:
+		return fmt.Sprintf("renewed %s", f.Lease)
+	case Released:
+		return fmt.Sprintf("released %s", f.Lease)
+	case LeaseUnknown:
+		if f.Reason != "" {
+			return fmt.Sprintf("unknown lease %s (it ended: %s)", f.Lease, f.Reason)
+		}
+		return fmt.Sprintf("unknown lease %s", f.Lease)
+	case Kill:
+		return "kill " + f.Service.String()
+	case Freeze:
+		return "freeze " + f.Service.String()
+	case Thaw:
+		return "thaw " + f.Service.String()
+	case Note:
+		return f.Subject + ": " + f.Text
+	case ReapDone:
+		var n [3]int
+		for _, s := range f.Services {
+			for _, o := range s.Objects {
+				switch o.Outcome {
+				case ReapDestroyed:
+					n[0]++
+				case ReapKept:
+					n[1]++
+				default:
+					n[2]++
+				}
+			}
+		}
+		return fmt.Sprintf("reap round %d done (%s): %d destroyed, %d kept, %d failed", f.Round,
+			strings.Join(f.Tickets, ", "), n[0], n[1], n[2])
+	case *SetTimer:
+		return fmt.Sprintf("timer %s %s at %s", f.Key.Kind, f.Key.Subject, f.At.UTC().Format(time.RFC3339Nano))
+	case *CancelTimer:
+		return fmt.Sprintf("cancel %s %s", f.Key.Kind, f.Key.Subject)
+	case PutLease:
+		return "persist lease " + string(f.Lease.ID)
+	case DeleteLease:
+		return "forget lease " + string(f.Lease)
+	case PutService:
+		return fmt.Sprintf("persist %s failures=%d unhealthy=%v", f.Service.Name, f.Service.Failures, f.Service.Unhealthy)
+	}
+	return fmt.Sprintf("%T", f)
+}

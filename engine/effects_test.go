@@ -51,28 +51,6 @@ func TestEffectNames(t *testing.T) {
 	}
 }
 
-// kept copies effects as a test that looks at them after the engine's next
-// Step must: the engine writes its pointer effects over.
-func kept(effects []Effect) []Effect {
-	out := make([]Effect, len(effects))
-	for i, f := range effects {
-		switch f := f.(type) {
-		case *RunOp:
-			c := *f
-			out[i] = &c
-		case *SetTimer:
-			c := *f
-			out[i] = &c
-		case *CancelTimer:
-			c := *f
-			out[i] = &c
-		default:
-			out[i] = f
-		}
-	}
-	return out
-}
-
 // TestSlabKeepsEveryEffectOfAStep: what a step is handed stays put and its
 // own while the step hands out more, across chunks; reset hands the same
 // storage out again rather than growing.
@@ -104,6 +82,7 @@ func TestSlabKeepsEveryEffectOfAStep(t *testing.T) {
 // TestStepHandsEachEffectItsOwnStorage: a step with more effects of a kind
 // than a chunk of storage holds (a boot fingerprinting every service) gets
 // each its own, and the next step reuses them.
+// It calls Step itself, not through the rig, which copies what it keeps.
 func TestStepHandsEachEffectItsOwnStorage(t *testing.T) {
 	n := 2*slabChunk + 3
 	var b strings.Builder
@@ -159,7 +138,8 @@ func TestStepHandsEachEffectItsOwnStorage(t *testing.T) {
 // ready service's status poll and its answer, allocate nothing (the op
 // and the next timer included).
 func TestStatusPollAllocatesNothing(t *testing.T) {
-	r := newOpRig(t, `
+	world := newAnswering()
+	r := rigSetup{world: world.carry}.boot(t, `
 [module]
 name = "m"
 version = "1"
@@ -174,7 +154,7 @@ lifecycle = "always"
 	db := r.e.services["m/db"]
 	// The events are boxed before the measure, as the driver's are.
 	fire := Event(Fire{Timer: TimerKey{Kind: TimerStatus, Subject: db.name, Slot: db.slot + uint32(TimerStatus)}})
-	status := r.result(protocol.OpStatus)
+	status := world.result("m/db", protocol.OpStatus)
 	const polls = 50
 	dones := make([]Event, polls+1)
 	for i := range dones {
@@ -212,7 +192,8 @@ lifecycle = "always"
 // numbers are small, one for each owner of timers the engine made, so
 // that a slice by them stays short.
 func TestRunOpIndexNamesItsTarget(t *testing.T) {
-	r := newOpRig(t, `
+	world := newAnswering()
+	r := rigSetup{world: world.carry}.boot(t, `
 [module]
 name = "m"
 version = "1"

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
@@ -281,21 +280,7 @@ func (e *Engine) fire(k TimerKey) {
 	case TimerReap:
 		e.reapTimer()
 	case TimerDoctor:
-		e.doctorPending = false
-		for _, p := range e.prbOrder {
-			if p.mod.enabled {
-				p.due = true
-				e.markDirty(p)
-			}
-		}
-		for _, s := range e.svcOrder {
-			// One fingerprinted since the doctor event came (at the
-			// reload that sent it) is not fingerprinted again.
-			if s.fpWatched() && s.enabled() && s.fpRan.Before(e.doctorAt) {
-				s.fpDue = true
-				e.markDirty(s)
-			}
-		}
+		e.doctorTimer()
 	case TimerProbe:
 		if p := e.probes[k.Subject]; p != nil && p.mod.enabled {
 			p.due = true
@@ -321,56 +306,4 @@ func (e *Engine) timerService(k TimerKey) *service {
 		}
 	}
 	return e.services[k.Subject]
-}
-
-func (e *Engine) doctor(reason string) {
-	e.note("doctor", "%s: probes run again", reason)
-	if e.doctorPending {
-		return
-	}
-	e.doctorPending = true
-	e.doctorAt = e.now
-	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
-}
-
-func (e *Engine) reset(t Target) {
-	name := t.String()
-	s := e.services[name]
-	if s == nil {
-		e.note(name, "reset: no such service")
-		return
-	}
-	s.backoffTimer = false
-	e.cancelTimer(s.slot, TimerBackoff, s.name)
-	s.prepUntil, s.prepFailures = time.Time{}, 0
-	e.clearFailures(s)
-	e.note(s.name, "reset: failures cleared")
-	e.markDirty(s)
-	e.admitDirty = true
-}
-
-func (e *Engine) memoryPressure() {
-	n := 0
-	for _, s := range e.svcOrder {
-		if s.idle() && s.spec.Yieldable && s.state == sReady && s.spec.Lifecycle == manifest.OnDemand {
-			e.beginStop(s, "memory pressure")
-			n++
-		}
-	}
-	e.note("memory", "host memory pressure: %d idle yieldable service(s) stopped", n)
-}
-
-// clearFailures forgets a service's failures and its unhealthy mark, in
-// the store too.
-func (e *Engine) clearFailures(s *service) {
-	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
-	e.persistService(s)
-}
-
-func (e *Engine) persistService(s *service) {
-	r := ServiceRecord{Name: s.name, Failures: s.failures, Unhealthy: s.unhealthy, Reason: s.reason, BackoffUntil: s.backoffUntil}
-	if s.yieldsByLRU() {
-		r.LastUsed = s.lastUsed
-	}
-	e.emit(PutService{Service: r})
 }

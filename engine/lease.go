@@ -44,7 +44,8 @@ type grant struct {
 }
 
 func (l *lease) record() LeaseRecord {
-	return LeaseRecord{ID: l.id, Job: l.job, Attempt: l.attempt, Requirements: l.req, TTL: l.ttl, Expires: l.expires, Admitted: l.admittedAt}
+	return LeaseRecord{ID: l.id, Job: l.job, Attempt: l.attempt, Requirements: l.req, TTL: l.ttl, Expires: l.expires,
+		Admitted: l.admittedAt}
 }
 
 // resolve finds the services and probes a lease needs, or says why it can
@@ -128,7 +129,8 @@ func (e *Engine) neverUsable(s *service) string {
 	case s.unhealthy:
 		return s.unhealthyReason()
 	case s.spec.ReservesHostMemory && s.memGB > e.cfg.MemoryBudgetGB:
-		return fmt.Sprintf("service %s reserves %v GB, more than the node's memory budget of %v GB", s.name, s.memGB, e.cfg.MemoryBudgetGB)
+		return fmt.Sprintf("service %s reserves %v GB, more than the node's memory budget of %v GB", s.name, s.memGB,
+			e.cfg.MemoryBudgetGB)
 	}
 	return ""
 }
@@ -181,8 +183,8 @@ func (e *Engine) acquire(a Acquire) {
 		reject(reason)
 		return
 	}
-	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL, services: svcs, probes: prbs,
-		askedAt: e.now, waitUntil: e.now.Add(a.Wait)}
+	l := &lease{id: a.Lease, slot: e.slotBase(), job: a.Job, attempt: a.Attempt, req: a.Requirements, ttl: a.TTL,
+		services: svcs, probes: prbs, askedAt: e.now, waitUntil: e.now.Add(a.Wait)}
 	e.leases[l.id] = l
 	e.attempts[l.attempt]++
 	for _, s := range svcs {
@@ -250,8 +252,9 @@ func (e *Engine) acquireAgain(a Acquire) bool {
 		if l.admitted {
 			state = "holds"
 		}
-		e.emit(Rejected{Lease: a.Lease, Reason: fmt.Sprintf("attempt %s already %s lease %s for %s; this acquire asks for %s: an attempt holds one lease, so release %s first or use another attempt id",
-			a.Attempt, state, l.id, describeRequest(l.job, l.req, l.ttl), describeRequest(a.Job, a.Requirements, a.TTL), l.id)})
+		e.emit(Rejected{Lease: a.Lease, Reason: fmt.Sprintf("attempt %s already %s lease %s for %s; this acquire asks "+
+			"for %s: an attempt holds one lease, so release %s first or use another attempt id", a.Attempt, state, l.id,
+			describeRequest(l.job, l.req, l.ttl), describeRequest(a.Job, a.Requirements, a.TTL), l.id)})
 		return true
 	}
 	if l.admitted {
@@ -268,7 +271,9 @@ func (e *Engine) acquireAgain(a Acquire) bool {
 		return true
 	}
 	e.cancelTimer(l.slot, TimerLeaseWait, string(l.id))
-	e.emit(Rejected{Lease: l.id, Reason: fmt.Sprintf("superseded: attempt %s asked again (request %s), which takes this request's place in line", a.Attempt, a.Lease)})
+	e.emit(Rejected{Lease: l.id,
+		Reason: fmt.Sprintf("superseded: attempt %s asked again (request %s), which takes this request's place in line",
+			a.Attempt, a.Lease)})
 	delete(e.leases, l.id)
 	l.id = a.Lease
 	e.leases[l.id] = l
@@ -428,7 +433,8 @@ func (e *Engine) overOffer(req Requirements) string {
 		return ""
 	}
 	s := e.pools[over]
-	return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint while running)", over, req.Pools[over], s.name, s.pools[over])
+	return fmt.Sprintf("pool %s: needs %d token(s), but %s offers %d in all (its latest fingerprint while running)",
+		over, req.Pools[over], s.name, s.pools[over])
 }
 
 // capacity is what a pool offers now: the latest fingerprint of its
@@ -622,7 +628,8 @@ func (e *Engine) waitingReason(l *lease) string {
 	if len(parts) == 0 {
 		for _, n := range slices.Sorted(maps.Keys(l.req.Pools)) {
 			if e.free(n) < l.req.Pools[n] {
-				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n], e.reservedOn(n), e.capacity(n)))
+				parts = append(parts, fmt.Sprintf("pool %s: needs %d token(s), %d of %d reserved", n, l.req.Pools[n],
+					e.reservedOn(n), e.capacity(n)))
 			}
 		}
 		for _, n := range l.req.NeedsPools {
@@ -647,21 +654,28 @@ func (e *Engine) describeWait(s *service) string {
 	case s.state == sReady && s.fpKnown && !s.fpHealthy, s.startWithheld():
 		return fmt.Sprintf("%s reports unhealthy: %s", s.name, s.fpMessage)
 	case (s.state == sStopped || s.state == sStopping) && s.prepUntil.After(e.now):
-		return fmt.Sprintf("%s: svcrun could not prepare its ops (%s), a fault of this node, not of the module: tried again at %s", s.name, s.prepWhy, s.prepUntil.Format(time.RFC3339))
+		return fmt.Sprintf("%s: svcrun could not prepare its ops (%s), a fault of this node, not of the module: "+
+			"tried again at %s", s.name, s.prepWhy, s.prepUntil.Format(time.RFC3339))
 	case s.state == sUnknown && s.prepFailures > 0:
-		return fmt.Sprintf("%s: svcrun could not prepare its fingerprint (%s), a fault of this node, not of the module: whether it runs is unknown until one runs", s.name, s.prepWhy)
+		return fmt.Sprintf("%s: svcrun could not prepare its fingerprint (%s), a fault of this node, not of the module: "+
+			"whether it runs is unknown until one runs", s.name, s.prepWhy)
 	case s.state == sWaitReady && s.prepFailures > 0:
-		return fmt.Sprintf("%s: started, but svcrun could not prepare its ready (%s), a fault of this node, not of the module: ready is tried again", s.name, s.prepWhy)
+		return fmt.Sprintf("%s: started, but svcrun could not prepare its ready (%s), a fault of this node, not of the "+
+			"module: ready is tried again", s.name, s.prepWhy)
 	case (s.state == sStopped || s.state == sStopping) && s.backoffUntil.After(e.now):
-		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures, s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
+		return fmt.Sprintf("%s is backing off after failure %d/%d (%s) until %s", s.name, s.failures,
+			s.spec.Restart.MaxFailures, s.reason, s.backoffUntil.Format(time.RFC3339))
 	case s.state == sUnknown && s.fpFailures > 0:
-		return fmt.Sprintf("%s: its fingerprint failed %d time(s), so whether it runs is unknown: not started until a fingerprint answers", s.name, s.fpFailures)
+		return fmt.Sprintf("%s: its fingerprint failed %d time(s), so whether it runs is unknown: not started until a "+
+			"fingerprint answers", s.name, s.fpFailures)
 	case s.state == sStopped && s.spec.Lifecycle == manifest.Manual:
 		return fmt.Sprintf("%s is not running, and svcrun never starts a manual service", s.name)
 	case s.state == sStopped && s.spec.ReservesHostMemory && e.memUnknown > 0:
-		return fmt.Sprintf("%s waits for memory: %s may run, and its memory is counted only once it is fingerprinted", s.name, e.firstMemUnknown())
+		return fmt.Sprintf("%s waits for memory: %s may run, and its memory is counted only once it is fingerprinted",
+			s.name, e.firstMemUnknown())
 	case s.state == sStopped && s.spec.ReservesHostMemory && !e.fits(s):
-		return fmt.Sprintf("%s waits for memory: it reserves %v GB, %v of %v GB in use", s.name, s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
+		return fmt.Sprintf("%s waits for memory: it reserves %v GB, %v of %v GB in use", s.name, s.memGB, round2(e.memUsed),
+			e.cfg.MemoryBudgetGB)
 	}
 	return fmt.Sprintf("%s is %s", s.name, s.state)
 }
@@ -748,7 +762,8 @@ func (e *Engine) leaseTTLOver(id LeaseID) {
 // service removed while svcrun was down) ends as a run-time removal ends
 // it, rather than pinning what else it named.
 func (e *Engine) restoreLease(r LeaseRecord) {
-	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL, admitted: true, admittedAt: r.Admitted, expires: r.Expires}
+	l := &lease{id: r.ID, slot: e.slotBase(), job: r.Job, attempt: r.Attempt, req: r.Requirements, ttl: r.TTL,
+		admitted: true, admittedAt: r.Admitted, expires: r.Expires}
 	svcs, prbs, grants, reason := e.providers(l)
 	l.services, l.probes = svcs, prbs
 	e.leases[l.id] = l
@@ -968,4 +983,49 @@ func orNothing(names []string) string {
 		return "nothing"
 	}
 	return strings.Join(names, ", ")
+}
+
+// endLeasesNeeding ends the admitted leases that need a service or probe
+// matched by svc or prb: nothing will serve them again. Their holders get
+// Expired with why, and their next renew or release is told why too.
+func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, reason string) {
+	var ids []LeaseID
+	for id, l := range e.leases {
+		if l.admitted && (slices.ContainsFunc(l.services, svc) || slices.ContainsFunc(l.probes, prb)) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		e.endWithReason(e.leases[id], reason)
+	}
+}
+
+// endWithReason ends an admitted lease nothing will serve again: its
+// holder gets Expired with why, and its next renew or release is told
+// why too.
+func (e *Engine) endWithReason(l *lease, reason string) {
+	e.note("lease "+string(l.id), "ended: %s", reason)
+	e.endLease(l)
+	e.ended[l.id] = reason
+	e.emit(Expired{Lease: l.id, Reason: reason})
+}
+
+// unknownLease answers a renew or release of a lease the engine does not
+// hold, saying why the first time if the engine ended it itself.
+func (e *Engine) unknownLease(id LeaseID) {
+	reason := e.ended[id]
+	delete(e.ended, id)
+	e.emit(LeaseUnknown{Lease: id, Reason: reason})
+}
+
+// sortedLeases lists the leases by id: the effects of a step come in the
+// same order every run.
+func (e *Engine) sortedLeases() []*lease {
+	ids := slices.Sorted(maps.Keys(e.leases))
+	out := make([]*lease, len(ids))
+	for i, id := range ids {
+		out[i] = e.leases[id]
+	}
+	return out
 }

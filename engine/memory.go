@@ -53,7 +53,8 @@ func (e *Engine) memoryFor(s *service) bool {
 		}
 	} else if !s.memNoted {
 		s.memNoted = true
-		e.note(s.name, "waits for memory: reserves %v GB, %v of %v GB in use and not enough idle yieldable services", s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
+		e.note(s.name, "waits for memory: reserves %v GB, %v of %v GB in use and not enough idle yieldable services",
+			s.memGB, round2(e.memUsed), e.cfg.MemoryBudgetGB)
 	}
 	e.block(s)
 	return false
@@ -84,4 +85,17 @@ func (e *Engine) unblockMemory() {
 	for _, b := range e.memBlocked {
 		e.markDirty(b)
 	}
+}
+
+// memoryPressure answers the host's memory pressure: the idle yieldable
+// on_demand services that are ready stop.
+func (e *Engine) memoryPressure() {
+	n := 0
+	for _, s := range e.svcOrder {
+		if s.idle() && s.spec.Yieldable && s.state == sReady && s.spec.Lifecycle == manifest.OnDemand {
+			e.beginStop(s, "memory pressure")
+			n++
+		}
+	}
+	e.note("memory", "host memory pressure: %d idle yieldable service(s) stopped", n)
 }

@@ -1,12 +1,11 @@
-package engine_test
+package engine
 
 import (
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 // memModule: three on_demand services that reserve host memory, the
@@ -73,40 +72,40 @@ func TestMemoryBudget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := testConfig()
+			cfg := rigConfig()
 			cfg.MemoryBudgetGB = tt.budget
-			bs := map[string]*fakes.Behaviour{}
+			world := newAnswering()
 			for n, gb := range tt.mem {
-				bs["vm/"+n] = &fakes.Behaviour{MemGB: gb}
+				world.fp["vm/"+n] = protocol.Fingerprint{Healthy: true, Reserve: &protocol.Reserve{MemGB: gb}}
 			}
-			w, rec := newWorld(t, cfg, modules(t, memModule), bs)
-			w.RunFor(time.Second)
+			r := rigSetup{cfg: cfg, world: world.carry}.boot(t, memModule)
+			r.advance(time.Second)
 			for i, c := range tt.order {
-				id := engine.LeaseID(fmt.Sprintf("l%d", i))
-				w.Do(engine.Acquire{Lease: id, Attempt: string(id), Wait: time.Minute, Requirements: caps(c)})
-				w.RunFor(time.Second)
-				if _, ok := answer(t, w, id).(engine.Admitted); !ok {
-					t.Fatalf("%s for %s: %v\n%s", id, c, answer(t, w, id), rec)
+				id := LeaseID(fmt.Sprintf("l%d", i))
+				r.step(Acquire{Lease: id, Attempt: string(id), Wait: time.Minute, Requirements: caps(c)})
+				r.advance(time.Second)
+				if _, ok := r.answers[id].(Admitted); !ok {
+					t.Fatalf("%s for %s: %v\n%s", id, c, r.answers[id], r.history(0))
 				}
 				if i < len(tt.order)-1 {
-					w.Do(engine.Release{Lease: id})
-					w.RunFor(time.Second)
+					r.step(Release{Lease: id})
+					r.advance(time.Second)
 				}
 			}
 			var running []string
 			for _, n := range []string{"a", "b", "c"} {
-				if w.Exec.Running("vm/" + n) {
+				if world.running["vm/"+n] {
 					running = append(running, n)
 				}
 			}
 			if fmt.Sprint(running) != fmt.Sprint(tt.running) {
-				t.Errorf("running %v, want %v\n%s", running, tt.running, rec)
+				t.Errorf("running %v, want %v\n%s", running, tt.running, r.history(0))
 			}
-			if got := w.Engine.Status().MemoryUsedGB; got < tt.used-1e-6 || got > tt.used+1e-6 {
+			if got := r.e.Status().MemoryUsedGB; got < tt.used-1e-6 || got > tt.used+1e-6 {
 				t.Errorf("memory in use %v GB, want %v", got, tt.used)
 			}
-			if n := rec.count("stopping: yielding memory to vm/c"); n != tt.yieldNotes {
-				t.Errorf("%d services yielded to vm/c, want %d\n%s", n, tt.yieldNotes, rec)
+			if n := r.count(0, "stopping: yielding memory to vm/c"); n != tt.yieldNotes {
+				t.Errorf("%d services yielded to vm/c, want %d\n%s", n, tt.yieldNotes, r.history(0))
 			}
 		})
 	}

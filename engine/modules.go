@@ -90,7 +90,8 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 		if !spec.RunsOn(e.cfg.Platform) {
 			e.skipped = append(e.skipped, spec.FullName())
 			e.note(spec.FullName(), "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
-			reason := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform, spec.Platforms)
+			reason := fmt.Sprintf("service %s is not loaded on %s (platforms %v)", spec.FullName(), e.cfg.Platform,
+				spec.Platforms)
 			for _, c := range spec.Capabilities {
 				e.offPlatform["capability "+c] = reason
 			}
@@ -107,7 +108,8 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 		if !spec.RunsOn(e.cfg.Platform) {
 			e.skipped = append(e.skipped, name)
 			e.note(name, "not loaded: platforms %v exclude %s", spec.Platforms, e.cfg.Platform)
-			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name, e.cfg.Platform, spec.Platforms)
+			e.offPlatform["capability "+spec.Name] = fmt.Sprintf("probe %s is not loaded on %s (platforms %v)", name,
+				e.cfg.Platform, spec.Platforms)
 			continue
 		}
 		e.newProbe(m, spec)
@@ -119,9 +121,10 @@ func (e *Engine) addModule(ms ModuleSpec) *module {
 // slots.
 func (e *Engine) newService(m *module, spec *manifest.Service) *service {
 	s := &service{
-		actorBase: actorBase{name: spec.FullName(), mod: m, target: Target{Module: m.name, Name: spec.Name}, slot: e.slotBase()},
-		spec:      spec,
-		state:     sStopped,
+		actorBase: actorBase{name: spec.FullName(), mod: m, target: Target{Module: m.name, Name: spec.Name},
+			slot: e.slotBase()},
+		spec:  spec,
+		state: sStopped,
 	}
 	m.services = append(m.services, s)
 	e.services[s.name] = s
@@ -136,8 +139,9 @@ func (e *Engine) newService(m *module, spec *manifest.Service) *service {
 // newProbe adds a probe to its module, not due, with its own timer slots.
 func (e *Engine) newProbe(m *module, spec *manifest.Probe) *probe {
 	p := &probe{
-		actorBase: actorBase{name: m.name + "/" + spec.Name, mod: m, target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()},
-		spec:      spec,
+		actorBase: actorBase{name: m.name + "/" + spec.Name, mod: m,
+			target: Target{Module: m.name, Name: spec.Name, Probe: true}, slot: e.slotBase()},
+		spec: spec,
 	}
 	m.probes = append(m.probes, p)
 	e.probes[p.name] = p
@@ -265,40 +269,6 @@ func (e *Engine) removeModule(m *module) {
 		e.markDirty(s)
 	}
 	e.forgetModuleIfEmpty(m)
-}
-
-// endLeasesNeeding ends the admitted leases that need a service or probe
-// matched by svc or prb: nothing will serve them again. Their holders get
-// Expired with why, and their next renew or release is told why too.
-func (e *Engine) endLeasesNeeding(svc func(*service) bool, prb func(*probe) bool, reason string) {
-	var ids []LeaseID
-	for id, l := range e.leases {
-		if l.admitted && (slices.ContainsFunc(l.services, svc) || slices.ContainsFunc(l.probes, prb)) {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		e.endWithReason(e.leases[id], reason)
-	}
-}
-
-// endWithReason ends an admitted lease nothing will serve again: its
-// holder gets Expired with why, and its next renew or release is told
-// why too.
-func (e *Engine) endWithReason(l *lease, reason string) {
-	e.note("lease "+string(l.id), "ended: %s", reason)
-	e.endLease(l)
-	e.ended[l.id] = reason
-	e.emit(Expired{Lease: l.id, Reason: reason})
-}
-
-// unknownLease answers a renew or release of a lease the engine does not
-// hold, saying why the first time if the engine ended it itself.
-func (e *Engine) unknownLease(id LeaseID) {
-	reason := e.ended[id]
-	delete(e.ended, id)
-	e.emit(LeaseUnknown{Lease: id, Reason: reason})
 }
 
 // forgetModuleIfEmpty drops a removed module once it has no services left.

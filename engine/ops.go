@@ -82,7 +82,8 @@ func checkOutcome(op protocol.Op, o Outcome) Outcome {
 	if ok && r.Op == op {
 		return o
 	}
-	return Outcome{Failure: FailProtocol, Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
+	return Outcome{Failure: FailProtocol,
+		Message: fmt.Sprintf("%s: succeeded without a %s result (the executor's result is for %q)", op, op, r.Op)}
 }
 
 // lifecycleOp says op moves a service between stopped and ready: it is

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 )
@@ -65,16 +63,6 @@ func (e *Engine) paused(d time.Duration) {
 	if len(what) == 0 {
 		what = append(what, "nothing")
 	}
-	e.note("pause", "svcrun did not run for %v: not charged to holders or modules; extended by it: %s", d.Truncate(time.Millisecond), strings.Join(what, ", "))
-}
-
-// sortedLeases lists the leases by id: the effects of a step come in the
-// same order every run.
-func (e *Engine) sortedLeases() []*lease {
-	ids := slices.Sorted(maps.Keys(e.leases))
-	out := make([]*lease, len(ids))
-	for i, id := range ids {
-		out[i] = e.leases[id]
-	}
-	return out
+	e.note("pause", "svcrun did not run for %v: not charged to holders or modules; extended by it: %s",
+		d.Truncate(time.Millisecond), strings.Join(what, ", "))
 }

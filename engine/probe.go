@@ -62,3 +62,33 @@ func (e *Engine) probeOpDone(p *probe, o Outcome) {
 		e.markDirty(p)
 	}
 }
+
+func (e *Engine) doctor(reason string) {
+	e.note("doctor", "%s: probes run again", reason)
+	if e.doctorPending {
+		return
+	}
+	e.doctorPending = true
+	e.doctorAt = e.now
+	e.setTimer(0, TimerDoctor, "", e.now.Add(e.cfg.DoctorDebounce))
+}
+
+// doctorTimer ends a doctor event's debounce: the probes and the watched
+// fingerprints run again.
+func (e *Engine) doctorTimer() {
+	e.doctorPending = false
+	for _, p := range e.prbOrder {
+		if p.mod.enabled {
+			p.due = true
+			e.markDirty(p)
+		}
+	}
+	for _, s := range e.svcOrder {
+		// One fingerprinted since the doctor event came (at the
+		// reload that sent it) is not fingerprinted again.
+		if s.fpWatched() && s.enabled() && s.fpRan.Before(e.doctorAt) {
+			s.fpDue = true
+			e.markDirty(s)
+		}
+	}
+}

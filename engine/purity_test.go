@@ -62,6 +62,10 @@ func impurities(fset *token.FileSet, name string, f *ast.File) []string {
 			if imp.Name != nil {
 				timeName = imp.Name.Name
 			}
+			if timeName == "." && !slices.Contains(shellFiles, name) {
+				// Its Now would read as a call of the package's own.
+				at(imp.Pos(), "imports time with a dot")
+			}
 		}
 	}
 	if slices.Contains(shellFiles, name) {
@@ -151,6 +155,9 @@ func f() { clock.Sleep(clock.Second) }`, []string{"lease.go:3:12: uses time.Slee
 import "time"
 func f() { go func() { <-time.After(time.Second) }() }`,
 			[]string{"reap.go:3:12: starts a goroutine", "reap.go:3:26: uses time.After"}},
+		{"time with a dot", "service.go", `package engine
+import . "time"
+func f() Time { return Now() }`, []string{"service.go:2:8: imports time with a dot"}},
 		{"the driver may", "driver.go", `package engine
 import "time"
 func f() { go func() { time.Sleep(time.Second) }() }`, nil},

@@ -155,7 +155,8 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 	// sweep, which says why the clean ones are listed too.
 	switch {
 	case sweep && len(r.pending) > 0:
-		e.note("reap", "round %d: sweep (every %v): every running service listed (%d)", r.n, e.cfg.ReapSweepPeriod, len(r.pending))
+		e.note("reap", "round %d: sweep (every %v): every running service listed (%d)", r.n, e.cfg.ReapSweepPeriod,
+			len(r.pending))
 	case clean == 0:
 	case len(r.pending) == 0:
 		e.note("reap", "round %d: nothing to list, %d running service(s) skipped as clean", r.n, clean)
@@ -164,7 +165,8 @@ func (e *Engine) startReap(tickets []string, asked bool) {
 		if n := len(r.pending) - len(marked); n > 0 {
 			more = fmt.Sprintf(" and %d more", n)
 		}
-		e.note("reap", "round %d: listing %s%s; %d running service(s) skipped as clean", r.n, strings.Join(marked, ", "), more, clean)
+		e.note("reap", "round %d: listing %s%s; %d running service(s) skipped as clean", r.n, strings.Join(marked, ", "),
+			more, clean)
 	}
 }
 
@@ -324,7 +326,8 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 				reapMark(s, fmt.Sprintf("recheck: %s, %s", o.ID, reason))
 			}
 			if res != nil {
-				res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapKept, Reason: reason})
+				res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID],
+					Outcome: ReapKept, Reason: reason})
 			}
 			continue
 		}
@@ -346,7 +349,8 @@ func (e *Engine) reapListed(s *service, snap *reapSnap, list *protocol.OwnedList
 		force := age >= time.Duration(e.cfg.ForceAfter)*e.cfg.ReapPeriod
 		s.destroy = append(s.destroy, destroyReq{id: o.ID, attempt: o.Labels[protocol.LabelAttemptID], force: force})
 		if res != nil {
-			res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID], Outcome: ReapPending, Forced: force})
+			res.Objects = append(res.Objects, ReapObject{ID: o.ID, Kind: o.Kind, Attempt: o.Labels[protocol.LabelAttemptID],
+				Outcome: ReapPending, Forced: force})
 		}
 		// Listed again, to see it gone or count the periods to --force.
 		reapMark(s, fmt.Sprintf("recheck: orphan %s", o.ID))

@@ -7,20 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// reapWorld is an engine with a running service m/kv (leased by attempt
-// a1) and a manual service m/man, stepped by hand.
-type reapWorld struct {
-	t   *testing.T
-	e   *Engine
-	now time.Time
-	out []Effect
-}
-
-// reapModule is the module of the reap world.
+// reapModule is the module of the reap tests: a service m/kv and a
+// manual service m/man.
 const reapModule = `
 [module]
 name = "m"
@@ -35,70 +26,37 @@ exec = ["bin/man"]
 lifecycle = "manual"
 `
 
-func newReapWorld(t *testing.T) *reapWorld {
+// newReapRig boots reapModule and brings m/kv up for lease l1 (attempt
+// a1); m/man stays stopped.
+func newReapRig(t *testing.T) *rig {
 	t.Helper()
-	m, err := manifest.Parse("module.toml", []byte(reapModule))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
-		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	no := false
-	boot := w.out
-	w.done(opOf(t, boot, "m/kv", protocol.OpFingerprint),
-		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
-	w.done(opOf(t, boot, "m/man", protocol.OpFingerprint),
-		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	w := newRig(t, reapModule)
+	kv, man := w.op("m/kv", protocol.OpFingerprint), w.op("m/man", protocol.OpFingerprint)
+	w.done(kv, fingerprinted(false))
+	w.done(man, fingerprinted(false))
 	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"kv"}},
 		Wait: time.Minute})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpStart),
+	w.done(w.op("m/kv", protocol.OpStart),
 		protocol.Result{Op: protocol.OpStart, OpResult: &protocol.OpResult{OK: true, Changed: true}})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady),
+	w.done(w.op("m/kv", protocol.OpReady),
 		protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true, Ready: true}})
 	w.effect(Admitted{})
-	w.fingerprintedRunning("m/kv")
+	fingerprintedRunning(w, "m/kv")
 	return w
 }
 
 // fingerprintedRunning answers the fingerprint that follows a start: it
 // runs. w.out keeps the effects of the step that made it ready too, its
 // watch timers among them.
-func (w *reapWorld) fingerprintedRunning(name string) {
+func fingerprintedRunning(w *rig, name string) {
 	w.t.Helper()
-	yes := true
 	ready := w.out
-	w.done(opOf(w.t, w.out, name, protocol.OpFingerprint),
-		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
+	w.done(w.op(name, protocol.OpFingerprint), fingerprinted(true))
 	w.out = append(ready, w.out...)
 }
 
-func (w *reapWorld) step(ev Event) {
-	w.now = w.now.Add(time.Millisecond)
-	w.out = kept(w.e.Step(w.now, ev))
-}
-
-func (w *reapWorld) done(id OpID, r protocol.Result) {
-	w.step(&OpDone{ID: id, Outcome: Outcome{Result: r}})
-}
-
-func (w *reapWorld) fail(id OpID, msg string) {
-	w.step(&OpDone{ID: id, Outcome: Outcome{Failure: FailOp, Message: msg}})
-}
-
-// effect returns the last step's effect of like's type, failing without one.
-func (w *reapWorld) effect(like Effect) Effect {
-	w.t.Helper()
-	for _, f := range w.out {
-		if reflect.TypeOf(f) == reflect.TypeOf(like) {
-			return f
-		}
-	}
-	w.t.Fatalf("no %T in %v", like, w.out)
-	return nil
-}
-
-func (w *reapWorld) noReapDone() {
+// noReapDone fails the test if the last step ended a reap round.
+func noReapDone(w *rig) {
 	w.t.Helper()
 	for _, f := range w.out {
 		if d, ok := f.(ReapDone); ok {
@@ -120,9 +78,9 @@ func listed(objs ...protocol.Object) protocol.Result {
 // destroy is done: what was destroyed, kept and why, and what failed. A
 // second request while the round runs waits for the next round.
 func TestReapDoneReportsTheRound(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.step(ReapNow{Ticket: "t1"})
-	list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
+	list := w.op("m/kv", protocol.OpListOwned)
 	w.step(ReapNow{Ticket: "t2"})
 	for _, f := range w.out {
 		if r, ok := f.(*RunOp); ok {
@@ -131,11 +89,11 @@ func TestReapDoneReportsTheRound(t *testing.T) {
 	}
 	w.done(list, listed(labelled("o-live", "a1"), labelled("o-dead", "a9"),
 		protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}, labelled("o-sticky", "a8")))
-	w.noReapDone()
-	w.done(opOf(t, w.out, "m/kv", protocol.OpDestroy),
+	noReapDone(w)
+	w.done(w.op("m/kv", protocol.OpDestroy),
 		protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
-	w.noReapDone()
-	w.fail(opOf(t, w.out, "m/kv", protocol.OpDestroy), "exit status 1: busy")
+	noReapDone(w)
+	w.fail(w.op("m/kv", protocol.OpDestroy), "exit status 1: busy")
 	d := w.effect(ReapDone{}).(ReapDone)
 	want := ReapDone{Round: 1, Tickets: []string{"t1"}, Snapshot: d.Snapshot, Services: []ReapService{
 		{Service: "m/kv", Objects: []ReapObject{
@@ -153,7 +111,7 @@ func TestReapDoneReportsTheRound(t *testing.T) {
 		t.Errorf("journal line %q", got)
 	}
 	// t2's round starts as t1's ends, with its own snapshot.
-	list = opOf(t, w.out, "m/kv", protocol.OpListOwned)
+	list = w.op("m/kv", protocol.OpListOwned)
 	w.done(list, listed())
 	d = w.effect(ReapDone{}).(ReapDone)
 	if d.Round != 2 || !reflect.DeepEqual(d.Tickets, []string{"t2"}) || !d.Snapshot.After(want.Snapshot) {
@@ -182,16 +140,16 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newReapWorld(t)
+			w := newReapRig(t)
 			w.step(ReapNow{Ticket: "t1"})
-			list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
+			list := w.op("m/kv", protocol.OpListOwned)
 			if tt.stopAfterListing {
 				// Two objects, so that the second destroy is still queued
 				// when the first one's crash stops the service.
 				w.done(list, listed(labelled("o-first", "a9"), labelled("o-dead", "a9")))
-				destroy := opOf(t, w.out, "m/kv", protocol.OpDestroy)
+				destroy := w.op("m/kv", protocol.OpDestroy)
 				w.step(ContainerEmptied{Service: Target{Module: "m", Name: "kv"}})
-				w.noReapDone()
+				noReapDone(w)
 				w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 				tt.want.Objects = append([]ReapObject{{ID: "o-first", Kind: "volume", Attempt: "a9",
 					Outcome: ReapDestroyed}}, tt.want.Objects...)
@@ -211,19 +169,19 @@ func TestReapRoundEndsWhenItsServiceStops(t *testing.T) {
 // reports the object kept, not failed, and the destroys of other attempts
 // still run.
 func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.step(ReapNow{Ticket: "t1"})
-	list := opOf(t, w.out, "m/kv", protocol.OpListOwned)
+	list := w.op("m/kv", protocol.OpListOwned)
 	// o-first's destroy runs while the other two queue behind it.
 	w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8"), labelled("o-dead", "a7")))
-	destroy := opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	destroy := w.op("m/kv", protocol.OpDestroy)
 	w.step(Acquire{Lease: "l2", Attempt: "a8", Requirements: Requirements{Capabilities: []string{"kv"}},
 		Wait: time.Minute})
 	w.effect(Admitted{})
 	w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
-	w.noReapDone()
+	noReapDone(w)
 	// o-back is skipped: the next destroy is o-dead's.
-	destroy = opOf(t, w.out, "m/kv", protocol.OpDestroy)
+	destroy = w.op("m/kv", protocol.OpDestroy)
 	for _, f := range w.out {
 		if r, ok := f.(*RunOp); ok && r.Op == protocol.OpDestroy && !reflect.DeepEqual(r.Args, []string{"o-dead"}) {
 			t.Fatalf("destroy of %v, want o-dead's", r.Args)
@@ -244,16 +202,14 @@ func TestReapKeepsAnObjectWhoseAttemptIsLiveAgain(t *testing.T) {
 // A service that leaves a round before it is listed (disabled while
 // another op of it ran) ends the round as not listed, saying why.
 func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.fire(w.timer(TimerStatus))
-	status := opOf(t, w.out, "m/kv", protocol.OpStatus)
+	status := w.op("m/kv", protocol.OpStatus)
 	w.step(ReapNow{Ticket: "t1"})
-	m, err := manifest.Parse("module.toml", []byte(reapModule))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.step(Reload{Modules: []ModuleSpec{{Module: m, Enabled: false}}, Reason: "disabled by hand"})
-	w.noReapDone()
+	off := w.modules(reapModule)
+	off[0].Enabled = false
+	w.step(Reload{Modules: off, Reason: "disabled by hand"})
+	noReapDone(w)
 	w.done(status, protocol.Result{Op: protocol.OpStatus, Status: &protocol.Status{Running: true, Ready: true}})
 	d := w.effect(ReapDone{}).(ReapDone)
 	if want := (ReapService{Service: "m/kv",
@@ -264,7 +220,7 @@ func TestReapRoundEndsWhenItsServiceLeavesUnlisted(t *testing.T) {
 
 // reapTick fires the periodic reap round a reap period after the last
 // step and reports whether it listed m/kv, and the round's note.
-func (w *reapWorld) reapTick() (OpID, bool, string) {
+func reapTick(w *rig) (OpID, bool, string) {
 	w.t.Helper()
 	w.now = w.now.Add(time.Minute - time.Millisecond) // step adds it back
 	w.step(Fire{Timer: TimerKey{Kind: TimerReap, Slot: uint32(TimerReap)}})
@@ -283,9 +239,9 @@ func (w *reapWorld) reapTick() (OpID, bool, string) {
 }
 
 // destroyOK ends the last step's destroy of m/kv.
-func (w *reapWorld) destroyOK() {
+func destroyOK(w *rig) {
 	w.t.Helper()
-	w.done(opOf(w.t, w.out, "m/kv", protocol.OpDestroy),
+	w.done(w.op("m/kv", protocol.OpDestroy),
 		protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 }
 
@@ -295,44 +251,44 @@ func (w *reapWorld) destroyOK() {
 // (every running service, as after a restart); the second round lists it
 // or skips it as clean, and says so.
 func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
-	acquire := func(w *reapWorld, lease LeaseID, attempt string) {
+	acquire := func(w *rig, lease LeaseID, attempt string) {
 		w.step(Acquire{Lease: lease, Attempt: attempt, Requirements: Requirements{Capabilities: []string{"kv"}},
 			Wait: time.Minute})
 		w.effect(Admitted{})
 	}
 	tests := []struct {
 		name   string
-		before func(w *reapWorld) // before the first round
+		before func(w *rig) // before the first round
 		// first answers the first round's listing; then comes what
 		// happens between the two rounds.
-		first   func(w *reapWorld, list OpID)
-		between func(w *reapWorld)
+		first   func(w *rig, list OpID)
+		between func(w *rig)
 		// listedFor is why the second round lists m/kv, "" for a clean
 		// one: its note says it skipped m/kv, or, when it lists every
 		// running service, nothing.
 		listedFor string
 	}{{
 		name:  "clean",
-		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
+		first: func(w *rig, list OpID) { w.done(list, listed()) },
 	}, {
 		name: "only foreign and unlabelled objects",
-		first: func(w *reapWorld, list OpID) {
+		first: func(w *rig, list OpID) {
 			foreign := labelled("o-foreign", "a9")
 			foreign.Labels[protocol.LabelNode] = "n2"
 			w.done(list, listed(foreign, protocol.Object{ID: "o-hand", Kind: "volume", Labels: map[string]string{}}))
 		},
 	}, {
 		name:  "a lease that used it ended",
-		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
-		between: func(w *reapWorld) {
+		first: func(w *rig, list OpID) { w.done(list, listed()) },
+		between: func(w *rig) {
 			acquire(w, "l2", "a2")
 			w.step(Release{Lease: "l2"})
 		},
 		listedFor: "a lease that used it ended",
 	}, {
 		name:  "a lease that used it expired",
-		first: func(w *reapWorld, list OpID) { w.done(list, listed()) },
-		between: func(w *reapWorld) {
+		first: func(w *rig, list OpID) { w.done(list, listed()) },
+		between: func(w *rig) {
 			w.step(Acquire{Lease: "l2", Attempt: "a2", Requirements: Requirements{Capabilities: []string{"kv"}},
 				Wait: time.Minute, TTL: time.Second})
 			w.fire(w.timer(TimerLeaseTTL))
@@ -341,34 +297,34 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 		listedFor: "a lease that used it ended",
 	}, {
 		name: "an orphan destroyed, to see it gone",
-		first: func(w *reapWorld, list OpID) {
+		first: func(w *rig, list OpID) {
 			w.done(list, listed(labelled("o-dead", "a9")))
-			w.destroyOK()
+			destroyOK(w)
 		},
 		listedFor: "recheck: orphan o-dead",
 	}, {
 		name: "a destroy failed",
-		first: func(w *reapWorld, list OpID) {
+		first: func(w *rig, list OpID) {
 			w.done(list, listed(labelled("o-dead", "a9")))
-			w.fail(opOf(w.t, w.out, "m/kv", protocol.OpDestroy), "exit status 1: busy")
+			w.fail(w.op("m/kv", protocol.OpDestroy), "exit status 1: busy")
 		},
 		listedFor: "recheck: orphan o-dead",
 	}, {
 		name:      "its listing failed",
-		first:     func(w *reapWorld, list OpID) { w.fail(list, "exit status 3") },
+		first:     func(w *rig, list OpID) { w.fail(list, "exit status 3") },
 		listedFor: "recheck: its listing failed",
 	}, {
 		name:      "its listing gave no list (a protocol failure)",
-		first:     func(w *reapWorld, list OpID) { w.done(list, protocol.Result{Op: protocol.OpListOwned}) },
+		first:     func(w *rig, list OpID) { w.done(list, protocol.Result{Op: protocol.OpListOwned}) },
 		listedFor: "recheck: its listing failed",
 	}, {
 		name:      "an object of a live attempt",
-		before:    func(w *reapWorld) { acquire(w, "l2", "a2") },
-		first:     func(w *reapWorld, list OpID) { w.done(list, listed(labelled("o-live", "a2"))) },
+		before:    func(w *rig) { acquire(w, "l2", "a2") },
+		first:     func(w *rig, list OpID) { w.done(list, listed(labelled("o-live", "a2"))) },
 		listedFor: "recheck: o-live, attempt live",
 	}, {
 		name: "an object newer than the snapshot",
-		first: func(w *reapWorld, list OpID) {
+		first: func(w *rig, list OpID) {
 			o := labelled("o-new", "a9")
 			o.CreatedAt = w.now.Add(time.Millisecond) // after the round began
 			w.done(list, listed(o))
@@ -376,9 +332,9 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 		listedFor: "recheck: o-new, created after the snapshot",
 	}, {
 		name: "a destroy dropped: its attempt live again",
-		first: func(w *reapWorld, list OpID) {
+		first: func(w *rig, list OpID) {
 			w.done(list, listed(labelled("o-first", "a9"), labelled("o-back", "a8")))
-			destroy := opOf(w.t, w.out, "m/kv", protocol.OpDestroy)
+			destroy := w.op("m/kv", protocol.OpDestroy)
 			acquire(w, "l2", "a8")
 			w.done(destroy, protocol.Result{Op: protocol.OpDestroy, OpResult: &protocol.OpResult{OK: true, Changed: true}})
 		},
@@ -386,12 +342,12 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newReapWorld(t)
+			w := newReapRig(t)
 			w.step(Release{Lease: "l1"})
 			if tt.before != nil {
 				tt.before(w)
 			}
-			list, ok, note := w.reapTick()
+			list, ok, note := reapTick(w)
 			if !ok || note != "" {
 				t.Fatalf("round 1: listed %v, note %q; want m/kv listed, no note", ok, note)
 			}
@@ -403,7 +359,7 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 			if kv.reapWhy != tt.listedFor {
 				t.Errorf("m/kv is listed next for %q, want %q", kv.reapWhy, tt.listedFor)
 			}
-			_, ok, note = w.reapTick()
+			_, ok, note = reapTick(w)
 			wantNote := ""
 			if tt.listedFor == "" {
 				wantNote = "round 2: nothing to list, 1 running service(s) skipped as clean"
@@ -419,13 +375,13 @@ func TestReapRoundListsOnlyWhatMayLeak(t *testing.T) {
 // or not (an object may carry the label of a service that no lease of its
 // attempt used); svcrun reap lists them all whenever it is asked.
 func TestReapSweepAndReapNowListEverything(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.step(Release{Lease: "l1"})
-	list, _, _ := w.reapTick()
+	list, _, _ := reapTick(w)
 	first := w.now
 	w.done(list, listed())
 	for n := 2; ; n++ {
-		list, ok, note := w.reapTick()
+		list, ok, note := reapTick(w)
 		sweepDue := !w.now.Before(first.Add(10 * time.Minute))
 		if ok != sweepDue {
 			t.Fatalf("round %d, %v after the first: listed %v (note %q)", n, w.now.Sub(first), ok, note)
@@ -439,11 +395,11 @@ func TestReapSweepAndReapNowListEverything(t *testing.T) {
 		w.done(list, listed())
 		break
 	}
-	if _, ok, _ := w.reapTick(); ok {
+	if _, ok, _ := reapTick(w); ok {
 		t.Fatal("the round after the sweep listed a clean service")
 	}
 	w.step(ReapNow{Ticket: "t1"})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed())
+	w.done(w.op("m/kv", protocol.OpListOwned), listed())
 	if d := w.effect(ReapDone{}).(ReapDone); !reflect.DeepEqual(d.Services[0], ReapService{Service: "m/kv"}) {
 		t.Errorf("svcrun reap: %+v, want m/kv listed", d.Services[0])
 	}
@@ -462,52 +418,34 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 			caps = append(caps, fmt.Sprintf("c%02d", i))
 		}
 	}
-	m, err := manifest.Parse("module.toml", []byte(mod.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	// answer runs every op the last step started, and those they lead to.
+	// Every op is answered within its instant, a start leaving its
+	// service running.
 	started := map[string]bool{}
-	answer := func() {
-		for len(w.out) > 0 {
-			var runs []RunOp
-			for _, f := range w.out {
-				if r, ok := f.(*RunOp); ok {
-					runs = append(runs, *r)
-				}
-			}
-			w.out = nil
-			var next []Effect
-			for _, r := range runs {
-				res := protocol.Result{Op: r.Op}
-				switch r.Op {
-				case protocol.OpFingerprint:
-					running := started[r.Target.String()]
-					res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &running}
-				case protocol.OpStart:
-					started[r.Target.String()] = true
-					res.OpResult = &protocol.OpResult{OK: true, Changed: true}
-				case protocol.OpReady:
-					res.Status = &protocol.Status{Running: true, Ready: true}
-				case protocol.OpListOwned:
-					res.OwnedList = &protocol.OwnedList{}
-				}
-				w.done(r.ID, res)
-				next = append(next, w.out...)
-			}
-			w.out = next
+	w := rigSetup{world: func(f Effect) Event {
+		r, ok := f.(*RunOp)
+		if !ok {
+			return nil
 		}
-	}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
-		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	answer()
-	w.reapTick()
-	answer()
+		res := protocol.Result{Op: r.Op}
+		switch r.Op {
+		case protocol.OpFingerprint:
+			running := started[r.Target.String()]
+			res.Fingerprint = &protocol.Fingerprint{Healthy: true, Running: &running}
+		case protocol.OpStart:
+			started[r.Target.String()] = true
+			res.OpResult = &protocol.OpResult{OK: true, Changed: true}
+		case protocol.OpReady:
+			res.Status = &protocol.Status{Running: true, Ready: true}
+		case protocol.OpListOwned:
+			res.OwnedList = &protocol.OwnedList{}
+		}
+		return &OpDone{ID: r.ID, Outcome: Outcome{Result: res}}
+	}}.boot(t, mod.String())
+	reapTick(w)
 	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: caps}, Wait: time.Minute})
 	w.effect(Admitted{})
 	w.step(Release{Lease: "l1"})
-	_, _, note := w.reapTick()
+	_, _, note := reapTick(w)
 	var names []string
 	for i := range 20 {
 		names = append(names, fmt.Sprintf("m/s%02d (a lease that used it ended)", i))
@@ -521,20 +459,11 @@ func TestReapNoteNamesTheFirstListed(t *testing.T) {
 // With no service running, periodic rounds, the sweep among them, have
 // nothing to say.
 func TestReapRoundsWithNothingRunningGoWithoutNotes(t *testing.T) {
-	m, err := manifest.Parse("module.toml",
-		[]byte("[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = "+
-			"[\"bin/man\"]\nlifecycle = \"manual\"\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
-		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	no := false
-	w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint),
-		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+	w := newRig(t, "[module]\nname = \"m\"\nversion = \"1\"\n[[services]]\nname = \"man\"\nexec = "+
+		"[\"bin/man\"]\nlifecycle = \"manual\"\n")
+	w.done(w.op("m/man", protocol.OpFingerprint), fingerprinted(false))
 	for n := 1; n <= 12; n++ { // past the sweep at 10 min
-		if _, _, note := w.reapTick(); note != "" {
+		if _, _, note := reapTick(w); note != "" {
 			t.Fatalf("round %d: note %q", n, note)
 		}
 	}
@@ -557,12 +486,12 @@ func TestReapForceCountsPeriodsOfTime(t *testing.T) {
 		{"rounds late", []time.Duration{0, 170 * s, 200 * s}, []bool{false, false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newReapWorld(t)
+			w := newReapRig(t)
 			t0 := w.now.Add(time.Hour)
 			for i, at := range tc.rounds {
 				w.now = t0.Add(at - time.Millisecond) // step adds 1ms
 				w.step(ReapNow{Ticket: fmt.Sprint("t", i)})
-				w.done(opOf(t, w.out, "m/kv", protocol.OpListOwned), listed(labelled("o-1", "a9")))
+				w.done(w.op("m/kv", protocol.OpListOwned), listed(labelled("o-1", "a9")))
 				var destroy *RunOp
 				for _, f := range w.out {
 					if r, ok := f.(*RunOp); ok && r.Op == protocol.OpDestroy {

@@ -647,7 +647,8 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 				// Its latest ready could not be prepared: whether it is
 				// ready is unknown through no fault of the module, so
 				// the next ready that runs judges it (rule-prepare).
-				e.warn(s.name, "start_timeout_s (%v) passed while svcrun could not prepare its ready (%s): the next ready that runs decides", s.spec.StartTimeout, s.prepWhy)
+				e.warn(s.name, "start_timeout_s (%v) passed while svcrun could not prepare its ready (%s): the next ready that "+
+					"runs decides", s.spec.StartTimeout, s.prepWhy)
 				break
 			}
 			e.fail(s, fmt.Sprintf("not ready within start_timeout_s (%v)", s.spec.StartTimeout))
@@ -917,7 +918,8 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			// its container holds processes: a start would run a second
 			// daemon beside them. The stop empties it (what a stop
 			// leaves is killed), then it starts as usual.
-			e.warn(s.name, "its fingerprint says not running, but its process container holds processes no op runs: stopped first, so that no start joins them")
+			e.warn(s.name, "its fingerprint says not running, but its process container holds processes no op runs: stopped "+
+				"first, so that no start joins them")
 			s.setState(e, sReady)
 			e.beginStop(s, "its process container is not empty")
 		default:
@@ -1129,7 +1131,8 @@ func (e *Engine) countFailure(s *service, reason string) {
 		s.backoffUntil = e.now.Add(d)
 		s.backoffTimer = true
 		e.setTimer(s.slot, TimerBackoff, s.name, s.backoffUntil)
-		e.warn(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, reason, s.backoffUntil.Format(time.RFC3339Nano), d)
+		e.warn(s.name, "failure %d/%d: %s; next start not before %v (backoff %v)", s.failures, max, reason,
+			s.backoffUntil.Format(time.RFC3339Nano), d)
 	}
 	e.persistService(s)
 	e.admitDirty = true
@@ -1166,9 +1169,11 @@ func (e *Engine) memberExited(s *service, killed bool) {
 		// Others still live in the container (the event says so):
 		// a start must not join them.
 		s.occupied = true
-		e.note(s.name, "a process of its container ended while it is stopped: the container still holds processes, emptied before any start")
+		e.note(s.name, "a process of its container ended while it is stopped: the container still holds processes, emptied "+
+			"before any start")
 	case s.state != sReady:
-		e.note(s.name, "a process of its container ended while it is %s: ignored, the op it runs or waits for judges it", s.state)
+		e.note(s.name, "a process of its container ended while it is %s: ignored, the op it runs or waits for judges it",
+			s.state)
 	case killed && s.op == nil && s.spec.Lifecycle != manifest.Manual:
 		e.emit(Kill{Service: s.target})
 		e.crashedEmpty(s, "crashed: its master was killed by a signal; what was left in its process container killed")
@@ -1249,4 +1254,36 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+func (e *Engine) reset(t Target) {
+	name := t.String()
+	s := e.services[name]
+	if s == nil {
+		e.note(name, "reset: no such service")
+		return
+	}
+	s.backoffTimer = false
+	e.cancelTimer(s.slot, TimerBackoff, s.name)
+	s.prepUntil, s.prepFailures = time.Time{}, 0
+	e.clearFailures(s)
+	e.note(s.name, "reset: failures cleared")
+	e.markDirty(s)
+	e.admitDirty = true
+}
+
+// clearFailures forgets a service's failures and its unhealthy mark, in
+// the store too.
+func (e *Engine) clearFailures(s *service) {
+	s.failures, s.unhealthy, s.reason, s.backoffUntil = 0, false, "", time.Time{}
+	e.persistService(s)
+}
+
+func (e *Engine) persistService(s *service) {
+	r := ServiceRecord{Name: s.name, Failures: s.failures, Unhealthy: s.unhealthy, Reason: s.reason,
+		BackoffUntil: s.backoffUntil}
+	if s.yieldsByLRU() {
+		r.LastUsed = s.lastUsed
+	}
+	e.emit(PutService{Service: r})
 }

@@ -113,7 +113,8 @@ func (e *Engine) Status() Status {
 	// of the view the simulator's invariants take after every step.
 	st := Status{Now: e.now, MemoryBudgetGB: e.cfg.MemoryBudgetGB, MemoryUsedGB: e.memUsed, OpsInFlight: e.ops.len(),
 		Services: sized[ServiceStatus](len(e.svcOrder)), Probes: sized[ProbeStatus](len(e.prbOrder)),
-		Leases: sized[LeaseStatus](len(e.leases)), Pools: sized[PoolStatus](len(e.pools)), LiveAttempts: sized[string](len(e.attempts))}
+		Leases: sized[LeaseStatus](len(e.leases)), Pools: sized[PoolStatus](len(e.pools)),
+		LiveAttempts: sized[string](len(e.attempts))}
 	for _, s := range e.svcOrder {
 		st.Services = append(st.Services, serviceStatus(s))
 	}
@@ -127,7 +128,8 @@ func (e *Engine) Status() Status {
 	slices.Sort(ids)
 	for _, id := range ids {
 		l := e.leases[id]
-		ls := LeaseStatus{ID: l.id, Job: l.job, Attempt: l.attempt, Admitted: l.admitted, Requirements: l.req, Expires: l.expires}
+		ls := LeaseStatus{ID: l.id, Job: l.job, Attempt: l.attempt, Admitted: l.admitted, Requirements: l.req,
+			Expires: l.expires}
 		if !l.admitted {
 			ls.AskedAt, ls.WaitUntil, ls.WaitingFor = l.askedAt, l.waitUntil, e.waitingReason(l)
 		}
@@ -143,7 +145,8 @@ func (e *Engine) Status() Status {
 		if s.fpKnown && s.fpHealthy {
 			offered = s.pools[name]
 		}
-		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: s.name, Capacity: e.capacity(name), Offered: offered, Reserved: s.reserved[name]})
+		st.Pools = append(st.Pools, PoolStatus{Name: name, Service: s.name, Capacity: e.capacity(name), Offered: offered,
+			Reserved: s.reserved[name]})
 	}
 	st.Skipped = append(st.Skipped, e.skipped...)
 	for a := range e.attempts {
@@ -188,10 +191,12 @@ func (e *Engine) StatusOf(services, capabilities []string) ([]ServiceStatus, []P
 
 func serviceStatus(s *service) ServiceStatus {
 	ss := ServiceStatus{
-		Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle, State: s.state.String(), StateSince: s.stateSince,
+		Name: s.name, Module: s.mod.name, Target: s.target, Enabled: s.enabled(), Lifecycle: s.spec.Lifecycle,
+		State: s.state.String(), StateSince: s.stateSince,
 		Ready: s.usable(), Refs: s.refs, Waiting: s.waiting, Failures: s.failures, Unhealthy: s.unhealthy,
-		Reason: s.reason, BackoffUntil: s.backoffUntil, PrepareRetry: s.prepUntil, Frozen: s.frozen, MemGB: s.memGB, Contained: s.contained,
-		Charged: s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
+		Reason: s.reason, BackoffUntil: s.backoffUntil, PrepareRetry: s.prepUntil, Frozen: s.frozen, MemGB: s.memGB,
+		Contained: s.contained,
+		Charged:   s.spec.ReservesHostMemory && s.state.charged(), Capabilities: s.spec.Capabilities,
 		Healthy: s.fpHealthy, Message: s.fpMessage, Attrs: maps.Clone(s.fpAttrs), FingerprintedAt: s.fpAt,
 	}
 	if s.state == sStopping {
@@ -207,5 +212,6 @@ func serviceStatus(s *service) ServiceStatus {
 }
 
 func probeStatus(p *probe) ProbeStatus {
-	return ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported, Healthy: p.healthy, Message: p.message, Attrs: maps.Clone(p.attrs), CheckedAt: p.checked}
+	return ProbeStatus{Name: p.name, Capability: p.spec.Name, Enabled: p.mod.enabled, Reported: p.reported,
+		Healthy: p.healthy, Message: p.message, Attrs: maps.Clone(p.attrs), CheckedAt: p.checked}
 }

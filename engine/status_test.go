@@ -3,17 +3,13 @@ package engine
 import (
 	"maps"
 	"testing"
-	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// bootOne boots an engine with one module of a service svc and a probe prb
-// (capability "sh") and returns it with the boot's effects.
-func bootOne(t *testing.T, extra string) (*Engine, time.Time, []Effect) {
-	t.Helper()
-	m, err := manifest.Parse("module.toml", []byte(`
+// statusModule is a service m/svc (capability "kv") and a probe m/sh
+// (capability "sh").
+const statusModule = `
 [module]
 name = "m"
 version = "1"
@@ -21,32 +17,10 @@ version = "1"
 name = "svc"
 exec = ["bin/svc"]
 capabilities = ["kv"]
-`+extra+`
 [[probes]]
 name = "sh"
 exec = ["bin/probe"]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := New()
-	now := time.Unix(1_000_000, 0)
-	out := e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
-		MaxConcurrentOps: 4}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	return e, now, kept(out)
-}
-
-// opOf finds the RunOp of op on target name ("m/svc") among effects.
-func opOf(t *testing.T, effects []Effect, name string, op protocol.Op) OpID {
-	t.Helper()
-	for _, f := range effects {
-		if r, ok := f.(*RunOp); ok && r.Target.String() == name && r.Op == op {
-			return r.ID
-		}
-	}
-	t.Fatalf("no %s of %s in %v", op, name, effects)
-	return 0
-}
+`
 
 // The status keeps each service's and probe's latest fingerprint: its
 // attrs, health and message (and when it came), which jobs and svcrun
@@ -77,14 +51,15 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e, now, out := bootOne(t, "")
+			r := newRig(t, statusModule)
+			e := r.e
 			if st := e.Status(); !st.Services[0].FingerprintedAt.IsZero() || st.Services[0].Attrs != nil {
 				t.Fatalf("before any fingerprint: %+v", st.Services[0])
 			}
-			svcFP, prbFP := opOf(t, out, "m/svc", protocol.OpFingerprint), opOf(t, out, "m/sh", protocol.OpFingerprint)
-			now = now.Add(time.Second)
-			e.Step(now, &OpDone{ID: svcFP, Outcome: tt.svc})
-			e.Step(now, &OpDone{ID: prbFP, Outcome: tt.prb})
+			svcFP, prbFP := r.op("m/svc", protocol.OpFingerprint), r.op("m/sh", protocol.OpFingerprint)
+			r.step(&OpDone{ID: svcFP, Outcome: tt.svc})
+			now := r.now
+			r.step(&OpDone{ID: prbFP, Outcome: tt.prb})
 			st := e.Status()
 			s, p := st.Services[0], st.Probes[0]
 			if s.Healthy != tt.wantSvc.Healthy || s.Message != tt.wantSvc.Message ||
@@ -111,7 +86,7 @@ func TestStatusKeepsTheLatestFingerprint(t *testing.T) {
 // StatusOf and OpsInFlight are parts of Status, read without building it
 // whole: they must agree with it.
 func TestStatusPartsAgreeWithStatus(t *testing.T) {
-	e, _, _ := bootOne(t, "")
+	e := newRig(t, statusModule).e
 	st := e.Status()
 	if len(st.Services) == 0 || len(st.Probes) == 0 {
 		t.Fatalf("boot: %d services, %d probes", len(st.Services), len(st.Probes))

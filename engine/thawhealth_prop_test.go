@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 	"pgregory.net/rapid"
 )
@@ -20,61 +19,37 @@ type daemon struct {
 	fpAnswered               bool
 }
 
-// modelWorld answers an engine's ops from a model of its daemons and
-// keeps its timers, on virtual time. Ops are answered within the instant
-// they run.
-type modelWorld struct {
+// model is a rig's world made of daemons: it answers each op from the
+// daemon's state and checks what the engine does to them. Ops are
+// answered within the instant they run.
+type model struct {
 	t       *rapid.T
-	e       *Engine
-	now     time.Time
-	timers  map[TimerKey]time.Time
 	daemons map[string]*daemon
-	answers map[LeaseID]Effect
 }
 
-func (w *modelWorld) step(ev Event) {
-	queue := []Event{ev}
-	for len(queue) > 0 {
-		out := w.e.Step(w.now, queue[0])
-		queue = queue[1:]
-		for _, f := range out {
-			if d := w.effect(f); d != nil {
-				queue = append(queue, d)
-			}
-		}
-	}
-}
-
-// effect carries out f and returns the event that answers it, if any.
-func (w *modelWorld) effect(f Effect) Event {
+// carry carries out f and returns the event that answers it, if any.
+func (m *model) carry(f Effect) Event {
 	switch f := f.(type) {
-	case *SetTimer:
-		w.timers[f.Key] = f.At
-	case *CancelTimer:
-		delete(w.timers, f.Key)
 	case Freeze:
-		w.daemons[f.Service.String()].frozen = true
+		m.daemons[f.Service.String()].frozen = true
 	case Thaw:
-		w.daemons[f.Service.String()].frozen = false
+		m.daemons[f.Service.String()].frozen = false
 	case Kill:
-		w.daemons[f.Service.String()].running = false
+		m.daemons[f.Service.String()].running = false
 	case Admitted:
-		w.answers[f.Lease] = f
 		for _, name := range f.Services {
-			if d := w.daemons[name]; !d.running || d.diedFrozen {
-				w.t.Fatalf("%s admitted on %s, whose daemon died while frozen", f.Lease, name)
+			if d := m.daemons[name]; !d.running || d.diedFrozen {
+				m.t.Fatalf("%s admitted on %s, whose daemon died while frozen", f.Lease, name)
 			}
 		}
-	case Rejected:
-		w.answers[f.Lease] = f
 	case *RunOp:
-		return &OpDone{ID: f.ID, Outcome: Outcome{Result: w.op(*f)}}
+		return &OpDone{ID: f.ID, Outcome: Outcome{Result: m.op(*f)}}
 	}
 	return nil
 }
 
-func (w *modelWorld) op(r RunOp) protocol.Result {
-	d := w.daemons[r.Target.String()]
+func (m *model) op(r RunOp) protocol.Result {
+	d := m.daemons[r.Target.String()]
 	res := protocol.Result{Op: r.Op}
 	switch r.Op {
 	case protocol.OpFingerprint:
@@ -86,7 +61,7 @@ func (w *modelWorld) op(r RunOp) protocol.Result {
 		d.fpHealthy, d.fpAnswered = d.healthy, true
 	case protocol.OpStart:
 		if d.fpAnswered && !d.fpHealthy {
-			w.t.Fatalf("start of %s, whose latest fingerprint said unhealthy", r.Target)
+			m.t.Fatalf("start of %s, whose latest fingerprint said unhealthy", r.Target)
 		}
 		res.OpResult = &protocol.OpResult{OK: true, Changed: !d.running}
 		d.running, d.diedFrozen = true, false
@@ -103,36 +78,13 @@ func (w *modelWorld) op(r RunOp) protocol.Result {
 	return res
 }
 
-// advance fires the timers due within d, in time order.
-func (w *modelWorld) advance(d time.Duration) {
-	end := w.now.Add(d)
-	for {
-		var next TimerKey
-		var at time.Time
-		for k, t := range w.timers {
-			if !t.After(end) && (at.IsZero() || t.Before(at) || t.Equal(at) && k.Slot < next.Slot) {
-				next, at = k, t
-			}
-		}
-		if at.IsZero() {
-			break
-		}
-		delete(w.timers, next)
-		if at.After(w.now) {
-			w.now = at
-		}
-		w.step(Fire{Timer: next})
-	}
-	w.now = end
-}
-
 // Random histories of leases, silent deaths of frozen daemons and health
 // flips: no lease is ever admitted on a daemon that died while frozen, no
 // service is started while its latest fingerprint says unhealthy, an
 // acquire with no wait is answered within its instant, and once every
 // daemon is healthy a lease with a wait is admitted.
-func TestThawCheckAndWithheldStartProperties(t *testing.T) {
-	m, err := manifest.Parse("module.toml", []byte(`
+// thawHealthModule: two freezable on_demand services and an always one.
+const thawHealthModule = `
 [module]
 name = "m"
 version = "1"
@@ -153,20 +105,18 @@ name = "c"
 exec = ["bin/c"]
 capabilities = ["c"]
 lifecycle = "always"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`
+
+func TestThawCheckAndWithheldStartProperties(t *testing.T) {
 	names := []string{"m/a", "m/b", "m/c"}
 	caps := []string{"a", "b", "c"}
 	rapid.Check(t, func(t *rapid.T) {
-		w := &modelWorld{t: t, e: New(), now: time.Unix(1_000_000, 0), timers: map[TimerKey]time.Time{},
-			daemons: map[string]*daemon{}, answers: map[LeaseID]Effect{}}
+		m := &model{t: t, daemons: map[string]*daemon{}}
 		for _, n := range names {
-			w.daemons[n] = &daemon{healthy: true}
+			m.daemons[n] = &daemon{healthy: true}
 		}
-		w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 2,
-			FingerprintPeriod: 30 * time.Second}, Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+		w := rigSetup{world: m.carry, cfg: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4,
+			MaxConcurrentOps: 2, FingerprintPeriod: 30 * time.Second}}.boot(t, thawHealthModule)
 		var held []LeaseID
 		n := 0
 		t.Repeat(map[string]func(*rapid.T){
@@ -197,19 +147,19 @@ lifecycle = "always"
 			},
 			"die while frozen": func(t *rapid.T) {
 				name := rapid.SampledFrom(names).Draw(t, "svc")
-				if d := w.daemons[name]; d.frozen && d.running {
+				if d := m.daemons[name]; d.frozen && d.running {
 					d.running, d.diedFrozen = false, true
 				}
 			},
 			"health": func(t *rapid.T) {
-				d := w.daemons[rapid.SampledFrom(names).Draw(t, "svc")]
+				d := m.daemons[rapid.SampledFrom(names).Draw(t, "svc")]
 				d.healthy = !d.healthy
 			},
 			"heal": func(t *rapid.T) {
 				// Healthy again everywhere: within a fingerprint period
 				// every withheld start goes, and a lease with a wait is
 				// admitted (or rejected for failures counted before).
-				for _, d := range w.daemons {
+				for _, d := range m.daemons {
 					d.healthy = true
 				}
 				n++

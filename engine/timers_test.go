@@ -53,15 +53,17 @@ func TestDoctorDebounce(t *testing.T) {
 		{3 * time.Second, 3 * time.Second},
 	}
 	for _, tt := range tests {
-		e := New()
-		now := time.Unix(1_000_000, 0)
-		e.Step(now, Boot{Config: Config{NodeID: "n1", Platform: "linux", DoctorDebounce: tt.debounce}})
+		r := rigSetup{cfg: Config{NodeID: "n1", Platform: "linux", DoctorDebounce: tt.debounce}}.boot(t)
+		r.step(Doctor{Reason: "one"})
+		first := r.now
+		r.step(Doctor{Reason: "two"})
+		if r.setsTimer(TimerDoctor) {
+			t.Errorf("debounce %v: the second doctor event set the timer again", tt.debounce)
+		}
 		var at []time.Duration
-		for _, ev := range []Event{Doctor{Reason: "one"}, Doctor{Reason: "two"}} {
-			for _, f := range e.Step(now, ev) {
-				if s, ok := f.(*SetTimer); ok && s.Key.Kind == TimerDoctor {
-					at = append(at, s.At.Sub(now))
-				}
+		for k, t := range r.timers {
+			if k.Kind == TimerDoctor {
+				at = append(at, t.Sub(first))
 			}
 		}
 		if len(at) != 1 || at[0] != tt.want {

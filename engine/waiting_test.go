@@ -1,11 +1,10 @@
-package engine_test
+package engine
 
 import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/fakes"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 // TestWaitingLeaseStatus: a waiting lease's status says when it was
@@ -13,21 +12,21 @@ import (
 // give); an attempt asking again keeps its place in line and gets the new
 // deadline.
 func TestWaitingLeaseStatus(t *testing.T) {
-	w, rec := newWorld(t, testConfig(), modules(t, twoServices),
-		map[string]*fakes.Behaviour{"m/a": {Pools: map[string]int64{"p": 1}}})
-	w.RunFor(time.Second)
-	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1", Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}})
-	asked := w.Now()
-	w.Do(engine.Acquire{Lease: "l2", Attempt: "a2",
-		Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}, Wait: 10 * time.Second})
-	lease := func(id engine.LeaseID) engine.LeaseStatus {
-		for _, l := range w.Engine.Status().Leases {
+	world := newAnswering()
+	world.fp["m/a"] = protocol.Fingerprint{Healthy: true, Pools: map[string]int64{"p": 1}}
+	r := rigSetup{world: world.carry}.boot(t, twoServices)
+	r.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Pools: map[string]int64{"p": 1}}})
+	r.step(Acquire{Lease: "l2", Attempt: "a2",
+		Requirements: Requirements{Pools: map[string]int64{"p": 1}}, Wait: 10 * time.Second})
+	asked := r.now
+	lease := func(id LeaseID) LeaseStatus {
+		for _, l := range r.e.Status().Leases {
 			if l.ID == id {
 				return l
 			}
 		}
-		t.Fatalf("no lease %s\n%s", id, rec)
-		return engine.LeaseStatus{}
+		t.Fatalf("no lease %s\n%s", id, r.history(0))
+		return LeaseStatus{}
 	}
 	l2 := lease("l2")
 	if l2.Admitted || !l2.AskedAt.Equal(asked) || !l2.WaitUntil.Equal(asked.Add(10*time.Second)) ||
@@ -37,10 +36,10 @@ func TestWaitingLeaseStatus(t *testing.T) {
 	if l1 := lease("l1"); l1.WaitingFor != "" || !l1.AskedAt.IsZero() || !l1.WaitUntil.IsZero() {
 		t.Errorf("admitted lease %+v", l1)
 	}
-	w.RunFor(5 * time.Second)
-	w.Do(engine.Acquire{Lease: "l3", Attempt: "a2",
-		Requirements: engine.Requirements{Pools: map[string]int64{"p": 1}}, Wait: time.Minute})
-	if l3 := lease("l3"); !l3.AskedAt.Equal(asked) || !l3.WaitUntil.Equal(w.Now().Add(time.Minute)) {
-		t.Errorf("asked again: %+v, want asked at %v and waiting until %v", l3, asked, w.Now().Add(time.Minute))
+	r.advance(5 * time.Second)
+	r.step(Acquire{Lease: "l3", Attempt: "a2",
+		Requirements: Requirements{Pools: map[string]int64{"p": 1}}, Wait: time.Minute})
+	if l3 := lease("l3"); !l3.AskedAt.Equal(asked) || !l3.WaitUntil.Equal(r.now.Add(time.Minute)) {
+		t.Errorf("asked again: %+v, want asked at %v and waiting until %v", l3, asked, r.now.Add(time.Minute))
 	}
 }

@@ -5,99 +5,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/protocol"
 )
 
 // The rules of a running service's timers and of its state's record, one
-// test each, stepped by hand on the reap tests' world.
-
-// newHand boots an engine with the one module given, stepped by hand; the
-// boot's effects are in w.out.
-func newHand(t *testing.T, module string) *reapWorld {
-	t.Helper()
-	m, err := manifest.Parse("module.toml", []byte(module))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 4},
-		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
-	return w
-}
-
-// timer is the last step's SetTimer of kind, failing without one.
-func (w *reapWorld) timer(kind TimerKind) SetTimer {
-	w.t.Helper()
-	for _, f := range w.out {
-		if s, ok := f.(*SetTimer); ok && s.Key.Kind == kind {
-			return *s
-		}
-	}
-	w.t.Fatalf("no %s timer set in %v", kind, w.out)
-	return SetTimer{}
-}
-
-// setsTimer says whether the last step set a timer of kind.
-func (w *reapWorld) setsTimer(kind TimerKind) bool {
-	for _, f := range w.out {
-		if s, ok := f.(*SetTimer); ok && s.Key.Kind == kind {
-			return true
-		}
-	}
-	return false
-}
-
-// fire steps the timer's Fire at its time.
-func (w *reapWorld) fire(s SetTimer) {
-	if s.At.After(w.now) {
-		w.now = s.At.Add(-time.Millisecond) // step adds it back
-	}
-	w.step(Fire{Timer: s.Key})
-}
-
-// ran says whether the last step started op on the service named.
-func (w *reapWorld) ran(name string, op protocol.Op) bool {
-	for _, f := range w.out {
-		if r, ok := f.(*RunOp); ok && r.Target.String() == name && r.Op == op {
-			return true
-		}
-	}
-	return false
-}
-
-// noted is the last step's notes containing text.
-func (w *reapWorld) noted(text string) []Note {
-	var notes []Note
-	for _, f := range w.out {
-		if n, ok := f.(Note); ok && strings.Contains(n.Text, text) {
-			notes = append(notes, n)
-		}
-	}
-	return notes
-}
-
-func (w *reapWorld) service(name string) ServiceStatus {
-	for _, s := range w.e.Status().Services {
-		if s.Name == name {
-			return s
-		}
-	}
-	w.t.Fatalf("no service %s in the status", name)
-	return ServiceStatus{}
-}
-
-var (
-	fpHealthy = protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true}}
-	readyNow  = protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true, Ready: true}}
-	notReady  = protocol.Result{Op: protocol.OpStatus, Status: &protocol.Status{Running: true}}
-	opOK      = &protocol.OpResult{OK: true, Changed: true}
-)
+// test each, stepped on the rig.
 
 // A service's StateSince is when it took its state: kept while the state
 // stays (a lease released), moved when it changes (the idle stop).
 func TestStatusStateSinceIsWhenTheStateChanged(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	readyAt := w.now.Add(-time.Millisecond) // the step before the fingerprint that follows the start
 	if got := w.service("m/kv").StateSince; !got.Equal(readyAt) {
 		t.Fatalf("ready since %v, want %v", got, readyAt)
@@ -117,7 +34,7 @@ func TestStatusStateSinceIsWhenTheStateChanged(t *testing.T) {
 // for ready too: an adopted daemon that is never ready, with no lease, is
 // stopped at idle_timeout_s.
 func TestIdleTimerStopsAServiceWaitingForReady(t *testing.T) {
-	w := newHand(t, `
+	w := newRig(t, `
 [module]
 name = "m"
 version = "1"
@@ -128,11 +45,9 @@ capabilities = ["kv"]
 idle_timeout_s = 30
 start_timeout_s = 600
 `)
-	yes := true
-	w.done(opOf(t, w.out, "m/kv", protocol.OpFingerprint),
-		protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &yes}})
+	w.done(w.op("m/kv", protocol.OpFingerprint), fingerprinted(true))
 	idle := w.timer(TimerIdle)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady),
+	w.done(w.op("m/kv", protocol.OpReady),
 		protocol.Result{Op: protocol.OpReady, Status: &protocol.Status{Running: true}})
 	if got := w.service("m/kv").State; got != "waiting-ready" {
 		t.Fatalf("adopted and not ready: %s", got)
@@ -147,10 +62,10 @@ start_timeout_s = 600
 // ready again (a status said not ready) is not lost: the fingerprint runs
 // as soon as it is ready again.
 func TestFingerprintDueWhileWaitingForReadyAgain(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	status, fp := w.timer(TimerStatus), w.timer(TimerFingerprint)
 	w.fire(status)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpStatus), notReady)
+	w.done(w.op("m/kv", protocol.OpStatus), notReady)
 	poll := w.timer(TimerReadyPoll)
 	w.fire(fp) // the poll's Fire comes after it, late
 
@@ -158,7 +73,7 @@ func TestFingerprintDueWhileWaitingForReadyAgain(t *testing.T) {
 		t.Fatalf("fingerprinted while waiting for ready: %v", w.out)
 	}
 	w.fire(poll)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady), readyNow)
+	w.done(w.op("m/kv", protocol.OpReady), readyNow)
 	if got := w.service("m/kv").State; got != "ready" {
 		t.Fatalf("ready again: %s", got)
 	}
@@ -172,21 +87,16 @@ func TestFingerprintDueWhileWaitingForReadyAgain(t *testing.T) {
 // does, and when it fires after a Reset already cleared the failures,
 // nothing more is forgotten or stored.
 func TestResetAfterTimer(t *testing.T) {
-	w0 := newReapWorld(t)
+	w0 := newReapRig(t)
 	if w0.setsTimer(TimerResetAfter) {
 		t.Fatalf("ready with no failures set a reset_after timer: %v", w0.out)
 	}
-	longer, err := manifest.Parse("module.toml",
-		[]byte(strings.Replace(reapModule, `capabilities = ["kv"]`,
-			"capabilities = [\"kv\"]\nrestart = { reset_after_s = 3600 }", 1)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w0.step(Reload{Modules: []ModuleSpec{{Module: longer, Enabled: true}}})
+	w0.step(Reload{Modules: w0.modules(strings.Replace(reapModule, `capabilities = ["kv"]`,
+		"capabilities = [\"kv\"]\nrestart = { reset_after_s = 3600 }", 1))})
 	if w0.setsTimer(TimerResetAfter) {
 		t.Fatalf("a reload lengthening reset_after_s of a ready service with no failures set a reset_after timer: %v", w0.out)
 	}
-	w := newHand(t, `
+	w := newRig(t, `
 [module]
 name = "m"
 version = "1"
@@ -199,14 +109,14 @@ max_failures = 5
 backoff_initial_s = 10
 reset_after_s = 20
 `)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpFingerprint), fpHealthy)
+	w.done(w.op("m/kv", protocol.OpFingerprint), fpHealthy)
 	w.step(Acquire{Lease: "l1", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"kv"}}, Wait: time.Hour})
-	w.fail(opOf(t, w.out, "m/kv", protocol.OpStart), "exit status 1")
+	w.fail(w.op("m/kv", protocol.OpStart), "exit status 1")
 	backoff := w.timer(TimerBackoff)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpStop), protocol.Result{Op: protocol.OpStop, OpResult: opOK})
+	w.done(w.op("m/kv", protocol.OpStop), protocol.Result{Op: protocol.OpStop, OpResult: opOK})
 	w.fire(backoff)
-	w.done(opOf(t, w.out, "m/kv", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
-	w.done(opOf(t, w.out, "m/kv", protocol.OpReady), readyNow)
+	w.done(w.op("m/kv", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
+	w.done(w.op("m/kv", protocol.OpReady), readyNow)
 	w.effect(Admitted{})
 	resetAfter := w.timer(TimerResetAfter)
 	w.step(Reset{Service: Target{Module: "m", Name: "kv"}})
@@ -229,7 +139,6 @@ reset_after_s = 20
 // unknown until one answers), a later one a period later, as when it
 // answers: it may be started by its owner any time.
 func TestManualFingerprintFailedIsRetried(t *testing.T) {
-	no := false
 	tests := []struct {
 		name      string
 		answered  bool // a fingerprint answered before the one that fails
@@ -241,7 +150,7 @@ func TestManualFingerprintFailedIsRetried(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newHand(t, `
+			w := newRig(t, `
 [module]
 name = "m"
 version = "1"
@@ -251,11 +160,10 @@ exec = ["bin/man"]
 lifecycle = "manual"
 `)
 			if tc.answered {
-				w.done(opOf(t, w.out, "m/man", protocol.OpFingerprint),
-					protocol.Result{Op: protocol.OpFingerprint, Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &no}})
+				w.done(w.op("m/man", protocol.OpFingerprint), fingerprinted(false))
 				w.fire(w.timer(TimerFingerprint))
 			}
-			w.fail(opOf(t, w.out, "m/man", protocol.OpFingerprint), "exit status 2")
+			w.fail(w.op("m/man", protocol.OpFingerprint), "exit status 2")
 			if got := w.service("m/man").State; got != tc.wantState {
 				t.Fatalf("after a failed fingerprint: %s, want %s", got, tc.wantState)
 			}
@@ -275,9 +183,9 @@ lifecycle = "manual"
 // emptied while it ran) arms no fingerprint timer: a crashed service is no
 // longer watched.
 func TestFailedFingerprintOfACrashedServiceIsNotRearmed(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.fire(w.timer(TimerFingerprint))
-	fp := opOf(t, w.out, "m/kv", protocol.OpFingerprint)
+	fp := w.op("m/kv", protocol.OpFingerprint)
 	w.step(ContainerEmptied{Service: Target{Module: "m", Name: "kv"}})
 	w.fail(fp, "exit status 2")
 	if w.setsTimer(TimerFingerprint) {
@@ -288,7 +196,7 @@ func TestFailedFingerprintOfACrashedServiceIsNotRearmed(t *testing.T) {
 // The process container of a manual service that is not running emptying
 // changes nothing: it was unusable already, and svcrun never starts it.
 func TestManualStoppedContainerEmptiedChangesNothing(t *testing.T) {
-	w := newReapWorld(t)
+	w := newReapRig(t)
 	w.step(ContainerEmptied{Service: Target{Module: "m", Name: "man"}})
 	if len(w.out) != 0 {
 		t.Fatalf("emptied container of a stopped manual service: %v", w.out)
@@ -300,8 +208,9 @@ func TestManualStoppedContainerEmptiedChangesNothing(t *testing.T) {
 // it, and a start that the same step let through (here, a fingerprint
 // lowering the idle service's memory) queues behind it.
 func TestIdleStopTakesTheFreeSlotFirst(t *testing.T) {
-	w := &reapWorld{t: t, e: New(), now: time.Unix(1_000_000, 0)}
-	m, err := manifest.Parse("module.toml", []byte(`
+	cfg := rigConfig()
+	cfg.MaxConcurrentOps = 1
+	w := rigSetup{cfg: cfg}.boot(t, `
 [module]
 name = "m"
 version = "1"
@@ -316,23 +225,18 @@ name = "b"
 exec = ["bin/b"]
 capabilities = ["b"]
 reserves_host_memory = true
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.step(Boot{Config: Config{NodeID: "n1", Platform: "linux", MemoryBudgetGB: 4, MaxConcurrentOps: 1},
-		Modules: []ModuleSpec{{Module: m, Enabled: true}}})
+`)
 	mem := func(running bool, gb float64) protocol.Result {
 		return protocol.Result{Op: protocol.OpFingerprint,
 			Fingerprint: &protocol.Fingerprint{Healthy: true, Running: &running, Reserve: &protocol.Reserve{MemGB: gb}}}
 	}
-	w.done(opOf(t, w.out, "m/a", protocol.OpFingerprint), mem(false, 3))
-	w.done(opOf(t, w.out, "m/b", protocol.OpFingerprint), mem(false, 2))
+	w.done(w.op("m/a", protocol.OpFingerprint), mem(false, 3))
+	w.done(w.op("m/b", protocol.OpFingerprint), mem(false, 2))
 	w.step(Acquire{Lease: "la", Attempt: "a1", Requirements: Requirements{Capabilities: []string{"a"}}, Wait: time.Hour})
-	w.done(opOf(t, w.out, "m/a", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
-	w.done(opOf(t, w.out, "m/a", protocol.OpReady), readyNow)
+	w.done(w.op("m/a", protocol.OpStart), protocol.Result{Op: protocol.OpStart, OpResult: opOK})
+	w.done(w.op("m/a", protocol.OpReady), readyNow)
 	w.effect(Admitted{})
-	w.done(opOf(t, w.out, "m/a", protocol.OpFingerprint), mem(true, 3)) // the one after the start
+	w.done(w.op("m/a", protocol.OpFingerprint), mem(true, 3)) // the one after the start
 	fp := w.timer(TimerFingerprint)
 	w.step(Release{Lease: "la"})
 	idle := w.timer(TimerIdle)
@@ -342,7 +246,7 @@ reserves_host_memory = true
 	}
 	// a's fingerprint runs when its idle time ends: the stop waits for it.
 	w.fire(fp)
-	fpOp := opOf(t, w.out, "m/a", protocol.OpFingerprint)
+	fpOp := w.op("m/a", protocol.OpFingerprint)
 	w.fire(idle)
 	if w.ran("m/a", protocol.OpStop) {
 		t.Fatalf("stop while the fingerprint runs: %v", w.out)
@@ -351,7 +255,7 @@ reserves_host_memory = true
 	if !w.ran("m/a", protocol.OpStop) || w.ran("m/b", protocol.OpStart) {
 		t.Fatalf("the idle stop did not take the free slot first: %v", w.out)
 	}
-	w.done(opOf(t, w.out, "m/a", protocol.OpStop), protocol.Result{Op: protocol.OpStop, OpResult: opOK})
+	w.done(w.op("m/a", protocol.OpStop), protocol.Result{Op: protocol.OpStop, OpResult: opOK})
 	if !w.ran("m/b", protocol.OpStart) {
 		t.Fatalf("b's start queued behind the stop did not run: %v", w.out)
 	}
