@@ -649,6 +649,9 @@ func (e *Engine) waitingReason(l *lease) string {
 
 func (e *Engine) describeWait(s *service) string {
 	switch {
+	case s.checking() && s.prepFailures > 0:
+		return fmt.Sprintf("%s was frozen: its status is checked before an admission, and svcrun could not prepare "+
+			"the check (%s), a fault of this node, not of the module: tried again", s.name, s.prepWhy)
 	case s.checking():
 		return fmt.Sprintf("%s was frozen: its status is checked before an admission", s.name)
 	case s.state == sReady && s.fpKnown && !s.fpHealthy, s.startWithheld():

@@ -374,9 +374,13 @@ func (s *service) reconcile(e *Engine) {
 			// by a status, or the fingerprint of a manual service, which
 			// gets no status.
 			e.thaw(s)
-			if s.thawCheck && s.spec.Lifecycle == manifest.Manual {
+			switch {
+			case !s.thawCheck || s.prepUntil.After(e.now):
+				// Checked, or its check waits for the retry of one
+				// svcrun could not prepare: no busy loop on a full disk.
+			case s.spec.Lifecycle == manifest.Manual:
 				s.fpDue = true
-			} else if s.thawCheck {
+			default:
 				s.statusDue = true
 			}
 		}
@@ -736,12 +740,20 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		if s.state != sReady {
 			return
 		}
-		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
-		if s.thawCheck {
+		switch {
+		case s.thawCheck && o.Failure == FailPrepare:
+			// svcrun did not look (rule-prepare): the check is still
+			// owed, the leases wait for it, and it is tried again soon.
+			s.prepUntil = e.now.Add(PrepareRetry(s.prepFailures))
+			e.setTimer(s.slot, TimerStatus, s.name, s.prepUntil)
+		case s.thawCheck:
 			// A failed status proves no death, here as for any ready
 			// service: admissions go on.
 			s.thawCheck = false
 			e.admitDirty = true
+			fallthrough
+		default:
+			e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 		}
 		switch {
 		case failed:
@@ -816,10 +828,17 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			return
 		}
 		e.warn(s.name, "fingerprint %s", failText(o))
-		if s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady {
+		checkOwed := s.thawCheck && s.spec.Lifecycle == manifest.Manual
+		switch {
+		case checkOwed && o.Failure == FailPrepare:
+			// svcrun did not look: the thaw check is still owed, as
+			// for a status.
+			s.prepUntil = e.now.Add(PrepareRetry(s.prepFailures))
+			e.setTimer(s.slot, TimerFingerprint, s.name, s.prepUntil)
+		case s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady:
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
-		if s.thawCheck && s.spec.Lifecycle == manifest.Manual {
+		if checkOwed && o.Failure != FailPrepare {
 			// A failed fingerprint proves no death, as a failed status
 			// does not: admissions go on.
 			s.thawCheck = false
