@@ -112,14 +112,14 @@ func (x *Executor) setFallback(service string, err error) {
 // to process groups (until Update). After a stop (any outcome), what is
 // left in the container is killed while the op still counts, so the next
 // start begins in an empty one and the emptying is not a crash.
-func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
+func (x *Executor) spawnIn(t engine.Target, spec Spec, stop bool) Result {
 	if t.Probe {
-		return x.runGrouped(t, spec, false)
+		return x.spawnGrouped(t, spec, false)
 	}
 	svc := t.String()
 	fd, removed, ok := x.opStart(svc)
 	if !ok {
-		return x.runGrouped(t, spec, stop)
+		return x.spawnGrouped(t, spec, stop)
 	}
 	defer x.cg.OpEnd(svc)
 	hooks := spec.Hooks
@@ -131,11 +131,11 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		}
 		return res
 	}
-	// runFD runs the op cloned into the container's descriptor fd, which
+	// spawnFD runs the op cloned into the container's descriptor fd, which
 	// is closed once the op is spawned.
-	runFD := func(fd int) Result {
+	spawnFD := func(fd int) Result {
 		spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
-		res := Run(x.ctx, spec)
+		res := Spawn(x.ctx, spec)
 		closeCgroupFD(fd)
 		return res
 	}
@@ -144,13 +144,13 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 	var res Result
 	cause := removed
 	if removed == nil {
-		if res = runFD(fd); !cloneFailed(res) {
+		if res = spawnFD(fd); !cloneFailed(res) {
 			return ran(res)
 		}
 		cause = res.SpawnErr
 	}
 	if fd, err := x.cg.Recover(svc); fd >= 0 {
-		if res = runFD(fd); !cloneFailed(res) {
+		if res = spawnFD(fd); !cloneFailed(res) {
 			return ran(res)
 		}
 		cause = res.SpawnErr
@@ -158,7 +158,7 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		cause = err // the ENOENT of the clone blames the executable
 	}
 	spec.Hooks = hooks
-	if again := x.runGrouped(t, spec, stop); again.Pid != 0 {
+	if again := x.spawnGrouped(t, spec, stop); again.Pid != 0 {
 		path, _ := x.cg.Path(svc)
 		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))
 		return again

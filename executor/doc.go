@@ -2,9 +2,9 @@
 // real world's engine.Executor (docs/architecture.md), and the runner behind
 // `svcrun op`.
 //
-// # One op: Run
+// # One op process: Spawn
 //
-// Run(ctx, Spec) runs one op process synchronously and returns a Result:
+// Spawn(ctx, Spec) runs one op process synchronously and returns a Result:
 //
 //   - Exec: Spec.Path, an absolute path (the manifest's exec[0] resolved
 //     inside the bundle by resolveCommand; no PATH lookup, no shell), with
@@ -55,7 +55,7 @@
 // happen on (a locked OS thread confined by Landlock), and Started sees
 // the op's pid as soon as it runs (the sandbox's prlimit of RLIMIT_CORE; an
 // error there kills the op and fails it as a spawn). Files handed to the
-// child are opened before Launch, on Run's goroutine. Package sandbox
+// child are opened before Launch, on Spawn's goroutine. Package sandbox
 // builds these hooks.
 //
 // # The reaper
@@ -73,9 +73,9 @@
 // polls are rare (6.7 ops a second at 1,000 services). A
 // reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
 // driven by SIGCHLD, reaps those orphans when they die, and never a child
-// that Run or StartCmd waits for: those are registered, under a lock that
+// that Spawn or StartCmd waits for: those are registered, under a lock that
 // the reaper takes to reap, before the reaper can see them. In a process
-// that called BecomeSubreaper every child must therefore be started by Run
+// that called BecomeSubreaper every child must therefore be started by Spawn
 // or StartCmd; an exec.Cmd started otherwise may lose its exit status.
 // A start op reaps the dead orphans itself before it is spawned: the retry
 // of a crashed daemon follows the emptying of its container within
@@ -114,6 +114,11 @@
 // unknown target). The engine never holds a FailPrepare against the
 // service: nothing of the module ran.
 //
+// One name per verb: Spawn is one op process; Run(RunOp), engine.Executor's
+// verb, is the asynchronous op; RunWait the synchronous op of the same
+// executor; RunStandalone the synchronous op without an executor around
+// it; PrepareDataDir the preparation of a module's data dir alone.
+//
 // Run(RunOp) returns at once; a goroutine waits until no op an earlier
 // svcrun started on the service still runs (see "Ops across restarts"),
 // then for a slot of the global cap (Config.MaxConcurrentOps, default the
@@ -126,12 +131,16 @@
 // service's living processes, and a stop's Result.Left what it left
 // behind: svcrun check judges a module by them.
 //
-// RunOne(ctx, Config, RunOp) is one op of the same assembly, synchronous,
-// without a daemon around it: `svcrun op` runs it, so that the module data
-// dir (<data_dir>/modules traversable, 0711, for run_as), its files, the
-// environment, the command, the timeout, the sandbox hooks and the outcome
-// are those of the daemon's ops. It has no process container, no cap on
-// concurrent ops and no record for a later svcrun.
+// RunStandalone(ctx, Config, RunOp) is one op of the same assembly,
+// synchronous, without a daemon around it: `svcrun op` runs it, so that
+// the module data dir (<data_dir>/modules traversable, 0711, for run_as),
+// its files, the environment, the command, the timeout, the sandbox hooks
+// and the outcome are those of the daemon's ops. It has no process
+// container, no cap on concurrent ops and no record for a later svcrun.
+//
+// The Config of a node's ops (its configuration, modules, run_as identity
+// and sandbox hooks) is built by sandbox.ExecutorConfig, for the daemon,
+// `svcrun op` and `svcrun check` alike; each adds only what is its own.
 //
 // # Process containers
 //

@@ -103,7 +103,7 @@ func (f *fixture) readPid(t testing.TB, name string) int {
 }
 
 // eventually polls cond until it holds or the (generous) deadline passes:
-// for effects that happen after Run returned, such as a killed process
+// for effects that happen after Spawn returned, such as a killed process
 // disappearing.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()

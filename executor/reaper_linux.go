@@ -29,7 +29,7 @@ import (
 // two goroutines, measured at 6% of a whole op.
 //
 // The zombie is reaped only if it is not in the in-flight set of the
-// children Run and StartCmd wait for themselves. A child enters that set
+// children Spawn and StartCmd wait for themselves. A child enters that set
 // under spawnMu, read-locked by every spawn from before the fork until the
 // child is in the set; the reaper write-locks spawnMu to check the set and
 // reap, so it never sees a child of ours that is not yet in the set. When
@@ -206,9 +206,9 @@ func track(pid int) func() {
 
 // BecomeSubreaper makes this process the child subreaper of its descendants
 // and starts the reaper, which waits for the zombies of orphans re-parented
-// to us, and for no child that Run or StartCmd started. Call it once at
+// to us, and for no child that Spawn or StartCmd started. Call it once at
 // startup, before starting ops; later calls only repeat the prctl. From then
-// on every child of the process must be started through Run or StartCmd.
+// on every child of the process must be started through Spawn or StartCmd.
 func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("executor: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
@@ -285,7 +285,7 @@ func hasChildren() bool {
 	}
 }
 
-// ReapOrphans reaps, at once, every zombie child of this process that no Run
+// ReapOrphans reaps, at once, every zombie child of this process that no Spawn
 // or StartCmd is waiting for, and returns how many. The reaper does this by
 // itself; calling it is harmless. It runs before every start, beside the
 // other ops and one live daemon per running service: spawnMu is taken

@@ -37,9 +37,9 @@ func pidfdSupported() bool {
 	return pidfdOK
 }
 
-// runNative runs the op with the poll engine; false means it is not
+// spawnNative runs the op with the poll engine; false means it is not
 // available here and nothing was done.
-func runNative(ctx context.Context, p *prepared) (Result, bool) {
+func spawnNative(ctx context.Context, p *spawning) (Result, bool) {
 	if !pidfdSupported() {
 		return Result{}, false
 	}

@@ -119,7 +119,7 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		User: node.id.User, Owner: node.id.Owner, Hooks: sandbox.For(node.cfg),
 	}
 	target := engine.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
-	res, out, err := executor.RunOne(ctx, xcfg, engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
+	res, out, err := executor.RunStandalone(ctx, xcfg, engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
