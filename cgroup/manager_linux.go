@@ -171,14 +171,25 @@ func (m *Manager) emitArmed(service string) {
 
 // Path is the container directory of a service (whether or not it exists).
 func (m *Manager) Path(service string) (string, error) {
-	mod, name, err := splitService(service)
+	_, dir, err := m.dirOf(service)
 	if err != nil {
 		return "", err
 	}
 	if m.sup.Base == "" {
 		return "", m.err
 	}
-	return filepath.Join(m.sup.Base, mod, name), nil
+	return dir, nil
+}
+
+// dirOf is the one mapping of a service's name to its container:
+// <base>/<module>/<name>, and the module whose directory holds it. Strays
+// reads it back.
+func (m *Manager) dirOf(service string) (module, dir string, err error) {
+	module, name, err := splitService(service)
+	if err != nil {
+		return "", "", err
+	}
+	return module, filepath.Join(m.sup.Base, module, name), nil
 }
 
 // Create makes the service's container if needed and returns a new
@@ -287,7 +298,7 @@ func (m *Manager) createLocked(service string) (*container, error) {
 		// container, or the service could never start again.
 		m.dropLocked(c)
 	}
-	modName, name, err := splitService(service)
+	modName, dir, err := m.dirOf(service)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +306,7 @@ func (m *Manager) createLocked(service string) (*container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), wd: -1, mod: mod, changed: make(chan struct{})}
+	c := &container{service: service, dir: dir, wd: -1, mod: mod, changed: make(chan struct{})}
 	// An empty container left by an earlier svcrun may have been killed:
 	// replace it. A populated one holds a daemon to adopt: keep it.
 	_ = unix.Rmdir(c.dir)
@@ -447,7 +458,7 @@ func (c *container) openDir() (int, error) {
 // module's too, with the limit controllers, if that went with it) and
 // opens it. m.mu and c.mu are held.
 func (m *Manager) recreateLocked(c *container) error {
-	modName, _, _ := strings.Cut(c.service, "/")
+	modName, _, _ := splitService(c.service) // checked when c was made
 	if _, err := os.Stat(filepath.Dir(c.dir)); errors.Is(err, os.ErrNotExist) {
 		delete(m.modules, modName)
 	}
@@ -717,7 +728,7 @@ func (m *Manager) Strays(known map[string]bool) ([]string, error) {
 			return nil, fmt.Errorf("cgroup: strays: %w", err)
 		}
 		for _, sd := range svcs {
-			service := md.Name() + "/" + sd.Name()
+			service := md.Name() + "/" + sd.Name() // dirOf read back
 			if _, _, err := splitService(service); sd.IsDir() && err == nil && !known[service] {
 				out = append(out, service)
 			}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -410,10 +409,10 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 // the op's own (pid): one no op runs. The process-group fallback cannot
 // tell, and says no.
 func (x *Executor) occupied(t engine.Target, pid int) bool {
-	if x.cgroupOf(t.String()) == "" {
+	if x.cgroupOf(t) == "" {
 		return false
 	}
-	pids, err := x.cg.Procs(t.String())
+	pids, err := x.cg.Procs(serviceName(t))
 	if err != nil {
 		return false
 	}
@@ -657,8 +656,10 @@ func (x *Executor) signal(t engine.Target, sig syscall.Signal) {
 // Groups returns the process groups known for the service (full name), for
 // status and tests.
 func (x *Executor) Groups(service string) []int {
-	mod, name, _ := strings.Cut(service, "/")
-	t := engine.Target{Module: mod, Name: name}
+	return x.groupsOf(serviceOf(service))
+}
+
+func (x *Executor) groupsOf(t engine.Target) []int {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
@@ -670,12 +671,12 @@ func (x *Executor) Groups(service string) []int {
 // (Linux only: elsewhere the fallback lists none). svcrun check counts a
 // service's daemons with it.
 func (x *Executor) Procs(t engine.Target) []int {
-	if x.cgroupOf(t.String()) != "" {
-		if pids, err := x.cg.Procs(t.String()); err == nil {
+	if x.cgroupOf(t) != "" {
+		if pids, err := x.cg.Procs(serviceName(t)); err == nil {
 			return living(pids)
 		}
 	}
-	return groupMembers(x.Groups(t.String()))
+	return groupMembers(x.groupsOf(t))
 }
 
 // Kill ends everything in the service's process container: cgroup.kill of

@@ -179,7 +179,7 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 	x.dir, x.bootID, x.token = dir, id, ids.New("")
 	byTarget := map[engine.Target][]leftover{}
 	for _, l := range x.loadLeftovers() {
-		t := targetOf(l.rec.Service)
+		t := serviceOf(l.rec.Service)
 		byTarget[t] = append(byTarget[t], l)
 	}
 	for t, ls := range byTarget {
@@ -306,11 +306,11 @@ func (x *Executor) resolve(t engine.Target, rec opRecord) bool {
 		}
 	}
 	if protocol.Op(rec.Op) == protocol.OpStop {
-		// What the stop's own end would have killed (runIn): its
+		// What the stop's own end would have killed (spawnIn): its
 		// container, or its process group; the groups of the service's
 		// other ops died with the earlier svcrun's memory.
-		if rec.Cgroup != "" && x.cgroupOf(rec.Service) != "" {
-			x.killContainerLeft(rec.Service)
+		if t := serviceOf(rec.Service); rec.Cgroup != "" && x.cgroupOf(t) != "" {
+			x.killContainerLeft(t)
 		}
 		var groups []int
 		for _, p := range procs {
@@ -408,9 +408,9 @@ func (x *Executor) recordIntent(id engine.OpID, t engine.Target, op protocol.Op,
 		argv[0] = spec.Path
 	}
 	rec := opRecord{
-		Service: t.String(), Op: string(op), Argv: argv, Path: spec.Path, BootID: x.bootID,
+		Service: serviceName(t), Op: string(op), Argv: argv, Path: spec.Path, BootID: x.bootID,
 		Began: now, Deadline: now.Add(spec.Timeout), BeganBoot: bootNanos(), Timeout: spec.Timeout,
-		Svcrun: os.Getpid(), Cgroup: x.cgroupOf(t.String()),
+		Svcrun: os.Getpid(), Cgroup: x.cgroupOf(t),
 	}
 	j := &opJournal{x: x, file: filepath.Join(x.dir, fmt.Sprintf("%s.%s.%d.%d.json", t.Module, t.Name, os.Getpid(), id))}
 	data, err := json.Marshal(rec)
