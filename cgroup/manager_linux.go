@@ -59,10 +59,10 @@ type container struct {
 	// re-created at the same path. No descriptor is held: every op's
 	// fork copies svcrun's descriptor table and its exec closes it, in
 	// the one confining thread of the module, so one descriptor per
-	// service slowed every spawn of a node of 1,000 services (a fork and
-	// exec: 0.90 ms with 2,000 descriptors open, 0.70 ms without; a
-	// spawn of a static binary 0.96-1.09 ms with 1,000, 0.88-0.95 ms
-	// without). open is false once it is removed or the Manager closed.
+	// service slowed every spawn of a node of 1,000 services
+	// (bench/HISTORY.md, svcrun beside supervisord, s6 and runit: what is
+	// left is the module's spawn; bench/README.md#pidfds for the pidfds).
+	// open is false once it is removed or the Manager closed.
 	open        bool
 	dirID, evID fileID
 	wd          int32
@@ -617,9 +617,12 @@ func (m *Manager) watch() {
 	}
 }
 
+// rereadEvery is how often waitFor re-reads cgroup.events on its own.
+const rereadEvery = 20 * time.Millisecond
+
 // waitFor waits until cond (called with c.mu held, after a re-read of
 // cgroup.events) holds, at most bound. The watcher's re-reads wake it; it
-// re-reads itself every 20 ms in case no notification comes.
+// re-reads itself every rereadEvery in case no notification comes.
 func (m *Manager) waitFor(c *container, bound time.Duration, cond func(*container) bool) bool {
 	deadline := time.Now().Add(bound)
 	for {
@@ -638,7 +641,7 @@ func (m *Manager) waitFor(c *container, bound time.Duration, cond func(*containe
 		if left <= 0 {
 			return false
 		}
-		t := time.NewTimer(min(left, 20*time.Millisecond))
+		t := time.NewTimer(min(left, rereadEvery))
 		select {
 		case <-ch:
 		case <-t.C:

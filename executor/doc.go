@@ -20,12 +20,12 @@
 //   - Process group: the op leads a group of its own (its pid is the group
 //     id), which every process it forks joins unless it leaves.
 //   - Timeout: at Spec.Timeout, or when ctx ends, the group gets SIGTERM;
-//     Grace (default 2 s) later, SIGKILL, unless the group emptied.
+//     Grace (DefaultGrace) later, SIGKILL, unless the group emptied.
 //     Result.TimedOut (or Canceled) and Escalated say what happened. The
 //     group of an op that exits on its own is never signalled: a start
 //     op's daemons live there.
 //   - Leftovers: once the op's process has exited, stdout and stderr are
-//     read for at most WaitDelay (default 200 ms) more, so a daemon that
+//     read for at most WaitDelay (DefaultWaitDelay) more, so a daemon that
 //     kept them open cannot hold the op (Result.PipesHeld).
 //   - Result: the protocol.Output (stdout, stderr tail, exit status, 128+n
 //     for a death by signal n), the pid, SpawnErr when it could not be
@@ -41,8 +41,8 @@
 //
 // On Linux (5.3 and later) the op's own goroutine waits in poll(2) on its
 // two pipes and on the op's pidfd, which becomes readable at the exit, and
-// reads what is ready: the work of a C posix_spawn loop, and within 10% of
-// its time (BenchmarkFingerprintOp). Elsewhere, and on older kernels, the
+// reads what is ready: the work of a C posix_spawn loop, and close to its
+// time (bench/README.md#op has today's ratio). Elsewhere, and on older kernels, the
 // portable engine uses os.StartProcess, the runtime's poller and a goroutine
 // in Wait. Both pass the same tests.
 //
@@ -70,8 +70,8 @@
 // container whose PID 1 does not reap), and a zombie answers kill -0, so a
 // restart's start would take the dead daemon for a live one. Its cost is
 // one scan of svcrun's children per op's end in waitid, small now that
-// polls are rare (6.7 ops a second at 1,000 services). A
-// reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
+// polls are rare (the idle CPU of 1,000 services and their ops:
+// bench/README.md#peers-idle). A reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
 // driven by SIGCHLD, reaps those orphans when they die, and never a child
 // that Spawn or StartCmd waits for: those are registered, under a lock that
 // the reaper takes to reap, before the reaper can see them. In a process
@@ -83,7 +83,7 @@
 // still runs (kill -0) would otherwise find its zombie, if the reaper has
 // not got to it, and answer "already running". That look is cheap beside
 // one live daemon per running service: it takes no lock a spawn needs, a
-// zombie in flight is left to its owner first (up to 50 ms), and only then
+// zombie in flight is left to its owner first (up to ownerWaitMin), and only then
 // are the children asked, one waitid each, whether they exited.
 // Before it reaps an orphan the reaper tells the cgroup Manager whether a
 // signal killed it (NoteChildExit): a daemon's master that svcrun
@@ -156,8 +156,8 @@
 // daemon and is armed (engine.ContainerPopulated is posted, before the op's
 // OpDone: the service is contained, and status becomes a safety net), and
 // when an armed container empties with no op of the service running,
-// engine.ContainerEmptied is posted (within a few milliseconds of the
-// death; the package cgroup doc has the rule). An op
+// engine.ContainerEmptied is posted (bench/README.md#master-death has how
+// soon after the death; the package cgroup doc has the rule). An op
 // whose clone into its cgroup fails because the container was removed
 // under svcrun (the clone's ENOENT reads as a missing executable) runs in
 // the container re-created for it (cgroup.Manager.Recover, logged at
@@ -190,7 +190,7 @@
 // tells the executor the group of each one it reaps: when that empties the
 // last group a service's ops left processes in, with none of its ops
 // running, engine.ContainerEmptied is posted for the service, as its
-// cgroup would (0.1-0.2 ms after the death in the tests). A daemon that
+// cgroup would, as soon as the reaper has reaped it. A daemon that
 // left its group, or one whose parent outside the group still lives, is
 // not seen: the status polls find it.
 //

@@ -44,12 +44,13 @@ func mutating(op protocol.Op) bool {
 // process, not of the machine, whose crash ends the op as well (BootID
 // tells records of an earlier boot). Each line is one write(2), which a
 // death does not split. Appending is cheaper than replacing the file by a
-// rename, which ext4 (auto_da_alloc) makes write out: BenchmarkOpRecord
-// 0.33 ms against 0.66-0.78 ms on the loaded 2-core VM.
+// rename, which ext4 (auto_da_alloc) makes write out (BenchmarkOpRecord
+// measures the record of one op).
 //
 // The files themselves are reused (see recordFiles): creating one per op
 // and removing it made ext4 look for a free inode past every one removed
-// in the last minute, 13% of svcrun's own CPU in a boot of 1,000 services.
+// in the last minute (bench/HISTORY.md, svcrun beside supervisord, s6 and
+// runit: op records reuse their files).
 type opRecord struct {
 	Service string   `json:"service"`
 	Op      string   `json:"op"`
