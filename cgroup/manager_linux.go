@@ -89,7 +89,9 @@ type container struct {
 // says why, every method that needs one fails with it, and svcrun falls
 // back to process groups.
 func New(o Options) *Manager {
-	m := &Manager{modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1, lockFD: -1, log: o.Logger}
+	m := &Manager{
+		modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1, lockFD: -1,
+		log: o.Logger}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -382,7 +384,8 @@ func (m *Manager) Recover(service string) (int, error) {
 	if fd, err := c.openDir(); err == nil {
 		return fd, nil
 	}
-	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
+	removed := fmt.Errorf(
+		"the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
 	if c.wd >= 0 {
 		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 		delete(m.wds, c.wd)
@@ -932,7 +935,9 @@ func (m *Manager) Status(service string) (Status, bool) {
 	}
 	c.mu.Lock()
 	post := c.refreshLocked()
-	st := Status{Service: c.service, Path: c.dir, Populated: c.populated, Frozen: c.frozen, Armed: c.armed, Ops: c.ops, Memory: c.memory, Pids: c.pids}
+	st := Status{
+		Service: c.service, Path: c.dir, Populated: c.populated, Frozen: c.frozen, Armed: c.armed, Ops: c.ops,
+		Memory: c.memory, Pids: c.pids}
 	c.mu.Unlock()
 	if post {
 		m.emit(c.service)

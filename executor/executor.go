@@ -173,9 +173,11 @@ func (m *moduleData) bundleReplaced() error {
 	case err == nil && os.SameFile(now, m.loaded):
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
+		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): "+
+			"put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
 	}
-	return nodeFault{fmt.Errorf("the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
+	return nodeFault{fmt.Errorf(
+		"the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
 }
 
 // New returns the executor of the node's modules. post receives the OpDone
@@ -222,7 +224,9 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	if cfg.Subreaper {
 		if err := BecomeSubreaper(); err != nil {
-			log.Warn("cannot become a child subreaper: the daemons ops leave go to init, whose late reaping can make a dead daemon's zombie look alive to a restart", "error", err)
+			log.Warn(
+				"cannot become a child subreaper: the daemons ops leave go to init, whose late reaping can make a dead daemon's "+
+					"zombie look alive to a restart", "error", err)
 		}
 	}
 	return x, nil
@@ -266,7 +270,8 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	}
 	host := svcenv.HostPlatform()
 	if cfg.Node.Platform != string(host) {
-		return nil, fmt.Errorf("executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
+		return nil, fmt.Errorf(
+			"executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
 	}
 	userName := cfg.User
 	if userName == "" {
@@ -326,7 +331,8 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	return targets, nil
 }
 
-func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
+func moduleDataOf(
+	cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
 	md := &moduleData{owner: cfg.Owner, module: m.Name, bundle: m.Dir}
 	md.loaded, _ = os.Stat(m.Dir)
 	l, err := svcenv.Paths(host, cfg.Node.ModuleDataDir(m.Name))
@@ -374,7 +380,8 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 		return Result{}, Outcome(op.Op, protocol.RoleService, Result{SpawnErr: err})
 	}
 	canceled := func() (Result, engine.Outcome) {
-		return Result{}, engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+		return Result{}, engine.Outcome{
+			Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
 	}
 	// An op an earlier svcrun started on this service may still run:
 	// no op begins beside it.
@@ -479,7 +486,8 @@ func (t *target) opSpec(op engine.RunOp) (Spec, error) {
 		return Spec{}, fmt.Errorf("%s of %s %s: %w", op.Op, kind, op.Target, err)
 	}
 	if err := t.mod.prepareDataDir(); err != nil {
-		return Spec{}, fmt.Errorf("%s of %s %s: prepare the data dir of module %s: %w", op.Op, kind, op.Target, op.Target.Module, err)
+		return Spec{}, fmt.Errorf(
+			"%s of %s %s: prepare the data dir of module %s: %w", op.Op, kind, op.Target, op.Target.Module, err)
 	}
 	timeout := op.Timeout
 	if timeout <= 0 {
@@ -530,7 +538,8 @@ func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 		}
 	}
 	if len(live) > 0 {
-		x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", loglimit.Few(live))
+		x.log.Warn("the stop left processes running: their process groups are killed",
+			"service", t.String(), "groups", loglimit.Few(live))
 		for _, pgid := range live {
 			waitGroupGone(pgid, killWait)
 		}

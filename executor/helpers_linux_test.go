@@ -58,7 +58,9 @@ func newFixture(t testing.TB) *fixture {
 	if err := svcenv.WriteFiles(l, nil, svcenv.Files{}); err != nil {
 		t.Fatal(err)
 	}
-	f.env, err = svcenv.Environ(svcenv.Input{Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "svc", ModuleData: f.data, User: "tester"})
+	f.env, err = svcenv.Environ(svcenv.Input{
+		Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "svc", ModuleData: f.data, User: "tester",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

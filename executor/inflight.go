@@ -174,7 +174,9 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 		err = nil
 	}
 	if err != nil {
-		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error", err)
+		log.Warn(
+			"ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error",
+			err)
 		return
 	}
 	x.dir, x.bootID, x.token = dir, id, ids.New("")
@@ -346,7 +348,9 @@ func (x *Executor) awaitLeftover(rec opRecord, p proc, deadline int64) bool {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	log.Warn("the op an earlier svcrun started overran its timeout: its process group is killed (SIGTERM, then SIGKILL after the grace)", "grace", grace)
+	log.Warn(
+		"the op an earlier svcrun started overran its timeout: its process group is killed (SIGTERM, then SIGKILL after "+
+			"the grace)", "grace", grace)
 	signalGroup(p.pid, syscall.SIGTERM)
 	termAt := time.Now()
 	if w.wait(x.ctx, grace) == waitCanceled {
@@ -372,7 +376,8 @@ func (x *Executor) awaitLeftovers(t engine.Target, op protocol.Op) bool {
 	select {
 	case <-done:
 	default:
-		x.log.Info("op held until the ops an earlier svcrun started on the service have ended", "service", t.String(), "op", string(op))
+		x.log.Info(
+			"op held until the ops an earlier svcrun started on the service have ended", "service", t.String(), "op", string(op))
 		select {
 		case <-done:
 		case <-x.ctx.Done():
@@ -436,7 +441,9 @@ func (x *Executor) recordIntent(id engine.OpID, t engine.Target, op protocol.Op,
 		}
 	}
 	if err != nil {
-		x.log.Warn("record of an op in flight not written: if svcrun dies during the op, the next one will not wait for it", "file", j.file, "error", err)
+		x.log.Warn(
+			"record of an op in flight not written: if svcrun dies during the op, the next one will not wait for it", "file",
+			j.file, "error", err)
 	}
 	return j
 }
@@ -463,7 +470,9 @@ func (j *opJournal) started(pid int) {
 	ticks, _ := procfs.StartTicks(pid)
 	line := fmt.Sprintf("{\"pid\":%d,\"start_ticks\":%d}\n", pid, ticks)
 	if _, err := j.f.WriteString(line); err != nil {
-		j.x.log.Warn("pid of an op in flight not recorded: if svcrun dies during the op, the next one looks for it", "file", j.file, "error", err)
+		j.x.log.Warn(
+			"pid of an op in flight not recorded: if svcrun dies during the op, the next one looks for it", "file", j.file,
+			"error", err)
 	}
 }
 
@@ -488,7 +497,8 @@ func (j *opJournal) done() {
 		j.f.Close()
 	}
 	if err := os.Remove(j.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-		j.x.log.Warn("record of an ended op not removed: the next svcrun will find its process gone", "file", j.file, "error", err)
+		j.x.log.Warn(
+			"record of an ended op not removed: the next svcrun will find its process gone", "file", j.file, "error", err)
 	}
 }
 

@@ -331,7 +331,8 @@ func spawnPortable(ctx context.Context, p *spawning) Result {
 
 	res.Stdout, res.StdoutTruncated = out.buf, out.truncated
 	res.StderrTail = tail.bytes()
-	res.PipesHeld = tail.held || (!out.truncated && (errors.Is(outErr, os.ErrDeadlineExceeded) || errors.Is(outErr, os.ErrClosed)))
+	pipeCut := errors.Is(outErr, os.ErrDeadlineExceeded) || errors.Is(outErr, os.ErrClosed)
+	res.PipesHeld = tail.held || (!out.truncated && pipeCut)
 	res.TimedOut, res.Canceled, res.Escalated = k.timedOut, k.canceled, k.killed
 	if waitErr != nil {
 		res.SpawnErr = fmt.Errorf("executor: wait for pid %d: %w", proc.Pid, waitErr)

@@ -102,7 +102,8 @@ func testStdoutFloodIsCutAndKilled(t *testing.T) {
 	}
 	// Killed at once rather than waited for: SIGKILL ended it, not EOF.
 	if res.Signal != syscall.SIGKILL || !res.Escalated || res.TimedOut {
-		t.Errorf("signal %v escalated %v timed out %v; want killed by us at the limit", res.Signal, res.Escalated, res.TimedOut)
+		t.Errorf(
+			"signal %v escalated %v timed out %v; want killed by us at the limit", res.Signal, res.Escalated, res.TimedOut)
 	}
 	o := Outcome(protocol.OpFingerprint, protocol.RoleService, res)
 	if o.Failure != engine.FailProtocol || !strings.Contains(o.Message, "stdout was cut off at the 1 MiB limit") {
@@ -136,7 +137,8 @@ func testTimeoutPoliteExitsWithinGrace(t *testing.T) {
 	s.Grace = 20 * time.Second
 	res := Spawn(context.Background(), s)
 	if !res.TimedOut || res.Escalated || res.Duration >= s.Grace {
-		t.Errorf("timed out %v escalated %v after %v; want a prompt exit at SIGTERM", res.TimedOut, res.Escalated, res.Duration)
+		t.Errorf(
+			"timed out %v escalated %v after %v; want a prompt exit at SIGTERM", res.TimedOut, res.Escalated, res.Duration)
 	}
 	if !bytes.Contains(res.StderrTail, []byte("bye")) {
 		t.Errorf("stderr %q: the TERM trap did not run", res.StderrTail)
@@ -236,7 +238,8 @@ func testOwnedObjectWithDashIDIsSkipped(t *testing.T) {
 	if objs := o.Result.OwnedList.Objects; len(objs) != 1 || objs[0].ID != "vol-1" {
 		t.Errorf("objects %+v, want only vol-1", objs)
 	}
-	if w := o.Result.Warnings; len(w) != 1 || !strings.Contains(w[0], `/objects/0: skipped: invalid object id "-rf": starts with '-'`) {
+	const skipped = `/objects/0: skipped: invalid object id "-rf": starts with '-'`
+	if w := o.Result.Warnings; len(w) != 1 || !strings.Contains(w[0], skipped) {
 		t.Errorf("warnings %q", w)
 	}
 }
@@ -312,14 +315,16 @@ func testCancelKillsLikeATimeout(t *testing.T) {
 	if !res.Canceled || res.TimedOut || res.Duration > 30*time.Second {
 		t.Fatalf("canceled %v timed out %v after %v", res.Canceled, res.TimedOut, res.Duration)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || !strings.HasPrefix(o.Message, "canceled after ") {
+	o := Outcome(protocol.OpStart, protocol.RoleService, res)
+	if o.Failure != engine.FailTimeout || !strings.HasPrefix(o.Message, "canceled after ") {
 		t.Errorf("outcome %+v", o)
 	}
 	res = Spawn(ctx, s)
 	if !res.Canceled || res.Pid != 0 || res.SpawnErr != nil {
 		t.Errorf("an op with a done context: %+v", res)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || o.Message != "canceled before it started" {
+	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout ||
+		o.Message != "canceled before it started" {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -378,9 +383,11 @@ func testHooks(t *testing.T) {
 	select {
 	case res = <-ran:
 	case <-time.After(time.Minute):
-		t.Fatal("Run with a failing Started hook has not returned in a minute: it waits for its hanging op instead of killing it")
+		t.Fatal("Spawn with a failing Started hook has not returned in a minute: " +
+			"it waits for its hanging op instead of killing it")
 	}
-	if res.SpawnErr == nil || !strings.Contains(res.SpawnErr.Error(), "no rlimit for you") || res.Pid != 0 || res.TimedOut {
+	if res.SpawnErr == nil || !strings.Contains(res.SpawnErr.Error(), "no rlimit for you") ||
+		res.Pid != 0 || res.TimedOut {
 		t.Errorf("a failing Started: spawn error %v, pid %d, timed out %v", res.SpawnErr, res.Pid, res.TimedOut)
 	}
 	eventually(t, time.Minute, "the op of a failing Started is killed", func() bool { return !alive(startedPid) })
@@ -399,7 +406,9 @@ func testReaperReapsAbandonedDaemon(t *testing.T) {
 	daemon := f.readPid(t, "daemon.pid")
 	// Its parent exited before the op did: the daemon is ours now.
 	if ppid, state, ok := procStat(daemon); !ok || ppid != os.Getpid() || state == 'Z' {
-		t.Fatalf("daemon %d: parent %d state %c found %v; want a live child of the subreaper %d", daemon, ppid, state, ok, os.Getpid())
+		t.Fatalf(
+			"daemon %d: parent %d state %c found %v; want a live child of the subreaper %d", daemon, ppid, state, ok,
+			os.Getpid())
 	}
 	// Let it exit: it blocks reading the fifo.
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
