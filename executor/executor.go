@@ -442,11 +442,11 @@ func (x *Executor) PrepareDataDir(module string) error {
 
 // RunStandalone is the synchronous op without an Executor around it: it
 // runs one op of cfg's modules and returns how it ended, assembled
-// exactly as the ops of New's executor (the module data
-// dir and its files, the environment, the command, the timeout, the
-// sandbox hooks, the outcome), without a daemon around it: no container
-// (cfg.Containers is ignored), no limit on concurrent ops, no record of
-// the op for a later svcrun to adopt. svcrun op runs it.
+// exactly as the ops of New's executor (the module data dir and its
+// files, the environment, the command, the timeout, the sandbox hooks,
+// the outcome), but with no container (cfg.Containers is ignored), no
+// limit on concurrent ops and no record of the op for a later svcrun to
+// adopt. svcrun op runs it.
 func RunStandalone(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Outcome, error) {
 	targets, err := buildTargets(cfg)
 	if err != nil {
