@@ -64,7 +64,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -380,13 +379,8 @@ func (a *Agent) ErrorLog(subject string) *log.Logger {
 func (a *Agent) Config() *nodeconfig.Config { return a.cfg }
 
 func (a *Agent) execConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) executor.Config {
-	c := executor.Config{Node: cfg, Modules: mods, Containers: a.containers, Hooks: a.oom.hooks(sandbox.For(cfg)), Logger: a.log, Pauses: a.pauses}
-	if u, err := user.Current(); err == nil {
-		c.User = u.Username
-	}
-	if a.identity.Owner != nil {
-		c.User, c.Owner = a.identity.User, a.identity.Owner
-	}
+	c := sandbox.ExecutorConfig(cfg, mods, a.identity)
+	c.Containers, c.Hooks, c.Logger, c.Pauses = a.containers, a.oom.hooks(c.Hooks), a.log, a.pauses
 	return c
 }
 

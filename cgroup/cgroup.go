@@ -187,7 +187,9 @@ func (s Support) Missing() []string {
 	for _, l := range []struct {
 		name string
 		f    Feature
-	}{{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze}, {"memory.max", s.Memory}, {"pids.max", s.Pids}, {"member exits (pidfd)", s.MemberExits}} {
+	}{
+		{"cgroup v2 process containers", s.Containers}, {"cgroup.kill", s.Kill}, {"cgroup.freeze", s.Freeze},
+		{"memory.max", s.Memory}, {"pids.max", s.Pids}, {"member exits (pidfd)", s.MemberExits}} {
 		if !l.f.OK {
 			out = append(out, l.name+": "+l.f.Reason)
 		}
@@ -267,7 +269,8 @@ const DefaultWait = 2 * time.Second
 // compile them at start.
 var (
 	serviceNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`) })
-	baseNameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`) })
+	baseNameRE    = sync.OnceValue(
+		func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,254}$`) })
 )
 
 // splitService checks a service's full name module/name and returns its

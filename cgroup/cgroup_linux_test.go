@@ -37,7 +37,8 @@ func TestParseMountinfo(t *testing.T) {
 		t.Errorf("entries %+v", ms)
 	}
 	// /sys/fs/cgroup wins when it is cgroup2.
-	ms = parseMountinfo([]byte("41 31 0:38 / /x rw - cgroup2 cgroup2 rw\n42 1 0:39 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"))
+	ms = parseMountinfo(
+		[]byte("41 31 0:38 / /x rw - cgroup2 cgroup2 rw\n42 1 0:39 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"))
 	if m := cgroup2Mount(ms); m == nil || m.point != "/sys/fs/cgroup" {
 		t.Errorf("cgroup2 mount %+v", m)
 	}
@@ -113,7 +114,8 @@ func TestLocateCreatesNothing(t *testing.T) {
 // is not writable, unless REQUIRE_KERNEL_FEATURES=1.
 func newManager(t testing.TB, onEmptied func(string)) *Manager {
 	t.Helper()
-	return newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), OnEmptied: onEmptied})
+	name := fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	return newManagerWith(t, Options{Name: name, OnEmptied: onEmptied})
 }
 
 // newManagerWith is newManager for o, which names the base. A base held by
@@ -565,7 +567,8 @@ func TestMemberExitedEvent(t *testing.T) {
 	}
 	m.SetOnMemberExited(func(s string, _ bool) { exited <- s })
 	// The master prints its pid, then its workers'.
-	out := spawn(t, m, svc, `sh -c 'echo $$; sleep 1000 >/dev/null & echo $!; sleep 1000 >/dev/null & echo $!; exec >/dev/null; wait' </dev/null 2>/dev/null &`)
+	out := spawn(t, m, svc, `sh -c 'echo $$; sleep 1000 >/dev/null & echo $!; sleep 1000 >/dev/null & echo $!; `+
+		`exec >/dev/null; wait' </dev/null 2>/dev/null &`)
 	pids := pidsOf(t, out)
 	if len(pids) != 3 {
 		t.Fatalf("spawn printed %q", out)

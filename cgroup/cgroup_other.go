@@ -13,7 +13,9 @@ var errNotAvailable = fmt.Errorf("cgroup v2 process containers: not available on
 
 func unavailable() Support {
 	why := errNotAvailable.Error()
-	return Support{Containers: Feature{Reason: why}, Kill: Feature{Reason: why}, Freeze: Feature{Reason: why}, Memory: Feature{Reason: why}, Pids: Feature{Reason: why}, MemberExits: Feature{Reason: why}}
+	return Support{
+		Containers: Feature{Reason: why}, Kill: Feature{Reason: why}, Freeze: Feature{Reason: why},
+		Memory: Feature{Reason: why}, Pids: Feature{Reason: why}, MemberExits: Feature{Reason: why}}
 }
 
 // Probe reports that cgroups are not available on this platform.

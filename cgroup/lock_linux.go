@@ -79,7 +79,8 @@ func (e *inUseError) Unwrap() error { return ErrInUse }
 func newInUseError(o Options, base string, pid int, dataDir string) error {
 	whose, fix := fmt.Sprintf("the process containers %s are", base), "give this svcrun another base cgroup name"
 	if o.Name == "" && o.NodeID != "" {
-		whose, fix = fmt.Sprintf("the process containers of node_id %s (%s) are", o.NodeID, base), "give this svcrun its own node_id"
+		whose, fix = fmt.Sprintf(
+			"the process containers of node_id %s (%s) are", o.NodeID, base), "give this svcrun its own node_id"
 	}
 	var holder []string
 	if pid > 0 {

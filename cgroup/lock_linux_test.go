@@ -28,7 +28,8 @@ func inUseMessage(node, base string, pid int, dataDir string) string {
 	if _, err := unix.Getxattr(base, xattrOwner, nil); err == nil {
 		holder += ", data dir " + dataDir
 	}
-	return fmt.Sprintf("the process containers of node_id %s (%s) are in use by another svcrun (%s): give this svcrun its own node_id", node, base, holder)
+	return fmt.Sprintf("the process containers of node_id %s (%s) are in use by another svcrun (%s): "+
+		"give this svcrun its own node_id", node, base, holder)
 }
 
 // TestSecondManagerOfANodeRefused: a second Manager with the same node id
@@ -120,7 +121,8 @@ func TestBaseLockGoesWithAKilledHolder(t *testing.T) {
 	refused := New(Options{NodeID: node})
 	err = refused.Err()
 	refused.Close()
-	if want := inUseMessage(node, probe.Base(), cmd.Process.Pid, "/var/lib/svcrun-holder"); !errors.Is(err, ErrInUse) || err.Error() != want {
+	want := inUseMessage(node, probe.Base(), cmd.Process.Pid, "/var/lib/svcrun-holder")
+	if !errors.Is(err, ErrInUse) || err.Error() != want {
 		t.Fatalf("while the helper holds the base: %v, want %q", err, want)
 	}
 
@@ -197,7 +199,8 @@ func TestRecoverRemovedContainer(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				var logged bytes.Buffer
-				m := newManagerWith(t, Options{Name: fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano()), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+				name := fmt.Sprintf("svcrun-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+				m := newManagerWith(t, Options{Name: name, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 				const svc = "mod/lost"
 				if _, err := m.Limits(svc, 0, 64); err != nil {
 					t.Fatal(err)
@@ -246,7 +249,8 @@ func TestRecoverRemovedContainer(t *testing.T) {
 						t.Errorf("pids.max of the new container %q, want 64", data)
 					}
 				}
-				want := fmt.Sprintf("the process container %s of %s was removed (by another svcrun with the same node_id?): re-created", dir, svc)
+				want := fmt.Sprintf(
+					"the process container %s of %s was removed (by another svcrun with the same node_id?): re-created", dir, svc)
 				if n := strings.Count(logged.String(), "level=WARN"); n != 1 || !strings.Contains(logged.String(), want) {
 					t.Errorf("%d WARN, want one with %q:\n%s", n, want, &logged)
 				}

@@ -42,7 +42,8 @@ func TestMembersThreadNotTheFirst(t *testing.T) {
 	done := make(chan error)
 	var w *members
 	onFirstThread <- func() {
-		w = &members{exits: make(chan struct{}, 1), done: make(chan struct{}), byID: map[int32]*container{}, pids: map[int]bool{}}
+		w = &members{
+			exits: make(chan struct{}, 1), done: make(chan struct{}), byID: map[int32]*container{}, pids: map[int]bool{}}
 		if w.wake, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 			done <- err
 			return

@@ -59,10 +59,10 @@ type container struct {
 	// re-created at the same path. No descriptor is held: every op's
 	// fork copies svcrun's descriptor table and its exec closes it, in
 	// the one confining thread of the module, so one descriptor per
-	// service slowed every spawn of a node of 1,000 services (a fork and
-	// exec: 0.90 ms with 2,000 descriptors open, 0.70 ms without; a
-	// spawn of a static binary 0.96-1.09 ms with 1,000, 0.88-0.95 ms
-	// without). open is false once it is removed or the Manager closed.
+	// service slowed every spawn of a node of 1,000 services
+	// (bench/HISTORY.md, svcrun beside supervisord, s6 and runit: what is
+	// left is the module's spawn; bench/README.md#pidfds for the pidfds).
+	// open is false once it is removed or the Manager closed.
 	open        bool
 	dirID, evID fileID
 	wd          int32
@@ -89,7 +89,9 @@ type container struct {
 // says why, every method that needs one fails with it, and svcrun falls
 // back to process groups.
 func New(o Options) *Manager {
-	m := &Manager{modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1, lockFD: -1, log: o.Logger}
+	m := &Manager{
+		modules: map[string]*moduleDir{}, svcs: map[string]*container{}, wds: map[int32]*container{}, inoFD: -1, lockFD: -1,
+		log: o.Logger}
 	if m.log == nil {
 		m.log = slog.Default()
 	}
@@ -171,14 +173,25 @@ func (m *Manager) emitArmed(service string) {
 
 // Path is the container directory of a service (whether or not it exists).
 func (m *Manager) Path(service string) (string, error) {
-	mod, name, err := splitService(service)
+	_, dir, err := m.dirOf(service)
 	if err != nil {
 		return "", err
 	}
 	if m.sup.Base == "" {
 		return "", m.err
 	}
-	return filepath.Join(m.sup.Base, mod, name), nil
+	return dir, nil
+}
+
+// dirOf is the one mapping of a service's name to its container:
+// <base>/<module>/<name>, and the module whose directory holds it. Strays
+// reads it back.
+func (m *Manager) dirOf(service string) (module, dir string, err error) {
+	module, name, err := splitService(service)
+	if err != nil {
+		return "", "", err
+	}
+	return module, filepath.Join(m.sup.Base, module, name), nil
 }
 
 // Create makes the service's container if needed and returns a new
@@ -287,7 +300,7 @@ func (m *Manager) createLocked(service string) (*container, error) {
 		// container, or the service could never start again.
 		m.dropLocked(c)
 	}
-	modName, name, err := splitService(service)
+	modName, dir, err := m.dirOf(service)
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +308,7 @@ func (m *Manager) createLocked(service string) (*container, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &container{service: service, dir: filepath.Join(m.sup.Base, modName, name), wd: -1, mod: mod, changed: make(chan struct{})}
+	c := &container{service: service, dir: dir, wd: -1, mod: mod, changed: make(chan struct{})}
 	// An empty container left by an earlier svcrun may have been killed:
 	// replace it. A populated one holds a daemon to adopt: keep it.
 	_ = unix.Rmdir(c.dir)
@@ -371,7 +384,8 @@ func (m *Manager) Recover(service string) (int, error) {
 	if fd, err := c.openDir(); err == nil {
 		return fd, nil
 	}
-	removed := fmt.Errorf("the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
+	removed := fmt.Errorf(
+		"the process container %s of %s was removed (by another svcrun with the same node_id?)", c.dir, service)
 	if c.wd >= 0 {
 		unix.InotifyRmWatch(m.inoFD, uint32(c.wd))
 		delete(m.wds, c.wd)
@@ -447,7 +461,7 @@ func (c *container) openDir() (int, error) {
 // module's too, with the limit controllers, if that went with it) and
 // opens it. m.mu and c.mu are held.
 func (m *Manager) recreateLocked(c *container) error {
-	modName, _, _ := strings.Cut(c.service, "/")
+	modName, _, _ := splitService(c.service) // checked when c was made
 	if _, err := os.Stat(filepath.Dir(c.dir)); errors.Is(err, os.ErrNotExist) {
 		delete(m.modules, modName)
 	}
@@ -606,9 +620,12 @@ func (m *Manager) watch() {
 	}
 }
 
+// rereadEvery is how often waitFor re-reads cgroup.events on its own.
+const rereadEvery = 20 * time.Millisecond
+
 // waitFor waits until cond (called with c.mu held, after a re-read of
 // cgroup.events) holds, at most bound. The watcher's re-reads wake it; it
-// re-reads itself every 20 ms in case no notification comes.
+// re-reads itself every rereadEvery in case no notification comes.
 func (m *Manager) waitFor(c *container, bound time.Duration, cond func(*container) bool) bool {
 	deadline := time.Now().Add(bound)
 	for {
@@ -627,7 +644,7 @@ func (m *Manager) waitFor(c *container, bound time.Duration, cond func(*containe
 		if left <= 0 {
 			return false
 		}
-		t := time.NewTimer(min(left, 20*time.Millisecond))
+		t := time.NewTimer(min(left, rereadEvery))
 		select {
 		case <-ch:
 		case <-t.C:
@@ -717,7 +734,7 @@ func (m *Manager) Strays(known map[string]bool) ([]string, error) {
 			return nil, fmt.Errorf("cgroup: strays: %w", err)
 		}
 		for _, sd := range svcs {
-			service := md.Name() + "/" + sd.Name()
+			service := md.Name() + "/" + sd.Name() // dirOf read back
 			if _, _, err := splitService(service); sd.IsDir() && err == nil && !known[service] {
 				out = append(out, service)
 			}
@@ -918,7 +935,9 @@ func (m *Manager) Status(service string) (Status, bool) {
 	}
 	c.mu.Lock()
 	post := c.refreshLocked()
-	st := Status{Service: c.service, Path: c.dir, Populated: c.populated, Frozen: c.frozen, Armed: c.armed, Ops: c.ops, Memory: c.memory, Pids: c.pids}
+	st := Status{
+		Service: c.service, Path: c.dir, Populated: c.populated, Frozen: c.frozen, Armed: c.armed, Ops: c.ops,
+		Memory: c.memory, Pids: c.pids}
 	c.mu.Unlock()
 	if post {
 		m.emit(c.service)

@@ -24,9 +24,9 @@ const maxMembers = 2
 // pidfds, which live in a descriptor table of their own: one locked OS
 // thread unshared its table (unshare(CLONE_FILES)) and does every
 // pidfd_open, close and epoll_wait there. Every op's fork copies the table
-// of the thread that forks, svcrun's, which holds none of them: 2,000
-// pidfds in svcrun's table made each fork and exec cost 15-36% more CPU
-// (docs/decisions.md). The thread blocks in epoll_wait: nothing runs while
+// of the thread that forks, svcrun's, which holds none of them: pidfds in
+// svcrun's table made each fork and exec dearer (bench/README.md#pidfds;
+// docs/decisions.md). The thread blocks in epoll_wait: nothing runs while
 // no watched process exits. It holds at most maxMembers pidfds for each
 // container that holds a daemon of several processes, none for a
 // single-process daemon.

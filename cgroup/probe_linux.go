@@ -86,7 +86,8 @@ func probe(o Options) (s Support, created bool) {
 	}
 	s.Containers.OK = true
 	s.Kill = fileFeature(s.Base, fileKill, "Linux 5.14", "Kill signals every process of cgroup.procs instead")
-	s.Freeze = fileFeature(s.Base, fileFreeze, "Linux 5.2", "Freeze and Thaw send SIGSTOP and SIGCONT to every process of cgroup.procs instead")
+	s.Freeze = fileFeature(
+		s.Base, fileFreeze, "Linux 5.2", "Freeze and Thaw send SIGSTOP and SIGCONT to every process of cgroup.procs instead")
 
 	// memory and pids: available to the parent, enabled for the base's
 	// children by the parent's and the base's subtree_control.
@@ -177,8 +178,11 @@ func enableController(s Support, mounts []mountEntry, ctrl string) Feature {
 			}
 		}
 		if s.Mount != "" && s.Parent != s.Mount {
-			if data, err := os.ReadFile(filepath.Join(s.Mount, fileControllers)); err == nil && slices.Contains(strings.Fields(string(data)), ctrl) {
-				why = fmt.Sprintf("the %s controller is not delegated to svcrun's cgroup %s (enable it in its parent's subtree_control, e.g. systemd Delegate=yes)", ctrl, s.Own)
+			data, err := os.ReadFile(filepath.Join(s.Mount, fileControllers))
+			if err == nil && slices.Contains(strings.Fields(string(data)), ctrl) {
+				why = fmt.Sprintf(
+					"the %s controller is not delegated to svcrun's cgroup %s (enable it in its parent's subtree_control, e.g. "+
+						"systemd Delegate=yes)", ctrl, s.Own)
 			}
 		}
 		return Feature{Reason: why}
@@ -187,7 +191,10 @@ func enableController(s Support, mounts []mountEntry, ctrl string) Feature {
 		if err := enableIn(dir, ctrl); err != nil {
 			why := fmt.Sprintf("enable %s in %s: %v", ctrl, filepath.Join(dir, fileSubtree), err)
 			if dir == s.Parent && errors.Is(err, unix.EBUSY) {
-				why += fmt.Sprintf(" (svcrun's cgroup holds processes, svcrun among them: a cgroup with processes cannot enable controllers for its children; run svcrun in a delegated cgroup where it is alone, e.g. systemd Delegate=yes, with %s as a leaf)", s.Parent)
+				why += fmt.Sprintf(
+					" (svcrun's cgroup holds processes, svcrun among them: a cgroup with processes cannot enable controllers for "+
+						"its children; run svcrun in a delegated cgroup where it is alone, e.g. systemd Delegate=yes, with %s as a "+
+						"leaf)", s.Parent)
 			}
 			return Feature{Reason: why}
 		}
@@ -326,7 +333,8 @@ func parseOwnCgroup(data []byte) (string, error) {
 func pidfdFeature() Feature {
 	fd, err := unix.PidfdOpen(os.Getpid(), 0)
 	if err != nil {
-		return Feature{Reason: fmt.Sprintf("pidfd_open (Linux 5.3): %v; a master that dies while its workers live on is seen by the next status", err)}
+		return Feature{Reason: fmt.Sprintf(
+			"pidfd_open (Linux 5.3): %v; a master that dies while its workers live on is seen by the next status", err)}
 	}
 	unix.Close(fd)
 	return Feature{OK: true}

@@ -32,9 +32,8 @@ type Config struct {
 	// Names are the services and probes to check; all of the module's
 	// that run on this host when empty.
 	Names []string
-	// User and Owner are who the ops run as (executor.Config).
-	User  string
-	Owner *svcenv.Owner
+	// Identity is who the ops run as (run_as), as the daemon's.
+	Identity sandbox.Identity
 	// NoContainers runs every service in process groups, as on a host
 	// without cgroup v2.
 	NoContainers bool
@@ -77,11 +76,10 @@ func Check(ctx context.Context, cfg Config) (*Report, error) {
 		mgr = cgroup.New(cgroup.Options{Name: baseName(), DataDir: cfg.Node.DataDir, Logger: log})
 		defer removeBase(mgr)
 	}
-	x, err := executor.New(executor.Config{
-		Node: cfg.Node, Modules: []nodeconfig.LoadedModule{cfg.Module},
-		User: cfg.User, Owner: cfg.Owner, Hooks: sandbox.For(cfg.Node),
-		Containers: mgr, Logger: log, WaitDelay: pipeGrace,
-	}, func(engine.Event) {}) // RunWait posts no OpDone; emptied containers are counted, not awaited
+	xcfg := sandbox.ExecutorConfig(cfg.Node, []nodeconfig.LoadedModule{cfg.Module}, cfg.Identity)
+	xcfg.Containers, xcfg.Logger, xcfg.WaitDelay = mgr, log, pipeGrace
+	// RunWait posts no OpDone; emptied containers are counted, not awaited.
+	x, err := executor.New(xcfg, func(engine.Event) {})
 	if err != nil {
 		return nil, fmt.Errorf("check module %s: %w", cfg.Module.Manifest.Name, err)
 	}

@@ -155,7 +155,7 @@ func (c *run) startReady() (string, *verdict) {
 // but the preparation of the data dir.
 func checkFingerprint(c *run) verdict {
 	dir := c.s.node.ModuleDataDir(c.t.Module)
-	if err := c.s.x.Prepare(c.t.Module); err != nil {
+	if err := c.s.x.PrepareDataDir(c.t.Module); err != nil {
 		return fail("the module data dir: %v", err)
 	}
 	before, err := snapshot(dir)

@@ -176,7 +176,7 @@ func TestBenchTodayInOneRow(t *testing.T) {
 // follows as its owners sweep it.
 var sweptDirs = []string{
 	"engine", "sim", "fakes", "store", "clockwork", "svcenv", "manifest", "protocol", "schemas",
-	"sandbox", "conformance", "sdk", "internal/flock", "internal/ids", "internal/loglimit",
+	"sandbox", "conformance", "executor", "cgroup", "sdk", "internal/flock", "internal/ids", "internal/loglimit",
 	"internal/procfs", "internal/suggest", "internal/testhost", "internal/tomldoc", "internal/utf8off",
 	"internal/words",
 }

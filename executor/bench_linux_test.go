@@ -18,7 +18,7 @@ import (
 )
 
 // BenchmarkFingerprintOp measures one fingerprint op of a tiny static C
-// service through Run and Outcome (spawn, environment, process group,
+// service through Spawn and Outcome (spawn, environment, process group,
 // timeout, pipes, Decode), next to the C floor: the same binary run by a
 // posix_spawn loop doing the same work (testdata/spawnloop.c). Both come
 // from one run:
@@ -87,7 +87,7 @@ func BenchmarkFingerprintOp(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/cTotal, "x-c")
 	}
 	b.Run("executor", func(b *testing.B) {
-		vsC(b, func() Result { return Run(ctx, spec) })
+		vsC(b, func() Result { return Spawn(ctx, spec) })
 	})
 	// The same op cloned into a cgroup v2, with the Manager's op
 	// accounting, as the adapter runs a service's op.
@@ -100,7 +100,7 @@ func BenchmarkFingerprintOp(b *testing.B) {
 				b.Fatal(err)
 			}
 			cspec.Hooks.SysProcAttr = withCgroupFD(nil, fd)
-			res := Run(ctx, cspec)
+			res := Spawn(ctx, cspec)
 			m.OpEnd("bench/fp")
 			return res
 		})

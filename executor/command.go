@@ -35,15 +35,18 @@ func resolveCommand(mod *manifest.Module, exec []string) (command, error) {
 		return command{}, fmt.Errorf("module %q: empty exec", mod.Name)
 	}
 	if mod.Dir == "" || !filepath.IsAbs(mod.Dir) {
-		return command{}, fmt.Errorf("module %q: the bundle root %q is not an absolute path (load the manifest with manifest.Load)", mod.Name, mod.Dir)
+		return command{}, fmt.Errorf(
+			"module %q: the bundle root %q is not an absolute path (load the manifest with manifest.Load)", mod.Name, mod.Dir)
 	}
 	arg0 := filepath.Join(mod.Dir, filepath.FromSlash(exec[0]))
 	path, err := filepath.EvalSymlinks(arg0)
 	if err != nil {
 		return command{}, fmt.Errorf("module %q: exec %q: %w", mod.Name, exec[0], err)
 	}
-	if rel, err := filepath.Rel(mod.Dir, path); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return command{}, fmt.Errorf("module %q: exec %q resolves to %s, outside the bundle %s", mod.Name, exec[0], path, mod.Dir)
+	rel, err := filepath.Rel(mod.Dir, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return command{}, fmt.Errorf(
+			"module %q: exec %q resolves to %s, outside the bundle %s", mod.Name, exec[0], path, mod.Dir)
 	}
 	fi, err := os.Stat(path)
 	switch {

@@ -21,7 +21,7 @@ type containers struct {
 	cg       *cgroup.Manager // nil: none configured
 	cmu      sync.Mutex
 	limits   nodeconfig.Limits
-	fallback map[string]error // service -> why its ops run in process groups
+	fallback map[engine.Target]error // service -> why its ops run in process groups
 	// unsubDeaths ends the reaper's word of orphans' deaths to cg.
 	unsubDeaths func()
 }
@@ -29,12 +29,12 @@ type containers struct {
 func (x *Executor) initContainers(cfg Config, post func(engine.Event)) {
 	x.cg = cfg.Containers
 	x.limits = cfg.Node.Limits
-	x.fallback = map[string]error{}
+	x.fallback = map[engine.Target]error{}
 	if x.cgUsable() {
-		x.cg.SetOnEmptied(func(service string) { post(engine.ContainerEmptied{Service: targetOf(service)}) })
-		x.cg.SetOnArmed(func(service string) { post(engine.ContainerPopulated{Service: targetOf(service)}) })
-		x.cg.SetOnMemberExited(func(service string, killed bool) {
-			post(engine.MemberExited{Service: targetOf(service), Killed: killed})
+		x.cg.SetOnEmptied(func(name string) { post(engine.ContainerEmptied{Service: serviceOf(name)}) })
+		x.cg.SetOnArmed(func(name string) { post(engine.ContainerPopulated{Service: serviceOf(name)}) })
+		x.cg.SetOnMemberExited(func(name string, killed bool) {
+			post(engine.MemberExited{Service: serviceOf(name), Killed: killed})
 		})
 		x.unsubDeaths = subscribeOrphanDeaths(x.cg.NoteChildExit)
 	}
@@ -48,15 +48,14 @@ func (x *Executor) cgUsable() bool { return x.cg != nil && x.cg.Err() == nil }
 func (x *Executor) updateContainers(cfg Config, targets map[engine.Target]*target) {
 	x.cmu.Lock()
 	x.limits = cfg.Node.Limits
-	x.fallback = map[string]error{}
+	x.fallback = map[engine.Target]error{}
 	x.cmu.Unlock()
 	if !x.cgUsable() {
 		return
 	}
-	for _, s := range x.cg.Services() {
-		t := targetOf(s)
-		if targets[t] == nil {
-			x.cg.Remove(s) // ErrBusy: a daemon still runs there; kept
+	for _, name := range x.cg.Services() {
+		if targets[serviceOf(name)] == nil {
+			x.cg.Remove(name) // ErrBusy: a daemon still runs there; kept
 		}
 	}
 }
@@ -72,9 +71,16 @@ func (x *Executor) closeContainers() {
 	}
 }
 
-func targetOf(service string) engine.Target {
+// serviceName is the node-wide name of a service, "module/name", by which
+// the cgroup Manager knows its container and the records of ops in flight
+// name it; serviceOf is its inverse, for the Manager's events, its list of
+// containers, the records and the string arguments of ContainerMode and
+// Groups. Every target crosses to a name and back here and nowhere else.
+func serviceName(service engine.Target) string { return service.String() }
+
+func serviceOf(name string) engine.Target {
 	var t engine.Target
-	t.Module, t.Name, _ = strings.Cut(service, "/")
+	t.Module, t.Name, _ = strings.Cut(name, "/")
 	return t
 }
 
@@ -90,19 +96,19 @@ func (x *Executor) ContainerMode(service string) string {
 	}
 	x.cmu.Lock()
 	defer x.cmu.Unlock()
-	if err := x.fallback[service]; err != nil {
+	if err := x.fallback[serviceOf(service)]; err != nil {
 		return "process-group: " + err.Error()
 	}
 	return "cgroup"
 }
 
-func (x *Executor) setFallback(service string, err error) {
+func (x *Executor) setFallback(service engine.Target, err error) {
 	x.cmu.Lock()
 	x.fallback[service] = err
 	x.cmu.Unlock()
 }
 
-// runIn runs the op of t: a service's in its cgroup when it has one, with
+// spawnIn runs the op of t: a service's in its cgroup when it has one, with
 // the op counted by the Manager (the arming rule of emptied events);
 // probes, and services without a container, in a tracked process group.
 // An op whose clone into the cgroup fails is cloned once more, into the
@@ -112,30 +118,30 @@ func (x *Executor) setFallback(service string, err error) {
 // to process groups (until Update). After a stop (any outcome), what is
 // left in the container is killed while the op still counts, so the next
 // start begins in an empty one and the emptying is not a crash.
-func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
+func (x *Executor) spawnIn(t engine.Target, spec Spec, stop bool) Result {
 	if t.Probe {
-		return x.runGrouped(t, spec, false)
+		return x.spawnGrouped(t, spec, false)
 	}
-	svc := t.String()
-	fd, removed, ok := x.opStart(svc)
+	fd, removed, ok := x.opStart(t)
 	if !ok {
-		return x.runGrouped(t, spec, stop)
+		return x.spawnGrouped(t, spec, stop)
 	}
-	defer x.cg.OpEnd(svc)
+	name := serviceName(t)
+	defer x.cg.OpEnd(name)
 	hooks := spec.Hooks
 	// ran ends the op: after a stop, what is left in the container is
 	// killed first.
 	ran := func(res Result) Result {
 		if stop {
-			res.Left = x.killContainerLeft(svc)
+			res.Left = x.killContainerLeft(t)
 		}
 		return res
 	}
-	// runFD runs the op cloned into the container's descriptor fd, which
+	// spawnFD runs the op cloned into the container's descriptor fd, which
 	// is closed once the op is spawned.
-	runFD := func(fd int) Result {
+	spawnFD := func(fd int) Result {
 		spec.Hooks.SysProcAttr = withCgroupFD(hooks.SysProcAttr, fd)
-		res := Run(x.ctx, spec)
+		res := Spawn(x.ctx, spec)
 		closeCgroupFD(fd)
 		return res
 	}
@@ -144,13 +150,13 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 	var res Result
 	cause := removed
 	if removed == nil {
-		if res = runFD(fd); !cloneFailed(res) {
+		if res = spawnFD(fd); !cloneFailed(res) {
 			return ran(res)
 		}
 		cause = res.SpawnErr
 	}
-	if fd, err := x.cg.Recover(svc); fd >= 0 {
-		if res = runFD(fd); !cloneFailed(res) {
+	if fd, err := x.cg.Recover(name); fd >= 0 {
+		if res = spawnFD(fd); !cloneFailed(res) {
 			return ran(res)
 		}
 		cause = res.SpawnErr
@@ -158,9 +164,9 @@ func (x *Executor) runIn(t engine.Target, spec Spec, stop bool) Result {
 		cause = err // the ENOENT of the clone blames the executable
 	}
 	spec.Hooks = hooks
-	if again := x.runGrouped(t, spec, stop); again.Pid != 0 {
-		path, _ := x.cg.Path(svc)
-		x.setFallback(svc, fmt.Errorf("clone into %s failed: %v", path, cause))
+	if again := x.spawnGrouped(t, spec, stop); again.Pid != 0 {
+		path, _ := x.cg.Path(name)
+		x.setFallback(t, fmt.Errorf("clone into %s failed: %v", path, cause))
 		return again
 	}
 	return res
@@ -171,22 +177,24 @@ func cloneFailed(res Result) bool { return res.SpawnErr != nil && res.Pid == 0 &
 
 // killContainerLeft kills what a stop left in the service's cgroup and
 // waits (bounded) for it to be empty; it returns what it found there.
-func (x *Executor) killContainerLeft(service string) []int {
-	pids, err := x.cg.Procs(service)
+func (x *Executor) killContainerLeft(service engine.Target) []int {
+	name := serviceName(service)
+	pids, err := x.cg.Procs(name)
 	if err != nil || len(pids) == 0 {
 		return nil
 	}
 	left := living(pids)
-	x.log.Warn("the stop left processes in the service's container: killed", "service", service, "processes", len(pids), "pids", loglimit.Few(pids))
-	if err := x.cg.Kill(service, killWait); err != nil {
-		x.log.Warn("the container is not empty after the stop", "service", service, "error", err)
+	x.log.Warn("the stop left processes in the service's container: killed",
+		"service", name, "processes", len(pids), "pids", loglimit.Few(pids))
+	if err := x.cg.Kill(name, killWait); err != nil {
+		x.log.Warn("the container is not empty after the stop", "service", name, "error", err)
 	}
 	return left
 }
 
 // cgroupOf is the cgroup directory an op of the service is cloned into;
 // "" when it runs in a process group.
-func (x *Executor) cgroupOf(service string) string {
+func (x *Executor) cgroupOf(service engine.Target) string {
 	if !x.cgUsable() {
 		return ""
 	}
@@ -196,7 +204,7 @@ func (x *Executor) cgroupOf(service string) string {
 	if fallback != nil {
 		return ""
 	}
-	p, err := x.cg.Path(service)
+	p, err := x.cg.Path(serviceName(service))
 	if err != nil {
 		return ""
 	}
@@ -207,7 +215,7 @@ func (x *Executor) cgroupOf(service string) string {
 // clone into (the caller's to close), ErrRemoved when the container was
 // removed under svcrun (the op is counted: Recover it), and false when the
 // service runs in process groups.
-func (x *Executor) opStart(service string) (fd int, removed error, ok bool) {
+func (x *Executor) opStart(service engine.Target) (fd int, removed error, ok bool) {
 	if !x.cgUsable() {
 		return -1, nil, false
 	}
@@ -217,7 +225,8 @@ func (x *Executor) opStart(service string) (fd int, removed error, ok bool) {
 	if fallback != nil {
 		return -1, nil, false
 	}
-	fd, err := x.cg.OpStart(service)
+	name := serviceName(service)
+	fd, err := x.cg.OpStart(name)
 	if err != nil && !errors.Is(err, cgroup.ErrRemoved) {
 		x.setFallback(service, err)
 		return -1, nil, false
@@ -225,9 +234,9 @@ func (x *Executor) opStart(service string) (fd int, removed error, ok bool) {
 	// Missing controllers are recorded, not errors; a failed write shows
 	// in the container's status. Unchanged limits are not rewritten. A
 	// removed container gets them again when Recover re-creates it.
-	x.cg.Limits(service, lim.MemGB, lim.Pids)
+	x.cg.Limits(name, lim.MemGB, lim.Pids)
 	if err != nil {
-		return -1, err, true // counted: runIn recovers the container
+		return -1, err, true // counted: spawnIn recovers the container
 	}
 	return fd, nil, true
 }
@@ -240,7 +249,7 @@ func (x *Executor) containerKill(service engine.Target) {
 		// the kill would also hit the next op cloned into the container
 		// (a retry's start). Bounded: cgroup.kill empties a container in
 		// milliseconds.
-		x.cg.Kill(service.String(), killWait)
+		x.cg.Kill(serviceName(service), killWait)
 	}
 }
 
@@ -258,8 +267,8 @@ func (x *Executor) containerFreeze(service engine.Target, freeze bool) {
 		return
 	}
 	if freeze {
-		x.cg.Freeze(service.String(), freezeWait)
+		x.cg.Freeze(serviceName(service), freezeWait)
 	} else {
-		x.cg.Thaw(service.String(), freezeWait)
+		x.cg.Thaw(serviceName(service), freezeWait)
 	}
 }

@@ -134,9 +134,11 @@ func TestContainerHoldsWhatStartLeaves(t *testing.T) {
 	}
 
 	a.x.Freeze(engine.Target{Module: "test", Name: "spread"})
-	eventually(t, 10*time.Second, "frozen 1 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return st.Frozen })
+	eventually(
+		t, 10*time.Second, "frozen 1 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return st.Frozen })
 	a.x.Thaw(engine.Target{Module: "test", Name: "spread"})
-	eventually(t, 10*time.Second, "frozen 0 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return !st.Frozen })
+	eventually(
+		t, 10*time.Second, "frozen 0 in cgroup.events", func() bool { st, _ := m.Status("test/spread"); return !st.Frozen })
 
 	a.x.Kill(engine.Target{Module: "test", Name: "spread"})
 	for name, pid := range pids {
@@ -281,7 +283,8 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 		if o := a.run(t, id, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 			t.Fatalf("op %d after the container was removed: %+v", id, o)
 		}
-		if got, _ := os.ReadFile(filepath.Join(a.data, "cgroup")); strings.TrimSpace(string(got)) != cgroupRel(t, m, "test/where") {
+		got, _ := os.ReadFile(filepath.Join(a.data, "cgroup"))
+		if strings.TrimSpace(string(got)) != cgroupRel(t, m, "test/where") {
 			t.Errorf("op %d ran in cgroup %q, not in the re-created container", id, got)
 		}
 	}
@@ -300,7 +303,9 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	if o := a.run(t, 4, "where", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
 		t.Fatalf("op after the base was removed: %+v", o)
 	}
-	want := fmt.Sprintf("process-group: clone into %s failed: the process container %s of test/where was removed (by another svcrun with the same node_id?); re-create it: ", p, p)
+	want := fmt.Sprintf(
+		"process-group: clone into %s failed: the process container %s of test/where was removed (by another svcrun with "+
+			"the same node_id?); re-create it: ", p, p)
 	if mode := a.x.ContainerMode("test/where"); !strings.HasPrefix(mode, want) {
 		t.Errorf("mode %q, want %q...", mode, want)
 	}
@@ -349,7 +354,8 @@ func TestStartAfterCrashFindsNoZombie(t *testing.T) {
 	}
 	o := a.run(t, 2, "pidfile", false, protocol.OpStart)
 	if o.Failure != engine.FailNone || !o.Result.OpResult.Changed {
-		t.Fatalf("the start after the crash: %+v (%q): it took the dead daemon for a running one", o, o.Result.OpResult.Message)
+		t.Fatalf(
+			"the start after the crash: %+v (%q): it took the dead daemon for a running one", o, o.Result.OpResult.Message)
 	}
 	if next := a.pid(t, "pidfile.pid"); next == daemon || !alive(next) {
 		t.Errorf("the new daemon %d (the dead one %d) is not running", next, daemon)

@@ -2,9 +2,9 @@
 // real world's engine.Executor (docs/architecture.md), and the runner behind
 // `svcrun op`.
 //
-// # One op: Run
+// # One op process: Spawn
 //
-// Run(ctx, Spec) runs one op process synchronously and returns a Result:
+// Spawn(ctx, Spec) runs one op process synchronously and returns a Result:
 //
 //   - Exec: Spec.Path, an absolute path (the manifest's exec[0] resolved
 //     inside the bundle by resolveCommand; no PATH lookup, no shell), with
@@ -20,12 +20,12 @@
 //   - Process group: the op leads a group of its own (its pid is the group
 //     id), which every process it forks joins unless it leaves.
 //   - Timeout: at Spec.Timeout, or when ctx ends, the group gets SIGTERM;
-//     Grace (default 2 s) later, SIGKILL, unless the group emptied.
+//     Grace (DefaultGrace) later, SIGKILL, unless the group emptied.
 //     Result.TimedOut (or Canceled) and Escalated say what happened. The
 //     group of an op that exits on its own is never signalled: a start
 //     op's daemons live there.
 //   - Leftovers: once the op's process has exited, stdout and stderr are
-//     read for at most WaitDelay (default 200 ms) more, so a daemon that
+//     read for at most WaitDelay (DefaultWaitDelay) more, so a daemon that
 //     kept them open cannot hold the op (Result.PipesHeld).
 //   - Result: the protocol.Output (stdout, stderr tail, exit status, 128+n
 //     for a death by signal n), the pid, SpawnErr when it could not be
@@ -41,8 +41,8 @@
 //
 // On Linux (5.3 and later) the op's own goroutine waits in poll(2) on its
 // two pipes and on the op's pidfd, which becomes readable at the exit, and
-// reads what is ready: the work of a C posix_spawn loop, and within 10% of
-// its time (BenchmarkFingerprintOp). Elsewhere, and on older kernels, the
+// reads what is ready: the work of a C posix_spawn loop, and close to its
+// time (bench/README.md#op has today's ratio). Elsewhere, and on older kernels, the
 // portable engine uses os.StartProcess, the runtime's poller and a goroutine
 // in Wait. Both pass the same tests.
 //
@@ -55,7 +55,7 @@
 // happen on (a locked OS thread confined by Landlock), and Started sees
 // the op's pid as soon as it runs (the sandbox's prlimit of RLIMIT_CORE; an
 // error there kills the op and fails it as a spawn). Files handed to the
-// child are opened before Launch, on Run's goroutine. Package sandbox
+// child are opened before Launch, on Spawn's goroutine. Package sandbox
 // builds these hooks.
 //
 // # The reaper
@@ -70,12 +70,12 @@
 // container whose PID 1 does not reap), and a zombie answers kill -0, so a
 // restart's start would take the dead daemon for a live one. Its cost is
 // one scan of svcrun's children per op's end in waitid, small now that
-// polls are rare (6.7 ops a second at 1,000 services). A
-// reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
+// polls are rare (the idle CPU of 1,000 services and their ops:
+// bench/README.md#peers-idle). A reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
 // driven by SIGCHLD, reaps those orphans when they die, and never a child
-// that Run or StartCmd waits for: those are registered, under a lock that
+// that Spawn or StartCmd waits for: those are registered, under a lock that
 // the reaper takes to reap, before the reaper can see them. In a process
-// that called BecomeSubreaper every child must therefore be started by Run
+// that called BecomeSubreaper every child must therefore be started by Spawn
 // or StartCmd; an exec.Cmd started otherwise may lose its exit status.
 // A start op reaps the dead orphans itself before it is spawned: the retry
 // of a crashed daemon follows the emptying of its container within
@@ -83,7 +83,7 @@
 // still runs (kill -0) would otherwise find its zombie, if the reaper has
 // not got to it, and answer "already running". That look is cheap beside
 // one live daemon per running service: it takes no lock a spawn needs, a
-// zombie in flight is left to its owner first (up to 50 ms), and only then
+// zombie in flight is left to its owner first (up to ownerWaitMin), and only then
 // are the children asked, one waitid each, whether they exited.
 // Before it reaps an orphan the reaper tells the cgroup Manager whether a
 // signal killed it (NoteChildExit): a daemon's master that svcrun
@@ -114,6 +114,11 @@
 // unknown target). The engine never holds a FailPrepare against the
 // service: nothing of the module ran.
 //
+// One name per verb: Spawn is one op process; Run(RunOp), engine.Executor's
+// verb, is the asynchronous op; RunWait the synchronous op of the same
+// executor; RunStandalone the synchronous op without an executor around
+// it; PrepareDataDir the preparation of a module's data dir alone.
+//
 // Run(RunOp) returns at once; a goroutine waits until no op an earlier
 // svcrun started on the service still runs (see "Ops across restarts"),
 // then for a slot of the global cap (Config.MaxConcurrentOps, default the
@@ -126,12 +131,16 @@
 // service's living processes, and a stop's Result.Left what it left
 // behind: svcrun check judges a module by them.
 //
-// RunOne(ctx, Config, RunOp) is one op of the same assembly, synchronous,
-// without a daemon around it: `svcrun op` runs it, so that the module data
-// dir (<data_dir>/modules traversable, 0711, for run_as), its files, the
-// environment, the command, the timeout, the sandbox hooks and the outcome
-// are those of the daemon's ops. It has no process container, no cap on
-// concurrent ops and no record for a later svcrun.
+// RunStandalone(ctx, Config, RunOp) is one op of the same assembly,
+// synchronous, without a daemon around it: `svcrun op` runs it, so that
+// the module data dir (<data_dir>/modules traversable, 0711, for run_as),
+// its files, the environment, the command, the timeout, the sandbox hooks
+// and the outcome are those of the daemon's ops. It has no process
+// container, no cap on concurrent ops and no record for a later svcrun.
+//
+// The Config of a node's ops (its configuration, modules, run_as identity
+// and sandbox hooks) is built by sandbox.ExecutorConfig, for the daemon,
+// `svcrun op` and `svcrun check` alike; each adds only what is its own.
 //
 // # Process containers
 //
@@ -147,8 +156,8 @@
 // daemon and is armed (engine.ContainerPopulated is posted, before the op's
 // OpDone: the service is contained, and status becomes a safety net), and
 // when an armed container empties with no op of the service running,
-// engine.ContainerEmptied is posted (within a few milliseconds of the
-// death; the package cgroup doc has the rule). An op
+// engine.ContainerEmptied is posted (bench/README.md#master-death has how
+// soon after the death; the package cgroup doc has the rule). An op
 // whose clone into its cgroup fails because the container was removed
 // under svcrun (the clone's ENOENT reads as a missing executable) runs in
 // the container re-created for it (cgroup.Manager.Recover, logged at
@@ -181,7 +190,7 @@
 // tells the executor the group of each one it reaps: when that empties the
 // last group a service's ops left processes in, with none of its ops
 // running, engine.ContainerEmptied is posted for the service, as its
-// cgroup would (0.1-0.2 ms after the death in the tests). A daemon that
+// cgroup would, as soon as the reaper has reaped it. A daemon that
 // left its group, or one whose parent outside the group still lives, is
 // not seen: the status polls find it.
 //

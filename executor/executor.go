@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -72,7 +71,7 @@ type Config struct {
 	// dead daemon that init (which may reap late, or never, in a
 	// container) leaves as a zombie answers kill -0, so the restart's start
 	// op would take it for a live daemon. svcrun serve sets it; every
-	// child of such a process must be started by Run or StartCmd. New
+	// child of such a process must be started by Spawn or StartCmd. New
 	// takes it; Update ignores it.
 	Subreaper bool
 	// Logger gets what the executor does on its own: the ops an earlier
@@ -138,9 +137,9 @@ type moduleData struct {
 	ready bool
 }
 
-// ensure creates the module data dir and writes its files, once (again
-// after a failure).
-func (m *moduleData) ensure() error {
+// prepareDataDir creates the module data dir and writes its files, once
+// (again after a failure).
+func (m *moduleData) prepareDataDir() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ready {
@@ -174,9 +173,11 @@ func (m *moduleData) bundleReplaced() error {
 	case err == nil && os.SameFile(now, m.loaded):
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
+		return nodeFault{fmt.Errorf("the bundle of module %s was removed since it was loaded (directory %s): "+
+			"put it back, or take the module out of the configuration and run `svcrun reload`", m.module, m.bundle)}
 	}
-	return nodeFault{fmt.Errorf("the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
+	return nodeFault{fmt.Errorf(
+		"the bundle of module %s was replaced since it was loaded (directory %s): run `svcrun reload`", m.module, m.bundle)}
 }
 
 // New returns the executor of the node's modules. post receives the OpDone
@@ -223,7 +224,9 @@ func New(cfg Config, post func(engine.Event)) (*Executor, error) {
 	x.unsubscribe = subscribeOrphanExits(x.groupExited)
 	if cfg.Subreaper {
 		if err := BecomeSubreaper(); err != nil {
-			log.Warn("cannot become a child subreaper: the daemons ops leave go to init, whose late reaping can make a dead daemon's zombie look alive to a restart", "error", err)
+			log.Warn(
+				"cannot become a child subreaper: the daemons ops leave go to init, whose late reaping can make a dead daemon's "+
+					"zombie look alive to a restart", "error", err)
 		}
 	}
 	return x, nil
@@ -267,7 +270,8 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	}
 	host := svcenv.HostPlatform()
 	if cfg.Node.Platform != string(host) {
-		return nil, fmt.Errorf("executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
+		return nil, fmt.Errorf(
+			"executor: the node configuration says platform %q but this host is %s", cfg.Node.Platform, host)
 	}
 	userName := cfg.User
 	if userName == "" {
@@ -327,7 +331,8 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	return targets, nil
 }
 
-func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
+func moduleDataOf(
+	cfg Config, host svcenv.Platform, m *manifest.Module, mc nodeconfig.Module) (*moduleData, []string, error) {
 	md := &moduleData{owner: cfg.Owner, module: m.Name, bundle: m.Dir}
 	md.loaded, _ = os.Stat(m.Dir)
 	l, err := svcenv.Paths(host, cfg.Node.ModuleDataDir(m.Name))
@@ -348,37 +353,35 @@ func moduleDataOf(cfg Config, host svcenv.Platform, m *manifest.Module, mc nodec
 	return md, dirs, err
 }
 
-// Run starts op in a goroutine and returns at once; the goroutine posts
-// its OpDone when the op's process has ended.
+// Run is the asynchronous op, engine.Executor's verb: it returns at once,
+// since the engine's loop must never wait on a process, and a goroutine
+// posts the op's OpDone once RunWait has run it.
 func (x *Executor) Run(op engine.RunOp) {
 	x.wg.Add(1)
 	go func() {
 		defer x.wg.Done()
-		x.post(&engine.OpDone{ID: op.ID, Outcome: x.runOp(op)})
+		_, o := x.RunWait(op)
+		x.post(&engine.OpDone{ID: op.ID, Outcome: o})
 	}()
 }
 
-func (x *Executor) runOp(op engine.RunOp) engine.Outcome {
-	_, o := x.RunWait(op)
-	return o
-}
-
-// RunWait runs op as Run does (leftovers of an earlier svcrun, the op cap,
-// the op's record, its container, the kill of what a stop left) and
-// returns once it has ended, with the op process's Result beside the
-// Outcome, which Run alone posts: svcrun check shows each op's output,
-// its stderr and what a stop left. The Result is zero when the op could
-// not be prepared or was canceled before it began.
+// RunWait is the synchronous op: it runs op as Run does (leftovers of an
+// earlier svcrun, the op cap, the op's record, its container, the kill of
+// what a stop left) and returns once it has ended, with the op process's
+// Result beside the Outcome, which Run alone posts: svcrun check shows
+// each op's output, its stderr and what a stop left. The Result is zero
+// when the op could not be prepared or was canceled before it began.
 func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	x.mu.RLock()
 	t := x.targets[op.Target]
 	x.mu.RUnlock()
-	spec, err := t.prepare(op)
+	spec, err := t.opSpec(op)
 	if err != nil {
 		return Result{}, Outcome(op.Op, protocol.RoleService, Result{SpawnErr: err})
 	}
 	canceled := func() (Result, engine.Outcome) {
-		return Result{}, engine.Outcome{Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
+		return Result{}, engine.Outcome{
+			Failure: engine.FailTimeout, Message: fmt.Sprintf("%s: canceled before it started: svcrun is stopping", op.Op)}
 	}
 	// An op an earlier svcrun started on this service may still run:
 	// no op begins beside it.
@@ -396,7 +399,7 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 	}
 	j := x.recordIntent(op.ID, op.Target, op.Op, spec)
 	spec.OnStart = j.started
-	res := x.runIn(op.Target, spec, op.Op == protocol.OpStop)
+	res := x.spawnIn(op.Target, spec, op.Op == protocol.OpStop)
 	j.done()
 	<-x.sem
 	o := Outcome(op.Op, t.role, res)
@@ -413,56 +416,58 @@ func (x *Executor) RunWait(op engine.RunOp) (Result, engine.Outcome) {
 // the op's own (pid): one no op runs. The process-group fallback cannot
 // tell, and says no.
 func (x *Executor) occupied(t engine.Target, pid int) bool {
-	if x.cgroupOf(t.String()) == "" {
+	if x.cgroupOf(t) == "" {
 		return false
 	}
-	pids, err := x.cg.Procs(t.String())
+	pids, err := x.cg.Procs(serviceName(t))
 	if err != nil {
 		return false
 	}
 	return slices.ContainsFunc(living(pids), func(p int) bool { return p != pid })
 }
 
-// Prepare creates the data dir of module and writes its settings, tools
-// and limits files, as before the module's first op: svcrun check looks
-// at the data dir before that op.
-func (x *Executor) Prepare(module string) error {
+// PrepareDataDir creates the data dir of module and writes its settings,
+// tools and limits files, as before the module's first op: svcrun check
+// looks at the data dir before that op.
+func (x *Executor) PrepareDataDir(module string) error {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	for t, tg := range x.targets {
 		if t.Module == module {
-			return tg.mod.ensure()
+			return tg.mod.prepareDataDir()
 		}
 	}
 	return fmt.Errorf("executor: no module %s", module)
 }
 
-// RunOne runs one op of cfg's modules synchronously and returns how it
-// ended: assembled exactly as the ops of New's executor (the module data
-// dir and its files, the environment, the command, the timeout, the
-// sandbox hooks, the outcome), without a daemon around it: no container
-// (cfg.Containers is ignored), no limit on concurrent ops, no record of
-// the op for a later svcrun to adopt. svcrun op runs it.
-func RunOne(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Outcome, error) {
+// RunStandalone is the synchronous op without an Executor around it: it
+// runs one op of cfg's modules and returns how it ended, assembled
+// exactly as the ops of New's executor (the module data dir and its
+// files, the environment, the command, the timeout, the sandbox hooks,
+// the outcome), but with no container (cfg.Containers is ignored), no
+// limit on concurrent ops and no record of the op for a later svcrun to
+// adopt. svcrun op runs it.
+func RunStandalone(ctx context.Context, cfg Config, op engine.RunOp) (Result, engine.Outcome, error) {
 	targets, err := buildTargets(cfg)
 	if err != nil {
 		return Result{}, engine.Outcome{}, err
 	}
 	t := targets[op.Target]
-	spec, err := t.prepare(op)
+	spec, err := t.opSpec(op)
 	if err != nil {
 		return Result{}, Outcome(op.Op, protocol.RoleService, Result{SpawnErr: err}), nil
 	}
 	spec.Grace, spec.WaitDelay = cfg.Grace, cfg.WaitDelay
-	res := Run(ctx, spec)
+	res := Spawn(ctx, spec)
 	return res, Outcome(op.Op, t.role, res), nil
 }
 
-// prepare prepares op of t (nil when the loaded modules lack it): the module
-// data dir and its files, then the Spec with t's command, environment,
-// hooks and the op's timeout. Its error is the op's SpawnErr: Outcome
-// tells whether the node or the module is to blame.
-func (t *target) prepare(op engine.RunOp) (Spec, error) {
+// opSpec prepares op of t (nil when the loaded modules lack it): the
+// module data dir and its files, then the Spec with t's command,
+// environment, hooks and the op's timeout. Its error is the op's
+// SpawnErr (an op that "could not be prepared"): Outcome tells whether the
+// node or the module is to blame.
+func (t *target) opSpec(op engine.RunOp) (Spec, error) {
 	kind := "service"
 	if op.Target.Probe {
 		kind = "probe"
@@ -480,8 +485,9 @@ func (t *target) prepare(op engine.RunOp) (Spec, error) {
 	if err := t.mod.bundleReplaced(); err != nil {
 		return Spec{}, fmt.Errorf("%s of %s %s: %w", op.Op, kind, op.Target, err)
 	}
-	if err := t.mod.ensure(); err != nil {
-		return Spec{}, fmt.Errorf("%s of %s %s: prepare the data dir of module %s: %w", op.Op, kind, op.Target, op.Target.Module, err)
+	if err := t.mod.prepareDataDir(); err != nil {
+		return Spec{}, fmt.Errorf(
+			"%s of %s %s: prepare the data dir of module %s: %w", op.Op, kind, op.Target, op.Target.Module, err)
 	}
 	timeout := op.Timeout
 	if timeout <= 0 {
@@ -492,10 +498,10 @@ func (t *target) prepare(op engine.RunOp) (Spec, error) {
 	return spec, nil
 }
 
-// runGrouped runs spec with its process group tracked for Kill, Freeze and
+// spawnGrouped runs spec with its process group tracked for Kill, Freeze and
 // Thaw: the process-group fallback. After a stop, what is left in the
 // service's groups is killed before the op counts as ended.
-func (x *Executor) runGrouped(t engine.Target, spec Spec, stop bool) Result {
+func (x *Executor) spawnGrouped(t engine.Target, spec Spec, stop bool) Result {
 	onStart := spec.OnStart
 	spec.OnStart = func(pid int) {
 		x.addGroup(t, pid)
@@ -503,7 +509,7 @@ func (x *Executor) runGrouped(t engine.Target, spec Spec, stop bool) Result {
 			onStart(pid)
 		}
 	}
-	res := Run(x.ctx, spec)
+	res := Spawn(x.ctx, spec)
 	if stop && !t.Probe {
 		res.Left = x.Procs(t)
 		x.killGroupsLeft(t, nil)
@@ -532,7 +538,8 @@ func (x *Executor) killGroupsLeft(t engine.Target, extra []int) {
 		}
 	}
 	if len(live) > 0 {
-		x.log.Warn("the stop left processes running: their process groups are killed", "service", t.String(), "groups", loglimit.Few(live))
+		x.log.Warn("the stop left processes running: their process groups are killed",
+			"service", t.String(), "groups", loglimit.Few(live))
 		for _, pgid := range live {
 			waitGroupGone(pgid, killWait)
 		}
@@ -658,8 +665,10 @@ func (x *Executor) signal(t engine.Target, sig syscall.Signal) {
 // Groups returns the process groups known for the service (full name), for
 // status and tests.
 func (x *Executor) Groups(service string) []int {
-	mod, name, _ := strings.Cut(service, "/")
-	t := engine.Target{Module: mod, Name: name}
+	return x.groupsOf(serviceOf(service))
+}
+
+func (x *Executor) groupsOf(t engine.Target) []int {
 	x.gmu.Lock()
 	defer x.gmu.Unlock()
 	x.pruneLocked(t)
@@ -671,12 +680,12 @@ func (x *Executor) Groups(service string) []int {
 // (Linux only: elsewhere the fallback lists none). svcrun check counts a
 // service's daemons with it.
 func (x *Executor) Procs(t engine.Target) []int {
-	if x.cgroupOf(t.String()) != "" {
-		if pids, err := x.cg.Procs(t.String()); err == nil {
+	if x.cgroupOf(t) != "" {
+		if pids, err := x.cg.Procs(serviceName(t)); err == nil {
 			return living(pids)
 		}
 	}
-	return groupMembers(x.Groups(t.String()))
+	return groupMembers(x.groupsOf(t))
 }
 
 // Kill ends everything in the service's process container: cgroup.kill of

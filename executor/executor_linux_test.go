@@ -128,14 +128,16 @@ func newAdapterWith(t testing.TB, containers *cgroup.Manager) *adapterFixture {
 
 // newAdapterIn builds the executor of the node in root (a second one on the
 // same root is the next svcrun), logging to log (nil: nowhere).
-func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
+func newAdapterIn(
+	t testing.TB, root string, containers *cgroup.Manager, log *slog.Logger, opts ...func(*Config)) *adapterFixture {
 	t.Helper()
 	copyExecutable(t, "testdata/svc.sh", filepath.Join(root, "bundle", "bin", "svc.sh"))
 	if err := os.WriteFile(filepath.Join(root, "bundle", manifest.FileName), []byte(testManifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	file := filepath.Join(root, "svcrun.toml")
-	node, err := nodeconfig.Parse(file, file, []byte(testNode), nodeconfig.Host{Hostname: "h", MemoryBytes: 8 << 30, Cores: 2, Platform: "linux"})
+	node, err := nodeconfig.Parse(
+		file, file, []byte(testNode), nodeconfig.Host{Hostname: "h", MemoryBytes: 8 << 30, Cores: 2, Platform: "linux"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +145,9 @@ func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *sl
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &adapterFixture{done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100), memberExited: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
+	a := &adapterFixture{
+		done: make(chan engine.OpDone, 100), emptied: make(chan emptiedAt, 100), populated: make(chan string, 100),
+		memberExited: make(chan emptiedAt, 100), node: node, data: node.ModuleDataDir("test")}
 	cfg := Config{Node: node, Modules: mods, WaitDelay: 100 * time.Millisecond, Containers: containers, Logger: log}
 	for _, o := range opts {
 		o(&cfg)
@@ -184,7 +188,8 @@ func newAdapterIn(t testing.TB, root string, containers *cgroup.Manager, log *sl
 // run runs one op and waits for its OpDone.
 func (a *adapterFixture) run(t testing.TB, id engine.OpID, name string, probe bool, op protocol.Op) engine.Outcome {
 	t.Helper()
-	a.x.Run(engine.RunOp{ID: id, Target: engine.Target{Module: "test", Name: name, Probe: probe}, Op: op, Timeout: 30 * time.Second})
+	target := engine.Target{Module: "test", Name: name, Probe: probe}
+	a.x.Run(engine.RunOp{ID: id, Target: target, Op: op, Timeout: 30 * time.Second})
 	d := <-a.done
 	if d.ID != id {
 		t.Fatalf("OpDone for op %d, want %d", d.ID, id)
@@ -201,7 +206,10 @@ func TestExecutorRunsOpsInTheirEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := svcenv.Environ(svcenv.Input{Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "envsvc", ModuleData: a.data, User: u.Username, ToolDirs: []string{"/bin"}})
+	want, err := svcenv.Environ(svcenv.Input{
+		Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "envsvc",
+		ModuleData: a.data, User: u.Username, ToolDirs: []string{"/bin"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +235,8 @@ func TestExecutorRunsOpsInTheirEnvironment(t *testing.T) {
 
 func TestExecutorRefusals(t *testing.T) {
 	a := newAdapter(t)
-	if o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint); o.Failure != engine.FailNone || o.Result.Fingerprint == nil {
+	o := a.run(t, 1, "okprobe", true, protocol.OpFingerprint)
+	if o.Failure != engine.FailNone || o.Result.Fingerprint == nil {
 		t.Errorf("probe fingerprint: %+v", o)
 	}
 	for _, tc := range []struct {
@@ -252,7 +261,8 @@ func TestExecutorCapsConcurrentOps(t *testing.T) {
 	const n = 6
 	t0 := time.Now()
 	for i := range n {
-		a.x.Run(engine.RunOp{ID: engine.OpID(i + 1), Target: engine.Target{Module: "test", Name: "count"}, Op: protocol.OpFingerprint, Timeout: 30 * time.Second})
+		target := engine.Target{Module: "test", Name: "count"}
+		a.x.Run(engine.RunOp{ID: engine.OpID(i + 1), Target: target, Op: protocol.OpFingerprint, Timeout: 30 * time.Second})
 	}
 	for range n {
 		if d := <-a.done; d.Outcome.Failure != engine.FailNone {
@@ -300,7 +310,8 @@ func TestExecutorKillFreezeThaw(t *testing.T) {
 	eventually(t, 10*time.Second, "the daemon was not continued", func() bool { return state() != 'T' })
 	a.x.Kill(engine.Target{Module: "test", Name: "daemon"})
 	eventually(t, 10*time.Second, "the daemon survived Kill", func() bool { return !alive(daemon) })
-	eventually(t, 10*time.Second, "the emptied group is still tracked", func() bool { return len(a.x.Groups("test/daemon")) == 0 })
+	eventually(
+		t, 10*time.Second, "the emptied group is still tracked", func() bool { return len(a.x.Groups("test/daemon")) == 0 })
 
 	// Ops that left nothing behind leave no group.
 	if o := a.run(t, 2, "envsvc", false, protocol.OpFingerprint); o.Failure != engine.FailNone {
@@ -313,7 +324,8 @@ func TestExecutorKillFreezeThaw(t *testing.T) {
 
 func TestExecutorCloseCancelsOps(t *testing.T) {
 	a := newAdapter(t)
-	a.x.Run(engine.RunOp{ID: 7, Target: engine.Target{Module: "test", Name: "hang"}, Op: protocol.OpStart, Timeout: time.Hour})
+	a.x.Run(
+		engine.RunOp{ID: 7, Target: engine.Target{Module: "test", Name: "hang"}, Op: protocol.OpStart, Timeout: time.Hour})
 	a.x.Close()
 	d := <-a.done
 	if d.ID != 7 || d.Outcome.Failure != engine.FailTimeout || !strings.Contains(d.Outcome.Message, "cancel") {

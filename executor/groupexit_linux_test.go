@@ -24,7 +24,8 @@ func TestDaemonDeathDuringAnOpIsReported(t *testing.T) {
 	t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
 
 	// A status poll runs; the daemon crashes meanwhile.
-	a.x.Run(engine.RunOp{ID: 2, Target: engine.Target{Module: "test", Name: "slowstatus"}, Op: protocol.OpStatus, Timeout: 10 * time.Second})
+	target := engine.Target{Module: "test", Name: "slowstatus"}
+	a.x.Run(engine.RunOp{ID: 2, Target: target, Op: protocol.OpStatus, Timeout: 10 * time.Second})
 	time.Sleep(300 * time.Millisecond)
 	if err := syscall.Kill(daemon, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestDaemonDeathDuringAnOpIsReported(t *testing.T) {
 			t.Fatalf("ContainerEmptied for %s", e.service)
 		}
 	case <-time.After(emptiedGuard):
-		t.Fatalf("the daemon died during a status op: no ContainerEmptied within %v (groups now %v)", emptiedGuard, a.x.Groups("test/slowstatus"))
+		t.Fatalf("the daemon died during a status op: no ContainerEmptied within %v (groups now %v)",
+			emptiedGuard, a.x.Groups("test/slowstatus"))
 	}
 }

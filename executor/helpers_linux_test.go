@@ -58,7 +58,9 @@ func newFixture(t testing.TB) *fixture {
 	if err := svcenv.WriteFiles(l, nil, svcenv.Files{}); err != nil {
 		t.Fatal(err)
 	}
-	f.env, err = svcenv.Environ(svcenv.Input{Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "svc", ModuleData: f.data, User: "tester"})
+	f.env, err = svcenv.Environ(svcenv.Input{
+		Platform: svcenv.Linux, NodeID: "n1", Module: "test", Service: "svc", ModuleData: f.data, User: "tester",
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func (f *fixture) readPid(t testing.TB, name string) int {
 }
 
 // eventually polls cond until it holds or the (generous) deadline passes:
-// for effects that happen after Run returned, such as a killed process
+// for effects that happen after Spawn returned, such as a killed process
 // disappearing.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -44,12 +44,13 @@ func mutating(op protocol.Op) bool {
 // process, not of the machine, whose crash ends the op as well (BootID
 // tells records of an earlier boot). Each line is one write(2), which a
 // death does not split. Appending is cheaper than replacing the file by a
-// rename, which ext4 (auto_da_alloc) makes write out: BenchmarkOpRecord
-// 0.33 ms against 0.66-0.78 ms on the loaded 2-core VM.
+// rename, which ext4 (auto_da_alloc) makes write out (BenchmarkOpRecord
+// measures the record of one op).
 //
 // The files themselves are reused (see recordFiles): creating one per op
 // and removing it made ext4 look for a free inode past every one removed
-// in the last minute, 13% of svcrun's own CPU in a boot of 1,000 services.
+// in the last minute (bench/HISTORY.md, svcrun beside supervisord, s6 and
+// runit: op records reuse their files).
 type opRecord struct {
 	Service string   `json:"service"`
 	Op      string   `json:"op"`
@@ -173,13 +174,15 @@ func (x *Executor) initInflight(dataDir string, log *slog.Logger) {
 		err = nil
 	}
 	if err != nil {
-		log.Warn("ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error", err)
+		log.Warn(
+			"ops are not recorded: an op in flight when svcrun dies is not waited for by the next svcrun", "dir", dir, "error",
+			err)
 		return
 	}
 	x.dir, x.bootID, x.token = dir, id, ids.New("")
 	byTarget := map[engine.Target][]leftover{}
 	for _, l := range x.loadLeftovers() {
-		t := targetOf(l.rec.Service)
+		t := serviceOf(l.rec.Service)
 		byTarget[t] = append(byTarget[t], l)
 	}
 	for t, ls := range byTarget {
@@ -306,11 +309,11 @@ func (x *Executor) resolve(t engine.Target, rec opRecord) bool {
 		}
 	}
 	if protocol.Op(rec.Op) == protocol.OpStop {
-		// What the stop's own end would have killed (runIn): its
+		// What the stop's own end would have killed (spawnIn): its
 		// container, or its process group; the groups of the service's
 		// other ops died with the earlier svcrun's memory.
-		if rec.Cgroup != "" && x.cgroupOf(rec.Service) != "" {
-			x.killContainerLeft(rec.Service)
+		if t := serviceOf(rec.Service); rec.Cgroup != "" && x.cgroupOf(t) != "" {
+			x.killContainerLeft(t)
 		}
 		var groups []int
 		for _, p := range procs {
@@ -345,7 +348,9 @@ func (x *Executor) awaitLeftover(rec opRecord, p proc, deadline int64) bool {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
-	log.Warn("the op an earlier svcrun started overran its timeout: its process group is killed (SIGTERM, then SIGKILL after the grace)", "grace", grace)
+	log.Warn(
+		"the op an earlier svcrun started overran its timeout: its process group is killed (SIGTERM, then SIGKILL after "+
+			"the grace)", "grace", grace)
 	signalGroup(p.pid, syscall.SIGTERM)
 	termAt := time.Now()
 	if w.wait(x.ctx, grace) == waitCanceled {
@@ -371,7 +376,8 @@ func (x *Executor) awaitLeftovers(t engine.Target, op protocol.Op) bool {
 	select {
 	case <-done:
 	default:
-		x.log.Info("op held until the ops an earlier svcrun started on the service have ended", "service", t.String(), "op", string(op))
+		x.log.Info(
+			"op held until the ops an earlier svcrun started on the service have ended", "service", t.String(), "op", string(op))
 		select {
 		case <-done:
 		case <-x.ctx.Done():
@@ -408,9 +414,9 @@ func (x *Executor) recordIntent(id engine.OpID, t engine.Target, op protocol.Op,
 		argv[0] = spec.Path
 	}
 	rec := opRecord{
-		Service: t.String(), Op: string(op), Argv: argv, Path: spec.Path, BootID: x.bootID,
+		Service: serviceName(t), Op: string(op), Argv: argv, Path: spec.Path, BootID: x.bootID,
 		Began: now, Deadline: now.Add(spec.Timeout), BeganBoot: bootNanos(), Timeout: spec.Timeout,
-		Svcrun: os.Getpid(), Cgroup: x.cgroupOf(t.String()),
+		Svcrun: os.Getpid(), Cgroup: x.cgroupOf(t),
 	}
 	j := &opJournal{x: x, file: filepath.Join(x.dir, fmt.Sprintf("%s.%s.%d.%d.json", t.Module, t.Name, os.Getpid(), id))}
 	data, err := json.Marshal(rec)
@@ -435,7 +441,9 @@ func (x *Executor) recordIntent(id engine.OpID, t engine.Target, op protocol.Op,
 		}
 	}
 	if err != nil {
-		x.log.Warn("record of an op in flight not written: if svcrun dies during the op, the next one will not wait for it", "file", j.file, "error", err)
+		x.log.Warn(
+			"record of an op in flight not written: if svcrun dies during the op, the next one will not wait for it", "file",
+			j.file, "error", err)
 	}
 	return j
 }
@@ -462,7 +470,9 @@ func (j *opJournal) started(pid int) {
 	ticks, _ := procfs.StartTicks(pid)
 	line := fmt.Sprintf("{\"pid\":%d,\"start_ticks\":%d}\n", pid, ticks)
 	if _, err := j.f.WriteString(line); err != nil {
-		j.x.log.Warn("pid of an op in flight not recorded: if svcrun dies during the op, the next one looks for it", "file", j.file, "error", err)
+		j.x.log.Warn(
+			"pid of an op in flight not recorded: if svcrun dies during the op, the next one looks for it", "file", j.file,
+			"error", err)
 	}
 }
 
@@ -487,7 +497,8 @@ func (j *opJournal) done() {
 		j.f.Close()
 	}
 	if err := os.Remove(j.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-		j.x.log.Warn("record of an ended op not removed: the next svcrun will find its process gone", "file", j.file, "error", err)
+		j.x.log.Warn(
+			"record of an ended op not removed: the next svcrun will find its process gone", "file", j.file, "error", err)
 	}
 }
 

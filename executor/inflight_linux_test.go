@@ -115,7 +115,8 @@ func TestLeftoverStartIsWaitedFor(t *testing.T) {
 			}
 			a1.pid(t, "daemon.pid")
 			d := <-a2.done
-			if d.Outcome.Failure != engine.FailNone || d.Outcome.Result.Fingerprint == nil || d.Outcome.Result.Fingerprint.Running == nil || !*d.Outcome.Result.Fingerprint.Running {
+			fp := d.Outcome.Result.Fingerprint
+			if d.Outcome.Failure != engine.FailNone || fp == nil || fp.Running == nil || !*fp.Running {
 				t.Errorf("the fingerprint after the leftover start: %+v, want running", d.Outcome)
 			}
 			if recs := records(t, filepath.Join(root, "state", OpsDir)); len(recs) != 0 {

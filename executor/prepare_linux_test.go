@@ -40,7 +40,9 @@ func TestOpsOnFullDataDir(t *testing.T) {
 
 	// A reload that changes the module's settings must write them.
 	file := filepath.Join(root, "svcrun.toml")
-	node, err := nodeconfig.Parse(file, file, []byte(strings.Replace(testNode, "slots = 3", "slots = 4", 1)), nodeconfig.Host{Hostname: "h", MemoryBytes: 8 << 30, Cores: 2, Platform: "linux"})
+	node, err := nodeconfig.Parse(
+		file, file, []byte(strings.Replace(testNode, "slots = 3", "slots = 4", 1)),
+		nodeconfig.Host{Hostname: "h", MemoryBytes: 8 << 30, Cores: 2, Platform: "linux"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,8 @@ func TestOpsOnFullDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := a.run(t, 3, "okprobe", true, protocol.OpFingerprint)
-	want := "fingerprint of probe test/okprobe: prepare the data dir of module test: svcenv: write " + filepath.Join(a.data, "settings.json") + ": no space left on device"
+	want := "fingerprint of probe test/okprobe: prepare the data dir of module test: svcenv: write " +
+		filepath.Join(a.data, "settings.json") + ": no space left on device"
 	if o.Failure != engine.FailPrepare || o.Message != want {
 		t.Errorf("fingerprint on a full data dir, settings changed: %+v\nwant prepare: %s", o, want)
 	}
@@ -95,7 +98,8 @@ func TestOpsOfReplacedBundle(t *testing.T) {
 			bundle := filepath.Join(filepath.Dir(a.node.File), "bundle")
 			tc.change(t, bundle)
 			o := a.run(t, 2, "okprobe", true, protocol.OpFingerprint)
-			want := "fingerprint of probe test/okprobe: the bundle of module test was " + tc.name + " since it was loaded (directory " + bundle + tc.want
+			want := "fingerprint of probe test/okprobe: the bundle of module test was " + tc.name +
+				" since it was loaded (directory " + bundle + tc.want
 			if o.Failure != engine.FailPrepare || o.Message != want {
 				t.Errorf("fingerprint: %+v\nwant prepare: %s", o, want)
 			}

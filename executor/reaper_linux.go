@@ -26,10 +26,11 @@ import (
 // It is one goroutine blocked in waitid(P_ALL, WEXITED|WNOWAIT), which
 // returns a zombie child without reaping it. No signal is involved: a
 // SIGCHLD handler interrupts the thread of the op that just ended and wakes
-// two goroutines, measured at 6% of a whole op.
+// two goroutines, a cost the op's bench row would show
+// (bench/README.md#op).
 //
 // The zombie is reaped only if it is not in the in-flight set of the
-// children Run and StartCmd wait for themselves. A child enters that set
+// children Spawn and StartCmd wait for themselves. A child enters that set
 // under spawnMu, read-locked by every spawn from before the fork until the
 // child is in the set; the reaper write-locks spawnMu to check the set and
 // reap, so it never sees a child of ours that is not yet in the set. When
@@ -39,7 +40,8 @@ import (
 //
 // With no child at all waitid fails at once; the reaper then parks until an
 // owner, having reaped its child, finds that children are left (orphans, or
-// other ops). Waking it at every spawn instead would cost 5% of an op. So an
+// other ops). Waking it at every spawn instead would be a hand-off between
+// threads at every op (bench/README.md#op). So an
 // orphan that dies while its op's parent is still running waits, as a
 // zombie, for the end of the next op.
 var (
@@ -206,9 +208,9 @@ func track(pid int) func() {
 
 // BecomeSubreaper makes this process the child subreaper of its descendants
 // and starts the reaper, which waits for the zombies of orphans re-parented
-// to us, and for no child that Run or StartCmd started. Call it once at
+// to us, and for no child that Spawn or StartCmd started. Call it once at
 // startup, before starting ops; later calls only repeat the prctl. From then
-// on every child of the process must be started through Run or StartCmd.
+// on every child of the process must be started through Spawn or StartCmd.
 func BecomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("executor: prctl(PR_SET_CHILD_SUBREAPER): %w", err)
@@ -285,7 +287,7 @@ func hasChildren() bool {
 	}
 }
 
-// ReapOrphans reaps, at once, every zombie child of this process that no Run
+// ReapOrphans reaps, at once, every zombie child of this process that no Spawn
 // or StartCmd is waiting for, and returns how many. The reaper does this by
 // itself; calling it is harmless. It runs before every start, beside the
 // other ops and one live daemon per running service: spawnMu is taken
@@ -293,8 +295,8 @@ func hasChildren() bool {
 // hides those behind it from waitid) is first left to its owner, which is
 // reaping it, for up to ownerWaitMin; only then are the children scanned.
 // Looking under spawnMu held up every other op's spawn, and scanning at
-// once (357 scans of 1,000 children for 1,000 starts at a boot, against 24
-// with the wait, on the loaded 2-core VM) made the boot cost O(n^2).
+// once made the boot cost O(n^2) (bench/HISTORY.md, svcrun beside
+// supervisord, s6 and runit: the reaper's scans).
 func ReapOrphans() int {
 	reaped := 0
 	var waited time.Duration
@@ -381,8 +383,8 @@ func peekZombie() int {
 // listed and each asked whether it exited (one waitid, no file) without
 // spawnMu, which only a zombie takes, to be checked against the in-flight
 // set and reaped. Reading the stat of every child under spawnMu made each
-// start cost O(services) and stalled every spawn meanwhile: 22% of
-// svcrun's CPU at a boot of 1,000 services.
+// start cost O(services) and stalled every spawn meanwhile (bench/HISTORY.md,
+// svcrun beside supervisord, s6 and runit: the reaper's scans).
 func reapScan() int {
 	var pgids []int
 	reaped := 0

@@ -51,7 +51,9 @@ func TestReapOrphansCostsNothingPerLiveChild(t *testing.T) {
 // and reaped when the test ends.
 func liveOrphans(t *testing.T, n int) []int {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do sleep 600 </dev/null >/dev/null 2>&1 & echo $!; i=$((i + 1)); done`)
+	cmd := exec.Command(
+		"/bin/sh", "-c",
+		`i=0; while [ $i -lt `+strconv.Itoa(n)+` ]; do sleep 600 </dev/null >/dev/null 2>&1 & echo $!; i=$((i + 1)); done`)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := RunCmd(cmd)

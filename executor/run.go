@@ -18,7 +18,7 @@ const (
 	// DefaultGrace is the pause between SIGTERM and SIGKILL for an op
 	// that overran its timeout.
 	DefaultGrace = 2 * time.Second
-	// DefaultWaitDelay is how long Run keeps reading stdout and stderr
+	// DefaultWaitDelay is how long Spawn keeps reading stdout and stderr
 	// after the op's process exited: a daemon the op left behind may hold
 	// them open for ever.
 	DefaultWaitDelay = 200 * time.Millisecond
@@ -48,13 +48,13 @@ type Spec struct {
 	// WaitDelay is how long stdout and stderr are still read after the
 	// op's process exited; 0 means DefaultWaitDelay.
 	WaitDelay time.Duration
-	// Stdin is the op's standard input; nil means a /dev/null that Run
+	// Stdin is the op's standard input; nil means a /dev/null that Spawn
 	// opened once for all ops (an op never reads anything).
 	Stdin *os.File
 	// Hooks are the sandbox's extension points.
 	Hooks Hooks
 	// OnStart, if set, is called with the op's pid, which is also its
-	// process group id, as soon as it runs and before Run waits for it.
+	// process group id, as soon as it runs and before Spawn waits for it.
 	OnStart func(pid int)
 	// Pauses, if set, keeps a pause of svcrun itself out of the op's
 	// timeout and grace: neither ends while svcrun does not run, nor at
@@ -69,21 +69,21 @@ type Hooks struct {
 	// SysProcAttr adjusts the attributes of the op's process before it
 	// is started: Credential (run_as), Cloneflags (namespaces),
 	// UseCgroupFD and CgroupFD (clone into the service's cgroup),
-	// Pdeathsig. On unix Run has set Setpgid, and the hook must leave it:
+	// Pdeathsig. On unix Spawn has set Setpgid, and the hook must leave it:
 	// timeouts, Kill and Freeze address the op's process group. On Linux
-	// Run sets PidFD after the hook: the op's pidfd is Run's.
+	// Spawn sets PidFD after the hook: the op's pidfd is Spawn's.
 	SysProcAttr func(*syscall.SysProcAttr)
 	// Launch runs start, which forks and execs the op, where it must
 	// run: a Landlock policy confines one locked OS thread, and only a
 	// child cloned from that thread inherits it. Launch must call start
-	// exactly once and return its error. nil calls start on Run's
-	// goroutine. Files Run passes to the child are opened beforehand, on
-	// Run's goroutine.
+	// exactly once and return its error. nil calls start on Spawn's
+	// goroutine. Files Spawn passes to the child are opened beforehand, on
+	// Spawn's goroutine.
 	Launch func(start func() error) error
 	// Started, if set, is called with the op's pid as soon as it was
-	// started, before OnStart and before Run waits for it: the sandbox
+	// started, before OnStart and before Spawn waits for it: the sandbox
 	// sets the op's RLIMIT_CORE there (prlimit). An error kills the op's
-	// process group, and Run fails with SpawnErr set to that error and
+	// process group, and Spawn fails with SpawnErr set to that error and
 	// Pid 0, as for a failed start.
 	Started func(pid int) error
 }
@@ -117,11 +117,11 @@ type Result struct {
 	// Left, after a stop, are the processes it left in the service's
 	// container (or, in the fallback, in its process groups) and that
 	// were killed before the stop counted as ended; the executor's ops
-	// only (not Run's).
+	// only (not Spawn's).
 	Left []int
 	// Timeout is the timeout the op ran with.
 	Timeout time.Duration
-	// Duration is the wall time from the spawn to the return of Run.
+	// Duration is the wall time from the spawn to the return of Spawn.
 	Duration time.Duration
 }
 
@@ -137,7 +137,7 @@ func sharedDevNull() (*os.File, error) {
 	return devNull, devNullErr
 }
 
-// Run runs one op process and returns when it has ended, synchronously.
+// Spawn runs one op process and returns when it has ended, synchronously.
 //
 // The op runs in its own process group with exactly Spec.Env, in Spec.Dir,
 // stdin /dev/null. Stdout is read up to protocol.MaxStdout+1 bytes: one more
@@ -146,14 +146,14 @@ func sharedDevNull() (*os.File, error) {
 // are kept, and it is drained as fast as it comes, so the op never blocks
 // on it. At the timeout (or when ctx ends) the group gets SIGTERM, and
 // SIGKILL Grace later unless it emptied. Once the op's process exited its
-// pipes are read for at most WaitDelay more. Run never kills the group of
+// pipes are read for at most WaitDelay more. Spawn never kills the group of
 // an op that exited on its own: a start op's daemons live there.
 //
 // A process that called BecomeSubreaper must start every child through
-// Run or StartCmd, so the reaper never takes an exit status os/exec waits
+// Spawn or StartCmd, so the reaper never takes an exit status os/exec waits
 // for.
-func Run(ctx context.Context, s Spec) Result {
-	p := &prepared{spec: s, t0: time.Now(), res: Result{Timeout: s.Timeout}}
+func Spawn(ctx context.Context, s Spec) Result {
+	p := &spawning{spec: s, t0: time.Now(), res: Result{Timeout: s.Timeout}}
 	if s.Timeout <= 0 {
 		return p.fail(fmt.Errorf("executor: timeout %v is not positive", s.Timeout))
 	}
@@ -192,19 +192,20 @@ func Run(ctx context.Context, s Spec) Result {
 		s.Hooks.SysProcAttr(p.sys)
 	}
 	if !portableOnly {
-		if res, ok := runNative(ctx, p); ok {
+		if res, ok := spawnNative(ctx, p); ok {
 			return res
 		}
 	}
-	return runPortable(ctx, p)
+	return spawnPortable(ctx, p)
 }
 
-// portableOnly makes Run use the portable engine everywhere (tests run
+// portableOnly makes Spawn use the portable engine everywhere (tests run
 // both engines).
 var portableOnly bool
 
-// prepared is an op whose arguments have been checked and completed.
-type prepared struct {
+// spawning is one op process whose Spec has been checked and completed, on
+// its way through Spawn.
+type spawning struct {
 	spec      Spec
 	t0        time.Time
 	res       Result
@@ -216,14 +217,14 @@ type prepared struct {
 	sys       *syscall.SysProcAttr
 }
 
-func (p *prepared) fail(err error) Result {
+func (p *spawning) fail(err error) Result {
 	p.res.SpawnErr = err
 	p.res.Duration = time.Since(p.t0)
 	return p.res
 }
 
 // launch calls start through the Launch hook, if any.
-func (p *prepared) launch(start func() error, started func() bool) error {
+func (p *spawning) launch(start func() error, started func() bool) error {
 	if p.spec.Hooks.Launch == nil {
 		return start()
 	}
@@ -235,7 +236,7 @@ func (p *prepared) launch(start func() error, started func() bool) error {
 }
 
 // arm starts the timeout and the cancellation of an op that runs.
-func (p *prepared) arm(ctx context.Context, k *killer) (stop func()) {
+func (p *spawning) arm(ctx context.Context, k *killer) (stop func()) {
 	timer := p.spec.Pauses.AfterFunc(p.spec.Timeout, func() { k.terminate(&k.timedOut) })
 	stopCtx := context.AfterFunc(ctx, func() { k.terminate(&k.canceled) })
 	return func() {
@@ -244,9 +245,9 @@ func (p *prepared) arm(ctx context.Context, k *killer) (stop func()) {
 	}
 }
 
-// runPortable is the engine of every platform: os.StartProcess, pipes read by
+// spawnPortable is the engine of every platform: os.StartProcess, pipes read by
 // the runtime's poller, and a goroutine in Wait.
-func runPortable(ctx context.Context, p *prepared) Result {
+func spawnPortable(ctx context.Context, p *spawning) Result {
 	rOut, wOut, err := os.Pipe()
 	if err != nil {
 		return p.fail(fmt.Errorf("executor: stdout pipe: %w", err))
@@ -330,7 +331,8 @@ func runPortable(ctx context.Context, p *prepared) Result {
 
 	res.Stdout, res.StdoutTruncated = out.buf, out.truncated
 	res.StderrTail = tail.bytes()
-	res.PipesHeld = tail.held || (!out.truncated && (errors.Is(outErr, os.ErrDeadlineExceeded) || errors.Is(outErr, os.ErrClosed)))
+	pipeCut := errors.Is(outErr, os.ErrDeadlineExceeded) || errors.Is(outErr, os.ErrClosed)
+	res.PipesHeld = tail.held || (!out.truncated && pipeCut)
 	res.TimedOut, res.Canceled, res.Escalated = k.timedOut, k.canceled, k.killed
 	if waitErr != nil {
 		res.SpawnErr = fmt.Errorf("executor: wait for pid %d: %w", proc.Pid, waitErr)

@@ -13,7 +13,8 @@ import (
 
 // The Linux engine. The portable one parks two goroutines on the runtime's
 // poller and a third in waitid; each wake-up costs a hand-off between
-// threads, about 10% of a whole op. Here the op's goroutine alone waits in
+// threads, which the op's bench row shows against a C posix_spawn loop
+// (bench/README.md#op; bench/HISTORY.md has the engines side by side). Here the op's goroutine alone waits in
 // poll(2) on the two pipes and the op's pidfd, which becomes readable when
 // the process exits, and reads what is ready: the same work as a C
 // posix_spawn loop. Timeouts and cancellation stay timer-driven signals to
@@ -37,9 +38,9 @@ func pidfdSupported() bool {
 	return pidfdOK
 }
 
-// runNative runs the op with the poll engine; false means it is not
+// spawnNative runs the op with the poll engine; false means it is not
 // available here and nothing was done.
-func runNative(ctx context.Context, p *prepared) (Result, bool) {
+func spawnNative(ctx context.Context, p *spawning) (Result, bool) {
 	if !pidfdSupported() {
 		return Result{}, false
 	}

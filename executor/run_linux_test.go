@@ -18,7 +18,7 @@ import (
 	"github.com/oarbank/svcrun/protocol"
 )
 
-// TestEngines runs the tests of Run with both engines: the Linux poll engine
+// TestEngines runs the tests of Spawn with both engines: the Linux poll engine
 // and the portable one, which other platforms use (and Linux before 5.3).
 func TestEngines(t *testing.T) {
 	for _, e := range []struct {
@@ -58,7 +58,7 @@ var engineTests = []struct {
 
 func testEnvironmentCwdStdin(t *testing.T) {
 	f := newFixture(t)
-	res := Run(context.Background(), f.spec("env", protocol.OpFingerprint, 10*time.Second))
+	res := Spawn(context.Background(), f.spec("env", protocol.OpFingerprint, 10*time.Second))
 	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
@@ -85,7 +85,7 @@ func testNilEnvIsEmpty(t *testing.T) {
 	// svc.sh writes to $OARBANK_MODULE_DATA, which is unset: it fails,
 	// and it must not have found our environment.
 	t.Setenv("OARBANK_MODULE_DATA", f.data)
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	if res.SpawnErr != nil {
 		t.Fatal(res.SpawnErr)
 	}
@@ -96,13 +96,14 @@ func testNilEnvIsEmpty(t *testing.T) {
 
 func testStdoutFloodIsCutAndKilled(t *testing.T) {
 	f := newFixture(t)
-	res := Run(context.Background(), f.spec("flood", protocol.OpFingerprint, 60*time.Second))
+	res := Spawn(context.Background(), f.spec("flood", protocol.OpFingerprint, 60*time.Second))
 	if !res.StdoutTruncated || len(res.Stdout) != protocol.MaxStdout+1 {
 		t.Fatalf("truncated %v, %d bytes read; want a cut at %d", res.StdoutTruncated, len(res.Stdout), protocol.MaxStdout+1)
 	}
 	// Killed at once rather than waited for: SIGKILL ended it, not EOF.
 	if res.Signal != syscall.SIGKILL || !res.Escalated || res.TimedOut {
-		t.Errorf("signal %v escalated %v timed out %v; want killed by us at the limit", res.Signal, res.Escalated, res.TimedOut)
+		t.Errorf(
+			"signal %v escalated %v timed out %v; want killed by us at the limit", res.Signal, res.Escalated, res.TimedOut)
 	}
 	o := Outcome(protocol.OpFingerprint, protocol.RoleService, res)
 	if o.Failure != engine.FailProtocol || !strings.Contains(o.Message, "stdout was cut off at the 1 MiB limit") {
@@ -114,7 +115,7 @@ func testTimeoutKillsTheGroup(t *testing.T) {
 	f := newFixture(t)
 	s := f.spec("hang", protocol.OpFingerprint, 300*time.Millisecond)
 	s.Grace = 10 * time.Second
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	if !res.TimedOut || res.Escalated {
 		t.Fatalf("timed out %v, escalated %v; want SIGTERM to be enough", res.TimedOut, res.Escalated)
 	}
@@ -134,9 +135,10 @@ func testTimeoutPoliteExitsWithinGrace(t *testing.T) {
 	f := newFixture(t)
 	s := f.spec("polite", protocol.OpStop, 200*time.Millisecond)
 	s.Grace = 20 * time.Second
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	if !res.TimedOut || res.Escalated || res.Duration >= s.Grace {
-		t.Errorf("timed out %v escalated %v after %v; want a prompt exit at SIGTERM", res.TimedOut, res.Escalated, res.Duration)
+		t.Errorf(
+			"timed out %v escalated %v after %v; want a prompt exit at SIGTERM", res.TimedOut, res.Escalated, res.Duration)
 	}
 	if !bytes.Contains(res.StderrTail, []byte("bye")) {
 		t.Errorf("stderr %q: the TERM trap did not run", res.StderrTail)
@@ -147,7 +149,7 @@ func testTimeoutStubbornGetsSIGKILL(t *testing.T) {
 	f := newFixture(t)
 	s := f.spec("stubborn", protocol.OpStart, 200*time.Millisecond)
 	s.Grace = 500 * time.Millisecond
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	if !res.TimedOut || !res.Escalated || res.Signal != syscall.SIGKILL {
 		t.Fatalf("timed out %v escalated %v signal %v; want SIGKILL after the grace", res.TimedOut, res.Escalated, res.Signal)
 	}
@@ -169,7 +171,7 @@ func testDaemonHoldingStdoutDoesNotHangTheOp(t *testing.T) {
 	f := newFixture(t)
 	s := f.spec("daemon", protocol.OpFingerprint, 60*time.Second)
 	s.WaitDelay = 200 * time.Millisecond
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	killGroupAtEnd(t, res.Pid)
 	// The daemon outlives the timeout: an op that waited for it ran into
 	// the timeout, whereas a loaded machine only slows the op down.
@@ -186,7 +188,7 @@ func testDaemonHoldingStdoutDoesNotHangTheOp(t *testing.T) {
 	if o.Failure != engine.FailNone || !*o.Result.Fingerprint.Running {
 		t.Errorf("outcome %+v", o)
 	}
-	// Run never kills the group of an op that exited on its own.
+	// Spawn never kills the group of an op that exited on its own.
 	if child := f.readPid(t, "child.pid"); !alive(child) {
 		t.Errorf("the daemon %d was killed", child)
 	}
@@ -210,7 +212,7 @@ func testOutcomes(t *testing.T) {
 		{"nosuchmode", protocol.OpStatus, engine.FailOp, "exit status 64 (stderr: svc.sh: unknown mode nosuchmode)"},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			res := Run(context.Background(), f.spec(tc.mode, tc.op, 10*time.Second))
+			res := Spawn(context.Background(), f.spec(tc.mode, tc.op, 10*time.Second))
 			o := Outcome(tc.op, protocol.RoleService, res)
 			if o.Failure != tc.failure {
 				t.Fatalf("failure %q, want %q; message %q", o.Failure, tc.failure, o.Message)
@@ -228,7 +230,7 @@ func testOutcomes(t *testing.T) {
 
 func testOwnedObjectWithDashIDIsSkipped(t *testing.T) {
 	f := newFixture(t)
-	res := Run(context.Background(), f.spec("dashid", protocol.OpListOwned, 10*time.Second))
+	res := Spawn(context.Background(), f.spec("dashid", protocol.OpListOwned, 10*time.Second))
 	o := Outcome(protocol.OpListOwned, protocol.RoleService, res)
 	if o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
@@ -236,7 +238,8 @@ func testOwnedObjectWithDashIDIsSkipped(t *testing.T) {
 	if objs := o.Result.OwnedList.Objects; len(objs) != 1 || objs[0].ID != "vol-1" {
 		t.Errorf("objects %+v, want only vol-1", objs)
 	}
-	if w := o.Result.Warnings; len(w) != 1 || !strings.Contains(w[0], `/objects/0: skipped: invalid object id "-rf": starts with '-'`) {
+	const skipped = `/objects/0: skipped: invalid object id "-rf": starts with '-'`
+	if w := o.Result.Warnings; len(w) != 1 || !strings.Contains(w[0], skipped) {
 		t.Errorf("warnings %q", w)
 	}
 }
@@ -254,7 +257,7 @@ func testSpawnErrors(t *testing.T) {
 		"no timeout":     {Path: f.script, Dir: f.bundle},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := Run(context.Background(), s)
+			res := Spawn(context.Background(), s)
 			if res.SpawnErr == nil || res.Pid != 0 {
 				t.Fatalf("spawn error %v, pid %d", res.SpawnErr, res.Pid)
 			}
@@ -268,7 +271,7 @@ func testSpawnErrors(t *testing.T) {
 
 func testStderrKeepsTheTail(t *testing.T) {
 	f := newFixture(t)
-	res := Run(context.Background(), f.spec("stderrflood", protocol.OpFingerprint, 30*time.Second))
+	res := Spawn(context.Background(), f.spec("stderrflood", protocol.OpFingerprint, 30*time.Second))
 	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
@@ -308,18 +311,20 @@ func testCancelKillsLikeATimeout(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := f.spec("hang", protocol.OpStart, time.Minute)
 	s.OnStart = func(int) { cancel() }
-	res := Run(ctx, s)
+	res := Spawn(ctx, s)
 	if !res.Canceled || res.TimedOut || res.Duration > 30*time.Second {
 		t.Fatalf("canceled %v timed out %v after %v", res.Canceled, res.TimedOut, res.Duration)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || !strings.HasPrefix(o.Message, "canceled after ") {
+	o := Outcome(protocol.OpStart, protocol.RoleService, res)
+	if o.Failure != engine.FailTimeout || !strings.HasPrefix(o.Message, "canceled after ") {
 		t.Errorf("outcome %+v", o)
 	}
-	res = Run(ctx, s)
+	res = Spawn(ctx, s)
 	if !res.Canceled || res.Pid != 0 || res.SpawnErr != nil {
 		t.Errorf("an op with a done context: %+v", res)
 	}
-	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout || o.Message != "canceled before it started" {
+	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailTimeout ||
+		o.Message != "canceled before it started" {
 		t.Errorf("outcome %+v", o)
 	}
 }
@@ -339,7 +344,7 @@ func testHooks(t *testing.T) {
 	}
 	var pid int
 	s.OnStart = func(p int) { pid = p }
-	res := Run(context.Background(), s)
+	res := Spawn(context.Background(), s)
 	if o := Outcome(protocol.OpFingerprint, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
@@ -347,7 +352,7 @@ func testHooks(t *testing.T) {
 		t.Errorf("launched %v, adjusted with Setpgid %v, OnStart pid %d, result pid %d", launched, adjusted, pid, res.Pid)
 	}
 	s.Hooks.Launch = func(func() error) error { return nil }
-	if res := Run(context.Background(), s); res.SpawnErr == nil {
+	if res := Spawn(context.Background(), s); res.SpawnErr == nil {
 		t.Errorf("a Launch that never started the op succeeded")
 	}
 
@@ -361,7 +366,7 @@ func testHooks(t *testing.T) {
 		}
 		return nil
 	}
-	res = Run(context.Background(), s)
+	res = Spawn(context.Background(), s)
 	if startedPid == 0 || startedPid != res.Pid || res.SpawnErr != nil {
 		t.Errorf("Started saw pid %d; result pid %d, spawn error %v", startedPid, res.Pid, res.SpawnErr)
 	}
@@ -370,17 +375,19 @@ func testHooks(t *testing.T) {
 		startedPid = p
 		return errors.New("no rlimit for you")
 	}
-	// The op hangs and no timer runs for an op that failed to start: Run
-	// returns only if it kills the op, and the guard only keeps a Run
+	// The op hangs and no timer runs for an op that failed to start: Spawn
+	// returns only if it kills the op, and the guard only keeps a Spawn
 	// that waits for it from hanging the test.
 	ran := make(chan Result, 1)
-	go func() { ran <- Run(context.Background(), s) }()
+	go func() { ran <- Spawn(context.Background(), s) }()
 	select {
 	case res = <-ran:
 	case <-time.After(time.Minute):
-		t.Fatal("Run with a failing Started hook has not returned in a minute: it waits for its hanging op instead of killing it")
+		t.Fatal("Spawn with a failing Started hook has not returned in a minute: " +
+			"it waits for its hanging op instead of killing it")
 	}
-	if res.SpawnErr == nil || !strings.Contains(res.SpawnErr.Error(), "no rlimit for you") || res.Pid != 0 || res.TimedOut {
+	if res.SpawnErr == nil || !strings.Contains(res.SpawnErr.Error(), "no rlimit for you") ||
+		res.Pid != 0 || res.TimedOut {
 		t.Errorf("a failing Started: spawn error %v, pid %d, timed out %v", res.SpawnErr, res.Pid, res.TimedOut)
 	}
 	eventually(t, time.Minute, "the op of a failing Started is killed", func() bool { return !alive(startedPid) })
@@ -392,14 +399,16 @@ func testReaperReapsAbandonedDaemon(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res := Run(context.Background(), f.spec("doublefork", protocol.OpStart, 10*time.Second))
+	res := Spawn(context.Background(), f.spec("doublefork", protocol.OpStart, 10*time.Second))
 	if o := Outcome(protocol.OpStart, protocol.RoleService, res); o.Failure != engine.FailNone {
 		t.Fatalf("outcome %+v", o)
 	}
 	daemon := f.readPid(t, "daemon.pid")
 	// Its parent exited before the op did: the daemon is ours now.
 	if ppid, state, ok := procStat(daemon); !ok || ppid != os.Getpid() || state == 'Z' {
-		t.Fatalf("daemon %d: parent %d state %c found %v; want a live child of the subreaper %d", daemon, ppid, state, ok, os.Getpid())
+		t.Fatalf(
+			"daemon %d: parent %d state %c found %v; want a live child of the subreaper %d", daemon, ppid, state, ok,
+			os.Getpid())
 	}
 	// Let it exit: it blocks reading the fifo.
 	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
@@ -426,7 +435,7 @@ func testConcurrentOpsWhileDaemonsDie(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = Run(context.Background(), f.spec("shortdaemon", protocol.OpStart, 60*time.Second))
+			results[i] = Spawn(context.Background(), f.spec("shortdaemon", protocol.OpStart, 60*time.Second))
 		}()
 	}
 	wg.Wait()

@@ -4,6 +4,6 @@ package executor
 
 import "context"
 
-// runNative: only Linux has a native engine; elsewhere Run uses the
+// spawnNative: only Linux has a native engine; elsewhere Spawn uses the
 // portable one.
-func runNative(context.Context, *prepared) (Result, bool) { return Result{}, false }
+func spawnNative(context.Context, *spawning) (Result, bool) { return Result{}, false }

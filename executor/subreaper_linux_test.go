@@ -36,7 +36,8 @@ func TestSubreaperWhenAsked(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "subreaper")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestSubreaperWhenAsked$", "-test.v")
-			cmd.Env = append(os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_SUBREAPER_CASE="+tt.mode, "EXECUTOR_SUBREAPER_OUT="+out)
+			cmd.Env = append(
+				os.Environ(), "EXECUTOR_NO_REAPER=1", "EXECUTOR_SUBREAPER_CASE="+tt.mode, "EXECUTOR_SUBREAPER_OUT="+out)
 			// Started as every child of a subreaper must be, or a start
 			// op's reaping of dead orphans could take its exit status.
 			var b bytes.Buffer

@@ -31,9 +31,9 @@ import (
 // Targets): a full sandboxed op <= 1.3x the C floor; today's figure is
 // bench/README.md's row op-sandboxed. Variants:
 //
-//   - unsandboxed: executor.Run without hooks (BenchmarkFingerprintOp's
+//   - unsandboxed: executor.Spawn without hooks (BenchmarkFingerprintOp's
 //     "executor").
-//   - sandboxed: executor.Run with the module's hooks: fork on the
+//   - sandboxed: executor.Spawn with the module's hooks: fork on the
 //     confined thread (Landlock, no_new_privs), run_as nobody when root,
 //     RLIMIT_CORE 0.
 //   - sandboxed-netns: the same for a module with network = "none" (the
@@ -144,7 +144,7 @@ func BenchmarkSandboxedFingerprintOp(b *testing.B) {
 	}
 	runSpec := func(s executor.Spec) func() engine.Outcome {
 		return func() engine.Outcome {
-			return executor.Outcome(protocol.OpFingerprint, protocol.RoleService, executor.Run(ctx, s))
+			return executor.Outcome(protocol.OpFingerprint, protocol.RoleService, executor.Spawn(ctx, s))
 		}
 	}
 

@@ -253,6 +253,15 @@ func Report(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule) []string {
 	return out
 }
 
+// ExecutorConfig is the executor.Config of the ops of cfg's modules mods,
+// run as id: the one assembly of the node, its modules, the run_as
+// identity and the sandbox hooks, so that the daemon, `svcrun op` and
+// `svcrun check` run an op alike. Each caller adds only what is its own
+// (containers, a logger, pauses, another pipe grace).
+func ExecutorConfig(cfg *nodeconfig.Config, mods []nodeconfig.LoadedModule, id Identity) executor.Config {
+	return executor.Config{Node: cfg, Modules: mods, User: id.User, Owner: id.Owner, Hooks: For(cfg)}
+}
+
 // Identity is who ops run as, for executor.Config: User (USER and
 // LOGNAME; "" leaves the executor's default, svcrun's own user) and Owner
 // of the module data dirs (nil: svcrun's account).

@@ -126,7 +126,7 @@ func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	cfg := conformance.Config{
 		Node: node.cfg, Module: node.mod, Names: fs.Args(),
-		User: node.id.User, Owner: node.id.Owner,
+		Identity: node.id,
 	}
 	if *job != "" {
 		cfg.Job = func(ctx context.Context, g api.Grant) conformance.JobRun { return runCheckJob(ctx, *job, g) }

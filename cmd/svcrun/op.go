@@ -114,12 +114,8 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	// Unlike the agent, svcrun op is no child subreaper: it exits after
 	// the op, and in tests it runs inside a test binary whose other
 	// children the reaper must not take.
-	xcfg := executor.Config{
-		Node: node.cfg, Modules: []nodeconfig.LoadedModule{node.mod},
-		User: node.id.User, Owner: node.id.Owner, Hooks: sandbox.For(node.cfg),
-	}
 	target := engine.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
-	res, out, err := executor.RunOne(ctx, xcfg, engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
+	res, out, err := executor.RunStandalone(ctx, node.execConfig(), engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
@@ -391,6 +387,12 @@ type opNode struct {
 	cfg *nodeconfig.Config
 	mod nodeconfig.LoadedModule
 	id  sandbox.Identity
+}
+
+// execConfig is the executor configuration of the node's ops: the
+// daemon's (sandbox.ExecutorConfig) for its one module.
+func (n *opNode) execConfig() executor.Config {
+	return sandbox.ExecutorConfig(n.cfg, []nodeconfig.LoadedModule{n.mod}, n.id)
 }
 
 // bundleNode is the node svcrun op --bundle makes up for the bundle: one
