@@ -142,6 +142,36 @@ func TestDecisionsLiveInDecisions(t *testing.T) {
 	}
 }
 
+// TestCostsCiteTheirBenchRow: operating.md's costs name, for each figure,
+// the bench/README.md row (or the bench/HISTORY.md runs) it comes from,
+// and every link to a row of bench/README.md in docs/ finds its anchor.
+func TestCostsCiteTheirBenchRow(t *testing.T) {
+	costs := section(t, read(t, "docs/operating.md"), "## What it costs")
+	for _, item := range strings.Split(costs, "\n- ")[1:] {
+		if regexp.MustCompile(`[0-9]`).MatchString(item) &&
+			!strings.Contains(item, "bench/README.md#") && !strings.Contains(item, "bench/HISTORY.md") {
+			t.Errorf("docs/operating.md, What it costs: %.40q... quotes figures without their bench row", item)
+		}
+	}
+	bench := read(t, "bench/README.md")
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs: %v, %d files", err, len(docs))
+	}
+	link := regexp.MustCompile(`bench/README\.md#([a-z0-9-]+)`)
+	for _, path := range docs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if !strings.Contains(bench, `<a id="`+m[1]+`"></a>`) {
+				t.Errorf("%s links to bench/README.md#%s, which has no such row", filepath.Base(path), m[1])
+			}
+		}
+	}
+}
+
 var (
 	benchAt  = regexp.MustCompile(`^[0-9a-f]{7,40}, 20[0-9]{2}-[01][0-9]-[0-3][0-9]$`)
 	datedHdr = regexp.MustCompile(`(?m)^## 20[0-9]{2}-[01][0-9]-[0-3][0-9]`)
