@@ -34,7 +34,8 @@ func main() {
 		// One P: a client spends its life waiting on the socket, and with
 		// a second P every goroutine it starts wakes another thread
 		// (`svcrun run -- true`: 104 context switches a run with two, 88
-		// with one). GOMAXPROCS set says otherwise.
+		// with one; bench/README.md, row run, and its history in
+		// bench/HISTORY.md). GOMAXPROCS set says otherwise.
 		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
