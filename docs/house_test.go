@@ -172,6 +172,36 @@ func TestCostsCiteTheirBenchRow(t *testing.T) {
 	}
 }
 
+// TestOnePlural: internal/words holds the one plural of a count's noun;
+// no other package keeps its own.
+func TestOnePlural(t *testing.T) {
+	def := regexp.MustCompile(`(?m)^func (\([^)]*\) )?[A-Za-z]*[Pp]lural[A-Za-z]*\(`)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (rel != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			filepath.ToSlash(filepath.Dir(rel)) == "internal/words" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if m := def.Find(b); m != nil {
+			t.Errorf("%s: %s...: use words.Plural", rel, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 var (
 	benchAt  = regexp.MustCompile(`^[0-9a-f]{7,40}, 20[0-9]{2}-[01][0-9]-[0-3][0-9]$`)
 	datedHdr = regexp.MustCompile(`(?m)^## 20[0-9]{2}-[01][0-9]-[0-3][0-9]`)
