@@ -172,9 +172,9 @@ func TestSocketGroupRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(
-		`sed -i 's/(\^#socket_group = \.\*)/(socket_group = "svcrun-jobs")/' /etc/svcrun/svcrun.toml`).FindStringSubmatch(
-		string(doc))
+	recipe := regexp.MustCompile(
+		`sed -i 's/(\^#socket_group = \.\*)/(socket_group = "svcrun-jobs")/' /etc/svcrun/svcrun.toml`)
+	m := recipe.FindStringSubmatch(string(doc))
 	if m == nil {
 		t.Fatal("docs/operating.md has no sed recipe for socket_group")
 	}
