@@ -278,20 +278,13 @@ func checkStopEmpties(c *run) verdict {
 		return *v
 	}
 	if len(stop.Left) > 0 {
-		return fail("%s left %d process%s in the container (pid %s), which svcrun killed: a stop must wait for "+
-			"its daemon to end", stop.brief(), len(stop.Left), pluralES(len(stop.Left)), joinInts(stop.Left))
+		return fail("%s: the container still held pid %s, which svcrun killed: a stop must wait for its daemon to end",
+			stop.brief(), joinInts(stop.Left))
 	}
 	if left := c.s.x.Procs(c.t); len(left) > 0 {
 		return fail("processes came back in the container after the stop: pid %s", joinInts(left))
 	}
 	return pass("%s; the container, which held %s, is empty", stop.brief(), procList(during))
-}
-
-func pluralES(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "es"
 }
 
 // checkFingerprintRunning: fingerprint's running agrees with status while

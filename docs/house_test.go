@@ -127,12 +127,78 @@ func TestDecisionsLiveInDecisions(t *testing.T) {
 	}
 	// Claims the agent outgrew: it reads the host's memory pressure and
 	// the clocks' jumps (agent/signals.go).
-	for _, stale := range []string{"does not watch the host's pressure", "does not yet treat a jump of the wall clock"} {
-		for name, doc := range map[string]string{"architecture.md": arch, "decisions.md": dec} {
+	stales := []string{
+		"does not watch the host's pressure", "does not yet treat a jump of the wall clock",
+		"has no source of such events", "does not yet detect a jump of the wall clock",
+		"memory pressure** is not watched",
+	}
+	docs := map[string]string{"architecture.md": arch, "decisions.md": dec, "protocol.md": read(t, "docs/protocol.md")}
+	for _, stale := range stales {
+		for name, doc := range docs {
 			if strings.Contains(strings.Join(strings.Fields(doc), " "), stale) {
-				t.Errorf("docs/%s still says svcrun %s", name, stale)
+				t.Errorf("docs/%s still says %q", name, stale)
 			}
 		}
+	}
+}
+
+// TestCostsCiteTheirBenchRow: operating.md's costs name, for each figure,
+// the bench/README.md row (or the bench/HISTORY.md runs) it comes from,
+// and every link to a row of bench/README.md in docs/ finds its anchor.
+func TestCostsCiteTheirBenchRow(t *testing.T) {
+	costs := section(t, read(t, "docs/operating.md"), "## What it costs")
+	for _, item := range strings.Split(costs, "\n- ")[1:] {
+		if regexp.MustCompile(`[0-9]`).MatchString(item) &&
+			!strings.Contains(item, "bench/README.md#") && !strings.Contains(item, "bench/HISTORY.md") {
+			t.Errorf("docs/operating.md, What it costs: %.40q... quotes figures without their bench row", item)
+		}
+	}
+	bench := read(t, "bench/README.md")
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("docs: %v, %d files", err, len(docs))
+	}
+	link := regexp.MustCompile(`bench/README\.md#([a-z0-9-]+)`)
+	for _, path := range docs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			if !strings.Contains(bench, `<a id="`+m[1]+`"></a>`) {
+				t.Errorf("%s links to bench/README.md#%s, which has no such row", filepath.Base(path), m[1])
+			}
+		}
+	}
+}
+
+// TestOnePlural: internal/words holds the one plural of a count's noun;
+// no other package keeps its own.
+func TestOnePlural(t *testing.T) {
+	def := regexp.MustCompile(`(?m)^func (\([^)]*\) )?[A-Za-z]*[Pp]lural[A-Za-z]*\(`)
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() && (rel != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			filepath.ToSlash(filepath.Dir(rel)) == "internal/words" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if m := def.Find(b); m != nil {
+			t.Errorf("%s: %s...: use words.Plural", rel, m)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -178,7 +244,7 @@ var sweptDirs = []string{
 	"engine", "sim", "fakes", "store", "clockwork", "svcenv", "manifest", "protocol", "schemas",
 	"sandbox", "conformance", "executor", "cgroup", "sdk", "internal/flock", "internal/ids", "internal/loglimit",
 	"internal/procfs", "internal/suggest", "internal/testhost", "internal/tomldoc", "internal/utf8off",
-	"internal/words",
+	"internal/words", "internal/cli", "nodeconfig", "cmd/svcsim", "examples",
 }
 
 // TestSweptLinesFit: no Go line in a swept directory is over 120

@@ -71,18 +71,21 @@ func parseContainers(t *tomldoc.Table, c *Config, host Host) Containers {
 	x := Containers{Enabled: t.Bool("enabled", false)}
 	x.Socket = absPath(t, "socket", DefaultContainerSocket, filepath.Dir(c.File))
 	if len(x.Socket) > maxSocketPath {
-		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d", x.Socket, len(x.Socket), maxSocketPath)
+		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d",
+			x.Socket, len(x.Socket), maxSocketPath)
 	}
 
 	x.MemGB = positive(t, "mem_gb", DefaultContainerMemGB)
 	x.MaxMemGB = positive(t, "max_mem_gb", max(x.MemGB, math.Min(4, c.MemoryBudgetGB)))
 	if x.MemGB > x.MaxMemGB && t.Has("mem_gb") {
-		t.Errorf("mem_gb", "%v is more than max_mem_gb (%v): the default of a container must be within the maximum", x.MemGB, x.MaxMemGB)
+		t.Errorf("mem_gb", "%v is more than max_mem_gb (%v): the default of a container must be within the maximum",
+			x.MemGB, x.MaxMemGB)
 	}
 	x.CPUs = positive(t, "cpus", DefaultContainerCPUs)
 	x.MaxCPUs = positive(t, "max_cpus", max(x.CPUs, float64(cores)))
 	if x.CPUs > x.MaxCPUs && t.Has("cpus") {
-		t.Errorf("cpus", "%v is more than max_cpus (%v): the default of a container must be within the maximum", x.CPUs, x.MaxCPUs)
+		t.Errorf("cpus", "%v is more than max_cpus (%v): the default of a container must be within the maximum",
+			x.CPUs, x.MaxCPUs)
 	}
 	x.Pids = t.Int("pids", DefaultContainerPids)
 	x.MaxPids = t.Int("max_pids", max(x.Pids, DefaultContainerMaxPids))
@@ -95,7 +98,8 @@ func parseContainers(t *tomldoc.Table, c *Config, host Host) Containers {
 		}
 	}
 	if x.Pids > x.MaxPids && t.Has("pids") {
-		t.Errorf("pids", "%d is more than max_pids (%d): the default of a container must be within the maximum", x.Pids, x.MaxPids)
+		t.Errorf("pids", "%d is more than max_pids (%d): the default of a container must be within the maximum",
+			x.Pids, x.MaxPids)
 	}
 
 	// Two per core, and no more than the budget holds at the default
@@ -110,7 +114,8 @@ func parseContainers(t *tomldoc.Table, c *Config, host Host) Containers {
 	}
 	x.Max = int(n)
 	if over := float64(x.Max) * x.MemGB; x.Enabled && c.MemoryBudgetGB > 0 && over > c.MemoryBudgetGB {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: containers.max %d x containers.mem_gb %v = %v GB is more than memory_budget_gb (%v): containers at their default memory can fill the node; lower max or mem_gb",
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: containers.max %d x containers.mem_gb %v = %v GB is more than "+
+			"memory_budget_gb (%v): containers at their default memory can fill the node; lower max or mem_gb",
 			c.fileName(), x.Max, x.MemGB, over, c.MemoryBudgetGB))
 	}
 
@@ -209,7 +214,8 @@ func checkContainerGrants(c *Config, mc Module, m *manifest.Module) tomldoc.Erro
 			}
 		}
 		errs = append(errs, moduleError(c, mc, ".grants.containers",
-			fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].containers asks for %s: %s", g, m.Name, askedText, why)))
+			fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].containers asks for %s: %s",
+				g, m.Name, askedText, why)))
 	}
 	return errs
 }

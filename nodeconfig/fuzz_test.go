@@ -11,7 +11,8 @@ import (
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("node_id = \"n\"\ndata_dir = \"d\"\nmemory_budget_gb = 4\n[limits]\npids = 10\n"))
-	f.Add([]byte("[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/opt\"] }\ntools = { jq = \"/usr/bin/jq\" }\nsettings = { a = [1, 2] }\n"))
+	f.Add([]byte("[[modules]]\nbundle = \"a\"\ngrants = { read = [\"/opt\"] }\ntools = { jq = \"/usr/bin/jq\" }\n" +
+		"settings = { a = [1, 2] }\n"))
 	f.Add([]byte("socket = \"/run/x.sock\"\nsandbox = \"best_effort\"\nreap_period_s = 0.5\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse("svcrun.toml", "/etc/svcrun/svcrun.toml", data, testHost)
@@ -29,7 +30,8 @@ func FuzzParse(f *testing.F) {
 		if !filepath.IsAbs(c.DataDir) || !filepath.IsAbs(c.Socket) || len(c.Socket) > maxSocketPath {
 			t.Fatalf("bad paths %q %q", c.DataDir, c.Socket)
 		}
-		if c.MemoryBudgetGB <= 0 || c.MaxConcurrentOps < 1 || c.StatusPeriod <= 0 || c.ReapPeriod <= 0 || c.FingerprintPeriod <= 0 {
+		if c.MemoryBudgetGB <= 0 || c.MaxConcurrentOps < 1 || c.StatusPeriod <= 0 || c.ReapPeriod <= 0 ||
+			c.FingerprintPeriod <= 0 {
 			t.Fatalf("bad numbers %+v", c)
 		}
 		if c.Sandbox != SandboxRequire && c.Sandbox != SandboxBestEffort {

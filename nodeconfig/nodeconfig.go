@@ -196,7 +196,8 @@ func Load(file string) (*Config, error) {
 	}
 	data, err := os.ReadFile(abs)
 	if err != nil {
-		return nil, tomldoc.ErrorList{{File: file, Reason: fmt.Sprintf("cannot read the node configuration: %v", unwrapPathErr(err))}}
+		return nil,
+			tomldoc.ErrorList{{File: file, Reason: fmt.Sprintf("cannot read the node configuration: %v", unwrapPathErr(err))}}
 	}
 	return load(file, abs, data, ThisHost())
 }
@@ -246,7 +247,9 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.NodeID = t.String("node_id", host.Hostname)
 	if !nodeIDRE().MatchString(c.NodeID) {
 		if t.Has("node_id") {
-			t.Errorf("node_id", "%q is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", c.NodeID)
+			t.Errorf("node_id",
+				"%q is not a valid node id: use 1-253 of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit",
+				c.NodeID)
 		} else {
 			t.Errorf("node_id", "is required: the host name %q is not a valid node id", host.Hostname)
 		}
@@ -254,7 +257,8 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	c.DataDir = absPath(t, "data_dir", DefaultDataDir, base)
 	c.Socket = absPath(t, "socket", filepath.Join(c.DataDir, DefaultSocketName), base)
 	if len(c.Socket) > maxSocketPath {
-		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d: choose a shorter socket path", c.Socket, len(c.Socket), maxSocketPath)
+		t.Errorf("socket", "%s is %d bytes long; a Unix socket path can have at most %d: choose a shorter socket path",
+			c.Socket, len(c.Socket), maxSocketPath)
 	}
 	c.SocketGroup, c.SocketGID = t.String("socket_group", ""), -1
 	if c.SocketGroup != "" { // "" (or not a string, reported) is unset
@@ -316,7 +320,9 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	if t.Has("watched_status_period_s") {
 		c.WatchedStatusPeriod = t.Seconds("watched_status_period_s", c.WatchedStatusPeriod, false)
 		if c.WatchedStatusPeriod < c.StatusPeriod {
-			t.Errorf("watched_status_period_s", "must be at least status_period_s (%v s), got %v s: a contained service is polled less often, never more", c.StatusPeriod.Seconds(), c.WatchedStatusPeriod.Seconds())
+			t.Errorf("watched_status_period_s",
+				"must be at least status_period_s (%v s), got %v s: a contained service is polled less often, never more",
+				c.StatusPeriod.Seconds(), c.WatchedStatusPeriod.Seconds())
 		}
 	}
 	c.FingerprintPeriod = t.Seconds("fingerprint_period_s", DefaultFingerprintPeriod, false)
@@ -325,7 +331,9 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	if t.Has("reap_sweep_period_s") {
 		c.ReapSweepPeriod = t.Seconds("reap_sweep_period_s", c.ReapSweepPeriod, false)
 		if c.ReapSweepPeriod < c.ReapPeriod {
-			t.Errorf("reap_sweep_period_s", "must be at least reap_period_s (%v s), got %v s: a sweep is a reap round that lists every running service", c.ReapPeriod.Seconds(), c.ReapSweepPeriod.Seconds())
+			t.Errorf("reap_sweep_period_s",
+				"must be at least reap_period_s (%v s), got %v s: a sweep is a reap round that lists every running service",
+				c.ReapPeriod.Seconds(), c.ReapSweepPeriod.Seconds())
 		}
 	}
 
@@ -348,7 +356,9 @@ func parseDoc(file, abs string, data []byte, host Host) (*Config, *tomldoc.Doc, 
 	if len(c.Modules) == 0 {
 		// Valid (a node may be set up before its modules), but an emptied
 		// or truncated file looks the same: say what it means.
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)", file))
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: no [[modules]]: svcrun runs nothing on this node; "+
+			"a running svcrun refuses to reload this file while it has modules enabled (to stop them all, "+
+			"set enabled = false on each and reload first)", file))
 	}
 	t.Close()
 	return c, doc, nil
@@ -445,7 +455,9 @@ func parseModule(t *tomldoc.Table, base string, c *Config) Module {
 			tools.Errorf(name, "%q must be a clean absolute path to the tool", p)
 		default:
 			if what, why := manifest.Forbidden(p); what != "" {
-				tools.Errorf(name, "%q gives access to %s (%s), which is never granted: the module's jobs use the agent's container broker", p, what, why)
+				tools.Errorf(name,
+					"%q gives access to %s (%s), which is never granted: the module's jobs use the agent's container broker",
+					p, what, why)
 				continue
 			}
 			if m.Tools == nil {
@@ -481,7 +493,8 @@ func grantList(t *tomldoc.Table, key string, c *Config) []string {
 			continue
 		}
 		if manifest.ContainsPath(p, c.DataDir) || manifest.ContainsPath(c.DataDir, p) {
-			t.ElemErrorf(key, i, "%q overlaps svcrun's data dir %s (its state and every module's data): a module's own data dir is always writable and needs no grant", p, c.DataDir)
+			t.ElemErrorf(key, i, "%q overlaps svcrun's data dir %s (its state and every module's data): "+
+				"a module's own data dir is always writable and needs no grant", p, c.DataDir)
 			continue
 		}
 		if manifest.ContainsPath(p, c.Socket) {
@@ -587,12 +600,15 @@ func loadModules(c *Config) ([]*manifest.Module, tomldoc.ErrorList) {
 		}
 		if m.Name == ReservedModule {
 			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
-				fmt.Sprintf("module name %q is reserved for svcrun's built-in container broker (service %s/containers): rename the module", m.Name, ReservedModule)))
+				fmt.Sprintf(
+					"module name %q is reserved for svcrun's built-in container broker (service %s/containers): rename the module",
+					m.Name, ReservedModule)))
 			continue
 		}
 		if j, dup := seen[m.Name]; dup {
 			errs = append(errs, moduleError(c, c.Modules[i], ".bundle",
-				fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node", m.Name, c.Modules[j].field, c.Modules[j].Bundle)))
+				fmt.Sprintf("module %q is also the module of %s (%s); module names are unique on a node",
+					m.Name, c.Modules[j].field, c.Modules[j].Bundle)))
 			continue
 		}
 		seen[m.Name] = i
@@ -628,21 +644,27 @@ func bundleProblem(c *Config, mc Module) string {
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return fmt.Sprintf("the bundle directory %s does not exist: %s", dir, hint)
 	case err != nil:
-		return fmt.Sprintf("cannot read the bundle directory %s: %v: check that it can be read by the user svcrun runs as", dir, unwrapPathErr(err))
+		return fmt.Sprintf("cannot read the bundle directory %s: %v: check that it can be read by the user svcrun runs as",
+			dir, unwrapPathErr(err))
 	case !fi.IsDir():
-		return fmt.Sprintf("%s is not a directory: bundle names the module's bundle directory, the one holding %s; %s", dir, manifest.FileName, hint)
+		return fmt.Sprintf("%s is not a directory: bundle names the module's bundle directory, the one holding %s; %s",
+			dir, manifest.FileName, hint)
 	}
 	file := filepath.Join(dir, manifest.FileName)
 	f, err := os.Open(file)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("the bundle directory %s has no %s: bundle names the directory that holds the module's manifest, %s; %s", dir, manifest.FileName, manifest.FileName, hint)
+		return fmt.Sprintf(
+			"the bundle directory %s has no %s: bundle names the directory that holds the module's manifest, %s; %s",
+			dir, manifest.FileName, manifest.FileName, hint)
 	case err != nil:
-		return fmt.Sprintf("cannot read the manifest %s: %v: check that it can be read by the user svcrun runs as", file, unwrapPathErr(err))
+		return fmt.Sprintf("cannot read the manifest %s: %v: check that it can be read by the user svcrun runs as",
+			file, unwrapPathErr(err))
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return fmt.Sprintf("the manifest %s is not a regular file: a bundle holds its manifest, %s, at its root", file, manifest.FileName)
+		return fmt.Sprintf("the manifest %s is not a regular file: a bundle holds its manifest, %s, at its root",
+			file, manifest.FileName)
 	}
 	return ""
 }
@@ -674,7 +696,8 @@ func checkGrants(c *Config, mc Module, m *manifest.Module) tomldoc.ErrorList {
 					askedText = strings.Join(asked, ", ")
 				}
 				errs = append(errs, moduleError(c, mc, ".grants."+key,
-					fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].%s asks for %s: grant only what the manifest asks", g, m.Name, key, askedText)))
+					fmt.Sprintf("%q is not asked for by module %q, whose [sandbox].%s asks for %s: grant only what the manifest asks",
+						g, m.Name, key, askedText)))
 			}
 		}
 	}
@@ -709,7 +732,8 @@ func socketGID(t *tomldoc.Table, group string, host Host) int {
 	}
 	gid, ok := host.GroupID(group)
 	if !ok {
-		t.Errorf("socket_group", "no group %q on this host: create it (groupadd --system %s) or change socket_group", group, group)
+		t.Errorf("socket_group", "no group %q on this host: create it (groupadd --system %s) or change socket_group",
+			group, group)
 		return -1
 	}
 	return gid

@@ -80,7 +80,8 @@ func percent(t *tomldoc.Table, key string, def float64) float64 {
 		return v
 	}
 	if v <= 0 || v > 100 {
-		t.Errorf(key, "must be more than 0 and at most 100 (percent), got %v: to ignore memory pressure, set enabled = false", v)
+		t.Errorf(key, "must be more than 0 and at most 100 (percent), got %v: to ignore memory pressure, set enabled = false",
+			v)
 		return def
 	}
 	return v

@@ -22,10 +22,12 @@ import (
 // restart), it asks again with the same attempt until svcrun is back,
 // within --wait: a lease admitted before the restart is the answer.
 func runAcquire(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
+	fs := m.FlagSet("acquire", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... "+
+		"[--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--json]")
 	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, 0)
-	asJSON := m.JSONFlag(fs, "print the grant as JSON: lease, attempt, services, expires, node_id, uses (each service and probe with its fingerprint attrs; a failure: ok, error, code, reason, hint)")
+	asJSON := m.JSONFlag(fs, "print the grant as JSON: lease, attempt, services, expires, node_id, "+
+		"uses (each service and probe with its fingerprint attrs; a failure: ok, error, code, reason, hint)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -88,9 +90,11 @@ func (f *leaseFlags) request() (api.AcquireRequest, error) {
 	case f.needTTL && ttl < api.MinTTL:
 		// run renews its lease while CMD runs; the TTL is what gives the
 		// lease back if run itself is killed (kill -9 leaves no release).
-		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
+		return api.AcquireRequest{},
+			cli.UsageError{Msg: "--ttl must be 1s or more: svcrun run renews the lease, and the TTL frees it if run is killed"}
 	case ttl > 0 && ttl < api.MinTTL:
-		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must be 1s or more, or 0 for a lease held until released: a shorter TTL would expire before svcrun renew could renew it"}
+		return api.AcquireRequest{}, cli.UsageError{Msg: "--ttl must be 1s or more, or 0 for a lease held until released: " +
+			"a shorter TTL would expire before svcrun renew could renew it"}
 	}
 	attempt := *f.attempt
 	if attempt == "" {
@@ -112,7 +116,8 @@ func acquireRetrying(ctx context.Context, away *awayNotice, c *api.Client, req a
 	deadline := time.Now().Add(time.Duration(req.Wait))
 	var g api.Grant
 	doing := func() string {
-		return fmt.Sprintf("asking again with attempt %s until it is back (until %s at most: --wait)", req.Attempt, deadline.Format("15:04:05"))
+		return fmt.Sprintf("asking again with attempt %s until it is back (until %s at most: --wait)",
+			req.Attempt, deadline.Format("15:04:05"))
 	}
 	err := whileAway(ctx, deadline, away, doing, func() error {
 		var err error

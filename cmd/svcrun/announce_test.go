@@ -90,7 +90,8 @@ func TestDeadAnnouncementSkipped(t *testing.T) {
 			f := addSocketFlags(env, env.FlagSet("x", ""))
 			got, err := f.path()
 			if err != nil || got != tc.want || !strings.Contains(stderr.String(), tc.says) {
-				t.Errorf("announced %s: took %q (%v), want %q, saying %q; stderr: %s", tc.announced, got, err, tc.want, tc.says, stderr.String())
+				t.Errorf("announced %s: took %q (%v), want %q, saying %q; stderr: %s",
+					tc.announced, got, err, tc.want, tc.says, stderr.String())
 			}
 		})
 	}

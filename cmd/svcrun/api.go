@@ -57,7 +57,9 @@ type socketFlags struct {
 
 func addSocketFlags(m *cli.Env, fs *flag.FlagSet) socketFlags {
 	return socketFlags{
-		socket: fs.String("socket", "", "svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+" if it exists, else that of the svcrun serve started last, named on stderr)"),
+		socket: fs.String("socket", "",
+			"svcrun's API socket `PATH` (default: the socket of --config, else $"+EnvSocket+", else "+DefaultSocket+
+				" if it exists, else that of the svcrun serve started last, named on stderr)"),
 		config: fs.String("config", "", "read the socket path from this node configuration `FILE`"),
 		env:    m,
 	}
@@ -87,7 +89,8 @@ func (f socketFlags) path() (string, error) {
 				f.env.Printf("not using %s, announced in %s: %s", s, announceFile(), why)
 				return DefaultSocket, nil
 			}
-			f.env.Printf("using %s, the socket of the svcrun serve started last (announced in %s), since none is at %s: give --socket or --config to choose", s, announceFile(), DefaultSocket)
+			f.env.Printf("using %s, the socket of the svcrun serve started last (announced in %s), since none is at %s: "+
+				"give --socket or --config to choose", s, announceFile(), DefaultSocket)
 			return s, nil
 		}
 	}
@@ -194,9 +197,11 @@ func admission(ctx context.Context, c *api.Client, req api.AcquireRequest, err e
 		if serr != nil {
 			st = api.Status{}
 		}
-		return &cli.Failure{Err: err, Msg: "rejected: " + rej.Reason, Code: api.CodeRejected, Reason: rej.Reason, Hint: resetHint(st, req)}
+		return &cli.Failure{Err: err, Msg: "rejected: " + rej.Reason, Code: api.CodeRejected, Reason: rej.Reason,
+			Hint: resetHint(st, req)}
 	case errors.Is(err, context.Canceled):
-		return &cli.Failure{Err: err, Msg: "interrupted while waiting for admission: the request was withdrawn", Code: "interrupted"}
+		return &cli.Failure{Err: err, Msg: "interrupted while waiting for admission: the request was withdrawn",
+			Code: "interrupted"}
 	}
 	return err
 }
@@ -249,7 +254,8 @@ func leaseError(err error) error {
 
 // runDone runs a command without arguments whose API call answers with a
 // message (doctor, reap).
-func runDone(ctx context.Context, m *cli.Env, args []string, name string, call func(*api.Client, context.Context) (api.Done, error)) error {
+func runDone(ctx context.Context, m *cli.Env, args []string, name string,
+	call func(*api.Client, context.Context) (api.Done, error)) error {
 	fs := m.FlagSet(name, "[--json] [--socket PATH | --config FILE]")
 	sock := addSocketFlags(m, fs)
 	asJSON := m.JSONFlag(fs, "print the answer as JSON: ok, message")

@@ -60,7 +60,8 @@ bundle = %q
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, NoContainers: true, PressureFile: noPressure})
+	a, err := agent.Open(
+		agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, NoContainers: true, PressureFile: noPressure})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,9 @@ func TestRunCommand(t *testing.T) {
 	if code != 3 {
 		t.Fatalf("exit %d, want 3 (CMD's)\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	if !regexp.MustCompile(`attempt=attempt-[0-9a-f]{16} lease=lease-[0-9a-f]{16} home=` + regexp.QuoteMeta(os.Getenv("HOME"))).MatchString(out) {
+	if !regexp.MustCompile(
+		`attempt=attempt-[0-9a-f]{16} lease=lease-[0-9a-f]{16} home=` + regexp.QuoteMeta(os.Getenv("HOME"))).MatchString(
+		out) {
 		t.Errorf("CMD's environment: %q", out)
 	}
 	// Released after: no lease left, kv has no reference.
@@ -112,7 +115,8 @@ func TestRunCommand(t *testing.T) {
 	}
 
 	// An attempt id given is passed on; a signal's death is 128+N.
-	code, out, _ = run(t, "run", "--socket", sock, "--attempt", "attempt-mine", "--ttl", "3s", "--", "sh", "-c", `echo $OARBANK_ATTEMPT_ID; sleep 1.2; kill -TERM $$`)
+	code, out, _ = run(t, "run", "--socket", sock, "--attempt", "attempt-mine", "--ttl", "3s", "--", "sh", "-c",
+		`echo $OARBANK_ATTEMPT_ID; sleep 1.2; kill -TERM $$`)
 	if code != 128+15 || strings.TrimSpace(out) != "attempt-mine" {
 		t.Errorf("killed CMD: exit %d, out %q", code, out)
 	}
@@ -126,8 +130,10 @@ func TestRunCommand(t *testing.T) {
 	}
 
 	// Not admitted: the reason, exit 125 (run's own failure), CMD never runs.
-	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c", "echo ran")
-	if code != 125 || strings.Contains(out, "ran") || !strings.Contains(errs, "svcrun run: rejected: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
+	code, out, errs = run(t, "run", "--socket", sock, "--pool", "kv-slots=5", "--wait", "300ms", "--", "sh", "-c",
+		"echo ran")
+	if code != 125 || strings.Contains(out, "ran") ||
+		!strings.Contains(errs, "svcrun run: rejected: pool kv-slots: needs 5 token(s), but demo/kv offers 2 in all") {
 		t.Errorf("rejected run: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, _, errs = run(t, "run", "--socket", sock, "--capability", "nope", "--", "true")
@@ -156,7 +162,8 @@ func status(t *testing.T, sock string) api.Status {
 
 func TestLeaseCommands(t *testing.T) {
 	cfg, sock := served(t)
-	code, out, errs := run(t, "acquire", "--config", cfg, "--capability", "kv", "--pool", "kv-slots=1", "--ttl", "1m", "--job", "j1")
+	code, out, errs := run(t, "acquire", "--config", cfg, "--capability", "kv", "--pool", "kv-slots=1", "--ttl", "1m",
+		"--job", "j1")
 	lease := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(lease, "lease-") {
 		t.Fatalf("acquire: %d %q %s", code, out, errs)
@@ -164,7 +171,8 @@ func TestLeaseCommands(t *testing.T) {
 	t.Setenv(EnvSocket, sock) // from here, the socket comes from the environment
 	code, out, _ = run(t, "acquire", "--capability", "kv", "--json")
 	var g api.Grant
-	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Lease == "" || g.Attempt == "" || g.Services[0] != "demo/kv" {
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Lease == "" || g.Attempt == "" ||
+		g.Services[0] != "demo/kv" {
 		t.Fatalf("acquire --json: %d %s", code, out)
 	}
 	code, out, _ = run(t, "renew", lease)
@@ -179,7 +187,8 @@ func TestLeaseCommands(t *testing.T) {
 	if code != 0 {
 		t.Errorf("status: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB", "SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
+	for _, want := range []string{"node cli-node", "sandbox best_effort", "memory budget: 0.05 of 1 GB",
+		"SERVICE", "demo/kv", "on_demand", "kv-slots 1/2",
 		"demo/posix-sh", lease, "j1", "admitted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
@@ -192,7 +201,8 @@ func TestLeaseCommands(t *testing.T) {
 	}
 	code, _, errs = run(t, "release", lease)
 	// The hint is a line of the command's, as every line it prints.
-	if code != 1 || !strings.Contains(errs, "no such lease") || !strings.Contains(errs, "\nsvcrun release: hint: svcrun status lists the leases") {
+	if code != 1 || !strings.Contains(errs, "no such lease") ||
+		!strings.Contains(errs, "\nsvcrun release: hint: svcrun status lists the leases") {
 		t.Errorf("release twice: %d %s", code, errs)
 	}
 	code, _, errs = run(t, "renew", "lease-nope")
@@ -225,7 +235,8 @@ func TestLeaseCommands(t *testing.T) {
 		{[]string{"run", "--capability", "kv"}, 125, "", "give the command to run after --"},
 		{[]string{"run", "--pool", "kv-slots", "--", "true"}, 125, "", "use NAME=N"},
 		{[]string{"run", "--", "sh", "-c", "exit 2"}, 2, "", ""}, // the command's own 2 passes through
-		{[]string{"status", "--socket", "/nonexistent/s.sock"}, 1, "", "svcrun status: cannot reach svcrun at /nonexistent/s.sock: is `svcrun serve` running?"},
+		{[]string{"status", "--socket", "/nonexistent/s.sock"}, 1, "",
+			"svcrun status: cannot reach svcrun at /nonexistent/s.sock: is `svcrun serve` running?"},
 	} {
 		code, out, errs := run(t, tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.out) || !strings.Contains(errs, tc.err) {
@@ -245,7 +256,9 @@ func TestRejectedUnhealthyHint(t *testing.T) {
 		if code != 1 || !strings.Contains(errs, "service broken/svc is unhealthy after 1 consecutive failures") {
 			t.Fatalf("acquire %d: exit %d, stderr:\n%s", i+1, code, errs)
 		}
-		if i == 1 && !strings.Contains(errs, "\nsvcrun acquire: hint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
+		if i == 1 &&
+			!strings.Contains(errs,
+				"\nsvcrun acquire: hint: broken/svc is unhealthy: svcrun reset broken/svc clears its failures; ") {
 			t.Errorf("acquire %d: no reset hint, stderr:\n%s", i+1, errs)
 		}
 	}
@@ -284,13 +297,18 @@ func TestStartAPIStopsWithContext(t *testing.T) {
 	_, sock := served(t)
 	// A second daemon on the same socket fails clearly.
 	cfg2 := filepath.Join(t.TempDir(), "n.toml")
-	os.WriteFile(cfg2, []byte(fmt.Sprintf("node_id = \"n2\"\ndata_dir = \"d\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", sock)), 0o644)
-	a, err := agent.Open(agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)), NoContainers: true, PressureFile: noPressure})
+	os.WriteFile(cfg2,
+		[]byte(fmt.Sprintf(
+			"node_id = \"n2\"\ndata_dir = \"d\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", sock)), 0o644)
+	a, err := agent.Open(
+		agent.Options{ConfigPath: cfg2, Logger: slog.New(slog.NewTextHandler(testLog{t}, nil)), NoContainers: true,
+			PressureFile: noPressure})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := startAPI(ctx, a, slog.Default()); err == nil || !strings.Contains(err.Error(), "another svcrun listens on "+sock) {
+	if _, err := startAPI(ctx, a, slog.Default()); err == nil ||
+		!strings.Contains(err.Error(), "another svcrun listens on "+sock) {
 		t.Errorf("second API: %v", err)
 	}
 	// Its own socket elsewhere: closed when ctx is done.
@@ -336,7 +354,9 @@ func TestProgressLine(t *testing.T) {
 		want    string
 	}{
 		{"a1", 0, "waiting: db/postgres is starting; capability jdk: its probe has not reported yet, 12 s"},
-		{"a2", 0, "waiting: demo/kv is backing off after failure 2/3 (start failed: exit status 1) until " + clock + " (in 12 s), 12 s"},
+		{"a2", 0,
+			"waiting: demo/kv is backing off after failure 2/3 (start failed: exit status 1) until " + clock +
+				" (in 12 s), 12 s"},
 		{"a1", 40, "waiting: db/postgres is starting; ca..."},
 		{"a1", 200, "waiting: db/postgres is starting; capability jdk: its probe has not reported yet, 12 s"},
 		{"a3", 0, ""}, // admitted: nothing to show
@@ -369,18 +389,23 @@ func TestJSONAnswers(t *testing.T) {
 		code int
 		want map[string]any
 	}{
-		{[]string{"doctor", "--json"}, 0, map[string]any{"ok": true, "message": "the probes run again; their results show in svcrun status"}},
+		{[]string{"doctor", "--json"}, 0,
+			map[string]any{"ok": true, "message": "the probes run again; their results show in svcrun status"}},
 		{[]string{"reap", "--json"}, 0, map[string]any{}}, // TestReapWaitsForTheRound
 		{[]string{"reset", "demo/kv", "--json", "--config", cfg}, 0, map[string]any{"ok": true, "service": "demo/kv"}},
-		{[]string{"reset", "demo/nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found", "error": `no such service "demo/nope"; services: demo/kv`}},
+		{[]string{"reset", "demo/nope", "--json"}, 1,
+			map[string]any{"ok": false, "code": "not_found", "error": `no such service "demo/nope"; services: demo/kv`}},
 		{[]string{"disable", "demo", "--json"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": false}},
 		{[]string{"enable", "--json", "demo"}, 0, map[string]any{"ok": true, "module": "demo", "enabled": true}},
 		{[]string{"enable", "nope", "--json"}, 1, map[string]any{"ok": false, "code": "not_found"}},
 		{[]string{"renew", lease, "--json"}, 0, map[string]any{"lease": lease}},
 		{[]string{"release", lease, "--json"}, 0, map[string]any{"ok": true, "lease": lease}},
-		{[]string{"release", lease, "--json"}, 1, map[string]any{"ok": false, "code": "unknown_lease", "error": "lease " + lease + ": no such lease (never admitted, released, or expired)"}},
+		{[]string{"release", lease, "--json"}, 1,
+			map[string]any{"ok": false, "code": "unknown_lease",
+				"error": "lease " + lease + ": no such lease (never admitted, released, or expired)"}},
 		{[]string{"renew", "--json", lease}, 1, map[string]any{"ok": false, "code": "unknown_lease"}},
-		{[]string{"acquire", "--json", "--pool", "kv-slots=9", "--wait", "0"}, 1, map[string]any{"ok": false, "code": "rejected"}},
+		{[]string{"acquire", "--json", "--pool", "kv-slots=9", "--wait", "0"}, 1,
+			map[string]any{"ok": false, "code": "rejected"}},
 		{[]string{"reload", "--json"}, 0, map[string]any{"ok": true, "restart_needed": []any{}}},
 	} {
 		code, out, errs := run(t, tc.args...)
@@ -407,7 +432,8 @@ func TestJSONAnswers(t *testing.T) {
 	}
 	code, out, errs = run(t, "reload", "--json")
 	var f cli.FailureJSON
-	if code != 1 || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "refused" || !strings.Contains(f.Error, "bogus_key") {
+	if code != 1 || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "refused" ||
+		!strings.Contains(f.Error, "bogus_key") {
 		t.Errorf("reload --json of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, out, errs = run(t, "reload")
@@ -415,7 +441,8 @@ func TestJSONAnswers(t *testing.T) {
 		t.Errorf("reload of a bad configuration: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	// The refusal is an event, naming the error.
-	if code, out, errs = run(t, "events"); code != 0 || !regexp.MustCompile(`reload of \S+ refused, the running configuration stays: .*bogus_key`).MatchString(out) {
+	if code, out, errs = run(t, "events"); code != 0 ||
+		!regexp.MustCompile(`reload of \S+ refused, the running configuration stays: .*bogus_key`).MatchString(out) {
 		t.Errorf("events after a refused reload: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	if err := os.WriteFile(cfg, good, 0o644); err != nil {

@@ -26,7 +26,8 @@ func TestServeCgroupParent(t *testing.T) {
 	parent := ""
 	for _, mount := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} { // unified: a hybrid host
 		var st syscall.Statfs_t
-		if syscall.Statfs(mount, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC && os.Mkdir(filepath.Join(mount, name), 0o755) == nil {
+		if syscall.Statfs(mount, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC &&
+			os.Mkdir(filepath.Join(mount, name), 0o755) == nil {
 			parent = filepath.Join(mount, name)
 			break
 		}
@@ -48,7 +49,10 @@ func TestServeCgroupParent(t *testing.T) {
 	cfg := filepath.Join(dir, "svcrun.toml")
 	node := testhost.NodeID("cgparent")
 	t.Cleanup(func() { testhost.RemoveBase(t, node) }) // had it gone to svcrun's own cgroup
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, filepath.Join(sdir, "s.sock"))), 0o644); err != nil {
+	if err := os.WriteFile(cfg,
+		[]byte(fmt.Sprintf(
+			"node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n",
+			node, filepath.Join(sdir, "s.sock"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	notifySock := filepath.Join(sdir, "notify.sock")

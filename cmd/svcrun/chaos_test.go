@@ -122,7 +122,8 @@ func newChaos(t *testing.T) *chaos {
 	// The orphans it makes belong to attempts no lease of this node had:
 	// only a sweep lists a service for them, so sweeps come every second.
 	cfg := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
-		"status_period_s = 0.2\nfingerprint_period_s = 1\nreap_period_s = 0.3\nreap_sweep_period_s = 1\n\n[[modules]]\nbundle = %q\n", c.node, c.sock, bundle)
+		"status_period_s = 0.2\nfingerprint_period_s = 1\nreap_period_s = 0.3\nreap_sweep_period_s = 1\n\n[[modules]]\n"+
+		"bundle = %q\n", c.node, c.sock, bundle)
 	if err := os.WriteFile(c.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,9 @@ func (c *chaos) orphan(svc string) {
 	dir := filepath.Join(c.ctl, svc, "objects")
 	os.MkdirAll(dir, 0o755)
 	id := fmt.Sprintf("vol-%d", time.Now().UnixNano())
-	obj := fmt.Sprintf(`{"id":%q,"kind":"volume","labels":{"oarbank.node":%q,"oarbank.service":"chaos/%s","oarbank.attempt_id":"gone-%s"}}`, id, c.node, svc, id)
+	obj := fmt.Sprintf(
+		`{"id":%q,"kind":"volume","labels":{"oarbank.node":%q,"oarbank.service":"chaos/%s","oarbank.attempt_id":"gone-%s"}}`,
+		id, c.node, svc, id)
 	if err := os.WriteFile(filepath.Join(dir, id+".json"), []byte(obj), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
@@ -434,7 +437,8 @@ func TestChaosDataDirDeleted(t *testing.T) {
 		cmd := exec.Command(c.bin, append([]string{args[0], "--socket", c.sock}, args[1:]...)...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), why) || !strings.Contains(stderr.String(), "restart svcrun") {
+		if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), why) ||
+			!strings.Contains(stderr.String(), "restart svcrun") {
 			t.Errorf("svcrun %v: %v, want refused with %q and what to do\n%s", args, err, why, stderr.String())
 		}
 	}

@@ -56,12 +56,16 @@ Flags:`
 func runCheck(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("check", checkSynopsis)
 	bundle := fs.String("bundle", "", "the module bundle `DIR`")
-	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA), kept afterwards; default a new temporary directory, removed afterwards")
-	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
+	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA), kept afterwards; "+
+		"default a new temporary directory, removed afterwards")
+	settingsFile := fs.String("settings", "",
+		"a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
 	asJSON := fs.Bool("json", false, "print one JSON document with every check and its evidence")
-	job := fs.String("job", "", "a job's shell command `CMD`, run by each service's list-owned-labels as svcrun run runs its command")
-	config := fs.String("config", "", "a node configuration `FILE`: the module's grants, tools and settings and the node's run_as, as that node runs it")
+	job := fs.String("job", "",
+		"a job's shell command `CMD`, run by each service's list-owned-labels as svcrun run runs its command")
+	config := fs.String("config", "",
+		"a node configuration `FILE`: the module's grants, tools and settings and the node's run_as, as that node runs it")
 	var grants nodeconfig.Grants
 	fs.Func("grant-read", "grant a `PATH` the manifest's [sandbox] read or write asks (repeatable)", func(p string) error {
 		grants.Read = append(grants.Read, p)
@@ -288,7 +292,8 @@ func runCheckJob(ctx context.Context, cmdline string, g api.Grant) (j conformanc
 	if cmd.Process != nil {
 		_ = killGroup(cmd)
 	}
-	j.Stdout, j.StderrTail = words.Clip(stdout.String(), stdoutBytesShown, "..."), words.ClipStart(stderr.String(), 4<<10, "...")
+	j.Stdout, j.StderrTail = words.Clip(stdout.String(), stdoutBytesShown, "..."),
+		words.ClipStart(stderr.String(), 4<<10, "...")
 	if cmd.ProcessState != nil {
 		j.ExitCode = exitCode(cmd.ProcessState)
 	}

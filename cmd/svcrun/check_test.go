@@ -37,7 +37,8 @@ func TestCheckDemo(t *testing.T) {
 			t.Errorf("line %d: %q, want PASS %s: ...", i+1, lines[i], w)
 		}
 	}
-	summary := regexp.MustCompile(`^demo: 15 checks: 15 passed, 0 failed, 0 skipped in [0-9.]+s \(containers: [^;]+; a temporary module data dir, removed\)$`)
+	summary := regexp.MustCompile(`^demo: 15 checks: 15 passed, 0 failed, 0 skipped in [0-9.]+s \(containers: [^;]+; ` +
+		`a temporary module data dir, removed\)$`)
 	if s := lines[len(lines)-1]; !summary.MatchString(s) {
 		t.Errorf("summary %q", s)
 	}
@@ -110,8 +111,10 @@ func TestCheckFlawAndUsage(t *testing.T) {
 		err  string
 	}{
 		{[]string{"check"}, 2, "svcrun check: give --bundle DIR\n"},
-		{[]string{"check", "--bundle", "../../examples/modules/demo", "nope"}, 2, `svcrun check: no service or probe "nope" in module "demo"`},
-		{[]string{"check", "--bundle", "../../examples/modules/demo", "--bogus"}, 2, "bogus"}, // the wording is internal/cli's
+		{[]string{"check", "--bundle", "../../examples/modules/demo", "nope"}, 2,
+			`svcrun check: no service or probe "nope" in module "demo"`},
+		{[]string{"check", "--bundle", "../../examples/modules/demo", "--bogus"}, 2,
+			"bogus"}, // the wording is internal/cli's
 		{[]string{"check", "--bundle", "testdata"}, 1, "module.toml"},
 	} {
 		code, _, errs := run(t, tc.args...)
@@ -127,8 +130,10 @@ func TestCheckFlawAndUsage(t *testing.T) {
 // node fails that check only; --job needs a service to run against.
 func TestCheckJob(t *testing.T) {
 	dir := t.TempDir()
-	job := "cp \"$OARBANK_SERVICES_FILE\" " + dir + "/services.json && env > " + dir + "/env && sh ../../conformance/testdata/good-job/job.sh"
-	code, out, errs := run(t, "check", "--bundle", "../../conformance/testdata/good-job", "--node-id", "node-7", "--job", job)
+	job := "cp \"$OARBANK_SERVICES_FILE\" " + dir + "/services.json && env > " + dir +
+		"/env && sh ../../conformance/testdata/good-job/job.sh"
+	code, out, errs := run(t, "check", "--bundle", "../../conformance/testdata/good-job",
+		"--node-id", "node-7", "--job", job)
 	if code != 0 || !strings.Contains(out, "PASS good-job/svc list-owned-labels: the job ") {
 		t.Fatalf("good-job: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
@@ -140,27 +145,36 @@ func TestCheckJob(t *testing.T) {
 	if err := json.Unmarshal(b, &sf); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"oarbank.attempt_id": sf.Attempt, "oarbank.node": "node-7", "oarbank.service": "good-job/svc"}
+	want := map[string]string{"oarbank.attempt_id": sf.Attempt, "oarbank.node": "node-7",
+		"oarbank.service": "good-job/svc"}
 	if len(sf.Services) != 1 || sf.NodeID != "node-7" || !strings.HasPrefix(sf.Attempt, "svcrun-check-job-") ||
-		!maps.Equal(sf.Labels, want) || !maps.Equal(sf.Services[0].Labels, want) || sf.Services[0].Attrs["objects_dir"] == nil {
+		!maps.Equal(sf.Labels, want) || !maps.Equal(sf.Services[0].Labels, want) ||
+		sf.Services[0].Attrs["objects_dir"] == nil {
 		t.Errorf("services file:\n%s", b)
 	}
 	env, _ := os.ReadFile(filepath.Join(dir, "env"))
-	for _, v := range []string{"OARBANK_NODE_ID=node-7", "OARBANK_ATTEMPT_ID=" + sf.Attempt, "OARBANK_LEASE_ID=" + sf.Lease, "OARBANK_SERVICES_FILE="} {
+	for _, v := range []string{"OARBANK_NODE_ID=node-7", "OARBANK_ATTEMPT_ID=" + sf.Attempt,
+		"OARBANK_LEASE_ID=" + sf.Lease, "OARBANK_SERVICES_FILE="} {
 		if !strings.Contains(string(env), "\n"+v) {
 			t.Errorf("the job's environment lacks %s", v)
 		}
 	}
 
-	code, out, _ = run(t, "check", "--bundle", "../../conformance/testdata/flaw-job-labels", "--job", "sh ../../conformance/testdata/good-job/job.sh")
-	if code != 1 || !strings.Contains(out, "FAIL flaw-job-labels/svc list-owned-labels: 1 of 1 objects are not labelled") || strings.Count(out, "FAIL") != 1 {
+	code, out, _ = run(t, "check", "--bundle", "../../conformance/testdata/flaw-job-labels",
+		"--job", "sh ../../conformance/testdata/good-job/job.sh")
+	if code != 1 ||
+		!strings.Contains(out, "FAIL flaw-job-labels/svc list-owned-labels: 1 of 1 objects are not labelled") ||
+		strings.Count(out, "FAIL") != 1 {
 		t.Errorf("flaw-job-labels: exit %d\n%s", code, out)
 	}
 	code, out, _ = run(t, "check", "--bundle", "../../conformance/testdata/good-job", "--job", "echo broken >&2; exit 3")
-	if code != 1 || !strings.Contains(out, "FAIL good-job/svc list-owned-labels: the job echo broken >&2; exit 3 (attempt ") || !strings.Contains(out, "failed after") || !strings.Contains(out, "      | broken") {
+	if code != 1 ||
+		!strings.Contains(out, "FAIL good-job/svc list-owned-labels: the job echo broken >&2; exit 3 (attempt ") ||
+		!strings.Contains(out, "failed after") || !strings.Contains(out, "      | broken") {
 		t.Errorf("a failing job: exit %d\n%s", code, out)
 	}
-	if code, _, errs := run(t, "check", "--bundle", "../../examples/modules/jdk", "--job", "true"); code != 2 || !strings.Contains(errs, "no service") {
+	if code, _, errs := run(t, "check", "--bundle", "../../examples/modules/jdk", "--job", "true"); code != 2 ||
+		!strings.Contains(errs, "no service") {
 		t.Errorf("--job of a bundle without services: exit %d, %s", code, errs)
 	}
 }
@@ -176,9 +190,12 @@ func TestCheckGrants(t *testing.T) {
 		code int
 		err  string
 	}{
-		{[]string{"--grant-write", "/nope"}, 1, `"/nope" is not asked for by module "demo", whose [sandbox].write asks for nothing`},
-		{[]string{"--grant-read", "/etc/ssl"}, 1, `"/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing`},
-		{[]string{"--config", "testdata/grant-node.toml"}, 1, `modules[0].grants.read: "/etc/ssl" is not asked for by module "demo"`},
+		{[]string{"--grant-write", "/nope"}, 1,
+			`"/nope" is not asked for by module "demo", whose [sandbox].write asks for nothing`},
+		{[]string{"--grant-read", "/etc/ssl"}, 1,
+			`"/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing`},
+		{[]string{"--config", "testdata/grant-node.toml"}, 1,
+			`modules[0].grants.read: "/etc/ssl" is not asked for by module "demo"`},
 		{[]string{"--config", "testdata/no-modules.toml"}, 1, "no [[modules]] entry whose bundle is module demo"},
 	} {
 		code, _, errs := run(t, append([]string{"check", "--bundle", demo}, tc.args...)...)
@@ -189,7 +206,8 @@ func TestCheckGrants(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("run_as needs root")
 	}
-	if code, _, errs := run(t, "check", "--bundle", demo, "--run-as", "root"); code != 1 || !strings.Contains(errs, "it must be an unprivileged user") {
+	if code, _, errs := run(t, "check", "--bundle", demo, "--run-as", "root"); code != 1 ||
+		!strings.Contains(errs, "it must be an unprivileged user") {
 		t.Errorf("--run-as root: exit %d, stderr %q", code, errs)
 	}
 	code, out, errs := run(t, "check", "--bundle", demo, "--config", "testdata/check-node.toml", "kv")

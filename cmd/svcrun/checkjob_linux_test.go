@@ -20,7 +20,8 @@ func TestCheckJobLeavesNothing(t *testing.T) {
 	// 2^22) no other test's marker (sdk/sh's are 20,000,000 above) nor a
 	// pid modulo some base of another test process can meet it.
 	marker := strconv.Itoa(10_000_000 + os.Getpid())
-	j := runCheckJob(context.Background(), "sleep "+marker+" & echo started", api.Grant{Lease: "lease-x", Attempt: "attempt-x", NodeID: "n"})
+	j := runCheckJob(context.Background(), "sleep "+marker+" & echo started",
+		api.Grant{Lease: "lease-x", Attempt: "attempt-x", NodeID: "n"})
 	if j.ExitCode != 0 || !strings.Contains(j.Stdout, "started") {
 		t.Fatalf("job %+v", j)
 	}

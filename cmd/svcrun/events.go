@@ -100,5 +100,6 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, cli.Usagef("--since %q: give a duration back from now (10m, 1h30m) or an RFC 3339 time (2026-12-01T17:00:00Z)", s)
+	return time.Time{},
+		cli.Usagef("--since %q: give a duration back from now (10m, 1h30m) or an RFC 3339 time (2026-12-01T17:00:00Z)", s)
 }

@@ -21,7 +21,8 @@ func TestEventsCommand(t *testing.T) {
 
 	// The kept records: the lease's admission and release among them.
 	code, out, errs := run(t, "events", "--socket", sock)
-	if code != 0 || !strings.Contains(out, " admitted lease-") || !strings.Contains(out, " released lease-") || errs != "" {
+	if code != 0 || !strings.Contains(out, " admitted lease-") || !strings.Contains(out, " released lease-") ||
+		errs != "" {
 		t.Fatalf("events: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	code, out, _ = run(t, "events", "--socket", sock, "--since", "1h", "--json")
@@ -36,7 +37,8 @@ func TestEventsCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(strings.Join(kinds, " "), "admitted") {
 		t.Errorf("--json: exit %d, kinds %q", code, kinds)
 	}
-	if code, out, _ := run(t, "events", "--socket", sock, "--since", time.Now().Add(time.Hour).Format(time.RFC3339)); code != 0 || out != "" {
+	if code, out, _ := run(t, "events", "--socket", sock, "--since",
+		time.Now().Add(time.Hour).Format(time.RFC3339)); code != 0 || out != "" {
 		t.Errorf("--since the future: exit %d, %q", code, out)
 	}
 
@@ -78,7 +80,8 @@ func TestEventsCommandLine(t *testing.T) {
 		args []string
 		err  string
 	}{
-		{[]string{"events", "--since", "yesterday"}, `svcrun events: --since "yesterday": give a duration back from now (10m, 1h30m) or an RFC 3339 time (2026-12-01T17:00:00Z)`},
+		{[]string{"events", "--since", "yesterday"}, `svcrun events: --since "yesterday": ` +
+			`give a duration back from now (10m, 1h30m) or an RFC 3339 time (2026-12-01T17:00:00Z)`},
 		{[]string{"events", "--since", "-5m"}, `svcrun events: --since "-5m": a duration back from now must not be negative`},
 		{[]string{"events", "extra"}, `svcrun events: unexpected argument "extra"`},
 	} {

@@ -43,7 +43,8 @@ func packagedConfig(t *testing.T, node, dataDir, sock string) string {
 // none.
 func TestPackagedConfigValidates(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "svcrun.toml")
-	if err := os.WriteFile(cfg, []byte(packagedConfig(t, "n1", "/var/lib/svcrun", "/run/svcrun/svcrun.sock")), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(packagedConfig(t, "n1", "/var/lib/svcrun", "/run/svcrun/svcrun.sock")),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs := run(t, "validate", "--config", cfg)
@@ -136,10 +137,13 @@ func TestFirstModuleAsShipped(t *testing.T) {
 	// As shipped before run_as was set: validate refuses what the node
 	// would refuse, and names the fix.
 	unset := filepath.Join(root, "no-run-as.toml")
-	if err := os.WriteFile(unset, regexp.MustCompile(`(?m)^run_as = `).ReplaceAll([]byte(text), []byte("#run_as = ")), 0o644); err != nil {
+	if err := os.WriteFile(unset, regexp.MustCompile(`(?m)^run_as = `).ReplaceAll([]byte(text), []byte("#run_as = ")),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, code := cli("validate", "--config", unset); code != 1 || !strings.Contains(out, "module demo would be refused at run time") || !strings.Contains(out, `run_as = "svcrun-ops"`) {
+	if out, code := cli("validate", "--config", unset); code != 1 ||
+		!strings.Contains(out, "module demo would be refused at run time") ||
+		!strings.Contains(out, `run_as = "svcrun-ops"`) {
 		t.Errorf("validate without run_as: exit %d, want 1 naming the refusal and run_as\n%s", code, out)
 	}
 
@@ -154,7 +158,8 @@ func TestFirstModuleAsShipped(t *testing.T) {
 		testhost.RemoveBase(t, node)
 	})
 	waitUntil(t, "svcrun serve answers", func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
-	if out, code := cli("run", "--socket", sock, "--capability", "kv", "--wait", "60s", "--", "echo", "it works"); code != 0 || !strings.Contains(out, "it works") {
+	if out, code := cli("run", "--socket", sock, "--capability", "kv", "--wait", "60s", "--", "echo",
+		"it works"); code != 0 || !strings.Contains(out, "it works") {
 		t.Fatalf("the first module's capability: exit %d\n%s", code, out)
 	}
 }
@@ -167,13 +172,16 @@ func TestSocketGroupRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`sed -i 's/(\^#socket_group = \.\*)/(socket_group = "svcrun-jobs")/' /etc/svcrun/svcrun.toml`).FindStringSubmatch(string(doc))
+	recipe := regexp.MustCompile(
+		`sed -i 's/(\^#socket_group = \.\*)/(socket_group = "svcrun-jobs")/' /etc/svcrun/svcrun.toml`)
+	m := recipe.FindStringSubmatch(string(doc))
 	if m == nil {
 		t.Fatal("docs/operating.md has no sed recipe for socket_group")
 	}
 	appended, docBundle := firstModuleSteps(t)
 	demo, _ := filepath.Abs("../../examples/modules/demo")
-	text := packagedConfig(t, "n1", "/var/lib/svcrun", "/run/svcrun/svcrun.sock") + strings.ReplaceAll(appended, docBundle, demo)
+	text := packagedConfig(t, "n1", "/var/lib/svcrun", "/run/svcrun/svcrun.sock") +
+		strings.ReplaceAll(appended, docBundle, demo)
 	re := regexp.MustCompile("(?m)" + m[1])
 	if len(re.FindAllString(text, -1)) != 1 {
 		t.Fatalf("packaging/svcrun.toml has not one line %s", m[1])

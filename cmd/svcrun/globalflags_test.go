@@ -10,7 +10,8 @@ func TestHoistGlobalFlags(t *testing.T) {
 	for _, tc := range []struct{ in, want []string }{
 		{[]string{"status"}, []string{"status"}},
 		{[]string{"--socket", "S", "status", "--json"}, []string{"status", "--socket", "S", "--json"}},
-		{[]string{"--socket=S", "-config", "C", "run", "--", "true"}, []string{"run", "--socket=S", "-config", "C", "--", "true"}},
+		{[]string{"--socket=S", "-config", "C", "run", "--", "true"},
+			[]string{"run", "--socket=S", "-config", "C", "--", "true"}},
 		{[]string{"--socket"}, []string{"--socket"}},           // no value: the usage error stays
 		{[]string{"--socket", "S"}, []string{"--socket", "S"}}, // no command: the usage error stays
 		{[]string{"--json", "status"}, []string{"--json", "status"}},

@@ -26,7 +26,8 @@ func TestRunServicesFile(t *testing.T) {
 		labelled string // the labels' oarbank.service
 	}{
 		{name: "one service", caps: []string{"kv"}, services: []string{"demo/kv"}, probes: []string{}, labelled: "demo/kv"},
-		{name: "a service and a probe", caps: []string{"kv", "posix-sh"}, services: []string{"demo/kv"}, probes: []string{"demo/posix-sh"}, labelled: "demo/kv"},
+		{name: "a service and a probe", caps: []string{"kv", "posix-sh"}, services: []string{"demo/kv"},
+			probes: []string{"demo/posix-sh"}, labelled: "demo/kv"},
 		{name: "a probe only", caps: []string{"posix-sh"}, services: []string{}, probes: []string{"demo/posix-sh"}},
 	}
 	for _, tt := range tests {
@@ -35,7 +36,8 @@ func TestRunServicesFile(t *testing.T) {
 			for _, c := range tt.caps {
 				args = append(args, "--capability", c)
 			}
-			args = append(args, "--", "sh", "-c", `stat -c %a "$OARBANK_SERVICES_FILE"; echo "$OARBANK_SERVICES_FILE"; echo "$OARBANK_NODE_ID"; cat "$OARBANK_SERVICES_FILE"`)
+			args = append(args, "--", "sh", "-c", `stat -c %a "$OARBANK_SERVICES_FILE"; echo "$OARBANK_SERVICES_FILE"; `+
+				`echo "$OARBANK_NODE_ID"; cat "$OARBANK_SERVICES_FILE"`)
 			code, out, errs := run(t, args...)
 			if code != 0 {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
@@ -57,13 +59,15 @@ func TestRunServicesFile(t *testing.T) {
 			if tt.labelled != "" {
 				want["oarbank.service"] = tt.labelled
 			}
-			if f.NodeID != "cli-node" || f.Attempt != args[4] || !strings.HasPrefix(f.Lease, "lease-") || !reflect.DeepEqual(f.Labels, want) {
+			if f.NodeID != "cli-node" || f.Attempt != args[4] || !strings.HasPrefix(f.Lease, "lease-") ||
+				!reflect.DeepEqual(f.Labels, want) {
 				t.Errorf("file %+v, want labels %v", f, want)
 			}
 			var svcs, prbs []string
 			for _, s := range f.Services {
 				svcs = append(svcs, s.Name)
-				if dir, _ := s.Attrs["objects_dir"].(string); !strings.HasSuffix(dir, filepath.Join("modules", "demo", "objects")) ||
+				if dir, _ := s.Attrs["objects_dir"].(string); !strings.HasSuffix(dir,
+					filepath.Join("modules", "demo", "objects")) ||
 					!reflect.DeepEqual(s.Capabilities, []string{"kv"}) || s.Labels["oarbank.service"] != s.Name {
 					t.Errorf("service %+v: want demo/kv's capability and its objects dir", s)
 				}
@@ -74,7 +78,8 @@ func TestRunServicesFile(t *testing.T) {
 					t.Errorf("probe %+v", p)
 				}
 			}
-			if !reflect.DeepEqual(append([]string{}, svcs...), tt.services) || !reflect.DeepEqual(append([]string{}, prbs...), tt.probes) {
+			if !reflect.DeepEqual(append([]string{}, svcs...), tt.services) ||
+				!reflect.DeepEqual(append([]string{}, prbs...), tt.probes) {
 				t.Errorf("services %v probes %v, want %v %v\n%s", svcs, prbs, tt.services, tt.probes, rest)
 			}
 		})
@@ -94,7 +99,8 @@ func TestAcquireJSONCarriesUses(t *testing.T) {
 		t.Fatalf("acquire --json: %v\n%s", err, out)
 	}
 	u := g.Uses
-	if g.NodeID != "cli-node" || len(u.Services) != 1 || u.Services[0].Attrs["objects_dir"] == nil || len(u.Probes) != 1 || u.Probes[0].Attrs["shell"] != "/bin/sh" {
+	if g.NodeID != "cli-node" || len(u.Services) != 1 || u.Services[0].Attrs["objects_dir"] == nil || len(u.Probes) != 1 ||
+		u.Probes[0].Attrs["shell"] != "/bin/sh" {
 		t.Errorf("grant %s", out)
 	}
 }
@@ -110,7 +116,8 @@ func TestReapWaitsForTheRound(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("acquire: %d %s", code, errs)
 	}
-	code, out, errs := run(t, "run", "--capability", "kv", "--attempt", "attempt-job", "--", "../../examples/make-volume.sh")
+	code, out, errs := run(t, "run", "--capability", "kv", "--attempt", "attempt-job", "--",
+		"../../examples/make-volume.sh")
 	if code != 0 {
 		t.Fatalf("make-volume.sh: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
@@ -147,7 +154,8 @@ func TestReapWaitsForTheRound(t *testing.T) {
 			got[o.ID] = o.Outcome + " " + o.Reason
 		}
 	}
-	want := map[string]string{"vol-attempt-job": "destroyed ", "vol-live": "kept attempt live", "by-hand": "kept missing labels"}
+	want := map[string]string{"vol-attempt-job": "destroyed ", "vol-live": "kept attempt live",
+		"by-hand": "kept missing labels"}
 	if r.Round == 0 || len(r.Services) != 1 || r.Services[0].Service != "demo/kv" || !reflect.DeepEqual(got, want) {
 		t.Fatalf("reap round: %+v\n got %v\nwant %v", r, got, want)
 	}

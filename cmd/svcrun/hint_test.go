@@ -29,8 +29,10 @@ func TestResetHint(t *testing.T) {
 		{"pool of an unhealthy service", st, api.AcquireRequest{Pools: map[string]int64{"gpus": 1}},
 			"db/gpu is unhealthy: svcrun reset db/gpu clears its failures; " + look},
 		{"needed pool and capability", st, api.AcquireRequest{Capabilities: []string{"kv"}, NeedsPools: []string{"gpus"}},
-			"db/kv is unhealthy: svcrun reset db/kv clears its failures; db/gpu is unhealthy: svcrun reset db/gpu clears its failures; " + look},
-		{"healthy services only", st, api.AcquireRequest{Capabilities: []string{"cache"}, Pools: map[string]int64{"slots": 1}},
+			"db/kv is unhealthy: svcrun reset db/kv clears its failures; db/gpu is unhealthy: svcrun reset db/gpu clears its " +
+				"failures; " + look},
+		{"healthy services only", st,
+			api.AcquireRequest{Capabilities: []string{"cache"}, Pools: map[string]int64{"slots": 1}},
 			look + "; svcrun reset SERVICE clears an unhealthy service"},
 		{"status unknown", api.Status{}, api.AcquireRequest{Capabilities: []string{"kv"}},
 			look + "; svcrun reset SERVICE clears an unhealthy service"},

@@ -12,7 +12,8 @@ import (
 // with one document: ok and what they found, or the one failure shape.
 func TestValidateAndSandboxJSON(t *testing.T) {
 	bad := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bad, "module.toml"), []byte("[module]\nname = \"x\"\nversion = \"1\"\n[[services]]\nname = \"a\"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(bad, "module.toml"),
+		[]byte("[module]\nname = \"x\"\nversion = \"1\"\n[[services]]\nname = \"a\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -21,17 +22,19 @@ func TestValidateAndSandboxJSON(t *testing.T) {
 		code  int
 		check func(m map[string]any) bool
 	}{
-		{"valid bundle", []string{"validate", "--json", "--bundle", "../../examples/modules/demo"}, 0, func(m map[string]any) bool {
-			mods, _ := m["modules"].([]any)
-			mod, _ := mods[0].(map[string]any)
-			svcs, _ := mod["services"].([]any)
-			svc, _ := svcs[0].(map[string]any)
-			return m["ok"] == true && mod["name"] == "demo" && svc["name"] == "demo/kv" && svc["start_timeout_s"] == 10.0
-		}},
-		{"valid config", []string{"validate", "--json", "--config", "../../examples/node.toml"}, 0, func(m map[string]any) bool {
-			node, _ := m["node"].(map[string]any)
-			return m["ok"] == true && node["node_id"] == "example-node"
-		}},
+		{"valid bundle", []string{"validate", "--json", "--bundle", "../../examples/modules/demo"}, 0,
+			func(m map[string]any) bool {
+				mods, _ := m["modules"].([]any)
+				mod, _ := mods[0].(map[string]any)
+				svcs, _ := mod["services"].([]any)
+				svc, _ := svcs[0].(map[string]any)
+				return m["ok"] == true && mod["name"] == "demo" && svc["name"] == "demo/kv" && svc["start_timeout_s"] == 10.0
+			}},
+		{"valid config", []string{"validate", "--json", "--config", "../../examples/node.toml"}, 0,
+			func(m map[string]any) bool {
+				node, _ := m["node"].(map[string]any)
+				return m["ok"] == true && node["node_id"] == "example-node"
+			}},
 		{"invalid bundle", []string{"validate", "--json", "--bundle", bad}, 1, func(m map[string]any) bool {
 			errs, _ := m["errors"].([]any)
 			return m["ok"] == false && m["code"] == "invalid" && m["error"] == "invalid: 1 error" && len(errs) == 1
@@ -42,9 +45,10 @@ func TestValidateAndSandboxJSON(t *testing.T) {
 			_, host := m["host"].(map[string]any)
 			return m["ok"] == true && host && mod["module"] == "demo" && mod["plan"] != nil
 		}},
-		{"sandbox, no such file", []string{"sandbox", "--json", "--config", filepath.Join(bad, "none.toml")}, 1, func(m map[string]any) bool {
-			return m["ok"] == false && m["error"] != ""
-		}},
+		{"sandbox, no such file", []string{"sandbox", "--json", "--config", filepath.Join(bad, "none.toml")}, 1,
+			func(m map[string]any) bool {
+				return m["ok"] == false && m["error"] != ""
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := run(t, tc.args...)

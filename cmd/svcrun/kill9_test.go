@@ -49,7 +49,8 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("k9") // a base cgroup of its own
 	config := func(sock string) string {
-		return fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)
+		return fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\n"+
+			"sandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)
 	}
 	os.WriteFile(cfg, []byte(config(sock)), 0o644)
 
@@ -82,7 +83,8 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 
 	s1 := serve()
 	var grant struct{ Lease string }
-	if err := json.Unmarshal([]byte(cli("acquire", "--capability", "kv", "--json", "--wait", "20s")), &grant); err != nil || grant.Lease == "" {
+	if err := json.Unmarshal([]byte(cli("acquire", "--capability", "kv", "--json", "--wait", "20s")),
+		&grant); err != nil || grant.Lease == "" {
 		t.Fatalf("acquire: %v %+v", err, grant)
 	}
 	// A second svcrun on the same data dir is refused, in the format of
@@ -91,7 +93,8 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 	dup := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text")
 	dup.Stderr = &second
 	if err := dup.Run(); dup.ProcessState == nil || dup.ProcessState.ExitCode() != 1 ||
-		!strings.HasPrefix(second.String(), "svcrun serve: ") || !strings.Contains(second.String(), "locked by another svcrun") {
+		!strings.HasPrefix(second.String(), "svcrun serve: ") ||
+		!strings.Contains(second.String(), "locked by another svcrun") {
 		t.Errorf("second serve: %v\n%s", err, second.String())
 	}
 	// So is one on another data dir with the same node_id, where cgroup v2
@@ -106,7 +109,9 @@ func TestKill9KeepsLeasesAndAdopts(t *testing.T) {
 		dup = exec.CommandContext(ctx, bin, "serve", "--config", cfg2, "--log-format", "text")
 		dup.Stderr = &second
 		err := dup.Run()
-		want := fmt.Sprintf("svcrun serve: %s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d", cfg2, node, sup.Base, s1.Process.Pid)
+		want := fmt.Sprintf(
+			"svcrun serve: %s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d",
+			cfg2, node, sup.Base, s1.Process.Pid)
 		if dup.ProcessState == nil || dup.ProcessState.ExitCode() != 1 || !strings.Contains(second.String(), want) {
 			t.Errorf("serve with the same node_id: %v, want %q\n%s", err, want, second.String())
 		}
@@ -175,7 +180,8 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("an")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\n"+
+		"sandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
 	serve := exec.Command(bin, "serve", "--config", cfg, "--log-format", "text", "--stop-services-on-exit")
 	serve.Stderr = &testLog{t}
 	if err := serve.Start(); err != nil {
@@ -183,7 +189,8 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 	}
 	defer serve.Process.Kill()
 	t.Cleanup(func() { testhost.RemoveBase(t, node) })
-	env := []string{EnvRuntimeDir + "=" + os.Getenv(EnvRuntimeDir), "TMPDIR=" + os.Getenv("TMPDIR"), "PATH=" + os.Getenv("PATH")} // no SVCRUN_SOCKET
+	env := []string{EnvRuntimeDir + "=" + os.Getenv(EnvRuntimeDir), "TMPDIR=" + os.Getenv("TMPDIR"),
+		"PATH=" + os.Getenv("PATH")} // no SVCRUN_SOCKET
 	status := func() ([]byte, error) {
 		c := exec.Command(bin, "status", "--json")
 		c.Env = env
@@ -211,7 +218,8 @@ func TestServeAnnouncesItsSocket(t *testing.T) {
 		t.Errorf("svcrun run --capability kv -- echo hi: %v\n%s%s", err, out, stderr.String())
 	}
 	// The announced socket is a guess: the command says it took it.
-	if want := "svcrun run: using " + sock + ", the socket of the svcrun serve started last"; !strings.Contains(stderr.String(), want) {
+	if want := "svcrun run: using " + sock +
+		", the socket of the svcrun serve started last"; !strings.Contains(stderr.String(), want) {
 		t.Errorf("stderr does not say which socket was used and why:\n%s\nwant: %s", stderr.String(), want)
 	}
 	serve.Process.Signal(syscall.SIGTERM)

@@ -38,7 +38,10 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("fd")
 	t.Cleanup(func() { testhost.RemoveBase(t, node) })
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)), 0o644); err != nil {
+	if err := os.WriteFile(cfg,
+		[]byte(fmt.Sprintf(
+			"node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
 	logs := testhost.NewLogLines(t)
@@ -81,7 +84,8 @@ func TestAcceptErrorsSummarised(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(m, "\nsvcrun_log_lines_left_out_total 0\n") && strings.Contains(m, "\nsvcrun_log_lines_left_out_total ") {
+		if !strings.Contains(m, "\nsvcrun_log_lines_left_out_total 0\n") &&
+			strings.Contains(m, "\nsvcrun_log_lines_left_out_total ") {
 			break
 		}
 		if time.Now().After(deadline) {

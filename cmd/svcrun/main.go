@@ -34,7 +34,8 @@ func main() {
 		// One P: a client spends its life waiting on the socket, and with
 		// a second P every goroutine it starts wakes another thread
 		// (`svcrun run -- true`: 104 context switches a run with two, 88
-		// with one). GOMAXPROCS set says otherwise.
+		// with one; bench/README.md, row run, and its history in
+		// bench/HISTORY.md). GOMAXPROCS set says otherwise.
 		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,7 +48,8 @@ func main() {
 // work: serve, op and check run ops themselves and keep every P.
 func waitsOnDaemon(cmd string) bool {
 	switch cmd {
-	case "status", "events", "run", "container", "acquire", "renew", "release", "doctor", "reap", "reset", "enable", "disable", "reload":
+	case "status", "events", "run", "container", "acquire", "renew", "release", "doctor", "reap", "reset", "enable",
+		"disable", "reload":
 		return true
 	}
 	return false
@@ -56,25 +58,26 @@ func waitsOnDaemon(cmd string) bool {
 var program = &cli.Program{
 	Name: "svcrun",
 	Commands: map[string]cli.Command{
-		"validate":  {Summary: "check a module bundle or a node configuration", Run: runValidate},
-		"op":        {Summary: "run one op of a bundle's service or probe, as the agent would", Run: runOp},
-		"check":     {Summary: "check that a bundle's services and probes follow the protocol", Run: runCheck},
-		"serve":     {Summary: "run svcrun: the daemon", Run: runServe},
-		"status":    {Summary: "show services, probes, memory and leases (--json)", Run: runStatus},
-		"run":       {Summary: "hold a lease while a command runs", Run: runRun, OwnExit: 125},
-		"acquire":   {Summary: "acquire a lease and print its id (--json)", Run: runAcquire},
-		"container": {Summary: "run, list, wait for, show the logs of, stop or remove the containers of the lease of svcrun run", Run: runContainerCmd},
-		"renew":     {Summary: "renew a lease's TTL", Run: runRenew},
-		"release":   {Summary: "release a lease", Run: runRelease},
-		"doctor":    {Summary: "run the probes again", Run: runDoctor},
-		"events":    {Summary: "print svcrun's event stream (-f follows it, --json)", Run: runEvents},
-		"reap":      {Summary: "run a reap round; print what it destroyed, kept and why (--json)", Run: runReap},
-		"reset":     {Summary: "clear a service's failures and unhealthy mark", Run: runReset},
-		"enable":    {Summary: "enable a module until the next reload", Run: runEnable},
-		"disable":   {Summary: "disable a module until the next reload", Run: runDisable},
-		"reload":    {Summary: "reload the node configuration (as SIGHUP)", Run: runReload},
-		"sandbox":   {Summary: "show what this host enforces of the sandbox (--config: per module)", Run: runSandbox},
-		"version":   {Summary: "print svcrun's version, commit and Go version (--json)", Run: runVersion},
+		"validate": {Summary: "check a module bundle or a node configuration", Run: runValidate},
+		"op":       {Summary: "run one op of a bundle's service or probe, as the agent would", Run: runOp},
+		"check":    {Summary: "check that a bundle's services and probes follow the protocol", Run: runCheck},
+		"serve":    {Summary: "run svcrun: the daemon", Run: runServe},
+		"status":   {Summary: "show services, probes, memory and leases (--json)", Run: runStatus},
+		"run":      {Summary: "hold a lease while a command runs", Run: runRun, OwnExit: 125},
+		"acquire":  {Summary: "acquire a lease and print its id (--json)", Run: runAcquire},
+		"container": {Summary: "run, list, wait for, show the logs of, stop or remove the containers of the lease of " +
+			"svcrun run", Run: runContainerCmd},
+		"renew":   {Summary: "renew a lease's TTL", Run: runRenew},
+		"release": {Summary: "release a lease", Run: runRelease},
+		"doctor":  {Summary: "run the probes again", Run: runDoctor},
+		"events":  {Summary: "print svcrun's event stream (-f follows it, --json)", Run: runEvents},
+		"reap":    {Summary: "run a reap round; print what it destroyed, kept and why (--json)", Run: runReap},
+		"reset":   {Summary: "clear a service's failures and unhealthy mark", Run: runReset},
+		"enable":  {Summary: "enable a module until the next reload", Run: runEnable},
+		"disable": {Summary: "disable a module until the next reload", Run: runDisable},
+		"reload":  {Summary: "reload the node configuration (as SIGHUP)", Run: runReload},
+		"sandbox": {Summary: "show what this host enforces of the sandbox (--config: per module)", Run: runSandbox},
+		"version": {Summary: "print svcrun's version, commit and Go version (--json)", Run: runVersion},
 	},
 	Footer: `Run 'svcrun <command> -h' for a command's flags. Flags may come before or
 after a command's arguments (up to a --), except for run and op, whose flags

@@ -25,7 +25,8 @@ func TestBadDuration(t *testing.T) {
 		{[]string{"op", "--timeout", "5q", "--bundle", "../../examples/modules/demo", "kv", "status"}, `--timeout "5q"`},
 	} {
 		code, out, errs := run(t, tc.args...)
-		want := "svcrun " + tc.args[0] + ": " + tc.flag + ": " + accepted + "\nRun 'svcrun " + tc.args[0] + " -h' for usage.\n"
+		want := "svcrun " + tc.args[0] + ": " + tc.flag + ": " + accepted + "\nRun 'svcrun " + tc.args[0] +
+			" -h' for usage.\n"
 		wantCode := 2
 		if tc.args[0] == "run" {
 			wantCode = 125 // run's own failures, apart from its command's statuses
@@ -63,34 +64,45 @@ func TestCommandLines(t *testing.T) {
 		{args: []string{"release", "--socket", sock, "--", "-odd-lease"}, code: 1, err: "svcrun release: " + unreachable},
 		// Wrong arguments.
 		{args: []string{"reset", "demo/kv", "demo/db", "--socket", sock}, code: 2,
-			err: `svcrun reset: unexpected argument "demo/db": svcrun reset takes one MODULE/SERVICE, e.g. demo/kv (svcrun status lists the services)` + "\nRun 'svcrun reset -h' for usage.\n"},
+			err: `svcrun reset: unexpected argument "demo/db": svcrun reset takes one MODULE/SERVICE, e.g. ` +
+				`demo/kv (svcrun status lists the services)` + "\nRun 'svcrun reset -h' for usage.\n"},
 		{args: []string{"reset", "--socket", sock, "--", "demo/kv", "--json"}, code: 2,
-			err: `unexpected argument "--json": svcrun reset takes one MODULE/SERVICE, e.g. demo/kv (svcrun status lists the services); it came after --, where flags are taken for arguments: put it before the --`},
-		{args: []string{"enable", "a", "b"}, code: 2, err: `svcrun enable: unexpected argument "b": svcrun enable takes one MODULE (svcrun status lists the modules of the services)`},
+			err: `unexpected argument "--json": svcrun reset takes one MODULE/SERVICE, e.g. demo/kv (svcrun status lists the ` +
+				`services); it came after --, where flags are taken for arguments: put it before the --`},
+		{args: []string{"enable", "a", "b"}, code: 2, err: `svcrun enable: unexpected argument "b": ` +
+			`svcrun enable takes one MODULE (svcrun status lists the modules of the services)`},
 		{args: []string{"renew"}, code: 2, err: "svcrun renew: give LEASE (the id svcrun acquire printed)"},
 		{args: []string{"reap", "now"}, code: 2, err: `svcrun reap: unexpected argument "now": svcrun reap takes flags only`},
 		{args: []string{"doctor", "--json=maybe"}, code: 2, err: `invalid boolean value "maybe" for -json`},
-		{args: []string{"acquire", "--pool", "kv-slots=0"}, code: 2, err: `svcrun acquire: --pool "kv-slots=0": give a number of tokens N, 1 or more`},
-		{args: []string{"reload", "--nope"}, code: 2, err: "svcrun reload: unknown flag --nope\nRun 'svcrun reload -h' for usage.\n"},
+		{args: []string{"acquire", "--pool", "kv-slots=0"}, code: 2,
+			err: `svcrun acquire: --pool "kv-slots=0": give a number of tokens N, 1 or more`},
+		{args: []string{"reload", "--nope"}, code: 2,
+			err: "svcrun reload: unknown flag --nope\nRun 'svcrun reload -h' for usage.\n"},
 		// TTLs: 0 or 1s and more for acquire, 1s and more for run.
 		{args: []string{"acquire", "--socket", sock, "--ttl", "0"}, code: 1, err: unreachable},
 		{args: []string{"acquire", "--socket", sock, "--ttl", "1s"}, code: 1, err: unreachable},
 		{args: []string{"acquire", "--socket", sock, "--ttl", "500ms"}, code: 2,
-			err: "svcrun acquire: --ttl must be 1s or more, or 0 for a lease held until released: a shorter TTL would expire before svcrun renew could renew it\n"},
+			err: "svcrun acquire: --ttl must be 1s or more, or 0 for a lease held until released: " +
+				"a shorter TTL would expire before svcrun renew could renew it\n"},
 		{args: []string{"acquire", "--ttl", "-1s"}, code: 2, err: "svcrun acquire: --ttl must not be negative"},
-		{args: []string{"run", "--socket", sock, "--ttl", "1ms", "--", "true"}, code: 125, err: "svcrun run: --ttl must be 1s or more: svcrun run renews the lease"},
-		{args: []string{"run", "--socket", sock, "--ttl", "0", "--", "true"}, code: 125, err: "svcrun run: --ttl must be 1s or more"},
+		{args: []string{"run", "--socket", sock, "--ttl", "1ms", "--", "true"}, code: 125,
+			err: "svcrun run: --ttl must be 1s or more: svcrun run renews the lease"},
+		{args: []string{"run", "--socket", sock, "--ttl", "0", "--", "true"}, code: 125,
+			err: "svcrun run: --ttl must be 1s or more"},
 		{args: []string{"run", "--socket", sock, "--ttl", "1s", "--", "true"}, code: 125, err: unreachable},
 		// run and op keep what follows their arguments for CMD and the op.
 		{args: []string{"run", "--socket", sock, "--", "true", "--json"}, code: 125, err: unreachable},
-		{args: []string{"op", "--bundle", "../../examples/modules/demo", "kv", "status", "--json"}, code: 2, err: `svcrun op: status takes no arguments, got ["--json"]`},
-		{args: []string{"op", "--bundle", "../../examples/modules/demo", "kv", "destroy", "--force"}, code: 2, err: `svcrun op: invalid object id "--force"`},
+		{args: []string{"op", "--bundle", "../../examples/modules/demo", "kv", "status", "--json"}, code: 2,
+			err: `svcrun op: status takes no arguments, got ["--json"]`},
+		{args: []string{"op", "--bundle", "../../examples/modules/demo", "kv", "destroy", "--force"}, code: 2,
+			err: `svcrun op: invalid object id "--force"`},
 	} {
 		code, out, errs := run(t, tc.args...)
 		bad := code != tc.code || !strings.Contains(errs, tc.err) || strings.Contains(errs, "Usage:")
 		if tc.json {
 			var f cli.FailureJSON
-			bad = bad || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "unreachable" || !strings.Contains(f.Error, unreachable)
+			bad = bad || errs != "" || json.Unmarshal([]byte(out), &f) != nil || f.OK || f.Code != "unreachable" ||
+				!strings.Contains(f.Error, unreachable)
 		}
 		if bad {
 			t.Errorf("%q: exit %d (want %d)\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
@@ -102,7 +114,8 @@ func TestCommandLines(t *testing.T) {
 // has one stream.
 func TestUsage(t *testing.T) {
 	code, out, _ := run(t, "-h")
-	if code != 0 || !strings.Contains(out, exitCodes) || !strings.Contains(out, "Flags may come before or\nafter a command's arguments") {
+	if code != 0 || !strings.Contains(out, exitCodes) ||
+		!strings.Contains(out, "Flags may come before or\nafter a command's arguments") {
 		t.Errorf("svcrun -h: exit %d\n%s", code, out)
 	}
 	readme, err := os.ReadFile("../../README.md")
@@ -121,7 +134,9 @@ func TestUsage(t *testing.T) {
 		t.Errorf("svcrun without a command: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	code, out, errs := run(t, "reset", "-h")
-	if code != 0 || !strings.Contains(out, "Usage: svcrun reset [--json] [--socket PATH | --config FILE] MODULE/SERVICE") || !strings.Contains(out, "-json") || errs != "" {
+	if code != 0 ||
+		!strings.Contains(out, "Usage: svcrun reset [--json] [--socket PATH | --config FILE] MODULE/SERVICE") ||
+		!strings.Contains(out, "-json") || errs != "" {
 		t.Errorf("reset -h: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
 	}
 }

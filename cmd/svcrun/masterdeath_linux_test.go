@@ -38,8 +38,10 @@ func TestMasterDeathRestarts(t *testing.T) {
 	}
 	n := newRestartNode(t, "md")
 	bundle, _ := filepath.Abs("testdata/master-workers")
-	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
-		"status_period_s = 3600\nwatched_status_period_s = 3600\nfingerprint_period_s = 3600\n\n[[modules]]\nbundle = %q\n", n.node, n.sock, bundle)
+	text := fmt.Sprintf(
+		"node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
+			"status_period_s = 3600\nwatched_status_period_s = 3600\nfingerprint_period_s = 3600\n\n[[modules]]\n"+
+			"bundle = %q\n", n.node, n.sock, bundle)
 	if err := os.WriteFile(n.cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,8 @@ import (
 	"github.com/oarbank/svcrun/svcenv"
 )
 
-const opSynopsis = `(--bundle DIR [--data DIR] [--node-id ID] [--settings FILE] | --config FILE) [--timeout DUR] [--json] SERVICE OP [ARGS]
+const opSynopsis = `(--bundle DIR [--data DIR] [--node-id ID] [--settings FILE] | --config FILE) ` +
+	`[--timeout DUR] [--json] SERVICE OP [ARGS]
 
 Runs one op of a service or probe of the bundle exactly as the agent runs it
 (the exec rules, the environment of the module data dir, the timeout, the
@@ -48,12 +49,16 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("op", opSynopsis)
 	bundle := fs.String("bundle", "", "the module bundle `DIR`")
 	config := fs.String("config", "", "a node configuration `FILE`: run the op as that node does, sandbox included")
-	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
+	data := fs.String("data", "", "the module data `DIR` (OARBANK_MODULE_DATA); "+
+		"default <user cache dir>/svcrun-op/<module>, or $TMPDIR/svcrun-op/<module> where there is no cache dir")
 	nodeID := fs.String("node-id", "", "OARBANK_NODE_ID, the node `ID` (default: the host name)")
-	timeout := cli.Duration(fs, "timeout", 0, "the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
-	settingsFile := fs.String("settings", "", "a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
+	timeout := cli.Duration(fs, "timeout", 0,
+		"the op's timeout, a `DUR` such as 30s (default: the protocol's for the op; start: the manifest's start_timeout_s)")
+	settingsFile := fs.String("settings", "",
+		"a JSON `FILE` with the module's settings, written to OARBANK_SETTINGS_FILE (default: {})")
 	asJSON := fs.Bool("json", false, "print one JSON report on stdout, for a success or a failure")
-	bypass := fs.Bool("bypass-svcrun", false, "with --config, run start, stop or destroy even though the node's svcrun runs (it does not learn of the op)")
+	bypass := fs.Bool("bypass-svcrun", false,
+		"with --config, run start, stop or destroy even though the node's svcrun runs (it does not learn of the op)")
 	if err := cli.ParseLeading(fs, args); err != nil {
 		return err
 	}
@@ -138,7 +143,8 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 		r.ExitCode = &res.ExitCode
 	}
 	if res.PipesHeld {
-		r.Warnings = append(r.Warnings, "stdout or stderr was still open after the op exited: a process it left behind holds them; redirect a daemon's output (</dev/null >/dev/null 2>&1)")
+		r.Warnings = append(r.Warnings, "stdout or stderr was still open after the op exited: "+
+			"a process it left behind holds them; redirect a daemon's output (</dev/null >/dev/null 2>&1)")
 	}
 	if r.OK {
 		r.Result = normalise(out.Result)
@@ -174,7 +180,9 @@ func besideSvcrun(m *cli.Env, socket string, t opTarget, op protocol.Op, bypass 
 	if pid > 0 {
 		who = fmt.Sprintf("svcrun (pid %d)", pid)
 	}
-	bypassed := fmt.Sprintf("%s runs this node (socket %s): this op runs beside it, not through it, so it bypasses svcrun's ordering of %s's ops, its leases and its state, and svcrun does not learn of it", who, socket, t.fullName())
+	bypassed := fmt.Sprintf("%s runs this node (socket %s): this op runs beside it, not through it, "+
+		"so it bypasses svcrun's ordering of %s's ops, its leases and its state, and svcrun does not learn of it",
+		who, socket, t.fullName())
 	mutates := op == protocol.OpStart || op == protocol.OpStop || op == protocol.OpDestroy
 	if !mutates || t.probe {
 		m.Warnf("%s", bypassed)
@@ -184,7 +192,9 @@ func besideSvcrun(m *cli.Env, socket string, t opTarget, op protocol.Op, bypass 
 		m.Warnf("%s; --bypass-svcrun: running %s all the same", bypassed, op)
 		return nil
 	}
-	return &cli.Failure{Code: "svcrun-runs", Msg: fmt.Sprintf("%s; a %s behind its back changes what svcrun believes runs (it takes a daemon that stopped for a crash, and one it did not start for another's): use svcrun enable, disable or reset, or svcrun reap, or stop svcrun first; --bypass-svcrun runs it anyway", bypassed, op)}
+	return &cli.Failure{Code: "svcrun-runs", Msg: fmt.Sprintf("%s; a %s behind its back changes what svcrun believes "+
+		"runs (it takes a daemon that stopped for a crash, and one it did not start for another's): use svcrun enable, "+
+		"disable or reset, or svcrun reap, or stop svcrun first; --bypass-svcrun runs it anyway", bypassed, op)}
 }
 
 // opTarget is the service or probe an op runs.
@@ -220,7 +230,9 @@ func findTarget(mod *manifest.Module, name string) (opTarget, error) {
 		}
 		probes = append(probes, p.Name)
 	}
-	return opTarget{}, cli.Usagef("no service or probe %q in module %q; services: %s; probes: %s", name, mod.Name, listOrNone(services), listOrNone(probes))
+	return opTarget{},
+		cli.Usagef("no service or probe %q in module %q; services: %s; probes: %s",
+			name, mod.Name, listOrNone(services), listOrNone(probes))
 }
 
 // checkOpArgs applies the protocol's rules to the op's arguments: only
@@ -310,7 +322,8 @@ func (r *opReport) print(m *cli.Env, t opTarget) error {
 	if r.OK {
 		return cli.PrintJSON(m.Stdout, r.Result)
 	}
-	f := &cli.Failure{Msg: fmt.Sprintf("%s %s %s: %s", t.fullName(), r.Op, failureWords[engine.FailureKind(r.Failure)], r.Message)}
+	f := &cli.Failure{
+		Msg: fmt.Sprintf("%s %s %s: %s", t.fullName(), r.Op, failureWords[engine.FailureKind(r.Failure)], r.Message)}
 	if len(r.Reasons) > 0 {
 		f.Lines = append(f.Lines, fmt.Sprintf("protocol violations (%d):", len(r.Reasons)))
 		for _, reason := range r.Reasons {

@@ -18,7 +18,8 @@ func TestOpBundleSandboxed(t *testing.T) {
 	bundle := t.TempDir()
 	script := `#!/bin/sh
 w() { if (echo x > "$1") 2>/dev/null; then echo yes; else echo no; fi; }
-printf '{"healthy":true,"running":false,"attrs":{"data":"%s","outside":"%s"}}\n' "$(w "$OARBANK_MODULE_DATA/f")" "$(w ` + outside + `/f)"
+printf '{"healthy":true,"running":false,"attrs":{"data":"%s","outside":"%s"}}\n' \
+	"$(w "$OARBANK_MODULE_DATA/f")" "$(w ` + outside + `/f)"
 `
 	for name, content := range map[string]string{
 		"module.toml": "[module]\nname = \"box\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\n",
@@ -80,7 +81,8 @@ printf '{"healthy":true,"running":false,"attrs":{"data":"%s"}}\n' "$w"
 	})
 	cfg := filepath.Join(root, "svcrun.toml")
 	// run_as is the tests' own unprivileged user, not the image's nobody.
-	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"" + testhost.RunAs(t).Name + "\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
+	text := "node_id = \"n1\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\nrun_as = \"" +
+		testhost.RunAs(t).Name + "\"\n\n[[modules]]\nbundle = \"" + bundle + "\"\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

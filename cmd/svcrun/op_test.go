@@ -16,7 +16,8 @@ func TestOpDemo(t *testing.T) {
 	data := t.TempDir()
 	op := func(args ...string) (int, string, string) {
 		t.Helper()
-		return run(t, append([]string{"op", "--bundle", "../../examples/modules/demo", "--data", data, "--node-id", "n1"}, args...)...)
+		return run(t,
+			append([]string{"op", "--bundle", "../../examples/modules/demo", "--data", data, "--node-id", "n1"}, args...)...)
 	}
 	t.Cleanup(func() { op("kv", "stop") })
 	for _, step := range []struct {
@@ -42,14 +43,17 @@ func TestOpDemo(t *testing.T) {
 		{[]string{"kv", "status"}, "{\n  \"running\": true,\n  \"ready\": true\n}\n"},
 		{[]string{"kv", "ready"}, "{\n  \"running\": true,\n  \"ready\": true\n}\n"},
 		{[]string{"kv", "list_owned"}, "{\n  \"objects\": []\n}\n"},
-		{[]string{"kv", "destroy", "vol-1", "--force"}, "{\n  \"ok\": true,\n  \"changed\": false,\n  \"message\": \"already gone\"\n}\n"},
+		{[]string{"kv", "destroy", "vol-1", "--force"},
+			"{\n  \"ok\": true,\n  \"changed\": false,\n  \"message\": \"already gone\"\n}\n"},
 		{[]string{"kv", "stop"}, "{\n  \"ok\": true,\n  \"changed\": true\n}\n"},
 		{[]string{"kv", "status"}, "{\n  \"running\": false,\n  \"ready\": false\n}\n"},
-		{[]string{"posix-sh", "fingerprint"}, "{\n  \"healthy\": true,\n  \"attrs\": {\n    \"shell\": \"/bin/sh\"\n  }\n}\n"},
+		{[]string{"posix-sh", "fingerprint"},
+			"{\n  \"healthy\": true,\n  \"attrs\": {\n    \"shell\": \"/bin/sh\"\n  }\n}\n"},
 	} {
 		code, out, errs := op(step.args...)
 		if code != 0 || out != step.out {
-			t.Errorf("svcrun op %s: exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", strings.Join(step.args, " "), code, out, step.out, errs)
+			t.Errorf("svcrun op %s: exit %d\nstdout:\n%s\nwant:\n%s\nstderr:\n%s",
+				strings.Join(step.args, " "), code, out, step.out, errs)
 		}
 	}
 	// The op saw the module data dir and its files.
@@ -66,7 +70,8 @@ func TestOpSettings(t *testing.T) {
 	if err := os.WriteFile(settings, []byte(`{"slots": 7}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := run(t, "op", "--bundle", "../../examples/modules/demo", "--data", data, "--settings", settings, "kv", "fingerprint")
+	code, out, errs := run(t, "op", "--bundle", "../../examples/modules/demo",
+		"--data", data, "--settings", settings, "kv", "fingerprint")
 	if code != 0 || !strings.Contains(out, `"kv-slots": 7`) {
 		t.Errorf("exit %d\n%s%s", code, out, errs)
 	}
@@ -74,7 +79,8 @@ func TestOpSettings(t *testing.T) {
 
 func TestOpJSON(t *testing.T) {
 	data := t.TempDir()
-	code, out, errs := run(t, "op", "--json", "--bundle", "../../examples/modules/demo", "--data", data, "posix-sh", "fingerprint")
+	code, out, errs := run(t, "op", "--json", "--bundle", "../../examples/modules/demo",
+		"--data", data, "posix-sh", "fingerprint")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -87,7 +93,8 @@ func TestOpJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
-	if r.Module != "demo" || r.Probe != "posix-sh" || r.Op != "fingerprint" || !r.OK || r.ExitCode == nil || *r.ExitCode != 0 || r.Result["healthy"] != true {
+	if r.Module != "demo" || r.Probe != "posix-sh" || r.Op != "fingerprint" || !r.OK || r.ExitCode == nil ||
+		*r.ExitCode != 0 || r.Result["healthy"] != true {
 		t.Errorf("report %+v", r)
 	}
 }
@@ -132,7 +139,8 @@ func TestOpFailures(t *testing.T) {
 	}{
 		{"protocol error", []string{"svc", "fingerprint"}, []string{
 			"svcrun op: bad/svc fingerprint broke the protocol: /pools/x: must be >= 0; ",
-			"  protocol violations (3):\n    /pools/x: must be >= 0\n    /runing: unknown property\n    /running: missing required property (a service must report it)\n",
+			"  protocol violations (3):\n    /pools/x: must be >= 0\n    /runing: unknown property\n" +
+				"    /running: missing required property (a service must report it)\n",
 			`  stdout: "{\"healthy\":true,\"runing\":false,\"pools\":{\"x\":-1}}\n"`,
 			"  module data dir: " + data,
 		}},
@@ -141,7 +149,8 @@ func TestOpFailures(t *testing.T) {
 			"  stderr (last 2 lines):\n    | starting\n    | error: port 8080 is taken\n",
 		}},
 		{"timeout", []string{"--timeout", "300ms", "svc", "status"}, []string{
-			"svcrun op: bad/svc status timed out: killed after 300ms; its process group got SIGTERM (stderr: waiting for ever)\n",
+			"svcrun op: bad/svc status timed out: killed after 300ms; " +
+				"its process group got SIGTERM (stderr: waiting for ever)\n",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -166,7 +175,8 @@ func TestOpFailures(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != 1 {
 		t.Fatalf("exit %d, %v:\n%s", code, err, out)
 	}
-	if r["ok"] != false || r["failure"] != "failed" || r["exit_code"] != 1.0 || !strings.Contains(r["stderr_tail"].(string), "port 8080") {
+	if r["ok"] != false || r["failure"] != "failed" || r["exit_code"] != 1.0 ||
+		!strings.Contains(r["stderr_tail"].(string), "port 8080") {
 		t.Errorf("report %v", r)
 	}
 }
@@ -178,9 +188,12 @@ func TestOpUsage(t *testing.T) {
 		code int
 		errs string
 	}{
-		{[]string{"op", "--bundle", demo, "x", "fingerprint"}, 2, `svcrun op: no service or probe "x" in module "demo"; services: kv; probes: posix-sh`},
-		{[]string{"op", "--bundle", demo, "kv", "restart"}, 2, `unknown op "restart"; ops: fingerprint, start, stop, status, ready, list_owned, destroy`},
-		{[]string{"op", "--bundle", demo, "posix-sh", "start"}, 2, "demo/posix-sh is a probe: it implements only fingerprint"},
+		{[]string{"op", "--bundle", demo, "x", "fingerprint"}, 2,
+			`svcrun op: no service or probe "x" in module "demo"; services: kv; probes: posix-sh`},
+		{[]string{"op", "--bundle", demo, "kv", "restart"}, 2,
+			`unknown op "restart"; ops: fingerprint, start, stop, status, ready, list_owned, destroy`},
+		{[]string{"op", "--bundle", demo, "posix-sh", "start"}, 2,
+			"demo/posix-sh is a probe: it implements only fingerprint"},
 		{[]string{"op", "--bundle", demo, "kv", "status", "now"}, 2, `status takes no arguments, got ["now"]`},
 		{[]string{"op", "--bundle", demo, "kv", "destroy"}, 2, "destroy needs the object ID"},
 		{[]string{"op", "--bundle", demo, "kv", "destroy", "-rf"}, 2, `invalid object id "-rf": starts with '-'`},
@@ -205,7 +218,8 @@ func TestOpWithConfig(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "svcrun.toml")
-	text := "node_id = \"op-node\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = \"" + demo + "\"\nsettings = { slots = 3 }\n"
+	text := "node_id = \"op-node\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n" +
+		"[[modules]]\nbundle = \"" + demo + "\"\nsettings = { slots = 3 }\n"
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +230,12 @@ func TestOpWithConfig(t *testing.T) {
 	if !strings.Contains(out, `"kv-slots": 3`) || !strings.Contains(out, filepath.Join(dir, "data", "modules", "demo")) {
 		t.Errorf("the op did not see the node's settings or data dir:\n%s", out)
 	}
-	if code, _, errs := run(t, "op", "--config", cfg, "nope", "fingerprint"); code != 2 || !strings.Contains(errs, `no service or probe "nope" in the modules of`) {
+	if code, _, errs := run(t, "op", "--config", cfg, "nope", "fingerprint"); code != 2 ||
+		!strings.Contains(errs, `no service or probe "nope" in the modules of`) {
 		t.Errorf("unknown service: exit %d: %s", code, errs)
 	}
-	if code, _, errs := run(t, "op", "--config", cfg, "--bundle", demo, "kv", "fingerprint"); code != 2 || !strings.Contains(errs, "give --bundle DIR or --config FILE") {
+	if code, _, errs := run(t, "op", "--config", cfg, "--bundle", demo, "kv", "fingerprint"); code != 2 ||
+		!strings.Contains(errs, "give --bundle DIR or --config FILE") {
 		t.Errorf("both modes: exit %d: %s", code, errs)
 	}
 }
@@ -232,8 +248,9 @@ func TestOpOtherPlatform(t *testing.T) {
 	}
 	bundle := t.TempDir()
 	writeBundle(t, bundle, map[string]string{
-		"module.toml": "[module]\nname = \"win\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\nplatforms = [\"windows\"]\n",
-		"bin/svc":     "#!/bin/sh\nexit 0\n",
+		"module.toml": "[module]\nname = \"win\"\nversion = \"1\"\n\n[[services]]\nname = \"svc\"\nexec = [\"bin/svc\"]\n" +
+			"platforms = [\"windows\"]\n",
+		"bin/svc": "#!/bin/sh\nexit 0\n",
 	})
 	code, _, errs := run(t, "op", "--bundle", bundle, "--data", t.TempDir(), "svc", "fingerprint")
 	if want := "service win/svc runs only on windows, not on " + runtime.GOOS; code != 1 || !strings.Contains(errs, want) {
@@ -276,7 +293,8 @@ func TestOpBesideRunningSvcrun(t *testing.T) {
 	} {
 		code, out, errs := run(t, append([]string{"op", "--config", cfg}, tc.args...)...)
 		if code != tc.code || !strings.Contains(errs, runs) || !strings.Contains(errs, tc.says) {
-			t.Errorf("op %v: exit %d, want %d, saying %q and %q\nstdout: %s\nstderr: %s", tc.args, code, tc.code, runs, tc.says, out, errs)
+			t.Errorf("op %v: exit %d, want %d, saying %q and %q\nstdout: %s\nstderr: %s",
+				tc.args, code, tc.code, runs, tc.says, out, errs)
 		}
 		if tc.notStart && out != "" {
 			t.Errorf("op %v ran: %s", tc.args, out)

@@ -136,9 +136,11 @@ func newPauseNode(t *testing.T) *pauseNode {
 	}
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	data := t.TempDir()
-	p := &pauseNode{t: t, bin: buildSvcrun(t), cfg: filepath.Join(data, "svcrun.toml"), sock: filepath.Join(sdir, "s.sock"),
+	p := &pauseNode{t: t, bin: buildSvcrun(t), cfg: filepath.Join(data, "svcrun.toml"),
+		sock: filepath.Join(sdir, "s.sock"),
 		node: testhost.NodeID("pause"), ctl: filepath.Join(data, "data", "modules", "pause", "ctl"), log: &lockedBuffer{}}
-	cfg := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n",
+	cfg := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\n"+
+		"sandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n",
 		p.node, p.sock, bundle)
 	if err := os.WriteFile(p.cfg, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,7 +171,8 @@ func (p *pauseNode) serve() {
 		p.t.Fatal(err)
 	}
 	p.cmd = cmd
-	waitUntil(p.t, "svcrun serve answers", func() bool { return exec.Command(p.bin, "status", "--socket", p.sock).Run() == nil })
+	waitUntil(p.t, "svcrun serve answers",
+		func() bool { return exec.Command(p.bin, "status", "--socket", p.sock).Run() == nil })
 }
 
 func (p *pauseNode) cli(args ...string) (string, int) {

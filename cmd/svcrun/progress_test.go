@@ -23,20 +23,23 @@ func TestShowProgress(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	held, err := c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(time.Minute)})
+	held, err := c.Acquire(ctx,
+		api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitCtx, stopWaiting := context.WithCancel(ctx)
 	defer stopWaiting()
-	go c.Acquire(waitCtx, api.AcquireRequest{Attempt: "attempt-waits", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Hour)})
+	go c.Acquire(waitCtx,
+		api.AcquireRequest{Attempt: "attempt-waits", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Hour)})
 
 	for _, tty := range []bool{false, true} {
 		pr, pw := io.Pipe()
 		pctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
-			showProgress(pctx, cli.ForCommand("svcrun", "run", io.Discard, pw), tty, nil, 10*time.Millisecond, c, "attempt-waits", time.Now())
+			showProgress(pctx, cli.ForCommand("svcrun", "run", io.Discard, pw), tty, nil, 10*time.Millisecond, c,
+				"attempt-waits", time.Now())
 			pw.Close()
 			close(done)
 		}()

@@ -34,7 +34,8 @@ func runReload(ctx context.Context, m *cli.Env, args []string) error {
 	}
 	fmt.Fprintln(m.Stdout, "configuration reloaded")
 	if len(r.RestartNeeded) > 0 {
-		fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n", strings.Join(r.RestartNeeded, ", "))
+		fmt.Fprintf(m.Stdout, "changed but applied only at the next start of svcrun: %s\n",
+			strings.Join(r.RestartNeeded, ", "))
 	}
 	return nil
 }

@@ -61,7 +61,8 @@ func newRestartNode(t testing.TB, name string) *restartNode {
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	n.sock = filepath.Join(sdir, "s.sock")
 	n.cfg = filepath.Join(n.dir, "svcrun.toml")
-	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\nsettings = { slots = 2 }\n", n.node, n.sock, demo)
+	text := fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\n"+
+		"sandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\nsettings = { slots = 2 }\n", n.node, n.sock, demo)
 	if err := os.WriteFile(n.cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,8 @@ func (n *restartNode) start() {
 		n.t.Fatal(err)
 	}
 	n.serve = cmd
-	waitUntil(n.t, "svcrun serve answers", func() bool { return exec.Command(n.bin, "status", "--socket", n.sock).Run() == nil })
+	waitUntil(n.t, "svcrun serve answers",
+		func() bool { return exec.Command(n.bin, "status", "--socket", n.sock).Run() == nil })
 }
 
 // kill9 kills svcrun serve with SIGKILL.
@@ -169,7 +171,8 @@ func TestAcquireAgainAfterKill9(t *testing.T) {
 	if again, code := acquire("--capability", "kv"); code != 0 || again != first {
 		t.Errorf("the same acquire after kill -9: exit %d %s, want lease %s", code, again, first)
 	}
-	if other, code := acquire("--pool", "kv-slots=1"); code != 1 || !strings.Contains(other, "attempt attempt-ag already holds lease "+first) {
+	if other, code := acquire("--pool", "kv-slots=1"); code != 1 ||
+		!strings.Contains(other, "attempt attempt-ag already holds lease "+first) {
 		t.Errorf("another requirement under the attempt: exit %d %s", code, other)
 	}
 	if l := n.leases(); len(l) != 1 || l[0].ID != first {
@@ -204,8 +207,11 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 	// fails) before the lease would expire.
 	leaseFile, doneFile := filepath.Join(dir, "lease"), filepath.Join(dir, "done")
 	var holdErr lockedBuffer
-	hold := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-hold", "--capability", "kv", "--ttl", "30s", "--wait", "30s", "--",
-		"sh", "-c", fmt.Sprintf(`echo "$OARBANK_LEASE_ID" > %s.tmp && mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done`, leaseFile, leaseFile, leaseFile, doneFile))
+	hold := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-hold", "--capability", "kv",
+		"--ttl", "30s", "--wait", "30s", "--",
+		"sh", "-c",
+		fmt.Sprintf(`echo "$OARBANK_LEASE_ID" > %s.tmp && mv %s.tmp %s; while [ ! -e %s ]; do sleep 0.05; done`,
+			leaseFile, leaseFile, leaseFile, doneFile))
 	hold.Stderr = &holdErr
 	if err := hold.Start(); err != nil {
 		t.Fatal(err)
@@ -215,7 +221,8 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 	b, _ := os.ReadFile(leaseFile)
 	lease := strings.TrimSpace(string(b))
 	n.kill9()
-	waitUntil(t, "run says svcrun went away", func() bool { return strings.Contains(holdErr.String(), "svcrun went away") })
+	waitUntil(t, "run says svcrun went away",
+		func() bool { return strings.Contains(holdErr.String(), "svcrun went away") })
 	n.start()
 	waitUntil(t, "run says svcrun is back", func() bool { return strings.Contains(holdErr.String(), "svcrun is back") })
 	if l := n.leases(); len(l) != 1 || l[0].ID != lease || l[0].Attempt != "attempt-hold" || !l[0].Admitted {
@@ -239,7 +246,8 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 	}
 	gotFile := filepath.Join(dir, "got")
 	var waitErr lockedBuffer
-	wait := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-wait", "--pool", "kv-slots=1", "--wait", "60s", "--",
+	wait := exec.Command(n.bin, "run", "--socket", n.sock, "--attempt", "attempt-wait", "--pool", "kv-slots=1",
+		"--wait", "60s", "--",
 		"sh", "-c", fmt.Sprintf(`echo "$OARBANK_ATTEMPT_ID" > %s`, gotFile))
 	wait.Stderr = &waitErr
 	if err := wait.Start(); err != nil {
@@ -256,7 +264,8 @@ func TestRunKeepsItsLeaseAcrossKill9(t *testing.T) {
 	}
 	waitUntil(t, "run waits for a slot", waiting)
 	n.kill9()
-	waitUntil(t, "waiting run says svcrun went away", func() bool { return strings.Contains(waitErr.String(), "svcrun went away") })
+	waitUntil(t, "waiting run says svcrun went away",
+		func() bool { return strings.Contains(waitErr.String(), "svcrun went away") })
 	n.start()
 	waitUntil(t, "run asks again", waiting)
 	if _, code := n.cli("release", blocker); code != 0 {
@@ -319,7 +328,8 @@ func TestRemovedModuleEndedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.serve = cmd
-	waitUntil(t, "svcrun serve answers", func() bool { return exec.Command(n.bin, "status", "--socket", n.sock).Run() == nil })
+	waitUntil(t, "svcrun serve answers",
+		func() bool { return exec.Command(n.bin, "status", "--socket", n.sock).Run() == nil })
 	if !strings.Contains(log.String(), `msg="not in the configuration: ended on SIGTERM" service=demo/kv`) {
 		t.Errorf("no line saying demo/kv was ended:\n%s", log.String())
 	}

@@ -50,7 +50,9 @@ import (
 // within --wait, and renewals and the release wait for it likewise; run
 // says once that svcrun went away and once that it is back.
 func runRun(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... [--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--container IMAGE [--mem-gb N] [--network none|bridge]] -- CMD [ARGS]...")
+	fs := m.FlagSet("run", "[--pool NAME=N]... [--needs-pool NAME]... [--capability NAME]... "+
+		"[--job ID] [--attempt ID] [--wait DUR] [--ttl DUR] [--container IMAGE [--mem-gb N] [--network none|bridge]] -- "+
+		"CMD [ARGS]...")
 	sock := addSocketFlags(m, fs)
 	lf := addLeaseFlags(fs, 10*time.Minute, time.Minute)
 	cf := addContainerFlags(fs, true)
@@ -184,7 +186,8 @@ func runRun(ctx context.Context, m *cli.Env, args []string) error {
 // waits it shows on stderr what the lease waits for: on a terminal every
 // second, rewritten in place, else one line every 10 s (a job runner's log
 // gets a heartbeat, not a flood).
-func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client, req api.AcquireRequest) (api.Grant, error) {
+func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Client,
+	req api.AcquireRequest) (api.Grant, error) {
 	tty, every := isTerminal(m.Stderr), 10*time.Second
 	if tty {
 		every = time.Second
@@ -212,7 +215,8 @@ func acquireShowing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Cl
 // showProgress reports what the lease of attempt waits for now, then
 // every until ctx is done; on a terminal (tty) each report fits width()
 // columns when width is given.
-func showProgress(ctx context.Context, m *cli.Env, tty bool, width func() int, every time.Duration, c *api.Client, attempt string, start time.Time) {
+func showProgress(ctx context.Context, m *cli.Env, tty bool, width func() int, every time.Duration, c *api.Client,
+	attempt string, start time.Time) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	shown := false
@@ -308,7 +312,8 @@ func keepRenewing(ctx context.Context, m *cli.Env, away *awayNotice, c *api.Clie
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errdefs.ErrUnknownLease):
-			m.Printf("lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped", lease, err)
+			m.Printf("lease %s was lost (%v): CMD keeps running, but its services may stop and its objects may be reaped",
+				lease, err)
 			return
 		case api.Away(err):
 			away.gone(err, func() string { return fmt.Sprintf("renewing lease %s until it is back", lease) })
@@ -363,7 +368,8 @@ func writeServicesFile(g api.Grant) (string, error) {
 		}
 		return l
 	}
-	sf := api.ServicesFile{NodeID: g.NodeID, Lease: g.Lease, Attempt: g.Attempt, Services: []api.FileService{}, Probes: g.Uses.Probes}
+	sf := api.ServicesFile{NodeID: g.NodeID, Lease: g.Lease, Attempt: g.Attempt, Services: []api.FileService{},
+		Probes: g.Uses.Probes}
 	for _, s := range g.Uses.Services {
 		sf.Services = append(sf.Services, api.FileService{UsedService: s, Labels: labels(s.Name)})
 	}

@@ -85,7 +85,9 @@ func (f *leaseFake) serve(conn net.Conn) {
 		}
 		f.got <- req.Method + " " + req.URL.Path
 		b, _ := json.Marshal(answer)
-		io.WriteString(conn, "HTTP/1.1 "+strconv.Itoa(status)+" "+http.StatusText(status)+"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(b))+"\r\n\r\n"+string(b))
+		io.WriteString(conn,
+			"HTTP/1.1 "+strconv.Itoa(status)+" "+http.StatusText(status)+
+				"\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(b))+"\r\n\r\n"+string(b))
 	}
 }
 
@@ -152,11 +154,13 @@ func TestRunRenewsAndReportsRelease(t *testing.T) {
 		errs    string // stderr
 	}{
 		{name: "released", errs: ""},
-		{name: "already ended", release: http.StatusNotFound, errs: "svcrun run: lease lease-1 had already ended when CMD exited (lease lease-1 is unknown)\n"},
+		{name: "already ended", release: http.StatusNotFound,
+			errs: "svcrun run: lease lease-1 had already ended when CMD exited (lease lease-1 is unknown)\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := startLeaseFake(t, &leaseFake{release: tc.release})
-			code, errs := runToFiles(t, "run", "--socket", f.sock, "--ttl", "1s", "--", "sh", "-c", `i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 9; sleep 0.05; done`, "sh", f.renewed)
+			code, errs := runToFiles(t, "run", "--socket", f.sock, "--ttl", "1s", "--", "sh", "-c",
+				`i=0; while [ ! -e "$1" ]; do i=$((i+1)); [ $i -lt 1200 ] || exit 9; sleep 0.05; done`, "sh", f.renewed)
 			if code != 0 || errs != tc.errs {
 				t.Errorf("exit %d, stderr %q; want 0, %q", code, errs, tc.errs)
 			}
@@ -164,7 +168,8 @@ func TestRunRenewsAndReportsRelease(t *testing.T) {
 			for len(f.got) > 0 {
 				got = append(got, <-f.got)
 			}
-			if len(got) < 3 || got[0] != "POST /v1/leases" || got[1] != "POST /v1/leases/lease-1/renew" || got[len(got)-1] != "DELETE /v1/leases/lease-1" {
+			if len(got) < 3 || got[0] != "POST /v1/leases" || got[1] != "POST /v1/leases/lease-1/renew" ||
+				got[len(got)-1] != "DELETE /v1/leases/lease-1" {
 				t.Errorf("requests %q, want an acquire, renewals, a release", got)
 			}
 		})
@@ -205,20 +210,22 @@ func TestWhileAwaySaysOnlyWhenAway(t *testing.T) {
 		notice string
 	}{
 		{name: "answered at once", fails: 0, doings: 0, notice: ""},
-		{name: "away twice", fails: 2, doings: 1, notice: "svcrun run: svcrun went away (svcrun at s: POST /v1/leases: EOF (did svcrun stop?)): asking again\nsvcrun run: svcrun is back\n"},
+		{name: "away twice", fails: 2, doings: 1, notice: "svcrun run: svcrun went away (svcrun at s: POST /v1/leases: " +
+			"EOF (did svcrun stop?)): asking again\nsvcrun run: svcrun is back\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var w strings.Builder
 			doings, tries := 0, 0
-			err := whileAway(context.Background(), time.Time{}, newAwayNotice(cli.ForCommand("svcrun", "run", io.Discard, &w)), func() string {
-				doings++
-				return "asking again"
-			}, func() error {
-				if tries++; tries <= tc.fails {
-					return away
-				}
-				return nil
-			})
+			err := whileAway(context.Background(), time.Time{}, newAwayNotice(cli.ForCommand("svcrun", "run", io.Discard, &w)),
+				func() string {
+					doings++
+					return "asking again"
+				}, func() error {
+					if tries++; tries <= tc.fails {
+						return away
+					}
+					return nil
+				})
 			if err != nil || doings != tc.doings || w.String() != tc.notice {
 				t.Errorf("err %v, doing made %d times, said %q; want nil, %d, %q", err, doings, w.String(), tc.doings, tc.notice)
 			}

@@ -17,7 +17,8 @@ import (
 // makes the sandbox unsound).
 func runSandbox(_ context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("sandbox", "[--json] [--config FILE]")
-	config := fs.String("config", "", "also show how each module of the node configuration `FILE` is sandboxed on this host")
+	config := fs.String("config", "",
+		"also show how each module of the node configuration `FILE` is sandboxed on this host")
 	asJSON := m.JSONFlag(fs, "print one JSON document: the host's support and each module's plan, or the failure")
 	if err := cli.Parse(fs, args); err != nil {
 		return err

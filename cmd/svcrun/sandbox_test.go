@@ -32,13 +32,15 @@ func TestSandboxCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	demo, _ := filepath.Abs("../../examples/modules/demo")
-	conf := strings.NewReplacer(`sandbox = "best_effort"`, `sandbox = "require"`, `"modules/demo"`, `"`+demo+`"`, `"state"`, `"`+t.TempDir()+`"`).Replace(string(data))
+	conf := strings.NewReplacer(`sandbox = "best_effort"`,
+		`sandbox = "require"`, `"modules/demo"`, `"`+demo+`"`, `"state"`, `"`+t.TempDir()+`"`).Replace(string(data))
 	file := filepath.Join(t.TempDir(), "node.toml")
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errs = run(t, "sandbox", "--config", file)
-	if code != 1 || !strings.Contains(out, "REFUSED") || !strings.Contains(errs, "1 module would be refused on this host") {
+	if code != 1 || !strings.Contains(out, "REFUSED") ||
+		!strings.Contains(errs, "1 module would be refused on this host") {
 		t.Errorf("require config: exit %d\n%s%s", code, out, errs)
 	}
 

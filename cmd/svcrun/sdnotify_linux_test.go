@@ -105,7 +105,10 @@ func TestServeNotifiesSystemd(t *testing.T) {
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("sdnotify")
 	t.Cleanup(func() { testhost.RemoveBase(t, node) })
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)), 0o644); err != nil {
+	if err := os.WriteFile(cfg,
+		[]byte(fmt.Sprintf(
+			"node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n", node, sock)),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
 	notifySock := filepath.Join(sdir, "notify.sock")

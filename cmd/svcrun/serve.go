@@ -29,10 +29,13 @@ import (
 // SIGHUP reload, STOPPING=1 when it begins to stop, and WATCHDOG=1 from the
 // agent's loop when the unit has WatchdogSec=.
 func runServe(ctx context.Context, m *cli.Env, args []string) error {
-	fs := m.FlagSet("serve", "[--config FILE] [--stop-services-on-exit] [--cgroup-parent DIR] [--log-level LEVEL] [--log-format text|json]")
+	fs := m.FlagSet("serve",
+		"[--config FILE] [--stop-services-on-exit] [--cgroup-parent DIR] [--log-level LEVEL] [--log-format text|json]")
 	config := fs.String("config", DefaultConfig, "the node configuration `FILE` (svcrun.toml)")
-	stopOnExit := fs.Bool("stop-services-on-exit", false, "stop every service when svcrun exits (default: leave them for the next start to adopt)")
-	cgroupParent := fs.String("cgroup-parent", "", "create the containers' cgroup base in this cgroup `DIR` (e.g. /sys/fs/cgroup/system.slice/svcrun.service with systemd's DelegateSubgroup=) instead of svcrun's own cgroup")
+	stopOnExit := fs.Bool("stop-services-on-exit", false,
+		"stop every service when svcrun exits (default: leave them for the next start to adopt)")
+	cgroupParent := fs.String("cgroup-parent", "", "create the containers' cgroup base in this cgroup `DIR` (e.g. "+
+		"/sys/fs/cgroup/system.slice/svcrun.service with systemd's DelegateSubgroup=) instead of svcrun's own cgroup")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	format := fs.String("log-format", "", "text or json (default: text on a terminal, json otherwise)")
 	if err := cli.Parse(fs, args); err != nil {
@@ -45,7 +48,9 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		return cli.UsageError{Msg: "--config: give a node configuration FILE (see examples/node.toml)"}
 	}
 	if *cgroupParent != "" && !filepath.IsAbs(*cgroupParent) {
-		return cli.Usagef("--cgroup-parent %q: give the cgroup's absolute path, such as /sys/fs/cgroup/system.slice/svcrun.service", *cgroupParent)
+		return cli.Usagef(
+			"--cgroup-parent %q: give the cgroup's absolute path, such as /sys/fs/cgroup/system.slice/svcrun.service",
+			*cgroupParent)
 	}
 	log, err := newLogger(m, *level, *format)
 	if err != nil {
@@ -87,7 +92,8 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 		return err // "svcrun serve: " and the reason, as every command's error
 	}
 	if oomErr != nil {
-		log.Warn("svcrun's oom_score_adj not lowered: under memory pressure the kernel may kill svcrun rather than a daemon", "error", oomErr)
+		log.Warn("svcrun's oom_score_adj not lowered: under memory pressure the kernel may kill svcrun rather than a daemon",
+			"error", oomErr)
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -152,7 +158,8 @@ func stopOnSignals(sigs <-chan os.Signal, served <-chan struct{}, stop func(), l
 	case <-served:
 		return
 	}
-	log.Warn("second signal: exiting now; services and ops still running are left for the next start to adopt", "signal", sig.String())
+	log.Warn("second signal: exiting now; services and ops still running are left for the next start to adopt",
+		"signal", sig.String())
 	os.Exit(1)
 }
 

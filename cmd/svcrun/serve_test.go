@@ -61,7 +61,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	cfg := filepath.Join(dir, "svcrun.toml")
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("sig2")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, bundle)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\n"+
+		"memory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, bundle)),
+		0o644); err != nil {
 		t.Fatal(err)
 	}
 	mdata := filepath.Join(dir, "data", "modules", "slowstop")
@@ -127,7 +129,8 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatalf("svcrun still runs %v after the second SIGTERM\n%s", guard, logs)
 	}
 	if st := procStateOf(stopPid); st == 0 || st == 'Z' {
-		t.Errorf("the stop op (pid %d) had ended when svcrun exited: svcrun waited for it instead of exiting at once", stopPid)
+		t.Errorf("the stop op (pid %d) had ended when svcrun exited: svcrun waited for it instead of exiting at once",
+			stopPid)
 	}
 	if !strings.Contains(logs.String(), "left for the next start to adopt") {
 		t.Errorf("the log does not say what happens to the services:\n%s", logs)

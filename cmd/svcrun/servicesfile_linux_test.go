@@ -89,7 +89,8 @@ func TestRunSweepsTheFilesOfKilledRuns(t *testing.T) {
 	}
 	// CMD waits until the file is gone (60 s at most: then it exits 9).
 	script := `i=0; while [ -e "$1" ]; do i=$((i+1)); [ $i -lt 600 ] || exit 9; sleep 0.1; done`
-	if code, out, errs := run(t, "run", "--socket", sock, "--capability", "kv", "--", "sh", "-c", script, "sh", left); code != 0 {
+	if code, out, errs := run(t, "run", "--socket", sock, "--capability", "kv", "--", "sh", "-c", script, "sh",
+		left); code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 }
@@ -110,5 +111,6 @@ func sleeper(t *testing.T) (pid int, start uint64, end func()) {
 }
 
 func testGrant() api.Grant {
-	return api.Grant{Lease: "lease-1", Attempt: "attempt-1", NodeID: "node-1", Services: []string{}, Uses: api.Uses{Services: []api.UsedService{}, Probes: []api.UsedProbe{}}}
+	return api.Grant{Lease: "lease-1", Attempt: "attempt-1", NodeID: "node-1", Services: []string{},
+		Uses: api.Uses{Services: []api.UsedService{}, Probes: []api.UsedProbe{}}}
 }

@@ -46,7 +46,8 @@ func TestStartInitsAreCheap(t *testing.T) {
 			budget = own
 		}
 		if got.bytes > budget.bytes || got.allocs > budget.allocs {
-			t.Errorf("init of %s allocates %d bytes in %d allocations at every start, over its budget of %d bytes, %d allocations: make the package-level value it builds on first use (sync.OnceValue)",
+			t.Errorf("init of %s allocates %d bytes in %d allocations at every start, over its budget of %d bytes, "+
+				"%d allocations: make the package-level value it builds on first use (sync.OnceValue)",
 				pkg, got.bytes, got.allocs, budget.bytes, budget.allocs)
 		}
 	}

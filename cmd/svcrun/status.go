@@ -28,7 +28,8 @@ Flags:`
 func runStatus(ctx context.Context, m *cli.Env, args []string) error {
 	fs := m.FlagSet("status", statusSynopsis)
 	sock := addSocketFlags(m, fs)
-	asJSON := m.JSONFlag(fs, "print the status as JSON (the API's GET /v1/status; with NAME, that one's part, its processes and events)")
+	asJSON := m.JSONFlag(fs,
+		"print the status as JSON (the API's GET /v1/status; with NAME, that one's part, its processes and events)")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -99,8 +100,9 @@ func printStatus(out io.Writer, st api.Status) {
 		for _, p := range pools[s.Name] {
 			ps = append(ps, fmt.Sprintf("%s %d/%d", p.Name, p.Reserved, p.Offered))
 		}
-		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Name, s.Lifecycle, stateCell(s), yesNo(s.Ready), s.Refs,
-			s.Failures, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ","))))
+		rows = append(rows,
+			fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s", s.Name, s.Lifecycle, stateCell(s), yesNo(s.Ready), s.Refs,
+				s.Failures, dash(strings.Join(ps, ", ")), dash(strings.Join(s.Capabilities, ","))))
 		below = append(below, serviceLines(st.Now, s))
 	}
 	printRows(out, "SERVICE\tLIFECYCLE\tSTATE\tREADY\tREFS\tFAILS\tPOOLS (RES/OFFER)\tCAPABILITIES", rows, below)
@@ -136,7 +138,9 @@ func printStatus(out io.Writer, st api.Status) {
 		if !l.Expires.IsZero() {
 			exp = fmt.Sprintf("%s (in %s)", l.Expires.Local().Format("15:04:05"), l.Expires.Sub(st.Now).Round(time.Second))
 		}
-		rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", l.ID, dash(l.Job), l.Attempt, state, dash(strings.Join(l.Services, ",")), dash(needs(l)), exp))
+		rows = append(rows,
+			fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s",
+				l.ID, dash(l.Job), l.Attempt, state, dash(strings.Join(l.Services, ",")), dash(needs(l)), exp))
 		below = append(below, leaseLines(st.Now, l))
 	}
 	printRows(out, "LEASE\tJOB\tATTEMPT\tSTATE\tSERVICES\tNEEDS\tEXPIRES", rows, below)
@@ -206,7 +210,8 @@ func serviceFacts(now time.Time, s api.ServiceStatus) []fact {
 	case s.Healthy:
 		facts = append(facts, fact{"fingerprint", " ", fmt.Sprintf("%s ago: healthy", ago(now, s.FingerprintedAt))})
 	default:
-		facts = append(facts, fact{"fingerprint", " ", fmt.Sprintf("%s ago: UNHEALTHY: %s", ago(now, s.FingerprintedAt), dash(s.Message))})
+		facts = append(facts,
+			fact{"fingerprint", " ", fmt.Sprintf("%s ago: UNHEALTHY: %s", ago(now, s.FingerprintedAt), dash(s.Message))})
 	}
 	if s.Healthy && s.Message != "" {
 		facts[0].value += ": " + s.Message
@@ -215,7 +220,9 @@ func serviceFacts(now time.Time, s api.ServiceStatus) []fact {
 		facts = append(facts, fact{"attrs", ": ", a})
 	}
 	if s.BackoffUntil.After(now) {
-		facts = append(facts, fact{"backoff until", " ", fmt.Sprintf("%s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(now).Round(time.Second))})
+		facts = append(facts,
+			fact{"backoff until", " ",
+				fmt.Sprintf("%s (in %s)", s.BackoffUntil.Local().Format("15:04:05"), s.BackoffUntil.Sub(now).Round(time.Second))})
 	}
 	if s.Frozen {
 		facts = append(facts, fact{"frozen", "", ""})
@@ -328,7 +335,9 @@ func leaseLines(now time.Time, l api.LeaseStatus) []string {
 		when = append(when, fmt.Sprintf("waiting %s (since %s)", ago(now, l.AskedAt), l.AskedAt.Local().Format("15:04:05")))
 	}
 	if !l.WaitUntil.IsZero() {
-		when = append(when, fmt.Sprintf("may wait until %s (in %s)", l.WaitUntil.Local().Format("15:04:05"), l.WaitUntil.Sub(now).Round(time.Second)))
+		when = append(when,
+			fmt.Sprintf("may wait until %s (in %s)",
+				l.WaitUntil.Local().Format("15:04:05"), l.WaitUntil.Sub(now).Round(time.Second)))
 	}
 	lines := []string{strings.Join(when, ", ")}
 	if l.Waiting != "" {

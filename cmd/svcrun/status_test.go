@@ -20,10 +20,15 @@ func TestStatusShowsFingerprints(t *testing.T) {
 	}{{
 		name: "healthy with attrs",
 		st: api.Status{Now: now,
-			Services: []api.ServiceStatus{{Name: "postgres/main-db", Lifecycle: "on_demand", State: "waiting-ready", Ready: false, Capabilities: []string{"sql"},
-				Healthy: true, FingerprintedAt: now.Add(-3 * time.Second), Attrs: map[string]any{"socket": "/var/lib/pg/.s.PGSQL.5432", "version": "16.4", "port": 5432.0}}},
-			Pools:  []api.PoolStatus{{Name: "databases", Service: "postgres/main-db", Offered: 16, Reserved: 2}},
-			Probes: []api.ProbeStatus{{Name: "jdk/java", Capability: "jdk", Enabled: true, Reported: true, Healthy: true, CheckedAt: now, Attrs: map[string]any{"version": "17.0.12"}}},
+			Services: []api.ServiceStatus{
+				{Name: "postgres/main-db", Lifecycle: "on_demand", State: "waiting-ready", Ready: false,
+					Capabilities: []string{"sql"},
+					Healthy:      true, FingerprintedAt: now.Add(-3 * time.Second),
+					Attrs: map[string]any{"socket": "/var/lib/pg/.s.PGSQL.5432", "version": "16.4", "port": 5432.0}}},
+			Pools: []api.PoolStatus{{Name: "databases", Service: "postgres/main-db", Offered: 16, Reserved: 2}},
+			Probes: []api.ProbeStatus{
+				{Name: "jdk/java", Capability: "jdk", Enabled: true, Reported: true, Healthy: true, CheckedAt: now,
+					Attrs: map[string]any{"version": "17.0.12"}}},
 		},
 		want: []string{
 			"SERVICE           LIFECYCLE  STATE          READY  REFS  FAILS  POOLS (RES/OFFER)  CAPABILITIES",
@@ -38,10 +43,12 @@ func TestStatusShowsFingerprints(t *testing.T) {
 		name: "unhealthy with a message",
 		st: api.Status{Now: now,
 			Services: []api.ServiceStatus{
-				{Name: "redis/cache", Lifecycle: "on_demand", State: "stopped", Healthy: false, Message: "maxmemory is 0: set it in the settings", FingerprintedAt: now.Add(-time.Minute)},
+				{Name: "redis/cache", Lifecycle: "on_demand", State: "stopped", Healthy: false,
+					Message: "maxmemory is 0: set it in the settings", FingerprintedAt: now.Add(-time.Minute)},
 				{Name: "demo/kv", Lifecycle: "always", State: "unknown"},
 			},
-			Probes: []api.ProbeStatus{{Name: "jdk/java", Capability: "jdk", Enabled: true, Reported: true, Message: "java: not found", CheckedAt: now}},
+			Probes: []api.ProbeStatus{
+				{Name: "jdk/java", Capability: "jdk", Enabled: true, Reported: true, Message: "java: not found", CheckedAt: now}},
 		},
 		want: []string{
 			"redis/cache  on_demand  stopped  no     0     0      -                  -",
@@ -55,7 +62,8 @@ func TestStatusShowsFingerprints(t *testing.T) {
 		name: "marked unhealthy, stopped",
 		st: api.Status{Now: now,
 			Services: []api.ServiceStatus{
-				{Name: "demo/kv", Lifecycle: "on_demand", State: "stopped", Enabled: true, Failures: 3, Unhealthy: true, Reason: "start failed: exit status 1"},
+				{Name: "demo/kv", Lifecycle: "on_demand", State: "stopped", Enabled: true, Failures: 3, Unhealthy: true,
+					Reason: "start failed: exit status 1"},
 				{Name: "demo/idle", Lifecycle: "on_demand", State: "stopped", Enabled: true},
 			},
 		},

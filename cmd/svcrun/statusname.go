@@ -72,7 +72,9 @@ func detailOf(ctx context.Context, c *api.Client, st api.Status, name string) (d
 			}
 		}
 	case d.Lease == nil:
-		return d, &cli.Failure{Err: errdefs.ErrNotFound, Msg: fmt.Sprintf("no service, probe or lease %q; %s", name, knownNames(st)), Code: api.CodeNotFound}
+		return d,
+			&cli.Failure{Err: errdefs.ErrNotFound, Msg: fmt.Sprintf("no service, probe or lease %q; %s", name, knownNames(st)),
+				Code: api.CodeNotFound}
 	}
 	ev, err := c.Events(ctx, api.EventsQuery{Since: time.Unix(0, 0).UTC(), NoFollow: true})
 	if err != nil {
@@ -204,7 +206,8 @@ func printDetail(out io.Writer, st api.Status, d detail) {
 		field("services", dash(strings.Join(l.Services, ", ")))
 		field("needs", dash(needs(*l)))
 		if !l.Expires.IsZero() {
-			field("expires", fmt.Sprintf("%s (in %s)", l.Expires.Local().Format("15:04:05"), l.Expires.Sub(now).Round(time.Second)))
+			field("expires",
+				fmt.Sprintf("%s (in %s)", l.Expires.Local().Format("15:04:05"), l.Expires.Sub(now).Round(time.Second)))
 		}
 		for _, line := range leaseLines(now, *l) {
 			field("waiting", line)

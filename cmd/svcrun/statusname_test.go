@@ -25,20 +25,24 @@ func TestStatusName(t *testing.T) {
 	defer c.Close()
 	waitCtx, stopWaiting := context.WithCancel(context.Background())
 	defer stopWaiting()
-	go c.Acquire(waitCtx, api.AcquireRequest{Attempt: "attempt-waits", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Hour)})
+	go c.Acquire(waitCtx,
+		api.AcquireRequest{Attempt: "attempt-waits", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(time.Hour)})
 	for st := status(t, sock); len(st.Leases) < 2; st = status(t, sock) {
 		time.Sleep(10 * time.Millisecond) // polling the real daemon for the request to arrive
 	}
 
 	code, out, errs := run(t, "status", "--socket", sock, "demo/kv")
-	for _, want := range []string{"demo/kv: ready since ", "  processes:    ", "  pools:        kv-slots 2 reserved of 2 offered", lease + " (admitted)", " (waiting)", "recent events:", "admitted " + lease + " (demo/kv)"} {
+	for _, want := range []string{"demo/kv: ready since ", "  processes:    ",
+		"  pools:        kv-slots 2 reserved of 2 offered",
+		lease + " (admitted)", " (waiting)", "recent events:", "admitted " + lease + " (demo/kv)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("status demo/kv: exit %d, lacks %q\n%s%s", code, want, out, errs)
 		}
 	}
 	code, out, _ = run(t, "status", "--socket", sock, "--json", "demo/kv")
 	var d detail
-	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.Service == nil || d.Service.Name != "demo/kv" || len(d.Processes) == 0 || d.Processes[0].PID == 0 || len(d.Leases) != 2 {
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.Service == nil ||
+		d.Service.Name != "demo/kv" || len(d.Processes) == 0 || d.Processes[0].PID == 0 || len(d.Leases) != 2 {
 		t.Errorf("status --json demo/kv: exit %d, %v: %+v", code, err, d)
 	}
 	code, out, _ = run(t, "status", "--socket", sock, "demo/posix-sh")
@@ -51,15 +55,19 @@ func TestStatusName(t *testing.T) {
 	}
 	// The whole status: the waiting lease says since when, until when, what for.
 	code, out, _ = run(t, "status", "--socket", sock)
-	if code != 0 || !strings.Contains(out, "may wait until ") || !strings.Contains(out, "    waiting: pool kv-slots: needs 1 token(s), 2 of 2 reserved") {
+	if code != 0 || !strings.Contains(out, "may wait until ") ||
+		!strings.Contains(out, "    waiting: pool kv-slots: needs 1 token(s), 2 of 2 reserved") {
 		t.Errorf("status: the waiting lease's lines are missing\n%s", out)
 	}
 
 	code, _, errs = run(t, "status", "--socket", sock, "demo/k")
-	if code != 1 || !strings.Contains(errs, `svcrun status: no service, probe or lease "demo/k"; services and probes: demo/kv, demo/posix-sh`) {
+	if code != 1 ||
+		!strings.Contains(errs,
+			`svcrun status: no service, probe or lease "demo/k"; services and probes: demo/kv, demo/posix-sh`) {
 		t.Errorf("unknown name: exit %d, %s", code, errs)
 	}
-	if code, _, errs = run(t, "status", "--socket", sock, "a", "b"); code != 2 || !strings.Contains(errs, "at most one NAME") {
+	if code, _, errs = run(t, "status", "--socket", sock, "a", "b"); code != 2 ||
+		!strings.Contains(errs, "at most one NAME") {
 		t.Errorf("two names: exit %d, %s", code, errs)
 	}
 }
@@ -89,7 +97,8 @@ func TestDetailContainer(t *testing.T) {
 		s    api.ServiceStatus
 		want string
 	}{
-		{api.ServiceStatus{Name: "m/s", State: "ready", Container: "cgroup", Contained: true}, "  container:    cgroup, holding the daemon: a crash is seen as it empties\n"},
+		{api.ServiceStatus{Name: "m/s", State: "ready", Container: "cgroup", Contained: true},
+			"  container:    cgroup, holding the daemon: a crash is seen as it empties\n"},
 		{api.ServiceStatus{Name: "m/s", State: "ready", Container: "cgroup"}, "  container:    cgroup\n"},
 		{api.ServiceStatus{Name: "m/s", State: "stopped"}, "  container:    -\n"},
 	}

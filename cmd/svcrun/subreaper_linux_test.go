@@ -66,7 +66,8 @@ func TestServeCgroupDaemonReapedAtOnce(t *testing.T) {
 	first := livePid(t, pidFile)
 	serve := n.serve.Process.Pid
 	if ppid := parentOf(t, first); ppid != serve {
-		t.Errorf("the daemon %d is a child of %d, not of svcrun serve %d: svcrun is not the child subreaper", first, ppid, serve)
+		t.Errorf("the daemon %d is a child of %d, not of svcrun serve %d: svcrun is not the child subreaper",
+			first, ppid, serve)
 	}
 	killed := time.Now()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {

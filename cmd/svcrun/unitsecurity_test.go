@@ -18,13 +18,15 @@ func TestUnitExposure(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
 		t.Skip("no systemd-analyze on this host")
 	}
-	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", "--no-pager", "../../packaging/svcrun.service").CombinedOutput()
+	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", "--no-pager",
+		"../../packaging/svcrun.service").CombinedOutput()
 	if err != nil && strings.Contains(string(out), "offline") {
 		t.Skipf("this systemd-analyze has no --offline: %s", out)
 	}
 	m := regexp.MustCompile(`Overall exposure level for svcrun\.service: ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
-		t.Fatalf("systemd-analyze security --offline=yes packaging/svcrun.service printed no exposure level (%v):\n%s", err, out)
+		t.Fatalf("systemd-analyze security --offline=yes packaging/svcrun.service printed no exposure level (%v):\n%s",
+			err, out)
 	}
 	score, err := strconv.ParseFloat(string(m[1]), 64)
 	if err != nil || score > 5.0 {

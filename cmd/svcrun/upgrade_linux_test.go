@@ -33,7 +33,8 @@ func TestBundleUpgradedInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(n.cfg, []byte(strings.Replace(string(cfg), fmt.Sprintf("%q", demo), fmt.Sprintf("%q", bundle), 1)), 0o644); err != nil {
+	if err := os.WriteFile(n.cfg,
+		[]byte(strings.Replace(string(cfg), fmt.Sprintf("%q", demo), fmt.Sprintf("%q", bundle), 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n.start()
@@ -51,7 +52,8 @@ func TestBundleUpgradedInPlace(t *testing.T) {
 	if out, err := exec.Command("cp", "-a", bundle+".old", bundle).CombinedOutput(); err != nil {
 		t.Fatalf("cp -a: %v: %s", err, out)
 	}
-	want := fmt.Sprintf("the bundle of module demo was replaced since it was loaded (directory %s): run `svcrun reload`", bundle)
+	want := fmt.Sprintf("the bundle of module demo was replaced since it was loaded (directory %s): run `svcrun reload`",
+		bundle)
 	if failed := reapFailures(t, n); !strings.Contains(failed["demo/kv"], want) {
 		t.Errorf("reap before the reload: %q, want the list_owned of demo/kv failed with %q", failed, want)
 	}
@@ -71,7 +73,8 @@ func TestBundleUpgradedInPlace(t *testing.T) {
 	if l := n.leases(); len(l) != 1 || l[0].ID != held || !l[0].Admitted {
 		t.Errorf("leases %+v, want %s alone", l, held)
 	}
-	if out, code := n.cli("acquire", "--pool", "kv-slots=1", "--wait", "20s"); code != 0 || !strings.HasPrefix(out, "lease-") {
+	if out, code := n.cli("acquire", "--pool", "kv-slots=1", "--wait", "20s"); code != 0 ||
+		!strings.HasPrefix(out, "lease-") {
 		t.Errorf("acquire after the reload: exit %d %s", code, out)
 	}
 }

@@ -105,7 +105,8 @@ func (v validation) print(m *cli.Env) {
 		if c.Limits.MemGB > 0 || c.Limits.Pids > 0 {
 			limits = fmt.Sprintf("mem_gb %v, pids %d", c.Limits.MemGB, c.Limits.Pids)
 		}
-		fmt.Fprintf(m.Stdout, "node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
+		fmt.Fprintf(m.Stdout,
+			"node %s (%s): platform %s, data dir %s, socket %s, memory budget %v GB, sandbox %s, %d ops at once, limits %s\n",
 			c.NodeID, c.File, c.Platform, c.DataDir, c.Socket, c.MemoryBudgetGB, c.Sandbox, c.MaxConcurrentOps, limits)
 		for _, w := range c.Warnings {
 			m.Warnf("%s", w)
@@ -183,16 +184,19 @@ type (
 )
 
 func moduleOf(mod *manifest.Module, enabled bool, platform string) moduleJSON {
-	out := moduleJSON{Name: mod.Name, Version: mod.Version, Dir: mod.Dir, Enabled: enabled, Network: string(mod.Sandbox.Network),
+	out := moduleJSON{Name: mod.Name, Version: mod.Version, Dir: mod.Dir, Enabled: enabled,
+		Network:  string(mod.Sandbox.Network),
 		Services: []serviceJSON{}, Probes: []probeJSON{}, Warnings: append([]string{}, mod.Warnings...)}
 	for _, s := range mod.Services {
-		out.Services = append(out.Services, serviceJSON{Name: s.FullName(), Lifecycle: string(s.Lifecycle), Pools: nonNilStrings(s.Pools),
-			Capabilities: nonNilStrings(s.Capabilities), Platforms: s.Platforms, StartTimeoutS: s.StartTimeout.Seconds(),
-			IdleTimeoutS: s.IdleTimeout.Seconds(), Loaded: platform == "" || s.RunsOn(platform)})
+		out.Services = append(out.Services,
+			serviceJSON{Name: s.FullName(), Lifecycle: string(s.Lifecycle), Pools: nonNilStrings(s.Pools),
+				Capabilities: nonNilStrings(s.Capabilities), Platforms: s.Platforms, StartTimeoutS: s.StartTimeout.Seconds(),
+				IdleTimeoutS: s.IdleTimeout.Seconds(), Loaded: platform == "" || s.RunsOn(platform)})
 	}
 	for _, p := range mod.Probes {
-		out.Probes = append(out.Probes, probeJSON{Name: mod.Name + "/" + p.Name, Capability: p.Name, PeriodS: p.Period.Seconds(),
-			Platforms: p.Platforms, Loaded: platform == "" || p.RunsOn(platform)})
+		out.Probes = append(out.Probes,
+			probeJSON{Name: mod.Name + "/" + p.Name, Capability: p.Name, PeriodS: p.Period.Seconds(),
+				Platforms: p.Platforms, Loaded: platform == "" || p.RunsOn(platform)})
 	}
 	return out
 }
@@ -222,7 +226,8 @@ func errorLines(err error) []string {
 // invalid is the failure of a file with errors: a line counting them,
 // then each (--json: code invalid, errors).
 func invalid(errs []string) error {
-	return &cli.Failure{Msg: fmt.Sprintf("invalid: %d error%s", len(errs), words.Plural(len(errs))), Code: "invalid", Lines: errs}
+	return &cli.Failure{Msg: fmt.Sprintf("invalid: %d error%s", len(errs), words.Plural(len(errs))), Code: "invalid",
+		Lines: errs}
 }
 
 // printModule writes the one-line summaries. platform, when set, marks the
@@ -233,7 +238,8 @@ func printModule(w io.Writer, mod *manifest.Module, enabled bool, platform strin
 		state = ", disabled"
 	}
 	fmt.Fprintf(w, "module %s %s (%s): %d service%s, %d probe%s, network %s%s\n", mod.Name, mod.Version, mod.Dir,
-		len(mod.Services), words.Plural(len(mod.Services)), len(mod.Probes), words.Plural(len(mod.Probes)), mod.Sandbox.Network, state)
+		len(mod.Services), words.Plural(len(mod.Services)), len(mod.Probes), words.Plural(len(mod.Probes)),
+		mod.Sandbox.Network, state)
 	for _, warn := range mod.Warnings {
 		fmt.Fprintf(w, "  warning: %s\n", warn)
 	}
@@ -244,7 +250,8 @@ func printModule(w io.Writer, mod *manifest.Module, enabled bool, platform strin
 	}
 	for _, p := range mod.Probes {
 		fmt.Fprintf(w, "  probe %s/%s: capability %s, every %v, platforms %s%s\n",
-			mod.Name, p.Name, p.Name, p.Period.Round(time.Millisecond), platforms(p.Platforms), skipped(platform, p.RunsOn(platform)))
+			mod.Name, p.Name, p.Name, p.Period.Round(time.Millisecond), platforms(p.Platforms),
+			skipped(platform, p.RunsOn(platform)))
 	}
 }
 
@@ -285,8 +292,11 @@ func sandboxRefusals(c *nodeconfig.Config, mods []nodeconfig.LoadedModule) []str
 			continue
 		}
 		line := fmt.Sprintf("%s: module %s would be refused at run time: %v", c.File, m.Manifest.Name, err)
-		if p != nil && slices.ContainsFunc(p.Missing, func(x sandbox.Missing) bool { return x.Layer == sandbox.LayerRunAs }) && c.RunAs == "" {
-			line += `; with svcrun as root, set run_as to an unprivileged user that can read the bundle (the package creates svcrun-ops: run_as = "svcrun-ops")`
+		if p != nil &&
+			slices.ContainsFunc(p.Missing, func(x sandbox.Missing) bool { return x.Layer == sandbox.LayerRunAs }) &&
+			c.RunAs == "" {
+			line += `; with svcrun as root, set run_as to an unprivileged user that can read the bundle (the package creates ` +
+				`svcrun-ops: run_as = "svcrun-ops")`
 		}
 		out = append(out, line)
 	}

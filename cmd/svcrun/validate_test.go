@@ -44,31 +44,45 @@ func TestValidate(t *testing.T) {
 			"module demo 0.1.0 (" + demo + "): 1 service, 1 probe, network none",
 		}},
 		{name: "invalid bundle", args: []string{"validate", "--bundle", "testdata/bad-bundle"}, code: 1, errs: []string{
-			`testdata/bad-bundle/module.toml:2:1: module.name: "Bad" is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit`,
-			`testdata/bad-bundle/module.toml:7:9: services[0].exec[0]: "/bin/sh" must be relative to the bundle root (no PATH lookup, no absolute paths)`,
-			`testdata/bad-bundle/module.toml:8:1: services[0].lifecycle: "sometimes" is not a lifecycle: use "on_demand", "always" or "manual"`,
+			`testdata/bad-bundle/module.toml:2:1: module.name: "Bad" is not a valid module name: use 1-63 of a-z, ` +
+				`0-9 and '-', starting with a letter or digit`,
+			`testdata/bad-bundle/module.toml:7:9: services[0].exec[0]: "/bin/sh" must be relative to the bundle root (no PATH ` +
+				`lookup, no absolute paths)`,
+			`testdata/bad-bundle/module.toml:8:1: services[0].lifecycle: "sometimes" is not a lifecycle: use "on_demand", ` +
+				`"always" or "manual"`,
 			"invalid: 3 errors",
 		}},
-		{name: "same bundle twice", args: []string{"validate", "--bundle", "../../examples/modules/demo", "--bundle", "../../examples/modules/demo"}, code: 1, errs: []string{
-			`module "demo" is also the name of the bundle`,
-		}},
+		{name: "same bundle twice",
+			args: []string{"validate", "--bundle", "../../examples/modules/demo", "--bundle", "../../examples/modules/demo"},
+			code: 1, errs: []string{
+				`module "demo" is also the name of the bundle`,
+			}},
 		{name: "invalid config", args: []string{"validate", "--config", "testdata/bad-node.toml"}, code: 1, errs: []string{
 			`testdata/bad-node.toml:3:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
 			// The grant is checked against the manifest although the file has a mistake.
-			`testdata/bad-node.toml:6:1: modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing: grant only what the manifest asks`,
+			`testdata/bad-node.toml:6:1: modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", ` +
+				`whose [sandbox].read asks for nothing: grant only what the manifest asks`,
 			"invalid: 2 errors",
 		}},
-		{name: "config without modules", args: []string{"validate", "--config", "testdata/no-modules.toml"}, code: 0, errs: []string{
-			"svcrun validate: warning: testdata/no-modules.toml: no [[modules]]: svcrun runs nothing on this node; a running svcrun refuses to reload this file while it has modules enabled (to stop them all, set enabled = false on each and reload first)",
-		}},
+		{name: "config without modules", args: []string{"validate", "--config", "testdata/no-modules.toml"}, code: 0,
+			errs: []string{
+				"svcrun validate: warning: testdata/no-modules.toml: no [[modules]]: svcrun runs nothing on this node; " +
+					"a running svcrun refuses to reload this file while it has modules enabled (to stop them all, " +
+					"set enabled = false on each and reload first)",
+			}},
 		{name: "missing config", args: []string{"validate", "--config", "testdata/nope.toml"}, code: 1, errs: []string{
 			"testdata/nope.toml: cannot read the node configuration: no such file or directory",
 		}},
-		{name: "no flags", args: []string{"validate"}, code: 2, errs: []string{"svcrun validate: give --bundle DIR or --config FILE"}},
-		{name: "both flags", args: []string{"validate", "--bundle", "x", "--config", "y"}, code: 2, errs: []string{"give either --bundle or --config, not both"}},
-		{name: "stray argument", args: []string{"validate", "--bundle", "x", "extra"}, code: 2, errs: []string{`unexpected argument "extra"`}},
-		{name: "bad flag", args: []string{"validate", "--bundel", "x"}, code: 2, errs: []string{"unknown flag --bundel (did you mean --bundle?)"}},
-		{name: "unknown command", args: []string{"frobnicate"}, code: 2, errs: []string{`svcrun: unknown command "frobnicate"`}},
+		{name: "no flags", args: []string{"validate"}, code: 2,
+			errs: []string{"svcrun validate: give --bundle DIR or --config FILE"}},
+		{name: "both flags", args: []string{"validate", "--bundle", "x", "--config", "y"}, code: 2,
+			errs: []string{"give either --bundle or --config, not both"}},
+		{name: "stray argument", args: []string{"validate", "--bundle", "x", "extra"}, code: 2,
+			errs: []string{`unexpected argument "extra"`}},
+		{name: "bad flag", args: []string{"validate", "--bundel", "x"}, code: 2,
+			errs: []string{"unknown flag --bundel (did you mean --bundle?)"}},
+		{name: "unknown command", args: []string{"frobnicate"}, code: 2,
+			errs: []string{`svcrun: unknown command "frobnicate"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := run(t, tc.args...)
@@ -92,7 +106,8 @@ func TestValidate(t *testing.T) {
 func TestInvalidConfigGrant(t *testing.T) {
 	// A config that parses but grants what the manifest did not ask.
 	code, _, errs := run(t, "validate", "--config", "testdata/grant-node.toml")
-	if code != 1 || !strings.Contains(errs, `modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", whose [sandbox].read asks for nothing: grant only what the manifest asks`) {
+	if code != 1 || !strings.Contains(errs, `modules[0].grants.read: "/etc/ssl" is not asked for by module "demo", `+
+		`whose [sandbox].read asks for nothing: grant only what the manifest asks`) {
 		t.Errorf("code %d, stderr:\n%s", code, errs)
 	}
 }
@@ -125,22 +140,32 @@ func TestValidateConfigBundles(t *testing.T) {
 		want       []string // the whole of stderr, line by line
 	}{
 		{"missing bundle alone", head + "[[modules]]\nbundle = \"modules/nope\"\n", []string{
-			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " + relHint("modules/nope"),
+			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " +
+				relHint("modules/nope"),
 			"invalid: 1 error"}},
-		{"missing bundle with other mistakes", head + "sandbox = \"off\"\ndata_dri = \"x\"\n[[modules]]\nbundle = \"modules/nope\"\n[[modules]]\nbundle = \"" + demo + "\"\nenabeld = true\n[[modules]]\nbundle = \"" + bad + "\"\n", []string{
-			`CONFIG:3:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
-			`CONFIG:4:1: data_dri: unknown key (did you mean "data_dir"?)`,
-			"CONFIG:6:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " + relHint("modules/nope"),
-			`CONFIG:9:1: modules[1].enabeld: unknown key (did you mean "enabled"?)`,
-			bad + `/module.toml:2:1: module.name: "Bad" is not a valid module name: use 1-63 of a-z, 0-9 and '-', starting with a letter or digit`,
-			bad + `/module.toml:7:9: services[0].exec[0]: "/bin/sh" must be relative to the bundle root (no PATH lookup, no absolute paths)`,
-			bad + `/module.toml:8:1: services[0].lifecycle: "sometimes" is not a lifecycle: use "on_demand", "always" or "manual"`,
-			"invalid: 7 errors"}},
+		{"missing bundle with other mistakes",
+			head + "sandbox = \"off\"\ndata_dri = \"x\"\n[[modules]]\nbundle = \"modules/nope\"\n[[modules]]\nbundle = \"" +
+				demo + "\"\nenabeld = true\n[[modules]]\nbundle = \"" + bad + "\"\n", []string{
+				`CONFIG:3:1: sandbox: "off" is not a sandbox mode: use "require" or "best_effort"`,
+				`CONFIG:4:1: data_dri: unknown key (did you mean "data_dir"?)`,
+				"CONFIG:6:1: modules[0].bundle: the bundle directory " + dir + "/modules/nope does not exist: " +
+					relHint("modules/nope"),
+				`CONFIG:9:1: modules[1].enabeld: unknown key (did you mean "enabled"?)`,
+				bad + `/module.toml:2:1: module.name: "Bad" is not a valid module name: use 1-63 of a-z, 0-9 and '-', ` +
+					`starting with a letter or digit`,
+				bad + `/module.toml:7:9: services[0].exec[0]: "/bin/sh" must be relative to the bundle root (no PATH lookup, ` +
+					`no absolute paths)`,
+				bad + `/module.toml:8:1: services[0].lifecycle: "sometimes" is not a lifecycle: use "on_demand", ` +
+					`"always" or "manual"`,
+				"invalid: 7 errors"}},
 		{"bundle is a file", head + "[[modules]]\nbundle = \"" + demo + "\"\n[[modules]]\nbundle = \"file\"\n", []string{
-			"CONFIG:6:1: modules[1].bundle: " + dir + "/file is not a directory: bundle names the module's bundle directory, the one holding module.toml; " + relHint("file"),
+			"CONFIG:6:1: modules[1].bundle: " + dir +
+				"/file is not a directory: bundle names the module's bundle directory, the one holding module.toml; " +
+				relHint("file"),
 			"invalid: 1 error"}},
 		{"bundle without module.toml", head + "[[modules]]\nbundle = \"" + dir + "/empty\"\n", []string{
-			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/empty has no module.toml: bundle names the directory that holds the module's manifest, module.toml; check the path",
+			"CONFIG:4:1: modules[0].bundle: the bundle directory " + dir + "/empty has no module.toml: " +
+				"bundle names the directory that holds the module's manifest, module.toml; check the path",
 			"invalid: 1 error"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -155,7 +180,8 @@ func TestValidateConfigBundles(t *testing.T) {
 			// The count first, then each error under it: every line of a
 			// failure is the framework's (cli.Failure), none bypasses it.
 			count, errors := tc.want[len(tc.want)-1], tc.want[:len(tc.want)-1]
-			want := "svcrun validate: " + count + "\n  " + strings.ReplaceAll(strings.Join(errors, "\n  "), "CONFIG", file) + "\n"
+			want := "svcrun validate: " + count + "\n  " + strings.ReplaceAll(strings.Join(errors, "\n  "), "CONFIG", file) +
+				"\n"
 			if diff := cmp.Diff(want, errs); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}

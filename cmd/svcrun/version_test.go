@@ -16,8 +16,9 @@ func TestReadVersion(t *testing.T) {
 	}{
 		{"go install", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}}, true,
 			buildVersion{Version: "v1.2.3", Go: "go1.26.0"}},
-		{"checkout", &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-			{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}, true,
+		{"checkout",
+			&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+				{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.modified", Value: "true"}}}, true,
 			buildVersion{Version: "(devel)", Commit: "abc123", Modified: true, Go: "go1.26.0"}},
 		{"no main version", &debug.BuildInfo{GoVersion: "go1.26.0"}, true, buildVersion{Version: "(devel)", Go: "go1.26.0"}},
 		{"no build info", nil, false, buildVersion{Version: "unknown", Go: "unknown"}},

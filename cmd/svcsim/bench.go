@@ -43,7 +43,8 @@ func runBench(_ context.Context, env *cli.Env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(env.Stdout, "%d services, %.1f simulated days, seed %d\n", wl.Services, *days, wl.Seed)
-	fmt.Fprintf(env.Stdout, "%d engine events, %d leases admitted, %d rejected, %d starts\n", res.Events, res.Admitted, res.Rejected, res.Starts)
+	fmt.Fprintf(env.Stdout, "%d engine events, %d leases admitted, %d rejected, %d starts\n",
+		res.Events, res.Admitted, res.Rejected, res.Starts)
 	fmt.Fprintf(env.Stdout, "wall %.2f s\n", wall.Seconds())
 	rate := float64(res.Events) / wall.Seconds()
 	fmt.Fprintf(env.Stdout, "events/s %.0f\n", rate)
@@ -52,13 +53,15 @@ func runBench(_ context.Context, env *cli.Env, args []string) error {
 	boxed, _ := desloop.RunBoxed(wl.Services, res.Events, time.Minute, wl.Seed)
 	cpu3, _ := desloop.CPU()
 	heap := float64(res.Events) / floor.Seconds()
-	fmt.Fprintf(env.Stdout, "boxed heap loop events/s %.0f (ratio %.3f)\n", float64(res.Events)/boxed.Seconds(), rate*boxed.Seconds()/float64(res.Events))
+	fmt.Fprintf(env.Stdout, "boxed heap loop events/s %.0f (ratio %.3f)\n",
+		float64(res.Events)/boxed.Seconds(), rate*boxed.Seconds()/float64(res.Events))
 	if cpuOK {
 		// Per CPU second too: other load on a shared machine slows the
 		// long workload and the short loops unequally.
 		perCPU := func(d time.Duration) float64 { return float64(res.Events) / d.Seconds() }
 		sim := perCPU(cpu1 - cpu0)
-		fmt.Fprintf(env.Stdout, "per CPU second: events %.0f, heap loop %.0f (ratio %.3f), boxed heap loop %.0f (ratio %.3f)\n",
+		fmt.Fprintf(env.Stdout,
+			"per CPU second: events %.0f, heap loop %.0f (ratio %.3f), boxed heap loop %.0f (ratio %.3f)\n",
 			sim, perCPU(cpu2-cpu1), sim/perCPU(cpu2-cpu1), perCPU(cpu3-cpu2), sim/perCPU(cpu3-cpu2))
 	}
 	fmt.Fprintf(env.Stdout, "heap loop events/s %.0f\n", heap)

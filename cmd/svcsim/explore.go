@@ -87,29 +87,35 @@ func explore(env *cli.Env, args []string, one func(seed uint64, steps int) sim.E
 	}
 	defer collectForExplore(max(1, min(*workers, len(list))))()
 	if n > 1 {
-		fmt.Fprintf(env.Stdout, "exploring shard %d/%d: %d of %d seed(s) from %d, %d inputs each, %d worker(s)\n", i, n, len(list), *seeds, *first, *steps, *workers)
+		fmt.Fprintf(env.Stdout, "exploring shard %d/%d: %d of %d seed(s) from %d, %d inputs each, %d worker(s)\n",
+			i, n, len(list), *seeds, *first, *steps, *workers)
 	} else {
-		fmt.Fprintf(env.Stdout, "exploring %d seed(s) from %d, %d inputs each, %d worker(s)\n", *seeds, *first, *steps, *workers)
+		fmt.Fprintf(env.Stdout, "exploring %d seed(s) from %d, %d inputs each, %d worker(s)\n",
+			*seeds, *first, *steps, *workers)
 	}
 	var failed *sim.Exploration
 	explored := 0
 	begin := time.Now()
-	sim.ExploreSeeds(list, *workers, func(seed uint64) sim.Exploration { return one(seed, *steps) }, func(x sim.Exploration) bool {
-		explored++
-		if x.Err != nil {
-			failed = &x
-		}
-		return x.Err == nil
-	})
+	sim.ExploreSeeds(list, *workers, func(seed uint64) sim.Exploration { return one(seed, *steps) },
+		func(x sim.Exploration) bool {
+			explored++
+			if x.Err != nil {
+				failed = &x
+			}
+			return x.Err == nil
+		})
 	elapsed := time.Since(begin)
-	fmt.Fprintf(env.Stdout, "%d seed(s) in %.2fs: %.2f seeds/s on %d worker(s)\n", explored, elapsed.Seconds(), float64(explored)/elapsed.Seconds(), *workers)
+	fmt.Fprintf(env.Stdout, "%d seed(s) in %.2fs: %.2f seeds/s on %d worker(s)\n",
+		explored, elapsed.Seconds(), float64(explored)/elapsed.Seconds(), *workers)
 	if x := failed; x != nil {
 		if err := os.WriteFile(*out, []byte(scenario.Explored(*x)), 0o644); err != nil {
 			return fmt.Errorf("seed %d: %v; write the reproducing scenario: %w", x.Seed, x.Err, err)
 		}
 		return &cli.Failure{Msg: fmt.Sprintf("seed %d: %v", x.Seed, x.Err),
 			Lines: append([]string{"the end of the trace:"}, x.Recent...),
-			Hint:  fmt.Sprintf("reproduce: svcsim explore --seeds 1 --seed %d --steps %d; the inputs as a scenario: %s (svcsim run %s)", x.Seed, *steps, *out, *out)}
+			Hint: fmt.Sprintf(
+				"reproduce: svcsim explore --seeds 1 --seed %d --steps %d; the inputs as a scenario: %s (svcsim run %s)",
+				x.Seed, *steps, *out, *out)}
 	}
 	fmt.Fprintf(env.Stdout, "ok: %d seed(s), every invariant held and every liveness check converged\n", len(list))
 	return nil

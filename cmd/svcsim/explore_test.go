@@ -38,9 +38,10 @@ func (f *fakeExplore) one(seed uint64, steps int) sim.Exploration {
 func runFakeExplore(f *fakeExplore, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	env := &cli.Env{Stdout: &out, Stderr: &errb}
-	p := &cli.Program{Name: "svcsim", Commands: map[string]cli.Command{"explore": {Run: func(_ context.Context, env *cli.Env, args []string) error {
-		return explore(env, args, f.one)
-	}}}}
+	p := &cli.Program{Name: "svcsim",
+		Commands: map[string]cli.Command{"explore": {Run: func(_ context.Context, env *cli.Env, args []string) error {
+			return explore(env, args, f.one)
+		}}}}
 	code := p.Run(context.Background(), env, append([]string{"explore"}, args...))
 	return code, out.String(), errb.String()
 }
@@ -53,12 +54,14 @@ func TestExploreReportsFirstFailingSeed(t *testing.T) {
 	for _, workers := range []string{"1", "2", "4"} {
 		out := filepath.Join(dir, "fail-"+workers+".txt")
 		f := &fakeExplore{fail: []uint64{17, 19}}
-		code, stdout, stderr := runFakeExplore(f, "--seeds", "30", "--seed", "11", "--steps", "10", "--workers", workers, "--out", out)
+		code, stdout, stderr := runFakeExplore(f, "--seeds", "30", "--seed", "11", "--steps", "10", "--workers", workers,
+			"--out", out)
 		if code != 1 {
 			t.Fatalf("%s workers: exit %d\n%s%s", workers, code, stdout, stderr)
 		}
 		want := "svcsim explore: seed 17: invariant broken\n  the end of the trace:\n  the last line\n" +
-			"svcsim explore: hint: reproduce: svcsim explore --seeds 1 --seed 17 --steps 10; the inputs as a scenario: " + out + " (svcsim run " + out + ")\n"
+			"svcsim explore: hint: reproduce: svcsim explore --seeds 1 --seed 17 --steps 10; the inputs as a scenario: " + out +
+			" (svcsim run " + out + ")\n"
 		if stderr != want {
 			t.Errorf("%s workers: stderr\n%s\nwant\n%s", workers, stderr, want)
 		}
@@ -66,7 +69,8 @@ func TestExploreReportsFirstFailingSeed(t *testing.T) {
 			t.Errorf("%s workers: no rate line for the 7 seeds reported:\n%s", workers, stdout)
 		}
 		data, err := os.ReadFile(out)
-		if err != nil || !strings.HasPrefix(string(data), "# svcsim explore --seeds 1 --seed 17 --steps 10\n# failed: invariant broken\n") {
+		if err != nil ||
+			!strings.HasPrefix(string(data), "# svcsim explore --seeds 1 --seed 17 --steps 10\n# failed: invariant broken\n") {
 			t.Errorf("%s workers: scenario file %v:\n%.200s", workers, err, data)
 		}
 		stderrs = append(stderrs, strings.ReplaceAll(stderr, out, "OUT"))
@@ -81,7 +85,8 @@ func TestExploreShards(t *testing.T) {
 	for i := range 3 {
 		f := &fakeExplore{}
 		shard := string(rune('1'+i)) + "/3"
-		code, stdout, stderr := runFakeExplore(f, "--seeds", "10", "--seed", "1", "--steps", "5", "--workers", "2", "--shard", shard)
+		code, stdout, stderr := runFakeExplore(f, "--seeds", "10", "--seed", "1", "--steps", "5", "--workers", "2", "--shard",
+			shard)
 		if code != 0 || !strings.HasPrefix(stdout, "exploring shard "+shard+": ") || !strings.Contains(stdout, "ok: ") {
 			t.Fatalf("shard %s: exit %d\n%s%s", shard, code, stdout, stderr)
 		}
@@ -109,7 +114,8 @@ func TestExploreShards(t *testing.T) {
 // TestExploreRealSeeds runs a few real seeds through the command on two
 // workers.
 func TestExploreRealSeeds(t *testing.T) {
-	if code, out, errs := run(t, "explore", "--seeds", "4", "--seed", "1", "--steps", "50", "--workers", "2"); code != 0 || !strings.Contains(out, "ok: 4 seed(s)") {
+	if code, out, errs := run(t, "explore", "--seeds", "4", "--seed", "1", "--steps", "50", "--workers", "2"); code != 0 ||
+		!strings.Contains(out, "ok: 4 seed(s)") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
 }
@@ -155,7 +161,8 @@ func TestExploreCollector(t *testing.T) {
 		}
 		for _, p := range during {
 			if p != tc.want {
-				t.Errorf("GOGC=%q GOMEMLIMIT=%q, %s workers: the collector at %+v during the run, want %+v", tc.gogc, tc.memlimit, tc.workers, p, tc.want)
+				t.Errorf("GOGC=%q GOMEMLIMIT=%q, %s workers: the collector at %+v during the run, want %+v",
+					tc.gogc, tc.memlimit, tc.workers, p, tc.want)
 			}
 		}
 		if after := current(); after != before {

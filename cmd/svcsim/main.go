@@ -30,7 +30,8 @@ var program = &cli.Program{
 		"test":    {Summary: "replay the scenarios of a directory against their expected traces", Run: runTest},
 		"explore": {Summary: "random nodes and histories from seeds, every invariant after every step", Run: runExplore},
 		"bench":   {Summary: "the generated 10,000-service, 7-day workload; prints events/s", Run: runBench},
-		"replay":  {Summary: "re-run an svcrun event journal through the engine and report divergence (--scenario: write it as a scenario)", Run: runReplay},
+		"replay": {Summary: "re-run an svcrun event journal through the engine and report divergence (--scenario: " +
+			"write it as a scenario)", Run: runReplay},
 	},
 	Footer: "The scenario format: scenarios/README.md. Run 'svcsim <command> -h' for a command's flags.",
 }

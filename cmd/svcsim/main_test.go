@@ -50,7 +50,8 @@ func TestTestRewriteThenPass(t *testing.T) {
 		t.Fatalf("after rewrite: exit %d\n%s%s", code, out, errs)
 	}
 	data, _ := os.ReadFile(file)
-	if !strings.HasPrefix(string(data), tinyScenario+"----\n") || !strings.Contains(string(data), "db/kv: stopped (idle for 5s)") {
+	if !strings.HasPrefix(string(data), tinyScenario+"----\n") ||
+		!strings.Contains(string(data), "db/kv: stopped (idle for 5s)") {
 		t.Fatalf("rewritten file:\n%s", data)
 	}
 	// A changed expectation fails with a diff naming the file.
@@ -59,7 +60,8 @@ func TestTestRewriteThenPass(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errs := run(t, "test", dir)
-	if code != 1 || !strings.Contains(errs, "--- "+file+" (expected)") || !strings.Contains(errs, "-    2.000s    released l2") || !strings.Contains(errs, "+    2.000s    released l1") {
+	if code != 1 || !strings.Contains(errs, "--- "+file+" (expected)") ||
+		!strings.Contains(errs, "-    2.000s    released l2") || !strings.Contains(errs, "+    2.000s    released l1") {
 		t.Fatalf("mismatch: exit %d, stderr:\n%s", code, errs)
 	}
 }
@@ -104,10 +106,12 @@ func TestErrors(t *testing.T) {
 		t.Errorf("run without files: exit %d", code)
 	}
 	// A bad flag is one line and a pointer to -h, as in svcrun.
-	if code, out, errs := run(t, "test", "-nope"); code != 2 || out != "" || errs != "svcsim test: unknown flag --nope\nRun 'svcsim test -h' for usage.\n" {
+	if code, out, errs := run(t, "test", "-nope"); code != 2 || out != "" ||
+		errs != "svcsim test: unknown flag --nope\nRun 'svcsim test -h' for usage.\n" {
 		t.Errorf("unknown flag: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
-	if code, out, errs := run(t, "bench", "--days", "x"); code != 2 || out != "" || !strings.HasPrefix(errs, "svcsim bench: --days \"x\": ") || strings.Contains(errs, "Usage:") {
+	if code, out, errs := run(t, "bench", "--days", "x"); code != 2 || out != "" ||
+		!strings.HasPrefix(errs, "svcsim bench: --days \"x\": ") || strings.Contains(errs, "Usage:") {
 		t.Errorf("bad flag value: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 	if code, _, _ := run(t, "test", "a", "b"); code != 2 {
@@ -119,7 +123,8 @@ func TestErrors(t *testing.T) {
 	if code, out, errs := run(t, "help"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim <command>") || errs != "" {
 		t.Errorf("help: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
-	if code, out, errs := run(t, "run", "-h"); code != 0 || !strings.HasPrefix(out, "Usage: svcsim run [--svg OUT] FILE|DIR...") || errs != "" {
+	if code, out, errs := run(t, "run", "-h"); code != 0 ||
+		!strings.HasPrefix(out, "Usage: svcsim run [--svg OUT] FILE|DIR...") || errs != "" {
 		t.Errorf("run -h: exit %d\nstdout: %q\nstderr: %q", code, out, errs)
 	}
 }
@@ -141,14 +146,16 @@ func TestFileAndDirArguments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code, out, errs := run(t, "test", "-rewrite", a); code != 0 || out != "rewrote "+a+"\n1 scenario(s), 1 rewritten\n" {
+	if code, out, errs := run(t, "test", "-rewrite", a); code != 0 ||
+		out != "rewrote "+a+"\n1 scenario(s), 1 rewritten\n" {
 		t.Fatalf("test -rewrite FILE: exit %d\n%s%s", code, out, errs)
 	}
 	if code, out, errs := run(t, "test", a); code != 0 || out != "ok: 1 scenario(s)\n" {
 		t.Fatalf("test FILE: exit %d\n%s%s", code, out, errs)
 	}
 	// b has no expected trace yet: the directory fails on it, a alone passes.
-	if code, _, errs := run(t, "test", dir); code != 1 || !strings.Contains(errs, "FAIL "+b) || strings.Contains(errs, "FAIL "+a) {
+	if code, _, errs := run(t, "test", dir); code != 1 || !strings.Contains(errs, "FAIL "+b) ||
+		strings.Contains(errs, "FAIL "+a) {
 		t.Fatalf("test DIR: exit %d\n%s", code, errs)
 	}
 	if code, _, errs := run(t, "test", filepath.Join(dir, "none.txt")); code != 1 || !strings.Contains(errs, "none.txt") {
@@ -156,7 +163,8 @@ func TestFileAndDirArguments(t *testing.T) {
 	}
 	svg := filepath.Join(dir, "svg")
 	code, out, errs := run(t, "run", "--svg", svg, dir)
-	if code != 0 || !strings.Contains(out, "== "+a+"\n") || !strings.Contains(out, "== "+b+"\n") || strings.Index(out, "== "+a) > strings.Index(out, "== "+b) {
+	if code != 0 || !strings.Contains(out, "== "+a+"\n") || !strings.Contains(out, "== "+b+"\n") ||
+		strings.Index(out, "== "+a) > strings.Index(out, "== "+b) {
 		t.Fatalf("run DIR: exit %d\n%s%s", code, out, errs)
 	}
 	for _, name := range []string{"a.svg", "b.svg"} {

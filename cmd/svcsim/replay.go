@@ -18,10 +18,13 @@ import (
 // a scenario file with its expected trace.
 func runReplay(_ context.Context, env *cli.Env, args []string) error {
 	fs := env.FlagSet("replay", "JOURNAL [--scenario OUT.txt [--from T] [--to T] [--service MODULE/NAME]]")
-	out := fs.String("scenario", "", "write the journal as a scenario file OUT.txt (with its expected trace) instead of checking it")
-	from := fs.String("from", "", "the window's start: a time (RFC 3339) or an offset from the first boot (90s); the trace starts there, the engine is replayed from the boot")
+	out := fs.String("scenario", "",
+		"write the journal as a scenario file OUT.txt (with its expected trace) instead of checking it")
+	from := fs.String("from", "", "the window's start: a time (RFC 3339) or an offset from the first boot (90s); "+
+		"the trace starts there, the engine is replayed from the boot")
 	to := fs.String("to", "", "the window's end: a time (RFC 3339) or an offset from the first boot")
-	service := fs.String("service", "", "the trace shows only this service (MODULE/NAME), its ops and the leases it served")
+	service := fs.String("service", "",
+		"the trace shows only this service (MODULE/NAME), its ops and the leases it served")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -86,7 +89,8 @@ func writeReplayed(env *cli.Env, journal string, lines []sim.JournalLine, out, f
 	if err := os.WriteFile(out, text, 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s: it reproduces the journal's %d line(s) step by step; svcsim test %s checks it\n", out, len(lines), out)
+	fmt.Fprintf(env.Stdout, "wrote %s: it reproduces the journal's %d line(s) step by step; svcsim test %s checks it\n",
+		out, len(lines), out)
 	return nil
 }
 
@@ -104,7 +108,9 @@ func windowTime(flag, v string, boot time.Time) (time.Duration, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return 0, cli.Usagef("%s %s: neither an offset from the first boot (90s, 1h2m) nor a time (%s)", flag, v, strings.ReplaceAll(time.RFC3339, "Z07:00", "Z"))
+		return 0,
+			cli.Usagef("%s %s: neither an offset from the first boot (90s, 1h2m) nor a time (%s)",
+				flag, v, strings.ReplaceAll(time.RFC3339, "Z07:00", "Z"))
 	}
 	if boot.IsZero() || t.Before(boot) {
 		return 0, cli.Usagef("%s %s: before the journal's first boot (%s)", flag, v, boot.UTC().Format(time.RFC3339Nano))

@@ -42,7 +42,8 @@ func TestReplayRealJournal(t *testing.T) {
 	sock := filepath.Join(sdir, "s.sock")
 	node := testhost.NodeID("rp") // a base cgroup of its own
 	cfg := filepath.Join(dir, "svcrun.toml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
+	os.WriteFile(cfg, []byte(fmt.Sprintf("node_id = %q\ndata_dir = \"data\"\nsocket = %q\nmemory_budget_gb = 1\n"+
+		"sandbox = \"best_effort\"\n\n[[modules]]\nbundle = %q\n", node, sock, demo)), 0o644)
 	data := filepath.Join(dir, "data")
 	pidFile := filepath.Join(data, "modules", "demo", "kv.pid")
 	killDaemon := func() {
@@ -133,8 +134,10 @@ func TestReplayRealJournal(t *testing.T) {
 		t.Fatalf("replay --scenario: exit %d\n%s%s", code, stdout, stderr)
 	}
 	text, _ := os.ReadFile(out)
-	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "> restart (store: leases " + l1.Lease, "demo/kv: adopted", "demo/kv: failure 1/3: crashed", "run demo/kv start #",
-		"disable demo why: disabled through svcrun's API (svcrun disable)", "enable demo why: ", "disable demo why: svcrun is stopping (--stop-services-on-exit)"} {
+	for _, want := range []string{"acquire " + l1.Lease, "release " + l2.Lease, "> restart (store: leases " + l1.Lease,
+		"demo/kv: adopted", "demo/kv: failure 1/3: crashed", "run demo/kv start #",
+		"disable demo why: disabled through svcrun's API (svcrun disable)",
+		"enable demo why: ", "disable demo why: svcrun is stopping (--stop-services-on-exit)"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the replayed scenario lacks %q:\n%s", want, text)
 		}
@@ -146,4 +149,5 @@ func TestReplayRealJournal(t *testing.T) {
 
 // readyDone matches a journaled ready op that found demo/kv ready, in the
 // journal's raw JSON (whatever the case of the result's keys).
-var readyDone = regexp.MustCompile(`(?i)"op":"ready","fingerprint":null,"opresult":null,"status":\{"running":true,"ready":true`)
+var readyDone = regexp.MustCompile(
+	`(?i)"op":"ready","fingerprint":null,"opresult":null,"status":\{"running":true,"ready":true`)

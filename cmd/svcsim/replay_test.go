@@ -21,13 +21,16 @@ func TestReplayArguments(t *testing.T) {
 		{"check dir", []string{"replay", dir}, 0, "ok: 23 steps replayed"},
 		{"check file", []string{"replay", filepath.Join(dir, "journal.jsonl")}, 0, "ok: 23 steps replayed"},
 		{"scenario", []string{"replay", dir, "--scenario", out}, 0, "wrote " + out},
-		{"window offsets", []string{"replay", dir, "--scenario", out, "--from", "500ms", "--to", "1s", "--service", "demo/kv"}, 0, "wrote"},
+		{"window offsets",
+			[]string{"replay", dir, "--scenario", out, "--from", "500ms", "--to", "1s", "--service", "demo/kv"}, 0, "wrote"},
 		{"window time", []string{"replay", dir, "--scenario", out, "--from", "2026-12-06T20:23:56Z"}, 0, "wrote"},
-		{"from before boot", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:00:00Z"}, 2, "before the journal's first boot"},
+		{"from before boot", []string{"replay", dir, "--scenario", out, "--from", "2026-12-01T17:00:00Z"}, 2,
+			"before the journal's first boot"},
 		{"bad from", []string{"replay", dir, "--scenario", out, "--from", "soon"}, 2, "neither an offset"},
 		{"to before from", []string{"replay", dir, "--scenario", out, "--from", "3s", "--to", "2s"}, 2, "is before --from"},
 		{"window without scenario", []string{"replay", dir, "--from", "2s"}, 2, "choose the window of a --scenario"},
-		{"unknown service", []string{"replay", dir, "--scenario", out, "--service", "demo/nope"}, 1, "--service demo/nope: no such service in the journal's modules; they have: demo/kv"},
+		{"unknown service", []string{"replay", dir, "--scenario", out, "--service", "demo/nope"}, 1,
+			"--service demo/nope: no such service in the journal's modules; they have: demo/kv"},
 		{"no journal", []string{"replay", t.TempDir()}, 1, "no journal.jsonl nor journal-*.jsonl"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,7 +107,8 @@ func TestReplayRotatedInOrder(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	// Out of order, the same lines diverge (or fail): the order matters.
-	os.Rename(filepath.Join(dir, "journal-20261201T172220.000000000Z.jsonl"), filepath.Join(dir, "journal-20261201T172222.000000000Z.jsonl"))
+	os.Rename(filepath.Join(dir, "journal-20261201T172220.000000000Z.jsonl"),
+		filepath.Join(dir, "journal-20261201T172222.000000000Z.jsonl"))
 	if code, _, _ := run(t, "replay", dir); code == 0 {
 		t.Fatal("a journal read out of order replayed cleanly")
 	}

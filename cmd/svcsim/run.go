@@ -18,7 +18,8 @@ import (
 // NAME.svg for each.
 func runRun(_ context.Context, env *cli.Env, args []string) error {
 	fs := env.FlagSet("run", "[--svg OUT] FILE|DIR...")
-	svg := fs.String("svg", "", "also draw each scenario's timeline as SVG: a file for one scenario, a directory for several")
+	svg := fs.String("svg", "",
+		"also draw each scenario's timeline as SVG: a file for one scenario, a directory for several")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}

@@ -29,10 +29,12 @@ func TestWritingAModulePython(t *testing.T) {
 		blocks[m[1]] = append(blocks[m[1]], m[2])
 	}
 	if len(blocks["toml"]) != 1 || len(blocks["python"]) != 2 {
-		t.Fatalf("the Python section has %d toml and %d python blocks, want the manifest, then the service and the job", len(blocks["toml"]), len(blocks["python"]))
+		t.Fatalf("the Python section has %d toml and %d python blocks, want the manifest, then the service and the job",
+			len(blocks["toml"]), len(blocks["python"]))
 	}
 	bundle := filepath.Join(t.TempDir(), "hello-py")
-	files := map[string]string{"module.toml": blocks["toml"][0], "bin/hello-service": blocks["python"][0], "job.py": blocks["python"][1]}
+	files := map[string]string{"module.toml": blocks["toml"][0], "bin/hello-service": blocks["python"][0],
+		"job.py": blocks["python"][1]}
 	for name, body := range files {
 		p := filepath.Join(bundle, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -46,7 +48,8 @@ func TestWritingAModulePython(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(bundle, "lib"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("cp", "-r", "../../sdk/python/oarbank_sdk", filepath.Join(bundle, "lib")+"/").CombinedOutput(); err != nil {
+	cp := exec.Command("cp", "-r", "../../sdk/python/oarbank_sdk", filepath.Join(bundle, "lib")+"/")
+	if out, err := cp.CombinedOutput(); err != nil {
 		t.Fatalf("cp: %v\n%s", err, out)
 	}
 	cmd := exec.Command(svcrunBin, "check", "--bundle", bundle, "--job", filepath.Join(bundle, "job.py"))

@@ -147,7 +147,8 @@ func runJob(t *testing.T, n *node, bundle string, j job) {
 	}
 	command[len(command)-1] = script
 	const attempt = "jobtest-1"
-	out := n.svcrun(t, append([]string{"run", "--config", n.cfg, "--capability", j.capability, "--attempt", attempt, "--"}, command...)...)
+	out := n.svcrun(t,
+		append([]string{"run", "--config", n.cfg, "--capability", j.capability, "--attempt", attempt, "--"}, command...)...)
 	if j.check != nil {
 		j.check(t, out)
 	}
@@ -155,7 +156,8 @@ func runJob(t *testing.T, n *node, bundle string, j job) {
 		return
 	}
 	id := j.object(attempt)
-	want := map[string]string{"oarbank.attempt_id": attempt, "oarbank.node": n.id, "oarbank.service": n.module + "/" + j.svc}
+	want := map[string]string{"oarbank.attempt_id": attempt, "oarbank.node": n.id,
+		"oarbank.service": n.module + "/" + j.svc}
 	found := false
 	for _, o := range n.op(j.svc, "list_owned").Objects {
 		if o.ID != id {

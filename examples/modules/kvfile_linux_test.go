@@ -28,7 +28,8 @@ func kvfileBundle(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "module.toml"), manifest, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "kvfile"), "./kvfile").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "kvfile"), "./kvfile")
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build kvfile: %v\n%s", err, out)
 	}
 	return dir

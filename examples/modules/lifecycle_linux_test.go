@@ -202,7 +202,8 @@ func (n *node) op(svc string, op ...string) result {
 	n.t.Helper()
 	rep, res := n.try(svc, op...)
 	if !rep.OK {
-		n.t.Fatalf("%s failed: %s %s %v\nstderr: %s", strings.Join(op, " "), rep.Failure, rep.Message, rep.Reasons, rep.StderrTail)
+		n.t.Fatalf("%s failed: %s %s %v\nstderr: %s",
+			strings.Join(op, " "), rep.Failure, rep.Message, rep.Reasons, rep.StderrTail)
 	}
 	return res
 }
@@ -384,7 +385,8 @@ func runService(t *testing.T, n *node, l lifecycle) {
 				continue
 			}
 			found = true
-			want := map[string]string{"oarbank.attempt_id": "a1", "oarbank.node": n.id, "oarbank.service": n.module + "/" + l.svc}
+			want := map[string]string{"oarbank.attempt_id": "a1", "oarbank.node": n.id,
+				"oarbank.service": n.module + "/" + l.svc}
 			for k, v := range want {
 				if o.Labels[k] != v {
 					t.Errorf("object %s: label %s = %q, want %q", id, k, o.Labels[k], v)

@@ -39,7 +39,8 @@ func TestMemcached(t *testing.T) {
 					// Keys made by hand, or for another node, are not the
 					// service's.
 					mc(t, sock, "oarbank.obj.byhand", `{"labels":{"oarbank.node":"`+n.id+`"}}`)
-					mc(t, sock, "oarbank.obj.other-node", `{"labels":{"oarbank.attempt_id":"a9","oarbank.node":"node-2","oarbank.service":"memcached/memcached"}}`)
+					mc(t, sock, "oarbank.obj.other-node",
+						`{"labels":{"oarbank.attempt_id":"a9","oarbank.node":"node-2","oarbank.service":"memcached/memcached"}}`)
 					mc(t, sock, "oarbank.obj.not-json", `hello`)
 					if objs := n.op("memcached", "list_owned").Objects; len(objs) != 0 {
 						t.Errorf("list_owned %+v: want none of the keys not labelled for this node", objs)

@@ -28,7 +28,8 @@ func TestPostgres(t *testing.T) {
 			}
 			owned := func(t *testing.T, db, attempt string) {
 				sql(t, "postgres", "CREATE DATABASE "+db,
-					"COMMENT ON DATABASE "+db+" IS 'oarbank.attempt_id="+attempt+" oarbank.node="+n.id+" oarbank.service=postgres/postgres'")
+					"COMMENT ON DATABASE "+db+" IS 'oarbank.attempt_id="+attempt+" oarbank.node="+n.id+
+						" oarbank.service=postgres/postgres'")
 			}
 			runService(t, n, lifecycle{
 				svc: "postgres",
@@ -62,7 +63,8 @@ func TestPostgres(t *testing.T) {
 						}
 						time.Sleep(100 * time.Millisecond)
 					}
-					if rep, _ := n.try("postgres", "destroy", "busy_a2"); rep.OK || !strings.Contains(rep.Message+rep.StderrTail, "busy") {
+					if rep, _ := n.try("postgres", "destroy", "busy_a2"); rep.OK ||
+						!strings.Contains(rep.Message+rep.StderrTail, "busy") {
 						t.Errorf("destroy of a busy database: %+v, want a failure saying busy", rep)
 					}
 					if r := n.op("postgres", "destroy", "busy_a2", "--force"); !r.Changed {

@@ -29,7 +29,8 @@ func TestRedis(t *testing.T) {
 						t.Errorf("pool %d with database 2 used, want 2", got)
 					}
 					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:byhand", "oarbank.node", n.id)
-					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:other-node", "oarbank.attempt_id", "a9", "oarbank.node", "node-2", "oarbank.service", "redis/redis")
+					n.run(t, "redis-cli", "-s", sock, "HSET", "oarbank:obj:other-node",
+						"oarbank.attempt_id", "a9", "oarbank.node", "node-2", "oarbank.service", "redis/redis")
 					if objs := n.op("redis", "list_owned").Objects; len(objs) != 0 {
 						t.Errorf("list_owned %+v: want none of the keys not labelled for this node", objs)
 					}

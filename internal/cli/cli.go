@@ -96,7 +96,8 @@ func (p *Program) Run(ctx context.Context, env *Env, args []string) int {
 		}
 		slices.Sort(names)
 		if s := suggest.Closest(args[0], names); s != "" {
-			fmt.Fprintf(e.Stderr, "%s: unknown command %q (did you mean %q?)\nRun '%s -h' for usage.\n", p.Name, args[0], s, p.Name)
+			fmt.Fprintf(e.Stderr, "%s: unknown command %q (did you mean %q?)\nRun '%s -h' for usage.\n",
+				p.Name, args[0], s, p.Name)
 			return 2
 		}
 		fmt.Fprintf(e.Stderr, "%s: unknown command %q\n\n", p.Name, args[0])

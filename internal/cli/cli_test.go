@@ -25,7 +25,8 @@ func TestParse(t *testing.T) {
 		{args: nil, pos: []string{}},
 		{args: []string{"demo/kv"}, pos: []string{"demo/kv"}},
 		{args: []string{"demo/kv", "--config", "n.toml"}, pos: []string{"demo/kv"}, cfg: "n.toml"},
-		{args: []string{"--json", "a", "--config=n.toml", "b", "-wait", "3s"}, pos: []string{"a", "b"}, json: true, cfg: "n.toml", wait: 3 * time.Second},
+		{args: []string{"--json", "a", "--config=n.toml", "b", "-wait", "3s"}, pos: []string{"a", "b"}, json: true,
+			cfg: "n.toml", wait: 3 * time.Second},
 		{args: []string{"a", "--", "--json", "b"}, pos: []string{"a", "--json", "b"}},
 		{args: []string{"--", "-x"}, pos: []string{"-x"}},
 		{args: []string{"--json", "--", "a"}, pos: []string{"a"}, json: true},
@@ -33,7 +34,8 @@ func TestParse(t *testing.T) {
 		{args: []string{"--config", "--", "a", "--json"}, pos: []string{"a"}, cfg: "--", json: true},
 		{args: []string{"--config=x", "--", "a", "--json"}, pos: []string{"a", "--json"}, cfg: "x"},
 		{args: []string{"-", "--json"}, pos: []string{"-"}, json: true},
-		{args: []string{"a", "--wait", "5x"}, err: `--wait "5x": not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m`},
+		{args: []string{"a", "--wait", "5x"},
+			err: `--wait "5x": not a duration: use a number with a unit, such as 500ms, 30s, 5m or 1h30m`},
 		{args: []string{"a", "--nope"}, err: "unknown flag --nope"},
 		{args: []string{"a", "--jsno"}, err: "unknown flag --jsno (did you mean --json?)"},
 		{args: []string{"a", "-wiat=3s"}, err: "unknown flag --wiat (did you mean --wait?)"},
@@ -55,8 +57,10 @@ func TestParse(t *testing.T) {
 			t.Errorf("%q: %v", tc.args, err)
 			continue
 		}
-		if got := append([]string{}, fs.Args()...); !slices.Equal(got, tc.pos) || *asJSON != tc.json || *cfg != tc.cfg || *wait != tc.wait {
-			t.Errorf("%q: args %q json %v config %q wait %v; want %q %v %q %v", tc.args, got, *asJSON, *cfg, *wait, tc.pos, tc.json, tc.cfg, tc.wait)
+		if got := append([]string{}, fs.Args()...); !slices.Equal(got, tc.pos) || *asJSON != tc.json || *cfg != tc.cfg ||
+			*wait != tc.wait {
+			t.Errorf("%q: args %q json %v config %q wait %v; want %q %v %q %v",
+				tc.args, got, *asJSON, *cfg, *wait, tc.pos, tc.json, tc.cfg, tc.wait)
 		}
 	}
 }
@@ -122,18 +126,25 @@ func TestProgram(t *testing.T) {
 		{args: nil, code: 2, stderr: usage},
 		{args: []string{"frob"}, code: 2, stderr: "prog: unknown command \"frob\"\n\n" + usage},
 		{args: []string{"hello", "-h"}, stdout: "Usage: prog hello [--loud] NAME\n  -loud\n    \tshout\n"},
-		{args: []string{"hello", "--nope"}, code: 2, stderr: "prog hello: unknown flag --nope\nRun 'prog hello -h' for usage.\n"},
-		{args: []string{"hello", "--lod"}, code: 2, stderr: "prog hello: unknown flag --lod (did you mean --loud?)\nRun 'prog hello -h' for usage.\n"},
-		{args: []string{"helo"}, code: 2, stderr: "prog: unknown command \"helo\" (did you mean \"hello\"?)\nRun 'prog -h' for usage.\n"},
-		{args: []string{"hello", "a", "b"}, code: 2, stderr: "prog hello: unexpected argument \"b\": prog hello takes one NAME\nRun 'prog hello -h' for usage.\n"},
-		{args: []string{"hello", "--", "a", "--loud"}, code: 2, stderr: "prog hello: unexpected argument \"--loud\": prog hello takes one NAME; it came after --, where flags are taken for arguments: put it before the --\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--nope"}, code: 2,
+			stderr: "prog hello: unknown flag --nope\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--lod"}, code: 2,
+			stderr: "prog hello: unknown flag --lod (did you mean --loud?)\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"helo"}, code: 2,
+			stderr: "prog: unknown command \"helo\" (did you mean \"hello\"?)\nRun 'prog -h' for usage.\n"},
+		{args: []string{"hello", "a", "b"}, code: 2,
+			stderr: "prog hello: unexpected argument \"b\": prog hello takes one NAME\nRun 'prog hello -h' for usage.\n"},
+		{args: []string{"hello", "--", "a", "--loud"}, code: 2, stderr: "prog hello: unexpected argument \"--loud\": " +
+			"prog hello takes one NAME; it came after --, where flags are taken for arguments: put it before the --\n" +
+			"Run 'prog hello -h' for usage.\n"},
 		{args: []string{"hello", "nobody"}, code: 1, stderr: "prog hello: nobody is there\n"},
 		{args: []string{"hello", "ghost"}, stdout: "hello ghost\n", stderr: "prog hello: warning: ghost may not answer\n"},
 	} {
 		var out, errb bytes.Buffer
 		code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, tc.args)
 		if code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
-			t.Errorf("%q: exit %d (want %d)\nstdout: %q\n  want: %q\nstderr: %q\n  want: %q", tc.args, code, tc.code, out.String(), tc.stdout, errb.String(), tc.stderr)
+			t.Errorf("%q: exit %d (want %d)\nstdout: %q\n  want: %q\nstderr: %q\n  want: %q",
+				tc.args, code, tc.code, out.String(), tc.stdout, errb.String(), tc.stderr)
 		}
 	}
 }
@@ -141,7 +152,8 @@ func TestProgram(t *testing.T) {
 func TestParseLeading(t *testing.T) {
 	fs := (&Env{Stdout: io.Discard}).FlagSet("run", "")
 	job := fs.String("job", "", "")
-	if err := ParseLeading(fs, []string{"-job", "j", "cmd", "-job", "x"}); err != nil || *job != "j" || !slices.Equal(fs.Args(), []string{"cmd", "-job", "x"}) {
+	if err := ParseLeading(fs, []string{"-job", "j", "cmd", "-job", "x"}); err != nil || *job != "j" ||
+		!slices.Equal(fs.Args(), []string{"cmd", "-job", "x"}) {
 		t.Errorf("ParseLeading: %v, job %q, args %q", err, *job, fs.Args())
 	}
 	if err := ParseLeading(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
@@ -212,15 +224,20 @@ func TestFailure(t *testing.T) {
 		{[]string{"hinted"}, 1, "", "prog cmd: rejected: busy\nprog cmd: hint: wait\n"},
 		{[]string{"lines"}, 1, "", "prog cmd: invalid: 2 errors\n  a:1: x\n  b:2: y\n"},
 		{[]string{"--json", "plain"}, 1, "{\n  \"ok\": false,\n  \"error\": \"it broke\"\n}\n", ""},
-		{[]string{"--json", "explained"}, 1, "{\n  \"ok\": false,\n  \"error\": \"asking: svcrun at s: refused\",\n  \"code\": \"refused\"\n}\n", ""},
-		{[]string{"--json", "hinted"}, 1, "{\n  \"ok\": false,\n  \"error\": \"rejected: busy\",\n  \"code\": \"rejected\",\n  \"reason\": \"busy\",\n  \"hint\": \"wait\"\n}\n", ""},
-		{[]string{"--json", "lines"}, 1, "{\n  \"ok\": false,\n  \"error\": \"invalid: 2 errors\",\n  \"code\": \"invalid\",\n  \"errors\": [\n    \"a:1: x\",\n    \"b:2: y\"\n  ]\n}\n", ""},
-		{[]string{"--json", "what"}, 2, "", "prog cmd: give plain, explained, hinted or lines\nRun 'prog cmd -h' for usage.\n"},
+		{[]string{"--json", "explained"}, 1,
+			"{\n  \"ok\": false,\n  \"error\": \"asking: svcrun at s: refused\",\n  \"code\": \"refused\"\n}\n", ""},
+		{[]string{"--json", "hinted"}, 1, "{\n  \"ok\": false,\n  \"error\": \"rejected: busy\",\n" +
+			"  \"code\": \"rejected\",\n  \"reason\": \"busy\",\n  \"hint\": \"wait\"\n}\n", ""},
+		{[]string{"--json", "lines"}, 1, "{\n  \"ok\": false,\n  \"error\": \"invalid: 2 errors\",\n" +
+			"  \"code\": \"invalid\",\n  \"errors\": [\n    \"a:1: x\",\n    \"b:2: y\"\n  ]\n}\n", ""},
+		{[]string{"--json", "what"}, 2, "",
+			"prog cmd: give plain, explained, hinted or lines\nRun 'prog cmd -h' for usage.\n"},
 	} {
 		var out, errb bytes.Buffer
 		code := p.Run(context.Background(), &Env{Stdout: &out, Stderr: &errb}, append([]string{"cmd"}, tc.args...))
 		if code != tc.code || out.String() != tc.stdout || errb.String() != tc.stderr {
-			t.Errorf("%q: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q", tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
+			t.Errorf("%q: exit %d\nstdout %q\nstderr %q\nwant exit %d\nstdout %q\nstderr %q",
+				tc.args, code, out.String(), errb.String(), tc.code, tc.stdout, tc.stderr)
 		}
 	}
 }

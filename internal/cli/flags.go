@@ -144,7 +144,8 @@ func OneArg(fs *flag.FlagSet, what, hint string) (string, error) {
 	case 1:
 		return fs.Arg(0), nil
 	}
-	return "", Usagef("unexpected argument %q: %s takes one %s%s%s", fs.Arg(1), fs.Name(), what, hint, afterTerminator(fs.Arg(1)))
+	return "",
+		Usagef("unexpected argument %q: %s takes one %s%s%s", fs.Arg(1), fs.Name(), what, hint, afterTerminator(fs.Arg(1)))
 }
 
 // afterTerminator explains an argument that looks like a flag: it came

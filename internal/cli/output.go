@@ -88,7 +88,8 @@ func exit(env *Env, err error, explain func(error) (code, reason string)) int {
 		}
 	}
 	if env.json != nil && *env.json {
-		if PrintJSON(env.Stdout, FailureJSON{Error: f.Error(), Code: f.Code, Reason: f.Reason, Hint: f.Hint, Errors: f.Lines}) == nil {
+		if PrintJSON(env.Stdout,
+			FailureJSON{Error: f.Error(), Code: f.Code, Reason: f.Reason, Hint: f.Hint, Errors: f.Lines}) == nil {
 			return 1
 		}
 		// stdout is gone: stderr may still tell.

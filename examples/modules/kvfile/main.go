@@ -139,7 +139,8 @@ func (kv) ListOwned(c *module.Call) (protocol.OwnedList, error) {
 			c.Logf("skipped bucket %q: not labelled for this node and service", b.id)
 			continue
 		}
-		l.Objects = append(l.Objects, protocol.Object{ID: b.id, Kind: protocol.KindVolume, Labels: b.Labels, CreatedAt: b.Created})
+		l.Objects = append(l.Objects,
+			protocol.Object{ID: b.id, Kind: protocol.KindVolume, Labels: b.Labels, CreatedAt: b.Created})
 	}
 	return l, nil
 }
