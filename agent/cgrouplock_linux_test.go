@@ -48,8 +48,8 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 	base := first.r.a.containers.Base()
 	prefix := fmt.Sprintf("%s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d", second.cfg,
 		first.node, base, os.Getpid())
-	if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg,
-		"): give this svcrun its own node_id") {
+	if msg := err.Error(); !strings.HasPrefix(msg, prefix) ||
+		!strings.HasSuffix(msg, "): give this svcrun its own node_id") {
 		t.Errorf("Open:\n%s\nwant it to start with\n%s", msg, prefix)
 	}
 	t.Log(err)
@@ -77,8 +77,7 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 		Wait: 10 * time.Second}
 	e.release(e.mustAcquire(req))
 	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool {
-		return svc(st,
-			"ondemand").State == "stopped"
+		return svc(st, "ondemand").State == "stopped"
 	})
 	dir := filepath.Join(e.r.a.containers.Base(), "e2e", "ondemand")
 	eventually(t, "the stopped service's container empties", func() bool {

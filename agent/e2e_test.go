@@ -747,8 +747,7 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	rel := time.Now()
 	e.release(g2)
 	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool {
-		return svc(st,
-			"ondemand").State == "stopped"
+		return svc(st, "ondemand").State == "stopped"
 	})
 	stops := e.ops("ondemand", "stop")
 	if len(stops) != 1 {

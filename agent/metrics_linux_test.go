@@ -199,8 +199,8 @@ func TestLeaseWaitMetrics(t *testing.T) {
 	// The meters count a step before its snapshot is published.
 	eventually(t, "the withdrawn request counted, and nothing waiting", func() bool {
 		fams = e.metrics()
-		return count(fams, "svcrun_lease_wait_seconds", "outcome", "withdrawn") == 1 && value(fams,
-			"svcrun_leases", "state", "waiting") == 0
+		return count(fams, "svcrun_lease_wait_seconds", "outcome", "withdrawn") == 1 &&
+			value(fams, "svcrun_leases", "state", "waiting") == 0
 	})
 	if w := value(fams, "svcrun_lease_oldest_wait_seconds"); w != 0 {
 		t.Errorf("after the withdrawal: oldest wait %v s, want 0", w)

@@ -73,8 +73,8 @@ func TestMemoryPressureStopsIdleServices(t *testing.T) {
 	e.release(gb)
 	never(t, "big-b stopped while the same pressure lasts", time.Second, stopped("big-b"))
 	fams := e.metrics()
-	if p, n := value(fams, "svcrun_memory_pressure"), value(fams,
-		"svcrun_memory_pressure_events_total"); p != 1 || n != 1 {
+	p, n := value(fams, "svcrun_memory_pressure"), value(fams, "svcrun_memory_pressure_events_total")
+	if p != 1 || n != 1 {
 		t.Errorf("under pressure: svcrun_memory_pressure %v, events %v; want 1, 1", p, n)
 	}
 
@@ -82,8 +82,7 @@ func TestMemoryPressureStopsIdleServices(t *testing.T) {
 	eventually(t, "the pressure over", func() bool { return value(e.metrics(), "svcrun_memory_pressure") == 0 })
 	pf.set(0, 6) // full over its threshold
 	e.waitFor("big-b stopped when the pressure began again", func(st Status) bool {
-		return svc(st,
-			"big-b").State == "stopped"
+		return svc(st, "big-b").State == "stopped"
 	})
 	if n := value(e.metrics(), "svcrun_memory_pressure_events_total"); n != 2 {
 		t.Errorf("%v pressure events, want 2", n)
