@@ -62,7 +62,6 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"maps"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -77,10 +76,8 @@ import (
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/clockwork"
 	"github.com/oarbank/svcrun/engine"
-	"github.com/oarbank/svcrun/errdefs"
 	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/internal/loglimit"
-	"github.com/oarbank/svcrun/manifest"
 	"github.com/oarbank/svcrun/nodeconfig"
 	"github.com/oarbank/svcrun/sandbox"
 	"github.com/oarbank/svcrun/store"
@@ -185,39 +182,36 @@ type Agent struct {
 	// broker is the container broker; nil unless [containers] is enabled.
 	broker *broker.Broker
 
-	// snaps is the snapshot status and metrics answer from.
+	// snaps is the snapshot status and metrics answer from (snapshot.go).
 	snaps snapshots
+	// The loop's store and journal writes and their watch (writes.go):
 	// persist is the store the driver's writes go to (a.db; tests put a
-	// slow one in front of it); slowWrite is SlowWrite.
-	persist   engine.Store
-	slowWrite time.Duration
-	// The journal's failures since the last line logged about them, when
-	// that was, and whether it has failed since it last worked (owned by
-	// the loop).
-	jourFails  int
-	jourLogged time.Time
-	jourDown   bool
-	// jourSlow is when a slow journal write was last logged (UnixNano).
-	jourSlow atomic.Int64
-	// storeW and jourW watch the loop's writes (made at the first).
+	// slow one in front of it); slowWrite is SlowWrite. The journal's
+	// failures since the last line logged about them, when that was, and
+	// whether it has failed since it last worked are owned by the loop;
+	// jourSlow is when a slow journal write was last logged (UnixNano);
+	// storeW and jourW watch the writes (made at the first).
+	persist       engine.Store
+	slowWrite     time.Duration
+	jourFails     int
+	jourLogged    time.Time
+	jourDown      bool
+	jourSlow      atomic.Int64
 	storeW, jourW *writeWatch
 
-	mu sync.Mutex
-	// waiters are keyed by lease, or by a reap's ticket.
-	waiters map[engine.LeaseID][]waiter
+	// waiters are the callers waiting for the loop's answers
+	// (waiters.go); events is the event stream (events.go); stop is
+	// shutdown's state (shutdown.go). Each has a lock of its own.
+	waiters waiters
 	events  eventLog
+	stop    stopping
 	loud    *loglimit.Limiter
-	stopped bool
-	// withdrawn are acquires whose callers gave up, not yet stepped as
-	// releases; settled is set once shutdown has stepped the last of them.
-	withdrawn []engine.LeaseID
-	settled   bool
-	quit      chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
-	fatal     error         // a store failure inside a loop call: Run ends with it
-	reload    sync.Mutex    // one reload at a time
-	file      string        // the configuration file, as given to Open
-	started   time.Time
-	steps     uint64
+	quit    chan struct{} // closed when Run ends: calls still queued are answered ErrStopping
+	fatal   error         // a store failure inside a loop call: Run ends with it
+	reload  sync.Mutex    // one reload at a time
+	file    string        // the configuration file, as given to Open
+	started time.Time
+	steps   uint64
 
 	// retired are the modules gone from the configuration whose services
 	// may still be stopping (Reload); owned by the loop.
@@ -236,10 +230,10 @@ type Agent struct {
 	metricsSrv *metricsServer
 }
 
-// call is an agent-internal event: a closure run on the loop.
-type call struct{ fn func() }
+// loopFn is an agent-internal event: a closure run on the loop (onLoop).
+type loopFn struct{ fn func() }
 
-func (call) EventName() string { return "call" }
+func (loopFn) EventName() string { return "call" }
 
 // watchdogTick is the loop's turn to call Options.Watchdog.
 type watchdogTick struct{}
@@ -248,7 +242,7 @@ func (watchdogTick) EventName() string { return "watchdog" }
 
 // Open loads the configuration and its modules and opens the store; it
 // does not start anything yet.
-func Open(opts Options) (*Agent, error) {
+func Open(opts Options) (_ *Agent, err error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -280,10 +274,20 @@ func Open(opts Options) (*Agent, error) {
 	if err := store.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
 	}
+	// What Open has opened so far, closed in reverse if a later step fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for _, close := range slices.Backward(undo) {
+				close()
+			}
+		}
+	}()
 	log := opts.Logger
 	db, err := store.Open(filepath.Join(cfg.DataDir, StateFile), store.Options{OnFull: func(err error) {
 		if err != nil {
-			log.Error("new and renewed leases are refused until space is freed; what is stored stays, and releases, expiries and service records still are", "error", err)
+			log.Error("new and renewed leases are refused until space is freed; what is stored "+
+				"stays, and releases, expiries and service records still are", "error", err)
 		} else {
 			log.Info("the data dir has space again: leases are taken again", "data_dir", cfg.DataDir)
 		}
@@ -291,6 +295,7 @@ func Open(opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	undo = append(undo, func() { db.Close() })
 	if err := db.Full(); err != nil {
 		log.Error("starting with a full data dir: new and renewed leases are refused until space is freed", "error", err)
 	}
@@ -300,11 +305,11 @@ func Open(opts Options) (*Agent, error) {
 		log.Warn("svcrun runs without its journal until it can be opened", "error", err)
 		jour = NewJournal(jdir)
 	}
+	undo = append(undo, func() { jour.Close() })
 	a := &Agent{
 		opts: opts, log: opts.Logger, cfg: cfg, mods: mods, db: db, jour: jour, file: cfg.File,
 		sched:     clockwork.NewReal[engine.Event](opts.Clock),
 		pauses:    clockwork.NewPauses(opts.Clock, clockwork.PauseBeat, clockwork.PauseLate),
-		waiters:   map[engine.LeaseID][]waiter{},
 		quit:      make(chan struct{}),
 		persist:   db,
 		slowWrite: SlowWrite,
@@ -313,16 +318,16 @@ func Open(opts Options) (*Agent, error) {
 		oom:       newOOMReset(),
 	}
 	if !opts.NoContainers {
-		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir, Parent: opts.CgroupParent, Logger: a.log})
+		a.containers = cgroup.New(cgroup.Options{NodeID: cfg.NodeID, DataDir: cfg.DataDir,
+			Parent: opts.CgroupParent, Logger: a.log})
+		undo = append(undo, func() { a.containers.Close() })
 		if err := a.containers.Err(); errors.Is(err, cgroup.ErrInUse) {
 			// Refused, not a fallback: the two svcruns would remove, kill
 			// and freeze each other's containers.
-			a.containers.Close()
-			jour.Close()
-			db.Close()
 			return nil, fmt.Errorf("%s: %w", cfg.File, err)
 		} else if err != nil {
-			a.log.Warn("no cgroup v2 process containers: ops run in process groups (kill, freeze and crash detection by signals and polling)", "reason", err)
+			a.log.Warn("no cgroup v2 process containers: ops run in process groups (kill, "+
+				"freeze and crash detection by signals and polling)", "reason", err)
 		}
 		for _, m := range a.containers.Support().Missing() {
 			a.log.Warn("process container: missing", "what", m)
@@ -330,8 +335,6 @@ func Open(opts Options) (*Agent, error) {
 	}
 	id, err := sandbox.IdentityOf(cfg)
 	if err != nil {
-		jour.Close()
-		db.Close()
 		return nil, fmt.Errorf("%s: %w", cfg.File, err)
 	}
 	a.identity = id
@@ -346,22 +349,12 @@ func Open(opts Options) (*Agent, error) {
 	}
 	a.exec, err = newExec(a.execConfig(cfg, mods), a.sched.Post)
 	if err != nil {
-		if a.containers != nil {
-			a.containers.Close()
-		}
-		jour.Close()
-		db.Close()
 		return nil, err
 	}
+	undo = append(undo, a.exec.Close)
 	a.openBroker(opts.ContainerRuntime)
 	if cfg.MetricsListen != "" {
 		if a.metricsLn, err = listenMetrics(cfg.MetricsListen); err != nil {
-			a.exec.Close()
-			if a.containers != nil {
-				a.containers.Close()
-			}
-			jour.Close()
-			db.Close()
 			return nil, fmt.Errorf("%s: %w", cfg.File, err)
 		}
 	}
@@ -438,61 +431,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	return a.shutdown(err)
 }
 
-// stopStrays ends, before the engine boots, what an earlier svcrun left
-// running in the containers of services and probes this configuration
-// does not have (a module or service removed while svcrun was down, which
-// nothing would manage or charge): their bundles may be gone with them,
-// so there is no stop op to run. Each gets SIGTERM and StrayGrace to end,
-// then is killed, all at once; empty containers are removed. Where ops
-// run in process groups nothing tells what an earlier svcrun left.
-func (a *Agent) stopStrays() {
-	if a.containers == nil || a.containers.Err() != nil {
-		return
-	}
-	known := map[string]bool{}
-	for _, m := range a.mods {
-		for _, s := range m.Manifest.Services {
-			known[m.Manifest.Name+"/"+s.Name] = true
-		}
-		for _, p := range m.Manifest.Probes {
-			known[m.Manifest.Name+"/"+p.Name] = true
-		}
-	}
-	strays, err := a.containers.Strays(known)
-	if err != nil {
-		a.log.Error("cannot list the containers left by an earlier svcrun: what runs in those of removed services stays", "error", err)
-	}
-	var wg sync.WaitGroup
-	for _, s := range strays {
-		wg.Go(func() {
-			procs, _ := a.containers.Procs(s)
-			if len(procs) > 0 {
-				a.log.Warn("not in the configuration: ending what an earlier svcrun left running in its container (SIGTERM, then SIGKILL after the grace)",
-					"service", s, "processes", len(procs), "grace", a.opts.StrayGrace)
-				killed, err := a.containers.Terminate(s, a.opts.StrayGrace)
-				switch {
-				case err != nil:
-					a.log.Error("not in the configuration: its container could not be emptied", "service", s, "error", err)
-					return
-				case killed:
-					a.log.Warn("not in the configuration: killed, still running after the grace", "service", s, "grace", a.opts.StrayGrace)
-				default:
-					a.log.Info("not in the configuration: ended on SIGTERM", "service", s)
-				}
-			}
-			if err := a.containers.Remove(s); err != nil {
-				a.log.Warn("not in the configuration: its container stays", "service", s, "error", err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
 // own runs the agent's calls on the loop; a store failure in one of their
 // steps ends the loop.
 func (a *Agent) own(ev engine.Event) (bool, error) {
 	switch ev := ev.(type) {
-	case call:
+	case loopFn:
 		ev.fn()
 	case watchdogTick:
 		a.opts.Watchdog()
@@ -504,7 +447,8 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 	case engine.Paused:
 		// Logged here, once; the engine extends what the pause would
 		// charge.
-		a.log.Warn("svcrun did not run for a while (stopped by a signal, a paused VM, a suspended host or a stall): lease TTLs, waits and op deadlines are extended by the pause",
+		a.log.Warn("svcrun did not run for a while (stopped by a signal, a paused VM, a "+
+			"suspended host or a stall): lease TTLs, waits and op deadlines are extended by the pause",
 			"pause", ev.Length.Round(time.Millisecond))
 		return false, a.fatal
 	default:
@@ -513,211 +457,16 @@ func (a *Agent) own(ev engine.Event) (bool, error) {
 	return true, a.fatal
 }
 
-// shutdown ends Run: no more requests; ops in flight may finish within the
-// grace; waiters are told the agent is stopping. An acquire told so is
-// withdrawn: the engine still holds it, and the ops drain steps (the start
-// it waits for) could admit it, storing a lease for a caller told it failed.
-func (a *Agent) shutdown(cause error) error {
-	if cause == nil && a.engine != nil {
-		a.publishStatus(a.sched.Now()) // for the readers told to stop waiting
-	}
-	a.mu.Lock()
-	a.stopped = true
-	for _, id := range slices.Sorted(maps.Keys(a.waiters)) {
-		for _, w := range a.waiters[id] {
-			if w.acquire {
-				a.withdrawn = append(a.withdrawn, id)
-			}
-			close(w.ch)
-		}
-		delete(a.waiters, id)
-	}
-	close(a.quit)
-	a.mu.Unlock()
-	if cause == nil {
-		a.stepWithdrawals() // before drain admits them
-		a.drain()
-		if a.opts.StopServicesOnExit {
-			a.stopAll()
-		}
-	}
-	a.mu.Lock()
-	a.settled = true
-	a.mu.Unlock()
-	a.stepWithdrawals()
-	a.thawAll()
-	a.exec.Close()
-	a.pauses.Stop()
-	if a.containers != nil {
-		// The containers stay, with their daemons, for the next svcrun.
-		a.containers.Close()
-	}
-	if a.metricsSrv != nil {
-		a.metricsSrv.close()
-	} else if a.metricsLn != nil {
-		a.metricsLn.Close()
-	}
-	a.loud.Close()
-	jerr := a.jour.Close()
-	derr := a.db.Close()
-	if err := errors.Join(cause, jerr, derr); err != nil {
-		a.log.Error("svcrun stopped", "error", err)
-		return err
-	}
-	a.log.Info("svcrun stopped")
-	return nil
-}
-
-// drain keeps stepping (without new requests) until no op is in flight or
-// the grace is over.
-func (a *Agent) drain() {
-	ctx, cancel := context.WithTimeout(context.Background(), a.opts.ShutdownGrace)
-	defer cancel()
-	for a.engine.OpsInFlight() > 0 {
-		ev, ok := a.sched.Next(ctx)
-		if !ok {
-			a.log.Warn("ops still in flight at shutdown: killed", "ops", a.engine.OpsInFlight())
-			return
-		}
-		switch ev.(type) {
-		case *engine.OpDone:
-		default:
-			continue // timers and requests wait for the next start
-		}
-		if err := a.driver.Step(ev); err != nil {
-			a.log.Error("persist at shutdown", "error", err)
-			return
-		}
-	}
-}
-
-// thawAll resumes frozen services before svcrun exits: the next svcrun
-// does not know they were frozen, and a service frozen with SIGSTOP (the
-// process-group fallback) whose group is orphaned by svcrun's exit would be
-// sent SIGHUP by the kernel and die.
-func (a *Agent) thawAll() {
-	if a.engine == nil {
-		return
-	}
-	for _, s := range a.engine.Status().Services {
-		if s.Frozen {
-			a.exec.Thaw(s.Target)
-			a.log.Info("thawed before exit", "subject", s.Name)
-		}
-	}
-}
-
-// stopAll disables every module so the engine stops their services, and
-// steps until they are stopped or the grace is over. A stop may take its
-// spec timeout (120 s), longer than the grace: a service not stopped when
-// the grace ends gets the escalation of a stop that times out, a kill of
-// its process container, so that none is left running.
-func (a *Agent) stopAll() {
-	var specs []engine.ModuleSpec
-	for _, s := range a.specs() {
-		s.Enabled = false
-		specs = append(specs, s)
-	}
-	if err := a.driver.Step(engine.Reload{Modules: specs, Reason: "svcrun is stopping (--stop-services-on-exit)"}); err != nil {
-		a.log.Error("stop services at exit", "error", err)
-		return
-	}
-	a.drain()
-	for _, s := range a.engine.Status().Services {
-		switch {
-		case s.Lifecycle == manifest.Manual, s.State == "stopped":
-		case s.State == "unknown": // not fingerprinted: perhaps not running, perhaps not ours to kill
-			a.log.Warn("not stopped at exit: its state is not known yet", "service", s.Name)
-		default:
-			a.log.Warn("not stopped within the shutdown grace: killing its process container", "service", s.Name, "state", s.State, "grace", a.opts.ShutdownGrace)
-			a.exec.Kill(s.Target)
-		}
-	}
-}
-
 // post hands an event to the loop, unless the agent is stopping.
 func (a *Agent) post(ev engine.Event) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.stopped {
+	a.stop.mu.Lock()
+	defer a.stop.mu.Unlock()
+	if a.stop.stopped {
 		return ErrStopping
 	}
 	a.sched.Post(ev)
 	return nil
 }
-
-// withdraw ends an acquire whose caller gave up: the engine drops the
-// waiting request, or releases the lease if it was admitted meanwhile (its
-// answer then reached nobody). The loop takes no events once svcrun stops,
-// so a withdrawal that comes then waits for shutdown, which steps it before
-// the store closes: otherwise a lease admitted in the loop's last steps
-// would be stored, and held across restarts, for a caller that is gone.
-func (a *Agent) withdraw(id engine.LeaseID) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.settled {
-		a.log.Warn("acquire withdrawn after svcrun stopped: if it was admitted, its lease stays held until released or expired", "lease", id)
-		return
-	}
-	a.withdrawn = append(a.withdrawn, id)
-	if !a.stopped {
-		a.sched.Post(call{fn: a.stepWithdrawals})
-	}
-}
-
-// stepWithdrawals steps the pending withdrawals as releases, on the loop
-// or, once it has ended, in shutdown.
-func (a *Agent) stepWithdrawals() {
-	a.mu.Lock()
-	ids := a.withdrawn
-	a.withdrawn = nil
-	a.mu.Unlock()
-	if a.engine == nil {
-		return
-	}
-	for _, id := range ids {
-		if err := a.step(engine.Release{Lease: id}); err != nil {
-			a.log.Error("withdraw an acquire", "lease", id, "error", err)
-			return
-		}
-	}
-}
-
-// writable refuses a request that needs a write before it reaches the
-// engine, which changes its state before the step is stored: every one
-// once the state file or its log is unlinked (store.ErrUnlinked), and
-// while the data dir is full those that can wait (canWait: a new or
-// renewed lease).
-func (a *Agent) writable(canWait bool) error {
-	if err := a.db.Unlinked(); err != nil {
-		return err
-	}
-	if !canWait {
-		return nil
-	}
-	if err := a.db.Writable(); err != nil {
-		return fmt.Errorf("%w: new and renewed leases are refused until space is freed", err)
-	}
-	return nil
-}
-
-// checkLinked looks whether the state file and its log are still linked
-// where they were opened, and logs at ERROR the first time they are not.
-// Nothing else changes: the loop goes on (its writes reach files nobody
-// reads again, harmlessly), the services run on, and writable refuses
-// requests from then on.
-func (a *Agent) checkLinked() {
-	if a.db.Unlinked() != nil {
-		return
-	}
-	if err := a.db.CheckLinked(); err != nil {
-		a.log.Error("data dir: every request that needs a write is refused; running services are left alone", "error", err)
-	}
-}
-
-// ErrStopping, errdefs.ErrStopping, is returned to requests that arrive
-// while svcrun stops.
-var ErrStopping = errdefs.ErrStopping
 
 // onLoop runs fn on the loop and waits for it. Once posted, fn runs (or
 // the agent stops): the caller waits for that rather than for ctx, so that
@@ -725,7 +474,7 @@ var ErrStopping = errdefs.ErrStopping
 // results after it returned. A loop step is short.
 func (a *Agent) onLoop(_ context.Context, fn func()) error {
 	done := make(chan struct{})
-	if err := a.post(call{fn: func() { fn(); close(done) }}); err != nil {
+	if err := a.post(loopFn{fn: func() { fn(); close(done) }}); err != nil {
 		return err
 	}
 	select {
@@ -779,120 +528,12 @@ func (a *Agent) answer(now time.Time, f engine.Effect) {
 	a.publish(now, f)
 	if d, ok := f.(engine.ReapDone); ok {
 		for _, t := range d.Tickets {
-			a.deliver(engine.LeaseID(t), f)
+			a.deliver(reapKey(t), f)
 		}
 		return
 	}
 	if id := engine.LeaseOf(f); id != "" {
-		a.deliver(id, f)
-	}
-}
-
-// deliver hands an answer to the first waiter of id that expects its kind.
-func (a *Agent) deliver(id engine.LeaseID, f engine.Effect) {
-	// The first waiter of the lease that expects this kind of answer
-	// gets it: a Renew queued behind a TTL expiry must not take the
-	// Expired, it gets its own "unknown lease".
-	a.mu.Lock()
-	ws := a.waiters[id]
-	var to waiter
-	for i, w := range ws {
-		if w.accepts(f) {
-			to = w
-			a.waiters[id] = append(ws[:i:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(a.waiters[id]) == 0 {
-		delete(a.waiters, id)
-	}
-	a.mu.Unlock()
-	if to.ch == nil {
-		return
-	}
-	a.snaps.answered = true
-	r := reply{f: f}
-	if to.acquire {
-		// What the lease depends on as it was admitted: the engine is as
-		// this stored step left it.
-		switch f := f.(type) {
-		case engine.Admitted:
-			r.uses, r.probes = a.engine.StatusOf(f.Services, to.caps)
-		case engine.AlreadyHeld:
-			r.uses, r.probes = a.engine.StatusOf(f.Services, to.caps)
-		}
-	}
-	to.ch <- r
-}
-
-// reply is an answer as its waiter gets it; an admission's comes with the
-// services and probes its lease depends on (Grant.Uses, Grant.Probes).
-type reply struct {
-	f      engine.Effect
-	uses   []engine.ServiceStatus
-	probes []engine.ProbeStatus
-}
-
-// waiter is a caller waiting for the answer to its request.
-type waiter struct {
-	ch      chan reply
-	accepts func(engine.Effect) bool
-	acquire bool // an Acquire's: withdrawn when svcrun stops before the answer
-	// caps are an Acquire's capabilities, whose probes its grant lists.
-	caps []string
-}
-
-// Answer kinds each request waits for.
-func acquireAnswer(f engine.Effect) bool {
-	switch f.(type) {
-	case engine.Admitted, engine.AlreadyHeld, engine.Rejected:
-		return true
-	}
-	return false
-}
-
-func renewAnswer(f engine.Effect) bool {
-	switch f.(type) {
-	case engine.Renewed, engine.LeaseUnknown:
-		return true
-	}
-	return false
-}
-
-func reapAnswer(f engine.Effect) bool {
-	_, ok := f.(engine.ReapDone)
-	return ok
-}
-
-func releaseAnswer(f engine.Effect) bool {
-	switch f.(type) {
-	case engine.Released, engine.LeaseUnknown:
-		return true
-	}
-	return false
-}
-
-// wait registers w (its channel made here) for the answer to id.
-func (a *Agent) wait(id engine.LeaseID, w waiter) chan reply {
-	w.ch = make(chan reply, 1)
-	a.mu.Lock()
-	a.waiters[id] = append(a.waiters[id], w)
-	a.mu.Unlock()
-	return w.ch
-}
-
-func (a *Agent) unwait(id engine.LeaseID, ch chan reply) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ws := a.waiters[id]
-	for i, w := range ws {
-		if w.ch == ch {
-			a.waiters[id] = append(ws[:i:i], ws[i+1:]...)
-			break
-		}
-	}
-	if len(a.waiters[id]) == 0 {
-		delete(a.waiters, id)
+		a.deliver(leaseKey(id), f)
 	}
 }
 
@@ -901,170 +542,4 @@ func (a *Agent) unwait(id engine.LeaseID, ch chan reply) {
 func (a *Agent) trace(now time.Time, ev engine.Event, effects []engine.Effect) {
 	a.meters.step(now, ev, effects)
 	a.steps++
-}
-
-// publishStatus publishes the snapshot status and metrics answer from. It
-// runs on the loop once a step is stored, never in the middle of one.
-func (a *Agent) publishStatus(now time.Time) {
-	a.snaps.built.Add(1)
-	a.snaps.last = now
-	st := &Status{
-		Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
-		DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
-		StartedAt: a.started, Steps: a.steps,
-		Containers:  "process groups (cgroup containers disabled)",
-		SandboxHost: a.sandboxHost, SandboxMissing: a.sandboxMissing,
-	}
-	if a.containers != nil {
-		st.Containers = a.containers.Support().String()
-	}
-	a.snaps.store(st)
-}
-
-// storeGate is the driver's store: it writes to a.persist, watched by
-// a.storeWatch.
-type storeGate struct{ a *Agent }
-
-func (g storeGate) Apply(batch []engine.Effect) error {
-	w := g.a.storeWatch()
-	g.a.writeBegins(w, len(batch))
-	measured := g.a.meters.storeWrite(g.a.opts.Clock.Now(), g.a.opts.Clock.Now)
-	err := g.a.persist.Apply(batch)
-	measured()
-	g.a.writeEnds(w)
-	return err
-}
-
-// writeWatch watches the loop's writes of one kind (the store's, the
-// journal's), which may wait for a stalled disk: it logs at ERROR once a
-// write has waited a.slowWrite (it may wait forever) and, at its end, its
-// duration if it took that long. With limit, a stall is logged at most
-// once a journalLogEvery (its duration only if its wait was). One timer,
-// made at the first write and reset at each: there are two writes at
-// every step, and a timer with its closures for each was a tenth of an
-// API round trip's allocations.
-type writeWatch struct {
-	what  string
-	limit *atomic.Int64
-	// where gives the attributes of its lines, for a write of effects.
-	where func(effects int) []any
-	timer *clock.Timer
-
-	mu sync.Mutex
-	// n is the write in progress (a.snaps' number), 0 between writes;
-	// logged is set once its wait is logged.
-	n       uint64
-	effects int
-	start   time.Time
-	logged  bool
-}
-
-func (a *Agent) storeWatch() *writeWatch {
-	if a.storeW == nil {
-		a.storeW = &writeWatch{what: "store write", where: func(effects int) []any {
-			return []any{"state_file", a.db.Path(), "effects", effects}
-		}}
-	}
-	return a.storeW
-}
-
-func (a *Agent) journalWatch() *writeWatch {
-	if a.jourW == nil {
-		a.jourW = &writeWatch{what: "journal write", limit: &a.jourSlow, where: func(int) []any {
-			return []any{"journal", a.jour.dir}
-		}}
-	}
-	return a.jourW
-}
-
-// writeBegins starts watching a write of w's kind.
-func (a *Agent) writeBegins(w *writeWatch, effects int) {
-	n, start := a.snaps.writeBegins(), a.opts.Clock.Now()
-	w.mu.Lock()
-	w.n, w.effects, w.start, w.logged = n, effects, start, false
-	w.mu.Unlock()
-	if w.timer == nil {
-		w.timer = a.opts.Clock.AfterFunc(a.slowWrite, func() { a.writeWaited(w) })
-	} else {
-		w.timer.Reset(a.slowWrite)
-	}
-}
-
-// writeWaited runs when w's timer fires: the write in progress has waited
-// a.slowWrite, unless the fire is a late one of an earlier write.
-func (a *Agent) writeWaited(w *writeWatch) {
-	w.mu.Lock()
-	n, effects, start := w.n, w.effects, w.start
-	w.mu.Unlock()
-	if n == 0 || a.opts.Clock.Now().Sub(start) < a.slowWrite {
-		return
-	}
-	a.snaps.writeSlow(n) // status and metrics stop waiting for the loop
-	if !w.allow(a.opts.Clock.Now()) {
-		return
-	}
-	w.mu.Lock()
-	if w.n == n {
-		w.logged = true
-	}
-	w.mu.Unlock()
-	a.log.Error(w.what+" waiting for the disk: status and metrics answer from the last snapshot published meanwhile (every answered step, others up to a second behind)", append([]any{"waited", a.slowWrite}, w.where(effects)...)...)
-}
-
-// writeEnds ends the watch of w's write in progress.
-func (a *Agent) writeEnds(w *writeWatch) {
-	w.timer.Stop()
-	w.mu.Lock()
-	n, effects, start, logged := w.n, w.effects, w.start, w.logged
-	w.n = 0
-	w.mu.Unlock()
-	a.snaps.writeEnds(n)
-	now := a.opts.Clock.Now()
-	if took := now.Sub(start); took >= a.slowWrite && (logged || w.allow(now)) {
-		a.log.Error("slow "+w.what, append([]any{"took", took}, w.where(effects)...)...)
-	}
-}
-
-// allow says whether a line about a stall may be logged at now.
-func (w *writeWatch) allow(now time.Time) bool {
-	if w.limit == nil {
-		return true
-	}
-	last := w.limit.Load()
-	return (last == 0 || now.UnixNano()-last >= int64(journalLogEvery)) && w.limit.CompareAndSwap(last, now.UnixNano())
-}
-
-// journalFailed logs a failure of the journal at most once a
-// journalLogEvery, with the number of failures since the last line.
-func (a *Agent) journalFailed(now time.Time, err error) {
-	a.jourFails++
-	a.jourDown = true
-	if !a.jourLogged.IsZero() && now.Sub(a.jourLogged) < journalLogEvery {
-		return
-	}
-	a.log.Warn("journal: steps are not journaled", "error", err, "failures", a.jourFails, "next_report_in", journalLogEvery)
-	a.jourLogged, a.jourFails = now, 0
-}
-
-// record journals a step and logs its decisions.
-func (a *Agent) record(now time.Time, ev engine.Event, effects []engine.Effect) {
-	a.logDecisions(effects)
-	// Every step reaches the file (not the disk) before the next one: a
-	// journal that lags would miss the last steps before a kill -9, when
-	// it is needed most. The write is off the answers' path.
-	w := a.journalWatch()
-	a.writeBegins(w, 0)
-	jerr := a.jour.Write(now, ev, effects, a.stepRecords)
-	a.stepRecords = a.stepRecords[:0]
-	if jerr == nil {
-		jerr = a.jour.Flush()
-	}
-	a.writeEnds(w)
-	switch {
-	case jerr != nil:
-		a.journalFailed(now, jerr)
-	case a.jourDown && now.Sub(a.jourLogged) >= journalLogEvery: // at most a line a minute, this one too
-		a.log.Info("journal: journaling again", "failures", a.jourFails)
-		a.jourLogged, a.jourFails, a.jourDown = now, 0, false
-	}
 }

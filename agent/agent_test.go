@@ -57,7 +57,8 @@ type running struct {
 
 func start(t *testing.T, cfg string, stopServices bool) *running {
 	t.Helper()
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices, NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), StopServicesOnExit: stopServices, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,9 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "j1", Requirements: engine.Requirements{Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}}, Wait: 20 * time.Second})
+	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "j1",
+		Requirements: engine.Requirements{Capabilities: []string{"kv"},
+			Pools: map[string]int64{"kv-slots": 1}}, Wait: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -109,7 +112,9 @@ func TestLeaseAdoptionAndStop(t *testing.T) {
 	}
 	// A request beyond the pool's capacity (2 slots from the settings) waits
 	// and is rejected with the reason.
-	_, err = r.a.Acquire(ctx, AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"kv-slots": 2}}, Wait: 500 * time.Millisecond})
+	_, err = r.a.Acquire(ctx,
+		AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"kv-slots": 2}},
+			Wait: 500 * time.Millisecond})
 	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
 		t.Fatalf("oversized request: %v", err)
@@ -168,14 +173,16 @@ func TestRequireSandbox(t *testing.T) {
 	}
 	cfg := testConfig(t)
 	data, _ := os.ReadFile(cfg)
-	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `sandbox = "best_effort"`, `sandbox = "require"`, 1)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(strings.Replace(string(data), `sandbox = "best_effort"`,
+		`sandbox = "require"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := start(t, cfg, true)
 	defer r.stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := r.a.Acquire(ctx, AcquireRequest{Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
+	_, err := r.a.Acquire(ctx,
+		AcquireRequest{Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 3 * time.Second})
 	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) {
 		t.Fatalf("an op ran without its whole sandbox: %v", err)

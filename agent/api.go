@@ -59,61 +59,57 @@ func (a *Agent) Acquire(ctx context.Context, req AcquireRequest) (Grant, error) 
 	if req.Attempt == "" {
 		req.Attempt = ids.Attempt()
 	}
-	ch := a.wait(id, waiter{accepts: acquireAnswer, acquire: true, caps: req.Capabilities})
-	err := a.post(engine.Acquire{Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements, Wait: req.Wait, TTL: req.TTL})
+	ev := engine.Acquire{
+		Lease: id, Job: req.Job, Attempt: req.Attempt, Requirements: req.Requirements,
+		Wait: req.Wait, TTL: req.TTL,
+	}
+	// The answer arrives here from the loop: the step that decides it
+	// hands it to the driver's Answer hook (answer), whose deliver sends
+	// it to this call's waiter, with what the lease uses as it was
+	// admitted.
+	r, err := a.call(ctx, leaseKey(id), ev, acquireAnswer)
 	if err != nil {
-		a.unwait(id, ch)
+		if errors.Is(err, ctx.Err()) { // posted, and nobody waits for it now
+			a.withdraw(id)
+		}
 		return Grant{}, err
 	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return Grant{}, ErrStopping
+	switch f := r.f.(type) {
+	case engine.Admitted:
+		g := Grant{
+			Lease: id, Attempt: req.Attempt, Services: f.Services, NodeID: a.cfg.NodeID,
+			Uses: r.uses, Probes: r.probes,
 		}
-		switch f := r.f.(type) {
-		case engine.Admitted:
-			g := Grant{Lease: id, Attempt: req.Attempt, Services: f.Services, NodeID: a.cfg.NodeID, Uses: r.uses, Probes: r.probes}
-			if req.TTL > 0 {
-				g.Expires = a.opts.Clock.Now().Add(req.TTL)
-			}
-			return g, nil
-		case engine.AlreadyHeld:
-			return Grant{Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires, NodeID: a.cfg.NodeID, Uses: r.uses, Probes: r.probes}, nil
-		case engine.Rejected:
-			return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
+		if req.TTL > 0 {
+			g.Expires = a.opts.Clock.Now().Add(req.TTL)
 		}
-		return Grant{}, fmt.Errorf("unexpected answer %s", engine.FormatEffect(r.f))
-	case <-ctx.Done():
-		a.unwait(id, ch)
-		a.withdraw(id)
-		return Grant{}, ctx.Err()
+		return g, nil
+	case engine.AlreadyHeld:
+		return Grant{
+			Lease: f.Held, Attempt: req.Attempt, Services: f.Services, Expires: f.Expires, NodeID: a.cfg.NodeID,
+			Uses: r.uses, Probes: r.probes,
+		}, nil
+	case engine.Rejected:
+		return Grant{}, &errdefs.RejectedError{Reason: f.Reason}
 	}
+	return Grant{}, fmt.Errorf("acquire %s: unexpected answer %s", id, engine.FormatEffect(r.f))
 }
 
-// leaseCall posts a renew or release and waits for its answer.
-func (a *Agent) leaseCall(ctx context.Context, id engine.LeaseID, ev engine.Event, accepts func(engine.Effect) bool) (engine.Effect, error) {
-	ch := a.wait(id, waiter{accepts: accepts})
-	if err := a.post(ev); err != nil {
-		a.unwait(id, ch)
+// leaseCall posts a renew or release and waits for its answer; an unknown
+// lease is an error.
+func (a *Agent) leaseCall(ctx context.Context, id engine.LeaseID, ev engine.Event,
+	accepts func(engine.Effect) bool) (engine.Effect, error) {
+	r, err := a.call(ctx, leaseKey(id), ev, accepts)
+	if err != nil {
 		return nil, err
 	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return nil, ErrStopping
+	if u, unknown := r.f.(engine.LeaseUnknown); unknown {
+		if u.Reason != "" {
+			return nil, &errdefs.LeaseEndedError{Reason: u.Reason}
 		}
-		f := r.f
-		if u, unknown := f.(engine.LeaseUnknown); unknown {
-			if u.Reason != "" {
-				return nil, &errdefs.LeaseEndedError{Reason: u.Reason}
-			}
-			return nil, errdefs.ErrUnknownLease
-		}
-		return f, nil
-	case <-ctx.Done():
-		a.unwait(id, ch)
-		return nil, ctx.Err()
+		return nil, errdefs.ErrUnknownLease
 	}
+	return r.f, nil
 }
 
 // Renew extends a lease's TTL and returns its new expiry (zero: no TTL).
@@ -182,7 +178,8 @@ func (a *Agent) Status(ctx context.Context) (Status, error) {
 	// idle node: "ago" and "in" are computed from when status is asked.
 	st.Now = a.opts.Clock.Now()
 	// Callers may sort or change what they get; the snapshot is shared.
-	st.Services, st.Probes, st.Leases, st.Pools = slices.Clone(st.Services), slices.Clone(st.Probes), slices.Clone(st.Leases), slices.Clone(st.Pools)
+	st.Services, st.Probes = slices.Clone(st.Services), slices.Clone(st.Probes)
+	st.Leases, st.Pools = slices.Clone(st.Leases), slices.Clone(st.Pools)
 	st.ContainerModes = map[string]string{}
 	for _, s := range st.Services {
 		st.ContainerModes[s.Name] = a.exec.ContainerMode(s.Name)
@@ -212,33 +209,19 @@ func (a *Agent) Reap(ctx context.Context) (engine.ReapDone, error) {
 		return engine.ReapDone{}, err
 	}
 	ticket := ids.New("reap-")
-	ch := a.wait(engine.LeaseID(ticket), waiter{accepts: reapAnswer})
-	if err := a.post(engine.ReapNow{Ticket: ticket}); err != nil {
-		a.unwait(engine.LeaseID(ticket), ch)
+	r, err := a.call(ctx, reapKey(ticket), engine.ReapNow{Ticket: ticket}, reapAnswer)
+	if err != nil {
 		return engine.ReapDone{}, err
 	}
-	select {
-	case r, ok := <-ch:
-		if !ok {
-			return engine.ReapDone{}, ErrStopping
-		}
-		return r.f.(engine.ReapDone), nil
-	case <-ctx.Done():
-		a.unwait(engine.LeaseID(ticket), ch)
-		return engine.ReapDone{}, ctx.Err()
-	}
+	return r.f.(engine.ReapDone), nil
 }
 
 // Reset clears a service's failures and unhealthy mark.
-func (a *Agent) Reset(ctx context.Context, service string) error {
+func (a *Agent) Reset(ctx context.Context, t engine.Target) error {
 	if err := a.writable(false); err != nil {
 		return err
 	}
-	if err := a.knownService(ctx, service); err != nil {
-		return err
-	}
-	t, err := engine.ServiceTarget(service)
-	if err != nil {
+	if err := a.knownService(ctx, t); err != nil {
 		return err
 	}
 	return a.post(engine.Reset{Service: t})
@@ -250,14 +233,10 @@ type Process struct {
 	Command string // /proc/PID/comm, "" once it is gone
 }
 
-// Processes lists the living processes in service's container (its cgroup,
-// or its process groups in the fallback), for `svcrun status NAME`.
-func (a *Agent) Processes(ctx context.Context, service string) ([]Process, error) {
-	if err := a.knownService(ctx, service); err != nil {
-		return nil, err
-	}
-	t, err := engine.ServiceTarget(service)
-	if err != nil {
+// Processes lists the living processes in service t's container (its
+// cgroup, or its process groups in the fallback), for `svcrun status NAME`.
+func (a *Agent) Processes(ctx context.Context, t engine.Target) ([]Process, error) {
+	if err := a.knownService(ctx, t); err != nil {
 		return nil, err
 	}
 	var out []Process
@@ -268,19 +247,17 @@ func (a *Agent) Processes(ctx context.Context, service string) ([]Process, error
 	return out, nil
 }
 
-func (a *Agent) knownService(ctx context.Context, name string) error {
-	st, err := a.Status(ctx)
+// knownService refuses a service the engine does not have, looked up in
+// the published snapshot (see Status.service).
+func (a *Agent) knownService(ctx context.Context, t engine.Target) error {
+	st, err := a.current(ctx)
 	if err != nil {
 		return err
 	}
-	var names []string
-	for _, s := range st.Services {
-		if s.Name == name {
-			return nil
-		}
-		names = append(names, s.Name)
+	if _, ok := st.service(t); ok {
+		return nil
 	}
-	return &errdefs.NotFoundError{Kind: "service", Name: name, Known: names}
+	return &errdefs.NotFoundError{Kind: "service", Name: t.String(), Known: st.serviceNames()}
 }
 
 // SetModuleEnabled enables or disables a module until the next reload or
@@ -345,7 +322,8 @@ func (a *Agent) Reload(ctx context.Context) (notes []string, err error) {
 	case err != nil:
 		a.log.Error("reload refused: the running configuration stays", "file", a.file, "errors", errorLines(err))
 		a.publishOutside(Record{At: a.opts.Clock.Now(), Kind: RecordReloadRefused,
-			Text: fmt.Sprintf("reload of %s refused, the running configuration stays: %s", a.file, strings.Join(errorLines(err), "; "))})
+			Text: fmt.Sprintf("reload of %s refused, the running configuration stays: %s", a.file,
+				strings.Join(errorLines(err), "; "))})
 	default:
 		for _, n := range notes {
 			a.log.Warn("reload: takes effect at the next start", "setting", n)
@@ -417,7 +395,8 @@ func needsRestart(old, cur *nodeconfig.Config) error {
 	if len(changed) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s changes %s: %w; the reload changed nothing", cur.File, strings.Join(changed, ", "), ErrNeedsRestart)
+	return fmt.Errorf("%s changes %s: %w; the reload changed nothing", cur.File,
+		strings.Join(changed, ", "), ErrNeedsRestart)
 }
 
 func quoteOrUnset(v string) string {
@@ -463,7 +442,8 @@ func (a *Agent) stillStopping(mods []nodeconfig.LoadedModule) []nodeconfig.Loade
 // refuseRemovingAll refuses a new configuration without modules while the
 // running one has modules enabled. Disabling them first (enabled = false)
 // stops them on purpose; a later reload may then drop them.
-func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config, mods []nodeconfig.LoadedModule) error {
+func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config,
+	mods []nodeconfig.LoadedModule) error {
 	if len(mods) > 0 {
 		return nil
 	}
@@ -476,7 +456,8 @@ func refuseRemovingAll(oldMods []nodeconfig.LoadedModule, cur *nodeconfig.Config
 	if len(enabled) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s lists no modules: %w (%s); to stop them all on purpose, keep them in the file with enabled = false and reload, then remove them",
+	return fmt.Errorf("%s lists no modules: %w (%s); to stop them all on purpose, keep them in "+
+		"the file with enabled = false and reload, then remove them",
 		cur.File, ErrRemovesEveryModule, strings.Join(enabled, ", "))
 }
 

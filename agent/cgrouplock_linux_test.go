@@ -29,11 +29,13 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 	first := newE2E(t, e2eMode{}, nil)
 	first.ctl("ondemand", "pools", `{"od-slots":2}`)
 	first.start() // skips without cgroup v2 containers
-	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}},
+		Wait: 10 * time.Second}
 	first.release(first.mustAcquire(req))
 
 	second := newE2E(t, e2eMode{}, map[string]string{"node_id": strconv.Quote(first.node)})
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: second.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: second.cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err == nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -44,8 +46,10 @@ func TestSecondSvcrunOfANodeRefused(t *testing.T) {
 		t.Fatalf("Open: %v, want cgroup.ErrInUse", err)
 	}
 	base := first.r.a.containers.Base()
-	prefix := fmt.Sprintf("%s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d", second.cfg, first.node, base, os.Getpid())
-	if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, "): give this svcrun its own node_id") {
+	prefix := fmt.Sprintf("%s: the process containers of node_id %s (%s) are in use by another svcrun (pid %d", second.cfg,
+		first.node, base, os.Getpid())
+	if msg := err.Error(); !strings.HasPrefix(msg, prefix) ||
+		!strings.HasSuffix(msg, "): give this svcrun its own node_id") {
 		t.Errorf("Open:\n%s\nwant it to start with\n%s", msg, prefix)
 	}
 	t.Log(err)
@@ -69,9 +73,12 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	e.logTo = &logged
 	e.ctl("ondemand", "pools", `{"od-slots":2}`)
 	e.start() // skips without cgroup v2 containers
-	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}},
+		Wait: 10 * time.Second}
 	e.release(e.mustAcquire(req))
-	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool {
+		return svc(st, "ondemand").State == "stopped"
+	})
 	dir := filepath.Join(e.r.a.containers.Base(), "e2e", "ondemand")
 	eventually(t, "the stopped service's container empties", func() bool {
 		data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -90,7 +97,8 @@ func TestContainerRemovedUnderAService(t *testing.T) {
 	if !e.contained("ondemand") {
 		t.Errorf("container mode %q", e.status().ContainerModes["e2e/ondemand"])
 	}
-	want := fmt.Sprintf("the process container %s of e2e/ondemand was removed (by another svcrun with the same node_id?): re-created", dir)
+	want := fmt.Sprintf("the process container %s of e2e/ondemand was removed (by another "+
+		"svcrun with the same node_id?): re-created", dir)
 	if log := logged.String(); strings.Count(log, want) != 1 {
 		t.Errorf("want one WARN %q in the log:\n%s", want, log)
 	}

@@ -91,7 +91,8 @@ func TestReviewOnLoopAfterStopHangs(t *testing.T) {
 func TestReviewRenewGetsExpired(t *testing.T) {
 	mc := clock.NewMock()
 	mc.Set(time.Now())
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, Clock: mc})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, Clock: mc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,8 @@ func TestWithdrawWhileStopping(t *testing.T) {
 	newExec := func(c executor.Config, p func(engine.Event)) (Executor, error) {
 		return holdOps(armed, held, &post)(c, p)
 	}
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +175,8 @@ func TestStatusTimesAreAsOfTheAsking(t *testing.T) {
 	mc := clock.NewMock()
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	mc.Set(t0)
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, Clock: mc})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t),
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, Clock: mc})
 	if err != nil {
 		t.Fatal(err)
 	}

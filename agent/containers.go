@@ -113,7 +113,8 @@ func (a *Agent) leasesEnded(effects []engine.Effect) {
 }
 
 // ErrNoBroker is a container call on a node whose broker is not enabled.
-var ErrNoBroker = fmt.Errorf("%w: this node offers no containers: the container broker is not enabled ([containers].enabled in svcrun's configuration)", errdefs.ErrNotFound)
+var ErrNoBroker = fmt.Errorf("%w: this node offers no containers: the container broker is not "+
+	"enabled ([containers].enabled in svcrun's configuration)", errdefs.ErrNotFound)
 
 // containerLease is the broker's view of admitted lease id: the API's
 // container calls prove their lease by its id, as renew and release do.
@@ -125,20 +126,20 @@ func (a *Agent) containerLease(ctx context.Context, id engine.LeaseID) (*broker.
 	if err != nil {
 		return nil, broker.Lease{}, err
 	}
-	for _, l := range st.Leases {
-		if l.ID != id {
-			continue
-		}
-		if !l.Admitted {
-			return nil, broker.Lease{}, &errdefs.ConflictError{Reason: fmt.Sprintf("lease %s is not admitted yet (%s)", id, l.WaitingFor)}
-		}
-		return a.broker, broker.Lease{ID: l.ID, Attempt: l.Attempt, Job: l.Job, Tokens: l.Pools[manifest.ContainersPool]}, nil
+	l, ok := st.lease(id)
+	if !ok {
+		return nil, broker.Lease{}, errdefs.ErrUnknownLease
 	}
-	return nil, broker.Lease{}, errdefs.ErrUnknownLease
+	if !l.Admitted {
+		reason := fmt.Sprintf("lease %s is not admitted yet (%s)", id, l.WaitingFor)
+		return nil, broker.Lease{}, &errdefs.ConflictError{Reason: reason}
+	}
+	return a.broker, broker.Lease{ID: l.ID, Attempt: l.Attempt, Job: l.Job, Tokens: l.Pools[manifest.ContainersPool]}, nil
 }
 
 // CreateContainer creates and starts a container for lease id.
-func (a *Agent) CreateContainer(ctx context.Context, id engine.LeaseID, req broker.CreateRequest) (broker.Container, error) {
+func (a *Agent) CreateContainer(ctx context.Context, id engine.LeaseID,
+	req broker.CreateRequest) (broker.Container, error) {
 	b, l, err := a.containerLease(ctx, id)
 	if err != nil {
 		return broker.Container{}, err
@@ -174,7 +175,8 @@ func (a *Agent) WaitContainer(ctx context.Context, id engine.LeaseID, container 
 }
 
 // ContainerLogs copies one of lease id's containers' output.
-func (a *Agent) ContainerLogs(ctx context.Context, id engine.LeaseID, container string, follow bool, stdout, stderr io.Writer) error {
+func (a *Agent) ContainerLogs(ctx context.Context, id engine.LeaseID, container string, follow bool,
+	stdout, stderr io.Writer) error {
 	b, l, err := a.containerLease(ctx, id)
 	if err != nil {
 		return err
@@ -206,17 +208,21 @@ func (a *Agent) writeContainerMetrics(ctx context.Context, x *expo) {
 		return
 	}
 	s := a.broker.Stats()
-	x.family("svcrun_containers_healthy", "gauge", "1 while the container runtime answers the broker (its last fingerprint).")
+	x.family("svcrun_containers_healthy", "gauge",
+		"1 while the container runtime answers the broker (its last fingerprint).")
 	x.sample("svcrun_containers_healthy", b2f(s.Healthy))
 	x.family("svcrun_containers_capacity", "gauge", "Running containers the broker offers at most ([containers].max).")
 	x.sample("svcrun_containers_capacity", float64(s.Capacity))
 	if n, err := a.broker.Running(ctx); err == nil {
-		x.family("svcrun_containers_running", "gauge", "The broker's containers running on this node, as the runtime lists them.")
+		x.family("svcrun_containers_running", "gauge",
+			"The broker's containers running on this node, as the runtime lists them.")
 		x.sample("svcrun_containers_running", float64(n))
 	}
-	x.family("svcrun_containers_created_total", "counter", "Containers the broker created and started since svcrun started.")
+	x.family("svcrun_containers_created_total", "counter",
+		"Containers the broker created and started since svcrun started.")
 	x.sample("svcrun_containers_created_total", float64(s.Created))
-	x.family("svcrun_containers_oom_killed_total", "counter", "The broker's containers found killed for memory when waited for, since svcrun started.")
+	x.family("svcrun_containers_oom_killed_total", "counter",
+		"The broker's containers found killed for memory when waited for, since svcrun started.")
 	x.sample("svcrun_containers_oom_killed_total", float64(s.OOMKilled))
 	x.family("svcrun_container_pulls_total", "counter", "Image pulls by the broker since svcrun started.")
 	x.sample("svcrun_container_pulls_total", float64(s.Pulls))

@@ -30,7 +30,8 @@ func TestFullDataDir(t *testing.T) {
 	testhost.Tmpfs(t, data, "24m")
 
 	logs := testhost.NewLogLines(t)
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,8 @@ func TestFullDataDir(t *testing.T) {
 	if err := a.WriteMetrics(guard, &m); err != nil || !strings.Contains(m.String(), "svcrun_store_full 1\n") {
 		t.Errorf("metrics while full: %v\n%s", err, m.String())
 	}
-	if n, most := logs.Count("journal: steps are not journaled"), 1+int(time.Since(began)/time.Minute); n == 0 || n > most {
+	if n, most := logs.Count("journal: steps are not journaled"), 1+int(time.Since(began)/time.Minute); n == 0 ||
+		n > most {
 		t.Errorf("%d log lines about the failing journal in %v, want 1 to %d", n, time.Since(began).Round(time.Second), most)
 	}
 
@@ -132,7 +134,8 @@ func TestFrozenDataDir(t *testing.T) {
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("sh", "-c", "truncate -s 64M "+img+" && mkfs.ext4 -q -F "+img+" && mount -o loop "+img+" "+data).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", "-c",
+		"truncate -s 64M "+img+" && mkfs.ext4 -q -F "+img+" && mount -o loop "+img+" "+data).CombinedOutput(); err != nil {
 		testhost.SkipOrFail(t, fmt.Sprintf("an ext4 loop device: %v: %s", err, out))
 	}
 	t.Cleanup(func() { exec.Command("umount", data).Run() })
@@ -147,7 +150,8 @@ func TestFrozenDataDir(t *testing.T) {
 	}
 
 	logs := testhost.NewLogLines(t)
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +166,8 @@ func TestFrozenDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	waits, slows := logs.Count("level=ERROR", "write waiting for the disk"), logs.Count("level=ERROR", `msg="slow `, "write\" took=")
+	waits, slows := logs.Count("level=ERROR",
+		"write waiting for the disk"), logs.Count("level=ERROR", `msg="slow `, "write\" took=")
 	if out, err := exec.Command("fsfreeze", "-f", data).CombinedOutput(); err != nil {
 		testhost.SkipOrFail(t, fmt.Sprintf("fsfreeze: %v: %s", err, out))
 	}

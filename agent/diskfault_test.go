@@ -52,7 +52,8 @@ func (s *stallStore) Apply(batch []engine.Effect) error {
 // waited SlowWrite and with its duration when it ends.
 func TestStatusWhileStoreWriteStalls(t *testing.T) {
 	logs := testhost.NewLogLines(t)
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t),
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,8 @@ func TestStatusWhileStoreWriteStalls(t *testing.T) {
 		t.Fatalf("Status while a write waits: %v", err)
 	}
 	if len(st.Leases) != len(before.Leases) || st.Steps < before.Steps {
-		t.Errorf("status shows the step being written: %d leases (before %d), step %d (before %d)", len(st.Leases), len(before.Leases), st.Steps, before.Steps)
+		t.Errorf("status shows the step being written: %d leases (before %d), step %d (before %d)",
+			len(st.Leases), len(before.Leases), st.Steps, before.Steps)
 	}
 	m, err := answersAtOnce(t, func() (string, error) {
 		var m bytes.Buffer
@@ -155,7 +157,8 @@ func TestJournalFailureIsQuiet(t *testing.T) {
 	j.f = full
 	j.w.Reset(full)
 	logs := testhost.NewLogLines(t)
-	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
+	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite,
+		log: slog.New(slog.NewTextHandler(logs, nil)), jour: j}
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	step := func(i int) {
 		a.record(at.Add(time.Duration(i)*10*time.Millisecond), engine.Doctor{Reason: "r"}, nil)
@@ -199,7 +202,8 @@ func TestWatchedWriteAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite, log: slog.New(slog.DiscardHandler), db: db, persist: nopStore{}, meters: newMeters()}
+	a := &Agent{opts: Options{Clock: clock.New()}, slowWrite: SlowWrite,
+		log: slog.New(slog.DiscardHandler), db: db, persist: nopStore{}, meters: newMeters()}
 	g := storeGate{a}
 	batch := []engine.Effect{engine.DeleteLease{Lease: "lease-1"}}
 	if err := g.Apply(batch); err != nil { // the first write makes the watch's timer
@@ -217,7 +221,8 @@ func TestWatchedWriteAllocations(t *testing.T) {
 func TestLateStallTimerIgnored(t *testing.T) {
 	mock := clock.NewMock()
 	logs := testhost.NewLogLines(t)
-	a := &Agent{opts: Options{Clock: mock}, slowWrite: time.Hour, log: slog.New(slog.NewTextHandler(logs, nil)), persist: nopStore{}, meters: newMeters()}
+	a := &Agent{opts: Options{Clock: mock}, slowWrite: time.Hour,
+		log: slog.New(slog.NewTextHandler(logs, nil)), persist: nopStore{}, meters: newMeters()}
 	w := &writeWatch{what: "test write", where: func(int) []any { return nil }}
 	a.writeBegins(w, 1)
 	a.writeEnds(w)
@@ -228,7 +233,8 @@ func TestLateStallTimerIgnored(t *testing.T) {
 	stalling := a.snaps.stalling
 	a.snaps.mu.Unlock()
 	if stalling || logs.Count("waiting for the disk") > 0 {
-		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)", stalling, logs.Count("waiting for the disk"))
+		t.Fatalf("a late fire marked the write that had just begun stalled (stalling %v, %d lines)",
+			stalling, logs.Count("waiting for the disk"))
 	}
 	mock.Add(time.Hour) // the second write's own fire
 	logs.WaitFor("level=ERROR", "test write waiting for the disk")

@@ -9,8 +9,9 @@ package agent
 // and data dir, calls the agent directly (no socket), and waits for what it
 // expects by polling Status (or the files the script writes, or the event
 // stream), with only a generous failure guard (e2eGuard): the rules' own
-// times are checked as lower bounds, which a loaded machine cannot break. Periods are short (status 0.2 s, fingerprint 0.5 s, reap 0.5 s)
-// so that the whole file runs in under a minute.
+// times are checked as lower bounds, which a loaded machine cannot break.
+// Periods are short (status 0.2 s, fingerprint 0.5 s, reap 0.5 s) so that
+// the whole file runs in under a minute.
 //
 // Every case runs twice: with the cgroup v2 process containers svcrun uses
 // where it can (cgroup/), and with the process-group fallback
@@ -197,7 +198,9 @@ func (e *e2e) start() {
 	if e.logTo != nil {
 		logTo = io.MultiWriter(logTo, e.logTo)
 	}
-	opts := Options{ConfigPath: e.cfg, PressureFile: noPressure, Logger: slog.New(slog.NewTextHandler(logTo, nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
+	opts := Options{ConfigPath: e.cfg, PressureFile: noPressure,
+		Logger: slog.New(slog.NewTextHandler(logTo,
+			nil)), StopServicesOnExit: true, NoContainers: e.mode.noContainers, ShutdownGrace: e.shutdownGrace}
 	if e.stopTimeout > 0 {
 		opts.NewExecutor = func(c executor.Config, post func(engine.Event)) (Executor, error) {
 			x, err := executor.New(c, post)
@@ -246,7 +249,8 @@ func (e *e2e) start() {
 		e.killDaemons()
 	})
 	if !e.mode.noContainers && a.containers.Err() != nil {
-		t.Skipf("no cgroup v2 process containers here (%v): the process_group cases cover svcrun's fallback", a.containers.Err())
+		t.Skipf("no cgroup v2 process containers here (%v): the process_group cases cover svcrun's fallback",
+			a.containers.Err())
 	}
 }
 
@@ -290,7 +294,8 @@ func (e *e2e) hand(svc, op string) {
 	e.t.Helper()
 	cmd := exec.Command(filepath.Join(e.bundle, "bin", "svc"), op)
 	cmd.Dir = e.bundle
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "OARBANK_MODULE_DATA=" + e.mdata, "OARBANK_SERVICE=" + svc, "E2E_BY=hand"}
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "OARBANK_MODULE_DATA=" + e.mdata,
+		"OARBANK_SERVICE=" + svc, "E2E_BY=hand"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		e.t.Fatalf("%s %s by hand: %v\n%s", svc, op, err, out)
 	}
@@ -344,7 +349,8 @@ func (e *e2e) waitFor(what string, cond func(Status) bool) Status {
 			return st
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("not within %v: %s\nservices: %+v\nprobes: %+v\nleases: %+v", e2eGuard, what, st.Services, st.Probes, st.Leases)
+			e.t.Fatalf("not within %v: %s\nservices: %+v\nprobes: %+v\nleases: %+v", e2eGuard, what,
+				st.Services, st.Probes, st.Leases)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -720,7 +726,8 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	e := newE2E(t, mode, nil)
 	e.ctl("ondemand", "pools", `{"od-slots":2}`)
 	e.start()
-	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}}, Wait: 10 * time.Second}
+	req := AcquireRequest{Requirements: engine.Requirements{Pools: map[string]int64{"od-slots": 1}},
+		Wait: 10 * time.Second}
 
 	g1 := e.mustAcquire(req)
 	if n := e.count("ondemand", "start"); n != 1 {
@@ -734,11 +741,14 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	}
 	// A referenced service is never stopped: one lease still holds it.
 	e.release(g1)
-	never(t, "stopped while a lease still holds it", 1300*time.Millisecond, func() bool { return e.count("ondemand", "stop") > 0 })
+	never(t, "stopped while a lease still holds it", 1300*time.Millisecond,
+		func() bool { return e.count("ondemand", "stop") > 0 })
 
 	rel := time.Now()
 	e.release(g2)
-	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool { return svc(st, "ondemand").State == "stopped" })
+	e.waitFor("ondemand stopped after its idle timeout", func(st Status) bool {
+		return svc(st, "ondemand").State == "stopped"
+	})
 	stops := e.ops("ondemand", "stop")
 	if len(stops) != 1 {
 		t.Fatalf("%d stops, want 1", len(stops))
@@ -755,12 +765,14 @@ func e2eOnDemand(t *testing.T, mode e2eMode) {
 	}
 	rel = time.Now()
 	e.release(g3)
-	never(t, "stopped within the idle window", 400*time.Millisecond, func() bool { return e.count("ondemand", "stop") > 1 })
+	never(t, "stopped within the idle window", 400*time.Millisecond,
+		func() bool { return e.count("ondemand", "stop") > 1 })
 	g4 := e.mustAcquire(req)
 	if n := e.count("ondemand", "start"); n != 2 {
 		t.Fatalf("a lease on a ready service started it again: %d starts", n)
 	}
-	never(t, "stopped although a lease came within the idle window", time.Until(rel.Add(1800*time.Millisecond)), func() bool { return e.count("ondemand", "stop") > 1 })
+	never(t, "stopped although a lease came within the idle window",
+		time.Until(rel.Add(1800*time.Millisecond)), func() bool { return e.count("ondemand", "stop") > 1 })
 	if s := svc(e.status(), "ondemand"); !s.Ready || s.Refs != 1 {
 		t.Fatalf("after the idle window: %+v", s)
 	}
@@ -877,7 +889,8 @@ func e2eReadinessGate(t *testing.T, mode e2eMode) {
 	if notReady == 0 {
 		t.Logf("no ready op ran before the gate opened (a loaded machine?): %+v", e.calls("gated"))
 	}
-	t.Logf("ready polls before the gate opened: %d; admitted %v after ready", notReady, rec.At.Sub(ready).Round(time.Microsecond))
+	t.Logf("ready polls before the gate opened: %d; admitted %v after ready", notReady,
+		rec.At.Sub(ready).Round(time.Microsecond))
 	e.release(g)
 }
 
@@ -921,15 +934,18 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 	if !until[1].After(until[0]) {
 		t.Errorf("backoff deadlines not increasing: %v", until)
 	}
-	if len(e.records("e2e/flaky: failure 3/3")) != 1 || len(e.records("unhealthy: capabilities and pools withdrawn")) != 1 {
+	if len(e.records("e2e/flaky: failure 3/3")) != 1 ||
+		len(e.records("unhealthy: capabilities and pools withdrawn")) != 1 {
 		t.Errorf("no unhealthy note at failure 3/3")
 	}
 	starts := e.ops("flaky", "start")
 	if len(starts) != 3 {
 		t.Fatalf("%d starts, want 3", len(starts))
 	}
-	within(t, "start 1 to start 2 (backoff 0.2 s)", starts[1].At.Sub(starts[0].At), 200*time.Millisecond, 900*time.Millisecond)
-	within(t, "start 2 to start 3 (backoff 0.4 s)", starts[2].At.Sub(starts[1].At), 400*time.Millisecond, 1100*time.Millisecond)
+	within(t, "start 1 to start 2 (backoff 0.2 s)", starts[1].At.Sub(starts[0].At),
+		200*time.Millisecond, 900*time.Millisecond)
+	within(t, "start 2 to start 3 (backoff 0.4 s)", starts[2].At.Sub(starts[1].At),
+		400*time.Millisecond, 1100*time.Millisecond)
 
 	// Unhealthy: rejected at once however long the request would wait,
 	// and no start is tried.
@@ -943,7 +959,7 @@ func e2eBackoff(t *testing.T, mode e2eMode) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := e.r.a.Reset(ctx, "e2e/flaky"); err != nil {
+	if err := e.r.a.Reset(ctx, engine.Target{Module: "e2e", Name: "flaky"}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("flaky reset", func(st Status) bool {
@@ -970,7 +986,8 @@ func e2eCrash(t *testing.T, mode e2eMode) {
 		t.Fatal(err)
 	}
 	rec := e.waitRecord("e2e/crashy: failure 1/3: crashed")
-	within(t, "crash detection ("+rec.Text[strings.Index(rec.Text, "crashed"):strings.Index(rec.Text, ";")]+")", rec.At.Sub(killed), 0, time.Second)
+	within(t, "crash detection ("+rec.Text[strings.Index(rec.Text,
+		"crashed"):strings.Index(rec.Text, ";")]+")", rec.At.Sub(killed), 0, time.Second)
 	if e.contained("crashy") && !strings.Contains(rec.Text, "process container emptied") {
 		// docs/decisions.md, Agent rules: where the platform can tell, the emptying of the
 		// process container is an event, seen at once.
@@ -1064,7 +1081,8 @@ func e2eReaping(t *testing.T, mode e2eMode) {
 	// --force comes after 3 reap periods of time as an orphan, not after
 	// 3 listings: a round whose ops take longer than the 0.5 s period
 	// leaves fewer listings before it, but at least the first is plain.
-	if n := len(stubborn); n < 2 || stubborn[n-1] != "stubborn-1+force" || slices.Contains(stubborn[:n-1], "stubborn-1+force") {
+	if n := len(stubborn); n < 2 || stubborn[n-1] != "stubborn-1+force" ||
+		slices.Contains(stubborn[:n-1], "stubborn-1+force") {
 		t.Errorf("destroys of stubborn-1: %q, want plain ones, then one with --force", stubborn)
 	}
 	for _, o := range objects {
@@ -1361,11 +1379,14 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 		t.Errorf("the stop began at %v, got SIGTERM at %v and was escalated at %v: want them in that order",
 			stops[0].At.Format(time.StampMicro), term.Format(time.StampMicro), rec.At.Format(time.StampMicro))
 	}
-	within(t, "the stop's handover to its SIGTERM (timeout "+stopTimeout.String()+")", term.Sub(handed[0]), stopTimeout, stopTimeout+time.Second)
-	within(t, "the stop's handover to its escalation (timeout "+stopTimeout.String()+", then grace "+executor.DefaultGrace.String()+", then SIGKILL)",
+	within(t, "the stop's handover to its SIGTERM (timeout "+stopTimeout.String()+")",
+		term.Sub(handed[0]), stopTimeout, stopTimeout+time.Second)
+	within(t, "the stop's handover to its escalation (timeout "+stopTimeout.String()+
+		", then grace "+executor.DefaultGrace.String()+", then SIGKILL)",
 		rec.At.Sub(handed[0]), stopTimeout+executor.DefaultGrace, stopTimeout+executor.DefaultGrace+time.Second)
 	if asked := e.stopAsked.stopsAsked(); len(asked) != 1 || asked[0] != protocol.DefaultTimeout(protocol.OpStop) {
-		t.Errorf("the engine asked for stop timeouts %v, want [%v] (the spec's)", asked, protocol.DefaultTimeout(protocol.OpStop))
+		t.Errorf("the engine asked for stop timeouts %v, want [%v] (the spec's)", asked,
+			protocol.DefaultTimeout(protocol.OpStop))
 	}
 
 	// Stopped, neither failed nor unhealthy; nothing of it is left.
@@ -1389,7 +1410,8 @@ func e2eStopTimeout(t *testing.T, mode e2eMode) {
 	pid2 := e.pid("hangstop")
 	e.checkContained("hangstop", pid2)
 	if s := svc(e.status(), "hangstop"); !s.Ready || pid2 == pid || !alive(pid2) || e.count("hangstop", "start") != 2 {
-		t.Fatalf("the lease after the escalation: %+v, daemon %d (was %d) alive %v, %d starts", s, pid2, pid, alive(pid2), e.count("hangstop", "start"))
+		t.Fatalf("the lease after the escalation: %+v, daemon %d (was %d) alive %v, %d starts", s,
+			pid2, pid, alive(pid2), e.count("hangstop", "start"))
 	}
 	e.release(g)
 	e.waitFor("hangstop stopped again", func(st Status) bool { return svc(st, "hangstop").State == "stopped" })
@@ -1412,7 +1434,8 @@ func e2eStopAtExitPastGrace(t *testing.T, mode e2eMode) {
 	e.shutdownGrace = grace
 	e.ctl("hangstop", "hang_stop", "")
 	e.start()
-	e.mustAcquire(AcquireRequest{Requirements: caps("cap-hangstop"), Wait: 10 * time.Second}) // held: only the exit stops it
+	// held: only the exit stops it
+	e.mustAcquire(AcquireRequest{Requirements: caps("cap-hangstop"), Wait: 10 * time.Second})
 	pid := e.pid("hangstop")
 	e.checkContained("hangstop", pid)
 	contained := e.contained("hangstop")
@@ -1475,7 +1498,7 @@ func BenchmarkCrashToRestart(b *testing.B) {
 		b.StopTimer()
 		lat = append(lat, rec.At.Sub(killed))
 		e.waitFor("crashy restarted", func(st Status) bool { return svc(st, "crashy").Ready })
-		if err := e.r.a.Reset(ctx, "e2e/crashy"); err != nil {
+		if err := e.r.a.Reset(ctx, engine.Target{Module: "e2e", Name: "crashy"}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -1531,7 +1554,8 @@ func e2eModuleRemoved(t *testing.T, mode e2eMode) {
 	defer cancel()
 
 	writeCfg(node)
-	if _, err := e.r.a.Reload(ctx); !errors.Is(err, ErrRemovesEveryModule) || !strings.Contains(err.Error(), "enabled = false") {
+	if _, err := e.r.a.Reload(ctx); !errors.Is(err, ErrRemovesEveryModule) ||
+		!strings.Contains(err.Error(), "enabled = false") {
 		t.Fatalf("reload of a file without modules: got %v, want ErrRemovesEveryModule naming enabled = false", err)
 	}
 	if !alive(pid) || svc(e.status(), "ondemand").State != "ready" {
@@ -1554,7 +1578,8 @@ func e2eModuleRemoved(t *testing.T, mode e2eMode) {
 	eventually(t, "the daemon gone", func() bool { return !alive(pid) })
 	_, err = e.r.a.Renew(ctx, g.Lease)
 	var ended *errdefs.LeaseEndedError
-	if !errors.As(err, &ended) || !errors.Is(err, errdefs.ErrUnknownLease) || !strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
+	if !errors.As(err, &ended) || !errors.Is(err, errdefs.ErrUnknownLease) ||
+		!strings.Contains(ended.Reason, "module e2e was removed from the configuration") {
 		t.Errorf("renew of the lease: got %v, want it ended because module e2e was removed", err)
 	}
 }

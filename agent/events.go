@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
@@ -26,8 +27,9 @@ const keptRecords = 4096
 const subscriberBuffer = 256
 
 // eventLog is the event stream: the latest records and the live readers.
-// Guarded by Agent.mu.
+// It has a lock of its own: the loop adds, readers subscribe and leave.
 type eventLog struct {
+	mu      sync.Mutex
 	ring    []Record // the kept records, oldest first once full at start
 	start   int      // index of the oldest in ring
 	evicted time.Time
@@ -56,12 +58,72 @@ const (
 // since are neither kept nor in the journal, the past starts with a record
 // of kind "truncated".
 func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past []Record, live <-chan Record) {
-	sub := &subscriber{ch: make(chan Record, subscriberBuffer)}
-	a.mu.Lock()
-	l := &a.events
-	var kept []Record
-	var oldest time.Time // of the kept records; zero when none
-	evicted := l.evicted
+	sub, kept, oldest, evicted := a.events.subscribe(since, last)
+	go func() {
+		<-ctx.Done()
+		a.events.leave(sub)
+	}()
+	if since.IsZero() && last == 0 {
+		return nil, sub.ch
+	}
+	// Before the oldest kept record (zero: none kept, no bound), the
+	// journal has the rest.
+	if (oldest.IsZero() || since.Before(oldest)) && (last == 0 || len(kept) < last) {
+		var journaled []Record
+		err := errors.New("no journal")
+		if a.jour != nil {
+			journaled, err = readJournalRecords(a.jour.dir, since, oldest, max(last-len(kept), 0))
+			if err != nil {
+				a.log.Warn("events: the journal cannot be read: only the records kept in memory are shown", "journal", a.jour.dir,
+					"error", err)
+			}
+		}
+		if err != nil && !evicted.IsZero() && !since.After(evicted) && last == 0 {
+			past = append(past, Record{At: evicted, Kind: "truncated",
+				Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the "+
+					"last %d) and its journal cannot be read: %v", evicted.Format(time.RFC3339Nano), keptRecords, err)})
+		}
+		kept = append(journaled, kept...)
+	}
+	if last > 0 && len(kept) > last {
+		kept = kept[len(kept)-last:]
+	}
+	return append(past, kept...), sub.ch
+}
+
+func (a *Agent) publish(now time.Time, f engine.Effect) {
+	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
+	a.stepRecords = append(a.stepRecords, r) // for the step's journal line
+	a.events.add(r)
+}
+
+// publishOutside adds a record of svcrun's own, made outside any engine
+// step (a reload's verdict), to the stream and to the journal, on a line
+// of its own. From any goroutine but the loop's.
+func (a *Agent) publishOutside(r Record) {
+	a.events.add(r)
+	_ = a.onLoop(context.Background(), func() { // a stopped loop journals nothing more
+		w := a.journalWatch()
+		a.writeBegins(w, 0)
+		err := a.jour.WriteRecords(r.At, []Record{r})
+		if err == nil {
+			err = a.jour.Flush()
+		}
+		a.writeEnds(w)
+		if err != nil {
+			a.journalFailed(r.At, err)
+		}
+	})
+}
+
+// subscribe adds a live reader and returns it, with the kept records at
+// or after since (none for a zero since and no last), when the oldest kept
+// one is (zero: none kept) and when records were last evicted.
+func (l *eventLog) subscribe(since time.Time, last int) (sub *subscriber, kept []Record, oldest, evicted time.Time) {
+	sub = &subscriber{ch: make(chan Record, subscriberBuffer)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	evicted = l.evicted
 	if len(l.ring) > 0 {
 		oldest = l.ring[l.start].At
 	}
@@ -77,70 +139,21 @@ func (a *Agent) Subscribe(ctx context.Context, since time.Time, last int) (past 
 		l.subs = map[*subscriber]bool{}
 	}
 	l.subs[sub] = true
-	a.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		a.mu.Lock()
-		delete(a.events.subs, sub)
-		a.mu.Unlock()
-		close(sub.ch)
-	}()
-	if since.IsZero() && last == 0 {
-		return nil, sub.ch
-	}
-	// Before the oldest kept record (zero: none kept, no bound), the
-	// journal has the rest.
-	if (oldest.IsZero() || since.Before(oldest)) && (last == 0 || len(kept) < last) {
-		var journaled []Record
-		err := errors.New("no journal")
-		if a.jour != nil {
-			journaled, err = readJournalRecords(a.jour.dir, since, oldest, max(last-len(kept), 0))
-			if err != nil {
-				a.log.Warn("events: the journal cannot be read: only the records kept in memory are shown", "journal", a.jour.dir, "error", err)
-			}
-		}
-		if err != nil && !evicted.IsZero() && !since.After(evicted) && last == 0 {
-			past = append(past, Record{At: evicted, Kind: "truncated", Text: fmt.Sprintf("records up to %s are no longer kept here (svcrun keeps the last %d) and its journal cannot be read: %v", evicted.Format(time.RFC3339Nano), keptRecords, err)})
-		}
-		kept = append(journaled, kept...)
-	}
-	if last > 0 && len(kept) > last {
-		kept = kept[len(kept)-last:]
-	}
-	return append(past, kept...), sub.ch
+	return sub, kept, oldest, evicted
 }
 
-func (a *Agent) publish(now time.Time, f engine.Effect) {
-	r := Record{At: now, Kind: f.EffectName(), Text: engine.FormatEffect(f)}
-	a.stepRecords = append(a.stepRecords, r) // for the step's journal line
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events.add(r)
-}
-
-// publishOutside adds a record of svcrun's own, made outside any engine
-// step (a reload's verdict), to the stream and to the journal, on a line
-// of its own. From any goroutine but the loop's.
-func (a *Agent) publishOutside(r Record) {
-	a.mu.Lock()
-	a.events.add(r)
-	a.mu.Unlock()
-	_ = a.onLoop(context.Background(), func() { // a stopped loop journals nothing more
-		w := a.journalWatch()
-		a.writeBegins(w, 0)
-		err := a.jour.WriteRecords(r.At, []Record{r})
-		if err == nil {
-			err = a.jour.Flush()
-		}
-		a.writeEnds(w)
-		if err != nil {
-			a.journalFailed(r.At, err)
-		}
-	})
+// leave ends a live reader: its channel is closed.
+func (l *eventLog) leave(sub *subscriber) {
+	l.mu.Lock()
+	delete(l.subs, sub)
+	l.mu.Unlock()
+	close(sub.ch)
 }
 
 // add keeps r and hands it to every reader that has room.
 func (l *eventLog) add(r Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if len(l.ring) < keptRecords {
 		l.ring = append(l.ring, r)
 	} else {
@@ -151,7 +164,8 @@ func (l *eventLog) add(r Record) {
 	for sub := range l.subs {
 		if sub.lost > 0 {
 			select {
-			case sub.ch <- Record{At: r.At, Kind: "lost", Text: fmt.Sprintf("%d records lost: this reader fell behind (svcrun's journal has them all)", sub.lost)}:
+			case sub.ch <- Record{At: r.At, Kind: "lost",
+				Text: fmt.Sprintf("%d records lost: this reader fell behind (svcrun's journal has them all)", sub.lost)}:
 				sub.lost = 0
 			default:
 				sub.lost++

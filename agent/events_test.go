@@ -26,7 +26,8 @@ func TestEventLog(t *testing.T) {
 		t.Errorf("a zero since gave %d past records", len(past))
 	}
 	past, _ = a.Subscribe(ctx, at(keptRecords+5), 0)
-	if len(past) != 5 || !strings.HasSuffix(past[0].Text, fmt.Sprint(keptRecords+5)) || !strings.HasSuffix(past[4].Text, fmt.Sprint(keptRecords+9)) {
+	if len(past) != 5 || !strings.HasSuffix(past[0].Text, fmt.Sprint(keptRecords+5)) ||
+		!strings.HasSuffix(past[4].Text, fmt.Sprint(keptRecords+9)) {
 		t.Errorf("since: %d records %+v", len(past), past)
 	}
 	past, _ = a.Subscribe(ctx, time.Time{}, 2) // last alone: the last two kept
@@ -39,7 +40,8 @@ func TestEventLog(t *testing.T) {
 	}
 	// The first 10 were evicted: asking for them says so first.
 	past, _ = a.Subscribe(ctx, at(0), 0)
-	if len(past) != keptRecords+1 || past[0].Kind != "truncated" || !past[0].At.Equal(at(9)) || !strings.HasSuffix(past[1].Text, "10") {
+	if len(past) != keptRecords+1 || past[0].Kind != "truncated" || !past[0].At.Equal(at(9)) ||
+		!strings.HasSuffix(past[1].Text, "10") {
 		t.Errorf("evicted: %d records, first %+v, second %+v", len(past), past[0], past[1])
 	}
 
@@ -52,7 +54,8 @@ func TestEventLog(t *testing.T) {
 		}
 	}
 	a.publish(at(keptRecords+10), engine.Note{Subject: "x", Text: "next"})
-	if r := <-slow; r.Kind != "lost" || !strings.HasPrefix(r.Text, fmt.Sprintf("%d records lost", keptRecords+10-subscriberBuffer)) {
+	if r := <-slow; r.Kind != "lost" || !strings.HasPrefix(r.Text, fmt.Sprintf("%d records lost",
+		keptRecords+10-subscriberBuffer)) {
 		t.Errorf("after the loss: %+v", r)
 	}
 	if r := <-slow; !strings.HasSuffix(r.Text, "next") {
@@ -68,9 +71,9 @@ func TestSubscribeEndsWithContext(t *testing.T) {
 	for range live { // closed once ctx is done
 	}
 	a.publish(time.Now(), engine.Note{Text: "after"}) // no reader left: no panic
-	a.mu.Lock()
+	a.events.mu.Lock()
 	n := len(a.events.subs)
-	a.mu.Unlock()
+	a.events.mu.Unlock()
 	if n != 0 {
 		t.Errorf("%d readers left", n)
 	}

@@ -37,7 +37,8 @@ func (l *logBuffer) String() string {
 
 func startLogged(t *testing.T, cfg string, log *logBuffer) *running {
 	t.Helper()
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(log, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(log, nil)), NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,8 @@ func TestReloadVerdictsAreEvents(t *testing.T) {
 	if _, err := r.a.Reload(ctx); err == nil {
 		t.Fatal("a file with errors was reloaded")
 	}
-	rec, ok := findRecord(recordsSince(t, r.a, time.Unix(0, 0)), RecordReloadRefused, "memory_budget_gb", "bogus", "running configuration stays")
+	rec, ok := findRecord(recordsSince(t, r.a, time.Unix(0, 0)), RecordReloadRefused,
+		"memory_budget_gb", "bogus", "running configuration stays")
 	if !ok {
 		t.Errorf("no reload-refused record naming both errors: %+v", recordsSince(t, r.a, time.Unix(0, 0)))
 	}
@@ -110,7 +112,8 @@ func TestReloadVerdictsAreEvents(t *testing.T) {
 	if err := os.WriteFile(cfg, append(orig, []byte("\n")...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withListen := strings.Replace(string(orig), "memory_budget_gb = 1", "memory_budget_gb = 1\nmetrics_listen = \"127.0.0.1:0\"", 1)
+	withListen := strings.Replace(string(orig), "memory_budget_gb = 1",
+		"memory_budget_gb = 1\nmetrics_listen = \"127.0.0.1:0\"", 1)
 	if err := os.WriteFile(cfg, []byte(withListen), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -148,14 +151,16 @@ func TestReloadKeepsSandboxModeForOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(cfg, bytes.Replace(orig, []byte(`sandbox = "best_effort"`), []byte(`sandbox = "require"`), 1), 0o644); err != nil {
+	if err := os.WriteFile(cfg, bytes.Replace(orig, []byte(`sandbox = "best_effort"`),
+		[]byte(`sandbox = "require"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	notes, err := r.a.Reload(ctx)
 	if err != nil || !strings.Contains(strings.Join(notes, ","), "sandbox") {
 		t.Fatalf("reload: notes %v, %v", notes, err)
 	}
-	g, err := r.a.Acquire(ctx, AcquireRequest{Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
+	g, err := r.a.Acquire(ctx,
+		AcquireRequest{Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
 	var rej *errdefs.RejectedError
 	if errors.As(err, &rej) || err != nil {
 		t.Fatalf("after a reload that only notes the sandbox mode, the ops ran under it: %v", err)
@@ -173,7 +178,8 @@ func TestEventsAcrossRestart(t *testing.T) {
 	r := start(t, cfg, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "before-restart", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
+	g, err := r.a.Acquire(ctx, AcquireRequest{Job: "before-restart",
+		Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
@@ -189,7 +195,8 @@ func TestEventsAcrossRestart(t *testing.T) {
 
 	r = start(t, cfg, true)
 	defer r.stop(t)
-	g2, err := r.a.Acquire(ctx, AcquireRequest{Job: "after-restart", Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
+	g2, err := r.a.Acquire(ctx, AcquireRequest{Job: "after-restart",
+		Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("acquire after the restart: %v", err)
 	}
@@ -232,7 +239,8 @@ func TestEveryRecordKindDocumented(t *testing.T) {
 	_, events, _ := strings.Cut(string(doc), "## Logs and events")
 	events, _, _ = strings.Cut(events, "\n## ")
 	kinds := []string{RecordReloaded, RecordReloadRefused, "lost", "truncated"}
-	for _, f := range []engine.Effect{engine.Note{}, engine.Admitted{}, engine.AlreadyHeld{}, engine.Rejected{}, engine.Renewed{},
+	for _, f := range []engine.Effect{engine.Note{}, engine.Admitted{}, engine.AlreadyHeld{},
+		engine.Rejected{}, engine.Renewed{},
 		engine.Released{}, engine.Expired{}, engine.LeaseUnknown{}, engine.ReapDone{}} {
 		kinds = append(kinds, f.EffectName())
 	}

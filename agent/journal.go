@@ -319,8 +319,10 @@ func (a *Agent) journalMissing(st engine.State) {
 			return
 		}
 	}
-	a.log.Warn(fmt.Sprintf("the state file holds %d lease(s) and %d service record(s) but its journal is missing or empty: "+
+	a.log.Warn(fmt.Sprintf("the state file holds %d lease(s) and %d service record(s) but its "+
+		"journal is missing or empty: "+
 		"the state file was restored or copied without it, or the journal was deleted. "+
-		"svcrun starts from the state as stored; the history of the steps before this start (svcrun events, svcsim replay) is not there",
+		"svcrun starts from the state as stored; the history of the steps before this start "+
+		"(svcrun events, svcsim replay) is not there",
 		len(st.Leases), len(st.Services)), "state_file", a.db.Path(), "journal", a.jour.dir)
 }

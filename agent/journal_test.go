@@ -19,7 +19,8 @@ func TestJournalRotates(t *testing.T) {
 	j.MaxBytes, j.Keep = 300, 2
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := 0; i < 40; i++ {
-		if err := j.Write(at.Add(time.Duration(i)*time.Second), engine.Doctor{Reason: "r"}, []engine.Effect{engine.Note{Subject: "s", Text: "t"}}, nil); err != nil {
+		if err := j.Write(at.Add(time.Duration(i)*time.Second), engine.Doctor{Reason: "r"},
+			[]engine.Effect{engine.Note{Subject: "s", Text: "t"}}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -36,7 +36,8 @@ func TestStateRestoredWithoutJournal(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.records {
-				if err := db.Apply([]engine.Effect{engine.PutService{Service: engine.ServiceRecord{Name: "demo/kv", Failures: 1, Reason: "exit 1"}}}); err != nil {
+				if err := db.Apply([]engine.Effect{engine.PutService{Service: engine.ServiceRecord{Name: "demo/kv", Failures: 1,
+					Reason: "exit 1"}}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -48,7 +49,8 @@ func TestStateRestoredWithoutJournal(t *testing.T) {
 				must(t, os.WriteFile(filepath.Join(data, "journal", JournalName), []byte(tc.journal), 0o600))
 			}
 			logs := testhost.NewLogLines(t)
-			a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
+			a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+				Logger: slog.New(slog.NewTextHandler(logs, nil)), NoContainers: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -49,9 +49,11 @@ func TestBogusAcquiresLogASummary(t *testing.T) {
 	// On the loop, as the engine's notes come: a reason that changes.
 	if err := a.onLoop(ctx, func() {
 		for range 10 {
-			a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv", Text: "start failed: no such file or directory", Level: engine.NoteWarn}})
+			a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv",
+				Text: "start failed: no such file or directory", Level: engine.NoteWarn}})
 		}
-		a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv", Text: "start failed: permission denied", Level: engine.NoteWarn}})
+		a.logDecisions([]engine.Effect{engine.Note{Subject: "demo/kv",
+			Text: "start failed: permission denied", Level: engine.NoteWarn}})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +64,12 @@ func TestBogusAcquiresLogASummary(t *testing.T) {
 		t.Errorf("the failure's new reason logged %d times, want 1", n)
 	}
 	clk.Add(loglimit.Window)
-	if n := logs.Count("log lines left out by the rate limit", "subject=leases", fmt.Sprintf("left_out=%d", bogus-loglimit.Burst), "no-such-capability"); n != 1 {
+	if n := logs.Count("log lines left out by the rate limit", "subject=leases",
+		fmt.Sprintf("left_out=%d", bogus-loglimit.Burst), "no-such-capability"); n != 1 {
 		t.Errorf("%d summaries counting the %d rejections left out, want 1", n, bogus-loglimit.Burst)
 	}
-	if n := logs.Count("log lines left out by the rate limit", "subject=demo/kv", "left_out=5", "no such file or directory"); n != 1 {
+	if n := logs.Count("log lines left out by the rate limit", "subject=demo/kv", "left_out=5",
+		"no such file or directory"); n != 1 {
 		t.Errorf("%d summaries of demo/kv's failures, want 1", n)
 	}
 	if n := logs.Count(); n > 50 {

@@ -34,7 +34,8 @@ var (
 )
 
 // opOutcomes are the outcome label's values: "ok", or how the op failed.
-var opOutcomes = []string{"ok", string(engine.FailOp), string(engine.FailProtocol), string(engine.FailTimeout), string(engine.FailSpawn), string(engine.FailPrepare)}
+var opOutcomes = []string{"ok", string(engine.FailOp), string(engine.FailProtocol),
+	string(engine.FailTimeout), string(engine.FailSpawn), string(engine.FailPrepare)}
 
 // leaseOutcomes end a lease's wait: admitted (or already held by its
 // attempt), rejected (refused, or its wait ran out), withdrawn (its caller
@@ -196,9 +197,13 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	x.sample("svcrun_ops_in_flight", float64(st.OpsInFlight))
 	x.family("svcrun_store_full", "gauge", "1 while the data dir is full: new and renewed leases are refused.")
 	x.sample("svcrun_store_full", b2f(st.StoreFull != ""))
-	x.family("svcrun_store_unlinked", "gauge", "1 once the state file or its log was deleted or replaced under svcrun: every request that needs a write is refused until it restarts.")
+	x.family("svcrun_store_unlinked", "gauge",
+		"1 once the state file or its log was deleted or replaced under svcrun: every request "+
+			"that needs a write is refused until it restarts.")
 	x.sample("svcrun_store_unlinked", b2f(st.StoreUnlinked != ""))
-	x.family("svcrun_log_lines_left_out_total", "counter", "WARN and ERROR lines left out by the log's rate limit since svcrun started (each subject's are counted in a line when its minute ends).")
+	x.family("svcrun_log_lines_left_out_total", "counter",
+		"WARN and ERROR lines left out by the log's rate limit since svcrun started (each "+
+			"subject's are counted in a line when its minute ends).")
 	x.sample("svcrun_log_lines_left_out_total", float64(a.loud.LeftOut()))
 	x.family("svcrun_memory_budget_bytes", "gauge", "The memory budget of services that reserve host memory.")
 	x.sample("svcrun_memory_budget_bytes", gbToBytes(st.MemoryBudgetGB))
@@ -241,7 +246,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	for _, s := range st.Services {
 		x.sample("svcrun_service_consecutive_failures", float64(s.Failures), "service", s.Name)
 	}
-	x.family("svcrun_service_unhealthy", "gauge", "1 while the service is marked unhealthy: it is not started until reset.")
+	x.family("svcrun_service_unhealthy", "gauge",
+		"1 while the service is marked unhealthy: it is not started until reset.")
 	for _, s := range st.Services {
 		x.sample("svcrun_service_unhealthy", b2f(s.Unhealthy), "service", s.Name)
 	}
@@ -251,7 +257,8 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 	}
 	pools := slices.Clone(st.Pools)
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
-	x.family("svcrun_pool_capacity_tokens", "gauge", "Tokens of the pool that can be reserved now (0 while its service is not usable).")
+	x.family("svcrun_pool_capacity_tokens", "gauge",
+		"Tokens of the pool that can be reserved now (0 while its service is not usable).")
 	for _, p := range pools {
 		x.sample("svcrun_pool_capacity_tokens", float64(p.Capacity), "pool", p.Name)
 	}
@@ -279,27 +286,35 @@ func (a *Agent) WriteMetrics(ctx context.Context, w io.Writer) error {
 			oldest = max(oldest, now.Sub(since))
 		}
 	}
-	x.family("svcrun_store_write_duration_seconds", "histogram", "Duration of the store's writes, one per engine step that changes the state.")
+	x.family("svcrun_store_write_duration_seconds", "histogram",
+		"Duration of the store's writes, one per engine step that changes the state.")
 	x.histogram("svcrun_store_write_duration_seconds", m.storeWrites)
-	x.family("svcrun_store_write_waiting_seconds", "gauge", "How long the store write in progress has waited; 0 when none is.")
+	x.family("svcrun_store_write_waiting_seconds", "gauge",
+		"How long the store write in progress has waited; 0 when none is.")
 	x.sample("svcrun_store_write_waiting_seconds", writing.Seconds())
-	x.family("svcrun_op_duration_seconds", "histogram", "Duration of ops, by op and outcome (ok, or how it failed: failed, protocol, timeout, spawn).")
+	x.family("svcrun_op_duration_seconds", "histogram",
+		"Duration of ops, by op and outcome (ok, or how it failed: failed, protocol, timeout, spawn).")
 	for _, op := range protocol.Ops() {
 		for _, o := range opOutcomes {
 			x.histogram("svcrun_op_duration_seconds", m.ops[opKey{string(op), o}], "op", string(op), "outcome", o)
 		}
 	}
-	x.family("svcrun_lease_wait_seconds", "histogram", "How long lease requests waited for their answer, by outcome (admitted, rejected, withdrawn).")
+	x.family("svcrun_lease_wait_seconds", "histogram",
+		"How long lease requests waited for their answer, by outcome (admitted, rejected, withdrawn).")
 	for _, o := range leaseOutcomes {
 		x.histogram("svcrun_lease_wait_seconds", m.leaseWaits[o], "outcome", o)
 	}
-	x.family("svcrun_lease_oldest_wait_seconds", "gauge", "How long the longest-waiting lease request has waited; 0 when none waits.")
+	x.family("svcrun_lease_oldest_wait_seconds", "gauge",
+		"How long the longest-waiting lease request has waited; 0 when none waits.")
 	x.sample("svcrun_lease_oldest_wait_seconds", oldest.Seconds())
 	x.family("svcrun_memory_pressure", "gauge", "1 while the host's memory pressure (PSI) is over its threshold.")
 	x.sample("svcrun_memory_pressure", b2f(m.underPressure))
-	x.family("svcrun_memory_pressure_events_total", "counter", "Memory pressure events given to the engine: each stops the idle yieldable services.")
+	x.family("svcrun_memory_pressure_events_total", "counter",
+		"Memory pressure events given to the engine: each stops the idle yieldable services.")
 	x.sample("svcrun_memory_pressure_events_total", float64(m.pressureEvents))
-	x.family("svcrun_clock_jumps_total", "counter", "Jumps of the wall clock against the monotonic clock (the node slept, or the clock was set): each runs the probes again.")
+	x.family("svcrun_clock_jumps_total", "counter",
+		"Jumps of the wall clock against the monotonic clock (the node slept, or the clock was "+
+			"set): each runs the probes again.")
 	x.sample("svcrun_clock_jumps_total", float64(m.clockJumps))
 	return x.w.Flush()
 }

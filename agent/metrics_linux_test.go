@@ -118,21 +118,25 @@ func TestMetricsListenInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	e := newE2E(t, processGroups, map[string]string{"metrics_listen": fmt.Sprintf("%q", ln.Addr().String())})
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: e.cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true})
 	if err == nil {
 		a.Run(canceled())
 		t.Fatal("Open accepted a metrics_listen address in use")
 	}
-	if want := "metrics_listen " + ln.Addr().String(); !strings.Contains(err.Error(), want) || !errors.Is(err, syscall.EADDRINUSE) {
+	if want := "metrics_listen " + ln.Addr().String(); !strings.Contains(err.Error(), want) ||
+		!errors.Is(err, syscall.EADDRINUSE) {
 		t.Errorf("Open: %v; want an EADDRINUSE naming %q", err, want)
 	}
 	// What the refused Open had opened is closed: the store's lock too.
-	if err := os.WriteFile(e.cfg, bytes.Replace(mustRead(t, e.cfg), []byte("metrics_listen"), []byte("# metrics_listen"), 1), 0o644); err != nil {
+	if err := os.WriteFile(e.cfg, bytes.Replace(mustRead(t, e.cfg), []byte("metrics_listen"),
+		[]byte("# metrics_listen"), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// It stops what it started on the way out: the module's always
 	// service would otherwise outlive the test.
-	a, err = Open(Options{PressureFile: noPressure, ConfigPath: e.cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, StopServicesOnExit: true})
+	a, err = Open(Options{PressureFile: noPressure, ConfigPath: e.cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, StopServicesOnExit: true})
 	if err != nil {
 		t.Fatalf("Open after the refused one: %v", err)
 	}
@@ -185,7 +189,8 @@ func TestLeaseWaitMetrics(t *testing.T) {
 		return value(fams, "svcrun_lease_oldest_wait_seconds") > first
 	})
 	if first <= 0 || value(fams, "svcrun_leases", "state", "waiting") != 1 {
-		t.Errorf("while a request waits: oldest wait %v s, then %v s; %v waiting", first, value(fams, "svcrun_lease_oldest_wait_seconds"), value(fams, "svcrun_leases", "state", "waiting"))
+		t.Errorf("while a request waits: oldest wait %v s, then %v s; %v waiting", first,
+			value(fams, "svcrun_lease_oldest_wait_seconds"), value(fams, "svcrun_leases", "state", "waiting"))
 	}
 	giveUp()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -194,7 +199,8 @@ func TestLeaseWaitMetrics(t *testing.T) {
 	// The meters count a step before its snapshot is published.
 	eventually(t, "the withdrawn request counted, and nothing waiting", func() bool {
 		fams = e.metrics()
-		return count(fams, "svcrun_lease_wait_seconds", "outcome", "withdrawn") == 1 && value(fams, "svcrun_leases", "state", "waiting") == 0
+		return count(fams, "svcrun_lease_wait_seconds", "outcome", "withdrawn") == 1 &&
+			value(fams, "svcrun_leases", "state", "waiting") == 0
 	})
 	if w := value(fams, "svcrun_lease_oldest_wait_seconds"); w != 0 {
 		t.Errorf("after the withdrawal: oldest wait %v s, want 0", w)

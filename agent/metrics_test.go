@@ -157,7 +157,8 @@ func TestHistogramBuckets(t *testing.T) {
 			for _, bk := range got.GetBucket() {
 				cum = append(cum, bk.GetCumulativeCount())
 			}
-			if !slices.Equal(cum, tc.want) || got.GetSampleCount() != tc.want[len(tc.want)-1] || math.Abs(got.GetSampleSum()-tc.sum) > 1e-9 {
+			if !slices.Equal(cum, tc.want) || got.GetSampleCount() != tc.want[len(tc.want)-1] ||
+				math.Abs(got.GetSampleSum()-tc.sum) > 1e-9 {
 				t.Errorf("buckets %v sum %v, want %v sum %v\n%s", cum, got.GetSampleSum(), tc.want, tc.sum, b.String())
 			}
 		})
@@ -196,7 +197,8 @@ func TestMetersStep(t *testing.T) {
 		{at(0), engine.Acquire{Lease: "l2"}, []engine.Effect{engine.Rejected{Lease: "l2"}}}, // refused at once
 		{at(0), engine.Acquire{Lease: "l3"}, nil},
 		{at(time.Second), engine.Acquire{Lease: "l4"}, nil},
-		{at(2 * time.Second), &engine.OpDone{ID: 1}, []engine.Effect{engine.Admitted{Lease: "l1"}, &engine.RunOp{ID: 2, Op: protocol.OpStatus}}},
+		{at(2 * time.Second), &engine.OpDone{ID: 1}, []engine.Effect{engine.Admitted{Lease: "l1"},
+			&engine.RunOp{ID: 2, Op: protocol.OpStatus}}},
 		{at(3 * time.Second), engine.Release{Lease: "l3"}, []engine.Effect{engine.Released{Lease: "l3"}}},
 		{at(3 * time.Second), engine.Release{Lease: "l1"}, []engine.Effect{engine.Released{Lease: "l1"}}}, // held: not a wait
 		{at(8 * time.Second), &engine.OpDone{ID: 2, Outcome: engine.Outcome{Failure: engine.FailTimeout}}, nil},

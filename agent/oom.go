@@ -40,7 +40,8 @@ func newOOMReset() *oomReset {
 
 // hooks wraps the sandbox's hooks of every target so that each op is
 // forked with the oom_score_adj 0.
-func (o *oomReset) hooks(inner func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error)) func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
+func (o *oomReset) hooks(inner func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks,
+	error)) func(engine.Target, nodeconfig.LoadedModule) (executor.Hooks, error) {
 	if o == nil {
 		return inner
 	}

@@ -24,10 +24,13 @@ func TestRefuseRemovingAll(t *testing.T) {
 		oldMods, mods []nodeconfig.LoadedModule
 		refused       string // the module list the refusal names; "" when allowed
 	}{
-		{name: "every enabled module dropped", oldMods: []nodeconfig.LoadedModule{mod(demo, true), mod(other, false)}, refused: "(demo)"},
+		{name: "every enabled module dropped", oldMods: []nodeconfig.LoadedModule{mod(demo, true),
+			mod(other, false)}, refused: "(demo)"},
 		{name: "all disabled already", oldMods: []nodeconfig.LoadedModule{mod(demo, false), mod(other, false)}},
-		{name: "one module kept", oldMods: []nodeconfig.LoadedModule{mod(demo, true), mod(other, true)}, mods: []nodeconfig.LoadedModule{mod(other, true)}},
-		{name: "a kept module disabled", oldMods: []nodeconfig.LoadedModule{mod(demo, true)}, mods: []nodeconfig.LoadedModule{mod(demo, false)}},
+		{name: "one module kept", oldMods: []nodeconfig.LoadedModule{mod(demo, true), mod(other, true)},
+			mods: []nodeconfig.LoadedModule{mod(other, true)}},
+		{name: "a kept module disabled", oldMods: []nodeconfig.LoadedModule{mod(demo, true)},
+			mods: []nodeconfig.LoadedModule{mod(demo, false)}},
 		{name: "nothing before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,9 +90,11 @@ func TestNeedsRestart(t *testing.T) {
 		{"nothing", func(*nodeconfig.Config) {}, nil},
 		{"run_as", func(c *nodeconfig.Config) { c.RunAs = "other" }, []string{`run_as ("other", was "svcrun-ops")`}},
 		{"run_as unset", func(c *nodeconfig.Config) { c.RunAs = "" }, []string{`run_as (unset, was "svcrun-ops")`}},
-		{"socket_group", func(c *nodeconfig.Config) { c.SocketGroup = "svcrun-jobs" }, []string{`socket_group ("svcrun-jobs", was unset)`}},
+		{"socket_group", func(c *nodeconfig.Config) { c.SocketGroup = "svcrun-jobs" },
+			[]string{`socket_group ("svcrun-jobs", was unset)`}},
 		{"metrics_listen", func(c *nodeconfig.Config) { c.MetricsListen = "127.0.0.1:9464" }, []string{"metrics_listen"}},
-		{"two", func(c *nodeconfig.Config) { c.RunAs, c.MetricsListen = "other", ":1" }, []string{"run_as", "metrics_listen"}},
+		{"two", func(c *nodeconfig.Config) { c.RunAs, c.MetricsListen = "other", ":1" },
+			[]string{"run_as", "metrics_listen"}},
 		{"sandbox waits for the restart", func(c *nodeconfig.Config) { c.Sandbox = nodeconfig.SandboxBestEffort }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +110,8 @@ func TestNeedsRestart(t *testing.T) {
 			if !errors.Is(err, ErrNeedsRestart) {
 				t.Fatalf("got %v, want ErrNeedsRestart", err)
 			}
-			for _, part := range append(tc.want, "/etc/svcrun/svcrun.toml changes", "needs a restart of svcrun", "changed nothing") {
+			for _, part := range append(tc.want, "/etc/svcrun/svcrun.toml changes",
+				"needs a restart of svcrun", "changed nothing") {
 				if !strings.Contains(err.Error(), part) {
 					t.Errorf("%q does not say %q", err, part)
 				}

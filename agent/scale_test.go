@@ -66,9 +66,11 @@ func TestScale1000(t *testing.T) {
 	r := runScale(t, 10*time.Second)
 	t.Logf("containers: %s", r.Containers)
 	t.Logf("boot (2000 fingerprints): %v", r.Boot.Round(time.Millisecond))
-	t.Logf("idle %v: CPU %v = %.3f%% (target <= 1%%), %d engine steps", r.IdleWall.Round(time.Millisecond), r.IdleCPU, r.cpuPercent(), r.IdleSteps)
+	t.Logf("idle %v: CPU %v = %.3f%% (target <= 1%%), %d engine steps",
+		r.IdleWall.Round(time.Millisecond), r.IdleCPU, r.cpuPercent(), r.IdleSteps)
 	t.Logf("RSS of the test process: %d KiB (peak %d KiB)", r.RSSKiB, r.HWMKiB)
-	t.Logf("heap per service or probe: agent %.0f B, engine %.0f B (target <= 10240 B)", r.AgentBytesPerUnit, r.EngineBytesPerSvc)
+	t.Logf("heap per service or probe: agent %.0f B, engine %.0f B (target <= 10240 B)",
+		r.AgentBytesPerUnit, r.EngineBytesPerSvc)
 	if r.EngineBytesPerSvc > 10<<10 {
 		t.Errorf("engine: %.0f B per service, over the 10 KiB target", r.EngineBytesPerSvc)
 	}
@@ -87,8 +89,10 @@ func BenchmarkScale1000(b *testing.B) {
 	b.ReportMetric(float64(r.RSSKiB), "rss-KiB")
 	b.ReportMetric(r.AgentBytesPerUnit, "agent-B/svc")
 	b.ReportMetric(r.EngineBytesPerSvc, "engine-B/svc")
-	b.Logf("boot %v, idle CPU %v over %v (%.3f%%), RSS %d KiB (peak %d), agent %.0f B and engine %.0f B per service or probe",
-		r.Boot.Round(time.Millisecond), r.IdleCPU, r.IdleWall.Round(time.Millisecond), r.cpuPercent(), r.RSSKiB, r.HWMKiB, r.AgentBytesPerUnit, r.EngineBytesPerSvc)
+	b.Logf("boot %v, idle CPU %v over %v (%.3f%%), RSS %d KiB (peak %d), agent %.0f B and "+
+		"engine %.0f B per service or probe",
+		r.Boot.Round(time.Millisecond), r.IdleCPU, r.IdleWall.Round(time.Millisecond), r.cpuPercent(),
+		r.RSSKiB, r.HWMKiB, r.AgentBytesPerUnit, r.EngineBytesPerSvc)
 }
 
 // writeScaleBundle generates the module: a script per service and probe.
@@ -160,7 +164,8 @@ func runScale(tb testing.TB, idle time.Duration) scaleResult {
 	bundle := filepath.Join(dir, "bundle")
 	writeScaleBundle(tb, bundle)
 	cfg := filepath.Join(dir, "svcrun.toml")
-	text := fmt.Sprintf("node_id = \"scale-%d-%d\"\ndata_dir = \"data\"\nmemory_budget_gb = 1\nsandbox = \"best_effort\"\n"+
+	text := fmt.Sprintf("node_id = \"scale-%d-%d\"\ndata_dir = \"data\"\nmemory_budget_gb = "+
+		"1\nsandbox = \"best_effort\"\n"+
 		"max_concurrent_ops = 16\nreap_period_s = 300\n\n[[modules]]\nbundle = %q\n", os.Getpid(), e2eSeq.Add(1), bundle)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		tb.Fatal(err)
@@ -189,7 +194,8 @@ func runScale(tb testing.TB, idle time.Duration) scaleResult {
 	}
 
 	before := heapAlloc()
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.DiscardHandler), StopServicesOnExit: true})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.DiscardHandler), StopServicesOnExit: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

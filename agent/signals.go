@@ -176,7 +176,8 @@ func (a *Agent) startSignals() {
 		a.log.Info("host memory pressure is not watched: this kernel reports no pressure stall information", "file", s.file)
 		s.file = ""
 	default:
-		a.log.Info("watching host memory pressure", "file", s.file, "some_avg10", lim.SomeAvg10, "full_avg10", lim.FullAvg10, "every", a.signalsEvery())
+		a.log.Info("watching host memory pressure", "file", s.file, "some_avg10", lim.SomeAvg10,
+			"full_avg10", lim.FullAvg10, "every", a.signalsEvery())
 	}
 	a.readSignals()
 }
@@ -199,7 +200,8 @@ func (a *Agent) readSignals() {
 		a.meters.mu.Lock()
 		a.meters.clockJumps++
 		a.meters.mu.Unlock()
-		a.log.Warn("the wall clock jumped against the monotonic clock (the node slept, or the clock was set): the probes run again", "jump", jump)
+		a.log.Warn("the wall clock jumped against the monotonic clock (the node slept, or the "+
+			"clock was set): the probes run again", "jump", jump)
 		if a.step(engine.Doctor{Reason: fmt.Sprintf("the wall clock jumped %v", jump)}) != nil {
 			return
 		}

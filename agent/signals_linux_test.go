@@ -25,7 +25,8 @@ type pressureFile struct {
 
 func (p pressureFile) set(some, full float64) {
 	p.t.Helper()
-	text := fmt.Sprintf("some avg10=%.2f avg60=0.00 avg300=0.00 total=1\nfull avg10=%.2f avg60=0.00 avg300=0.00 total=1\n", some, full)
+	text := fmt.Sprintf("some avg10=%.2f avg60=0.00 avg300=0.00 total=1\nfull avg10=%.2f avg60=0.00 avg300=0.00 total=1\n",
+		some, full)
 	tmp := p.path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		p.t.Fatal(err)
@@ -72,14 +73,17 @@ func TestMemoryPressureStopsIdleServices(t *testing.T) {
 	e.release(gb)
 	never(t, "big-b stopped while the same pressure lasts", time.Second, stopped("big-b"))
 	fams := e.metrics()
-	if p, n := value(fams, "svcrun_memory_pressure"), value(fams, "svcrun_memory_pressure_events_total"); p != 1 || n != 1 {
+	p, n := value(fams, "svcrun_memory_pressure"), value(fams, "svcrun_memory_pressure_events_total")
+	if p != 1 || n != 1 {
 		t.Errorf("under pressure: svcrun_memory_pressure %v, events %v; want 1, 1", p, n)
 	}
 
 	pf.set(9, 0) // under half the threshold: over
 	eventually(t, "the pressure over", func() bool { return value(e.metrics(), "svcrun_memory_pressure") == 0 })
 	pf.set(0, 6) // full over its threshold
-	e.waitFor("big-b stopped when the pressure began again", func(st Status) bool { return svc(st, "big-b").State == "stopped" })
+	e.waitFor("big-b stopped when the pressure began again", func(st Status) bool {
+		return svc(st, "big-b").State == "stopped"
+	})
 	if n := value(e.metrics(), "svcrun_memory_pressure_events_total"); n != 2 {
 		t.Errorf("%v pressure events, want 2", n)
 	}

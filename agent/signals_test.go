@@ -17,8 +17,11 @@ func TestParsePSI(t *testing.T) {
 		want       psi
 		err        string
 	}{
-		{"idle", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", psi{}, ""},
-		{"pressure", "some avg10=31.25 avg60=12.00 avg300=3.10 total=123456789\nfull avg10=7.50 avg60=2.00 avg300=0.40 total=2345678\n", psi{some: 31.25, full: 7.5}, ""},
+		{"idle",
+			"some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", psi{}, ""},
+		{"pressure",
+			"some avg10=31.25 avg60=12.00 avg300=3.10 total=123456789\nfull avg10=7.50 " +
+				"avg60=2.00 avg300=0.40 total=2345678\n", psi{some: 31.25, full: 7.5}, ""},
 		{"no full line", "some avg10=4.00 avg60=0.00 avg300=0.00 total=1\n", psi{some: 4}, ""},
 		{"no final newline", "some avg10=1.00 avg60=0.00 avg300=0.00 total=1", psi{some: 1}, ""},
 		{"empty", "", psi{}, "no some line"},
@@ -68,7 +71,8 @@ func TestPressureWatch(t *testing.T) {
 	for i, s := range steps {
 		fire, began, ended := w.observe(t0.Add(s.after), s.p)
 		if fire != s.fire || began != s.began || ended != s.ended {
-			t.Errorf("reading %d (%+v at %v): fire %v began %v ended %v, want %v %v %v", i, s.p, s.after, fire, began, ended, s.fire, s.began, s.ended)
+			t.Errorf("reading %d (%+v at %v): fire %v began %v ended %v, want %v %v %v", i, s.p,
+				s.after, fire, began, ended, s.fire, s.began, s.ended)
 		}
 	}
 }

@@ -2,9 +2,12 @@ package agent
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oarbank/svcrun/engine"
 )
 
 // publishEvery is how often, at most, the loop builds the status snapshot
@@ -121,6 +124,24 @@ func (s *snapshots) writeEnds(n uint64) {
 	}
 }
 
+// publishStatus publishes the snapshot status and metrics answer from. It
+// runs on the loop once a step is stored, never in the middle of one.
+func (a *Agent) publishStatus(now time.Time) {
+	a.snaps.built.Add(1)
+	a.snaps.last = now
+	st := &Status{
+		Status: a.engine.Status(), NodeID: a.cfg.NodeID, Platform: a.cfg.Platform, Config: a.cfg.File,
+		DataDir: a.cfg.DataDir, Socket: a.cfg.Socket, Sandbox: string(a.cfg.Sandbox),
+		StartedAt: a.started, Steps: a.steps,
+		Containers:  "process groups (cgroup containers disabled)",
+		SandboxHost: a.sandboxHost, SandboxMissing: a.sandboxMissing,
+	}
+	if a.containers != nil {
+		st.Containers = a.containers.Support().String()
+	}
+	a.snaps.store(st)
+}
+
 // stepStored marks the current step stored; on the loop, before its
 // answers go out, so that a caller who hears of its step and asks for
 // status waits for a snapshot with it.
@@ -190,4 +211,32 @@ func (a *Agent) current(ctx context.Context) (*Status, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// service finds service t in the published snapshot, with no copy of it
+// (Agent.Status copies every list for its caller).
+func (st *Status) service(t engine.Target) (engine.ServiceStatus, bool) {
+	i := slices.IndexFunc(st.Services, func(s engine.ServiceStatus) bool { return s.Target == t })
+	if i < 0 {
+		return engine.ServiceStatus{}, false
+	}
+	return st.Services[i], true
+}
+
+// serviceNames lists the snapshot's services, for a NotFoundError.
+func (st *Status) serviceNames() []string {
+	var names []string
+	for _, s := range st.Services {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// lease finds lease id in the published snapshot, with no copy of it.
+func (st *Status) lease(id engine.LeaseID) (engine.LeaseStatus, bool) {
+	i := slices.IndexFunc(st.Leases, func(l engine.LeaseStatus) bool { return l.ID == id })
+	if i < 0 {
+		return engine.LeaseStatus{}, false
+	}
+	return st.Leases[i], true
 }

@@ -164,7 +164,8 @@ func TestStatusWhileStallAfterUnreadSteps(t *testing.T) {
 		t.Fatalf("Status while a write waits: %v", err)
 	}
 	if st.Steps > stored || len(st.Leases) != len(before.Leases) {
-		t.Errorf("status shows the step being written: step %d (stored %d), %d leases (%d stored)", st.Steps, stored, len(st.Leases), len(before.Leases))
+		t.Errorf("status shows the step being written: step %d (stored %d), %d leases (%d stored)",
+			st.Steps, stored, len(st.Leases), len(before.Leases))
 	}
 	release()
 	if err := <-acquired; err != nil {
@@ -212,6 +213,7 @@ func TestAnsweredCallerRunsFirst(t *testing.T) {
 	// Not every one: the scheduler takes the loop from its global queue
 	// now and then (one schedule in 61), and the loop may be preempted.
 	if first < calls/2 {
-		t.Errorf("%d of %d callers ran before the loop built the snapshot of the step that answered them, want at least %d", first, calls, calls/2)
+		t.Errorf("%d of %d callers ran before the loop built the snapshot of the step that answered them, want at least %d",
+			first, calls, calls/2)
 	}
 }

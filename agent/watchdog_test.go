@@ -16,13 +16,14 @@ func TestWatchdogOnlyWhileTheLoopRuns(t *testing.T) {
 	const every = 5 * time.Millisecond
 	var pings atomic.Int64
 	pinged := make(chan struct{}, 1)
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), NoContainers: true, WatchdogEvery: every, Watchdog: func() {
-		pings.Add(1)
-		select {
-		case pinged <- struct{}{}:
-		default:
-		}
-	}})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: testConfig(t), NoContainers: true,
+		WatchdogEvery: every, Watchdog: func() {
+			pings.Add(1)
+			select {
+			case pinged <- struct{}{}:
+			default:
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,8 @@ import (
 // whose OpDone events go to held instead of the scheduler when hold says
 // so (the engine keeps those ops in flight); *post is set to the
 // scheduler's Post, to hand them back.
-func holdOps(hold func(engine.OpDone) bool, held chan<- engine.Event, post *func(engine.Event)) func(executor.Config, func(engine.Event)) (*executor.Executor, error) {
+func holdOps(hold func(engine.OpDone) bool, held chan<- engine.Event,
+	post *func(engine.Event)) func(executor.Config, func(engine.Event)) (*executor.Executor, error) {
 	return func(c executor.Config, p func(engine.Event)) (*executor.Executor, error) {
 		*post = p
 		return executor.New(c, func(ev engine.Event) {
@@ -76,7 +77,8 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 	var starts sync.Map
 	held := make(chan engine.Event, 1)
 	var post func(engine.Event)
-	isStart := func(d engine.OpDone) bool { _, ok := starts.LoadAndDelete(d.ID); return ok } // held until svcrun is stopping
+	// held until svcrun is stopping
+	isStart := func(d engine.OpDone) bool { _, ok := starts.LoadAndDelete(d.ID); return ok }
 	newExec := func(c executor.Config, p func(engine.Event)) (Executor, error) {
 		x, err := holdOps(isStart, held, &post)(c, p)
 		if err != nil {
@@ -84,7 +86,8 @@ func TestWaitingAcquireAtStopIsWithdrawn(t *testing.T) {
 		}
 		return &startSpy{Executor: x, starts: &starts}, nil
 	}
-	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
+	a, err := Open(Options{PressureFile: noPressure, ConfigPath: cfg,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)), NoContainers: true, NewExecutor: newExec})
 	if err != nil {
 		t.Fatal(err)
 	}

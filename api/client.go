@@ -53,7 +53,8 @@ func (e *UnreachableError) Error() string {
 	if errors.As(cause, &op) && op.Err != nil {
 		cause = op.Err // "connect: no such file or directory"
 	}
-	hint := "is `svcrun serve` running? (the socket comes from --socket, else --config, else $SVCRUN_SOCKET, else the default if it exists, else the svcrun serve started last)"
+	hint := "is `svcrun serve` running? (the socket comes from --socket, else --config, else " +
+		"$SVCRUN_SOCKET, else the default if it exists, else the svcrun serve started last)"
 	if errors.Is(e.Err, os.ErrPermission) {
 		hint = "only root and svcrun's own user may connect: run the command as one of them, e.g. with sudo"
 	}
@@ -313,7 +314,8 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*exchan
 	var eb ErrorBody
 	if json.Unmarshal(raw, &eb) != nil || eb.Error == "" {
 		return nil, &Error{Status: resp.StatusCode, Code: CodeInternal,
-			Message: fmt.Sprintf("svcrun at %s answered %s to %s %s: %s", c.socket, resp.Status, method, path, strings.TrimSpace(string(raw)))}
+			Message: fmt.Sprintf("svcrun at %s answered %s to %s %s: %s", c.socket, resp.Status,
+				method, path, strings.TrimSpace(string(raw)))}
 	}
 	if eb.Code == CodeRejected {
 		return nil, &errdefs.RejectedError{Reason: eb.Reason}

@@ -76,8 +76,10 @@ func (f *fakeSvcrun) serve(conn net.Conn) {
 		if f.answers != 0 && n > max(f.answers, 0) {
 			return
 		}
-		body := `{"lease":"lease-1","attempt":"attempt-1","services":[],"node_id":"n","uses":{"services":[],"probes":[]}}` + "\n"
-		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+		body := `{"lease":"lease-1","attempt":"attempt-1","services":[],"node_id":"n",` +
+			`"uses":{"services":[],"probes":[]}}` + "\n"
+		io.WriteString(conn,
+			"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 	}
 }
 

@@ -21,7 +21,8 @@ func TestClientLinksNoDaemon(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		switch dep {
 		case "github.com/oarbank/svcrun/agent", "github.com/oarbank/svcrun/engine", "github.com/oarbank/svcrun/store",
-			"github.com/oarbank/svcrun/executor", "github.com/oarbank/svcrun/api/server", "github.com/oarbank/svcrun/manifest", "go.etcd.io/bbolt":
+			"github.com/oarbank/svcrun/executor", "github.com/oarbank/svcrun/api/server",
+			"github.com/oarbank/svcrun/manifest", "go.etcd.io/bbolt":
 			t.Errorf("package api links %s", dep)
 		}
 	}

@@ -28,7 +28,8 @@
 //	POST   /v1/modules/{name}/enable             -> Done
 //	POST   /v1/modules/{name}/disable            -> Done
 //	POST   /v1/reload                            -> ReloadResult
-//	GET    /v1/events[?since=T&last=N&follow=false] newline-delimited Record: the kept ones asked for, then new ones until the client goes away (EventsQuery)
+//	GET    /v1/events[?since=T&last=N&follow=false] newline-delimited Record: the kept ones asked for,
+//	                                             then new ones until the client goes away (EventsQuery)
 //	GET    /metrics                              Prometheus text format
 //
 // The container broker's routes, under the lease whose id proves the

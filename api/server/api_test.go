@@ -69,7 +69,8 @@ func TestAPIRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.NodeID != "test-node" || st.Sandbox != "best_effort" || len(st.Services) != 1 || st.Services[0].Name != "demo/kv" || len(st.Probes) != 1 {
+	if st.NodeID != "test-node" || st.Sandbox != "best_effort" || len(st.Services) != 1 ||
+		st.Services[0].Name != "demo/kv" || len(st.Probes) != 1 {
 		t.Fatalf("status %+v", st)
 	}
 
@@ -80,16 +81,19 @@ func TestAPIRoutes(t *testing.T) {
 	}
 	defer ev.Close()
 
-	g, err := c.Acquire(ctx, api.AcquireRequest{Job: "j1", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(30 * time.Second)})
+	g, err := c.Acquire(ctx, api.AcquireRequest{Job: "j1", Capabilities: []string{"kv"},
+		Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(30 * time.Second)})
 	if err != nil {
 		t.Fatalf("acquire: %v", err)
 	}
-	if !strings.HasPrefix(g.Lease, "lease-") || !strings.HasPrefix(g.Attempt, "attempt-") || len(g.Services) != 1 || g.Services[0] != "demo/kv" || g.Expires.IsZero() {
+	if !strings.HasPrefix(g.Lease, "lease-") || !strings.HasPrefix(g.Attempt, "attempt-") ||
+		len(g.Services) != 1 || g.Services[0] != "demo/kv" || g.Expires.IsZero() {
 		t.Fatalf("grant %+v", g)
 	}
 	// The grant says what the lease uses, with its latest fingerprint's
 	// attrs: the demo service's objects dir.
-	if u := g.Uses.Services; g.NodeID != "test-node" || len(u) != 1 || u[0].Name != "demo/kv" || len(u[0].Capabilities) != 1 ||
+	if u := g.Uses.Services; g.NodeID != "test-node" || len(u) != 1 || u[0].Name != "demo/kv" ||
+		len(u[0].Capabilities) != 1 ||
 		u[0].Attrs["objects_dir"] != filepath.Join(n.dataDir, "modules", "demo", "objects") || len(g.Uses.Probes) != 0 {
 		t.Fatalf("grant's uses %+v", g)
 	}
@@ -97,7 +101,8 @@ func TestAPIRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("acquire posix-sh: %v", err)
 	}
-	if p := pg.Uses.Probes; len(p) != 1 || p[0].Name != "demo/posix-sh" || p[0].Capability != "posix-sh" || p[0].Attrs["shell"] != "/bin/sh" || len(pg.Uses.Services) != 0 {
+	if p := pg.Uses.Probes; len(p) != 1 || p[0].Name != "demo/posix-sh" ||
+		p[0].Capability != "posix-sh" || p[0].Attrs["shell"] != "/bin/sh" || len(pg.Uses.Services) != 0 {
 		t.Fatalf("grant of a probe's capability: %+v", pg)
 	}
 	if err := c.Release(ctx, pg.Lease); err != nil {
@@ -105,13 +110,15 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	// Beyond the pool's capacity: 409 with the reason.
-	_, err = c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(300 * time.Millisecond)})
+	_, err = c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2},
+		Wait: api.Duration(300 * time.Millisecond)})
 	var rej *errdefs.RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "pool kv-slots") {
 		t.Fatalf("oversized acquire: %v", err)
 	}
 	code, eb, _ := rawCall(t, n.socket, "POST", "/v1/leases", `{"attempt":"a-raw","pools":{"kv-slots":2},"wait":"100ms"}`)
-	if code != http.StatusConflict || eb.Code != api.CodeRejected || !strings.Contains(eb.Reason, "pool kv-slots") || !strings.Contains(eb.Error, eb.Reason) {
+	if code != http.StatusConflict || eb.Code != api.CodeRejected || !strings.Contains(eb.Reason,
+		"pool kv-slots") || !strings.Contains(eb.Error, eb.Reason) {
 		t.Errorf("raw rejected acquire: %d %+v", code, eb)
 	}
 	code, eb, _ = rawCall(t, n.socket, "POST", "/v1/leases", `{"attempt":"a-raw","capabilities":["nope"]}`)
@@ -131,19 +138,22 @@ func TestAPIRoutes(t *testing.T) {
 	if len(st.Leases) != 1 || !st.Leases[0].Admitted || st.Leases[0].Job != "j1" || st.Services[0].Refs != 1 {
 		t.Fatalf("status with a lease: %+v", st)
 	}
-	if s, p := st.Services[0], st.Probes[0]; !s.Healthy || s.FingerprintedAt.IsZero() || s.Attrs["objects_dir"] == nil || p.Attrs["shell"] != "/bin/sh" {
+	if s, p := st.Services[0], st.Probes[0]; !s.Healthy || s.FingerprintedAt.IsZero() ||
+		s.Attrs["objects_dir"] == nil || p.Attrs["shell"] != "/bin/sh" {
 		t.Errorf("status's fingerprints: service %+v, probe %+v", s, p)
 	}
 	if err := c.Release(ctx, g.Lease); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if err := c.Release(ctx, g.Lease); !errors.Is(err, errdefs.ErrUnknownLease) || !strings.Contains(err.Error(), g.Lease) {
+	if err := c.Release(ctx, g.Lease); !errors.Is(err, errdefs.ErrUnknownLease) ||
+		!strings.Contains(err.Error(), g.Lease) {
 		t.Errorf("second release: %v", err)
 	}
 	if _, err := c.Renew(ctx, "lease-nope"); !errors.Is(err, errdefs.ErrUnknownLease) {
 		t.Errorf("renew unknown: %v", err)
 	}
-	if code, eb, _ := rawCall(t, n.socket, "DELETE", "/v1/leases/lease-nope", ""); code != http.StatusNotFound || eb.Code != api.CodeUnknownLease {
+	if code, eb, _ := rawCall(t, n.socket, "DELETE", "/v1/leases/lease-nope",
+		""); code != http.StatusNotFound || eb.Code != api.CodeUnknownLease {
 		t.Errorf("raw release unknown: %d %+v", code, eb)
 	}
 
@@ -193,7 +203,8 @@ func TestAPIRoutes(t *testing.T) {
 	if _, err := c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"kv"}}); !errors.As(err, &rej) {
 		t.Errorf("acquire from a disabled module: %v", err)
 	}
-	if _, err := c.SetModuleEnabled(ctx, "nope", true); !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "modules: demo") {
+	if _, err := c.SetModuleEnabled(ctx, "nope", true); !errors.As(err, &ae) ||
+		ae.Status != http.StatusNotFound || !strings.Contains(err.Error(), "modules: demo") {
 		t.Errorf("enable unknown module: %v", err)
 	}
 	if _, err := c.SetModuleEnabled(ctx, "demo", true); err != nil {
@@ -213,18 +224,22 @@ func TestAPIRoutes(t *testing.T) {
 	}
 
 	m, err := c.Metrics(ctx)
-	if err != nil || !strings.Contains(m, `svcrun_service_ready{service="demo/kv"`) || !strings.Contains(m, "# TYPE svcrun_leases gauge") {
+	if err != nil || !strings.Contains(m, `svcrun_service_ready{service="demo/kv"`) ||
+		!strings.Contains(m, "# TYPE svcrun_leases gauge") {
 		t.Errorf("metrics: %v\n%s", err, m)
 	}
 
 	// Routes that do not exist, and wrong methods: JSON too.
-	if code, eb, _ := rawCall(t, n.socket, "GET", "/v2/status", ""); code != http.StatusNotFound || eb.Code != api.CodeNotFound {
+	if code, eb, _ := rawCall(t, n.socket, "GET", "/v2/status", ""); code != http.StatusNotFound ||
+		eb.Code != api.CodeNotFound {
 		t.Errorf("unknown route: %d %+v", code, eb)
 	}
-	if code, eb, _ := rawCall(t, n.socket, "POST", "/v1/status", ""); code != http.StatusMethodNotAllowed || eb.Code != api.CodeNotAllowed || !strings.Contains(eb.Error, "GET") {
+	if code, eb, _ := rawCall(t, n.socket, "POST", "/v1/status",
+		""); code != http.StatusMethodNotAllowed || eb.Code != api.CodeNotAllowed || !strings.Contains(eb.Error, "GET") {
 		t.Errorf("wrong method: %d %+v", code, eb)
 	}
-	if code, _, body := rawCall(t, n.socket, "GET", "/v1/status", ""); code != http.StatusOK || !strings.Contains(body, `"services":[{"name":"demo/kv"`) {
+	if code, _, body := rawCall(t, n.socket, "GET", "/v1/status", ""); code != http.StatusOK ||
+		!strings.Contains(body, `"services":[{"name":"demo/kv"`) {
 		t.Errorf("status JSON: %d %s", code, body)
 	}
 }
@@ -241,7 +256,8 @@ func TestAPIReloadRefused(t *testing.T) {
 	}
 	_, err = n.c.Reload(ctxT(t, 30*time.Second))
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "running configuration stays") {
+	if !errors.As(err, &ae) || ae.Status != http.StatusUnprocessableEntity ||
+		!strings.Contains(err.Error(), "bogus") || !strings.Contains(err.Error(), "running configuration stays") {
 		t.Errorf("bad reload: %v", err)
 	}
 }
@@ -292,7 +308,9 @@ func TestStaleSocketReplaced(t *testing.T) {
 	}
 	_, err = api.Dial(sock)
 	var ue *api.UnreachableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "cannot reach svcrun at "+sock+": is `svcrun serve` running?") || !strings.Contains(err.Error(), "(connect: no such file or directory)") {
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(),
+		"cannot reach svcrun at "+sock+": is `svcrun serve` running?") ||
+		!strings.Contains(err.Error(), "(connect: no such file or directory)") {
 		t.Errorf("dial after close: %v", err)
 	}
 }
@@ -338,12 +356,14 @@ func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 	}
 	defer ev.Close()
 	// Both slots held, so the next request waits.
-	if _, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(20 * time.Second)}); err != nil {
+	if _, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2},
+		Wait: api.Duration(20 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	res := make(chan error, 1)
 	go func() {
-		_, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(acquireWait)})
+		_, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 1},
+			Wait: api.Duration(acquireWait)})
 		res <- err
 	}()
 	waitFor(t, "the second acquire waiting", func() bool {
@@ -358,7 +378,8 @@ func TestShutdownEndsStreamsAndWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(closeGuard):
-		t.Fatalf("Close has not returned in %v: it waits for the event stream or the acquire waiting %v", closeGuard, acquireWait)
+		t.Fatalf("Close has not returned in %v: it waits for the event stream or the acquire waiting %v", closeGuard,
+			acquireWait)
 	}
 	for {
 		if _, err := ev.Next(); err != nil {

@@ -25,7 +25,8 @@ func BenchmarkAPIAcquireRelease(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer n.c.Release(ctx, hold.Lease)
-	req := api.AcquireRequest{Job: "bench", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(10 * time.Second)}
+	req := api.AcquireRequest{Job: "bench", Capabilities: []string{"kv"},
+		Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(10 * time.Second)}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for b.Loop() {

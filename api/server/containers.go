@@ -28,7 +28,8 @@ func wireContainer(lease string, c broker.Container) api.Container {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	return api.Container{ID: c.ID, Name: c.Name, Image: c.Image, Lease: lease, State: c.State, ExitCode: c.ExitCode, OOMKilled: c.OOMKilled,
+	return api.Container{ID: c.ID, Name: c.Name, Image: c.Image, Lease: lease, State: c.State,
+		ExitCode: c.ExitCode, OOMKilled: c.OOMKilled,
 		Created: c.Created, Address: c.Address, Labels: labels}
 }
 
@@ -50,7 +51,8 @@ func decodeContainer(b []byte) (api.ContainerRequest, error) {
 	err := eachMember(b, "", func(key string, raw json.RawMessage) error {
 		dst, ok := fields[key]
 		if !ok {
-			return bad(cut(key), "unknown field; fields: image, command, env, workdir, user, network, mem_gb, cpus, pids, labels")
+			return bad(cut(key),
+				"unknown field; fields: image, command, env, workdir, user, network, mem_gb, cpus, pids, labels")
 		}
 		if err := json.Unmarshal(raw, dst); err != nil {
 			return bad(key, "%s", jsonReason(err))
@@ -174,7 +176,8 @@ func (s *Server) handleContainerLogs(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	follow := r.URL.Query().Get("follow") == "1"
 	f := &frames{w: w, enc: json.NewEncoder(w)}
-	err := s.a.ContainerLogs(r.Context(), engine.LeaseID(id), r.PathValue("cid"), follow, frameWriter{f, "stdout"}, frameWriter{f, "stderr"})
+	err := s.a.ContainerLogs(r.Context(), engine.LeaseID(id), r.PathValue("cid"), follow,
+		frameWriter{f, "stdout"}, frameWriter{f, "stderr"})
 	switch {
 	case err == nil && !f.started:
 		f.mu.Lock()

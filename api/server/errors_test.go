@@ -28,16 +28,30 @@ func TestErrorAnswers(t *testing.T) {
 		msg    string
 		is     error // what the client's error matches
 	}{
-		{"bad request", &BadRequestError{Field: "ttl", Reason: "too long"}, http.StatusBadRequest, api.CodeBadRequest, "bad request: ttl: too long", errdefs.ErrInvalid},
-		{"rejected", &errdefs.RejectedError{Reason: "pool kv-slots: 1 free"}, http.StatusConflict, api.CodeRejected, "rejected: pool kv-slots: 1 free", errdefs.ErrRejected},
-		{"unknown lease", errdefs.ErrUnknownLease, http.StatusNotFound, api.CodeUnknownLease, "lease l1: no such lease (never admitted, released, or expired)", errdefs.ErrUnknownLease},
-		{"lease ended", &errdefs.LeaseEndedError{Reason: "its module was removed"}, http.StatusNotFound, api.CodeUnknownLease, "lease l1: the lease has ended: its module was removed", errdefs.ErrUnknownLease},
-		{"store full", fmt.Errorf("%w: /data: no space left on device", store.ErrFull), http.StatusInsufficientStorage, api.CodeStoreFull, "lease l1: the data dir is full: /data: no space left on device", store.ErrFull},
-		{"store unlinked", fmt.Errorf("%w: deleted", store.ErrUnlinked), http.StatusInsufficientStorage, api.CodeStoreUnlinked, "lease l1: the state file is no longer linked where svcrun opened it: deleted", store.ErrUnlinked},
-		{"stopping", errdefs.ErrStopping, http.StatusServiceUnavailable, api.CodeStopping, "svcrun is stopping: try again when it is back", errdefs.ErrStopping},
-		{"timeout", fmt.Errorf("renew: %w", context.DeadlineExceeded), http.StatusGatewayTimeout, api.CodeTimeout, "lease l1: renew: context deadline exceeded", context.DeadlineExceeded},
-		{"no such service", &errdefs.NotFoundError{Kind: "service", Name: "demo/nope", Known: []string{"demo/kv"}}, http.StatusNotFound, api.CodeNotFound, `no such service "demo/nope"; services: demo/kv`, errdefs.ErrNotFound},
-		{"reload refused", refusedError{errors.New("svcrun.toml:3: bad")}, http.StatusUnprocessableEntity, api.CodeRefused, "svcrun.toml:3: bad (the running configuration stays)", errdefs.ErrRefused},
+		{"bad request", &BadRequestError{Field: "ttl", Reason: "too long"}, http.StatusBadRequest,
+			api.CodeBadRequest, "bad request: ttl: too long", errdefs.ErrInvalid},
+		{"rejected", &errdefs.RejectedError{Reason: "pool kv-slots: 1 free"}, http.StatusConflict,
+			api.CodeRejected, "rejected: pool kv-slots: 1 free", errdefs.ErrRejected},
+		{"unknown lease", errdefs.ErrUnknownLease, http.StatusNotFound, api.CodeUnknownLease,
+			"lease l1: no such lease (never admitted, released, or expired)", errdefs.ErrUnknownLease},
+		{"lease ended", &errdefs.LeaseEndedError{Reason: "its module was removed"},
+			http.StatusNotFound, api.CodeUnknownLease, "lease l1: the lease has ended: its " +
+				"module was removed", errdefs.ErrUnknownLease},
+		{"store full", fmt.Errorf("%w: /data: no space left on device", store.ErrFull),
+			http.StatusInsufficientStorage, api.CodeStoreFull, "lease l1: the data dir is full: " +
+				"/data: no space left on device", store.ErrFull},
+		{"store unlinked", fmt.Errorf("%w: deleted", store.ErrUnlinked),
+			http.StatusInsufficientStorage, api.CodeStoreUnlinked, "lease l1: the state file is " +
+				"no longer linked where svcrun opened it: deleted", store.ErrUnlinked},
+		{"stopping", errdefs.ErrStopping, http.StatusServiceUnavailable, api.CodeStopping,
+			"svcrun is stopping: try again when it is back", errdefs.ErrStopping},
+		{"timeout", fmt.Errorf("renew: %w", context.DeadlineExceeded), http.StatusGatewayTimeout,
+			api.CodeTimeout, "lease l1: renew: context deadline exceeded", context.DeadlineExceeded},
+		{"no such service", &errdefs.NotFoundError{Kind: "service", Name: "demo/nope", Known: []string{"demo/kv"}},
+			http.StatusNotFound, api.CodeNotFound, `no such service "demo/nope"; services: demo/kv`, errdefs.ErrNotFound},
+		{"reload refused", refusedError{errors.New("svcrun.toml:3: bad")},
+			http.StatusUnprocessableEntity, api.CodeRefused, "svcrun.toml:3: bad (the running " +
+				"configuration stays)", errdefs.ErrRefused},
 		{"anything else", errors.New("boom"), http.StatusInternalServerError, api.CodeInternal, "lease l1: boom", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +96,10 @@ func answer(t *testing.T, err error) error {
 		t.Fatal(lerr)
 	}
 	s := &Server{log: slog.New(slog.DiscardHandler), base: context.Background()}
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, "lease l1", err) })}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter,
+		r *http.Request) {
+		s.fail(w, r, "lease l1", err)
+	})}
 	go hs.Serve(ln)
 	defer hs.Close()
 	c := api.NewClient(sock)

@@ -73,7 +73,8 @@ reap_period_s = 60
 		w = io.Discard
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true, ShutdownGrace: 10 * time.Second, NoContainers: true})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, StopServicesOnExit: true,
+		ShutdownGrace: 10 * time.Second, NoContainers: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,8 @@ reap_period_s = 60
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &testNode{a: a, srv: srv, socket: sock, dataDir: filepath.Join(dir, "data"), cancel: cancel, done: make(chan error, 1)}
+	n := &testNode{a: a, srv: srv, socket: sock, dataDir: filepath.Join(dir, "data"),
+		cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- a.Run(ctx) }()
 	n.c, err = api.Dial(sock)
 	if err != nil {

@@ -52,7 +52,9 @@ func loadBundle(t testing.TB, n int) string {
 	b.WriteString("[module]\nname = \"load\"\nversion = \"1\"\n")
 	for i := range n {
 		name := fmt.Sprintf("s%02d", i)
-		fmt.Fprintf(&b, "\n[[services]]\nname = %q\nexec = [\"bin/svc\", %q]\nidle_timeout_s = 600\nstart_timeout_s = 60\npools = [\"pool-%s\"]\ncapabilities = [\"cap-%s\"]\n", name, name, name, name)
+		fmt.Fprintf(&b,
+			"\n[[services]]\nname = %q\nexec = [\"bin/svc\", %q]\nidle_timeout_s = "+
+				"600\nstart_timeout_s = 60\npools = [\"pool-%s\"]\ncapabilities = [\"cap-%s\"]\n", name, name, name, name)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "module.toml"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -176,7 +178,8 @@ func TestLoadConcurrentLeases(t *testing.T) {
 	if ready != services {
 		t.Errorf("%d of %d services ready", ready, services)
 	}
-	t.Logf("%d acquire+release over the API against %d services in %v; %d consistent snapshots; acquire p50 %v p99 %v (includes the services' start)",
+	t.Logf("%d acquire+release over the API against %d services in %v; %d consistent snapshots; "+
+		"acquire p50 %v p99 %v (includes the services' start)",
 		clients, services, elapsed.Round(time.Millisecond), snapshots.Load(), pct(lat, 50), pct(lat, 99))
 
 	// The journal: every lease admitted once and released once.
@@ -207,7 +210,8 @@ func consistent(st api.Status) error {
 	}
 	for _, p := range st.Pools {
 		if p.Reserved != reserved[p.Name] || p.Reserved > p.Capacity {
-			return fmt.Errorf("pool %s: reserved %d of %d, admitted leases hold %d", p.Name, p.Reserved, p.Capacity, reserved[p.Name])
+			return fmt.Errorf("pool %s: reserved %d of %d, admitted leases hold %d", p.Name,
+				p.Reserved, p.Capacity, reserved[p.Name])
 		}
 	}
 	for _, s := range st.Services {

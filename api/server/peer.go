@@ -28,7 +28,8 @@ type peer struct {
 func authorize(p peer, self, group int) error {
 	switch {
 	case p.err != nil:
-		return fmt.Errorf("svcrun cannot read the credentials of the connecting process (%v), so it refuses the request", p.err)
+		return fmt.Errorf("svcrun cannot read the credentials of the connecting process (%v), so it refuses the request",
+			p.err)
 	case !p.known:
 		return nil
 	case p.uid == 0 || p.uid == self:
@@ -41,9 +42,12 @@ func authorize(p peer, self, group int) error {
 		who = fmt.Sprintf("uid %d (pid %d)", p.uid, p.pid)
 	}
 	if group >= 0 {
-		return fmt.Errorf("%s may not use svcrun's API: only root, svcrun's own user (uid %d) and the members of its socket_group (gid %d) may; add the user to that group (a new login session picks it up) or run the command as root", who, self, group)
+		return fmt.Errorf("%s may not use svcrun's API: only root, svcrun's own user (uid %d) "+
+			"and the members of its socket_group (gid %d) may; add the user to that group (a "+
+			"new login session picks it up) or run the command as root", who, self, group)
 	}
-	return fmt.Errorf("%s may not use svcrun's API: only root and svcrun's own user (uid %d) may; run the command as one of them, e.g. with sudo, or set socket_group in the node configuration", who, self)
+	return fmt.Errorf("%s may not use svcrun's API: only root and svcrun's own user (uid %d) "+
+		"may; run the command as one of them, e.g. with sudo, or set socket_group in the node configuration", who, self)
 }
 
 type peerKey struct{}

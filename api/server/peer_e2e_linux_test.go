@@ -50,7 +50,8 @@ func TestPeerDeniedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), fmt.Sprintf("RESULT 403 forbidden: uid %d (pid ", u.UID)) || !strings.Contains(string(out), "may not use svcrun's API") {
+	if !strings.Contains(string(out), fmt.Sprintf("RESULT 403 forbidden: uid %d (pid ", u.UID)) ||
+		!strings.Contains(string(out), "may not use svcrun's API") {
 		t.Errorf("helper output:\n%s", out)
 	}
 }
@@ -92,7 +93,8 @@ func TestSocketGroupEndToEnd(t *testing.T) {
 			cmd := exec.Command(bin, "-test.run=^TestPeerHelper$", "-test.v")
 			cmd.Dir = dir
 			cmd.Env = append(os.Environ(), "SVCRUN_PEER_HELPER="+n.socket)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID), Groups: tc.groups}}
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.UID), Gid: uint32(u.GID),
+				Groups: tc.groups}}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("helper: %v\n%s", err, out)

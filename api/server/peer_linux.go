@@ -40,7 +40,8 @@ func peerGroups(fd int) ([]int, error) {
 	buf := make([]uint32, 64)
 	for {
 		n := uint32(len(buf) * 4)
-		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_PEERGROUPS, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET,
+			unix.SO_PEERGROUPS, uintptr(unsafe.Pointer(&buf[0])), uintptr(unsafe.Pointer(&n)), 0)
 		switch errno {
 		case 0:
 			out := make([]int, n/4)

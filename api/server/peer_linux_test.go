@@ -18,11 +18,13 @@ func TestAuthorizePeer(t *testing.T) {
 	}{
 		{"root", peerFromUcred(&unix.Ucred{Pid: 10, Uid: 0, Gid: 0}), true, ""},
 		{"svcrun's own user", peerFromUcred(&unix.Ucred{Pid: 11, Uid: self, Gid: 50}), true, ""},
-		{"another user", peerFromUcred(&unix.Ucred{Pid: 12, Uid: 1001, Gid: 1001}), false, "uid 1001 (pid 12) may not use svcrun's API: only root and svcrun's own user (uid 1000) may"},
+		{"another user", peerFromUcred(&unix.Ucred{Pid: 12, Uid: 1001, Gid: 1001}), false,
+			"uid 1001 (pid 12) may not use svcrun's API: only root and svcrun's own user (uid 1000) may"},
 		{"nobody", peerFromUcred(&unix.Ucred{Pid: 13, Uid: 65534, Gid: 65534}), false, "uid 65534"},
 		{"unreadable credentials", peer{err: errors.New("bad file descriptor")}, false, "cannot read the credentials"},
 		{"platform without credentials", peer{}, true, ""},
-		{"no socket_group: a group is no pass", peer{known: true, uid: 1001, gids: []int{1001, 1500}}, false, "or set socket_group"},
+		{"no socket_group: a group is no pass", peer{known: true, uid: 1001, gids: []int{1001,
+			1500}}, false, "or set socket_group"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := authorize(tc.p, self, -1)

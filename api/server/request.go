@@ -104,7 +104,10 @@ func checkNames(field string, names []string) error {
 // problem is the error.
 func validate(q *api.AcquireRequest) error {
 	if q.Attempt == "" {
-		return bad("attempt", "missing: name the attempt the lease is for (any name of 1 to %d printable characters, such as attempt-3f9a0c1d5e7b2a64); an acquire repeated with the same attempt and requirements gets the same lease", api.MaxName)
+		return bad("attempt",
+			"missing: name the attempt the lease is for (any name of 1 to %d printable "+
+				"characters, such as attempt-3f9a0c1d5e7b2a64); an acquire repeated with the same "+
+				"attempt and requirements gets the same lease", api.MaxName)
 	}
 	if err := checkName("attempt", q.Attempt); err != nil {
 		return err
@@ -141,7 +144,8 @@ func validate(q *api.AcquireRequest) error {
 	case t < 0:
 		return bad("ttl", "%v is negative: give 0 (held until released) or %v to %v", t, api.MinTTL, api.MaxTTL)
 	case t > 0 && t < api.MinTTL:
-		return bad("ttl", "%v is shorter than %v: the lease would expire before it could be renewed (0: held until released)", t, api.MinTTL)
+		return bad("ttl",
+			"%v is shorter than %v: the lease would expire before it could be renewed (0: held until released)", t, api.MinTTL)
 	case t > api.MaxTTL:
 		return bad("ttl", "%v is more than %v (0: held until released)", t, api.MaxTTL)
 	}

@@ -46,7 +46,8 @@ func TestAcquireBadRequests(t *testing.T) {
 		{"two objects", `{"attempt":"a1"}{"attempt":"a2"}`, "body"},
 		{"body over 64 KiB", `{"attempt":"` + strings.Repeat("z", 900<<10) + `"}`, "body"},
 		{"1 MB capability", `{"attempt":"a1","capabilities":["` + huge + `"]}`, "body"},
-		{"90,000 duplicate capabilities", `{"attempt":"a1","capabilities":` + list(90000, func(int) string { return "kv" }) + `}`, "body"},
+		{"90,000 duplicate capabilities",
+			`{"attempt":"a1","capabilities":` + list(90000, func(int) string { return "kv" }) + `}`, "body"},
 		{"unknown field", `{"attempt":"a1","colour":"red"}`, "colour"},
 		{"field twice", `{"attempt":"a1","attempt":"a2"}`, "attempt"},
 		{"no attempt", `{"capabilities":["kv"]}`, "attempt"},
@@ -58,7 +59,8 @@ func TestAcquireBadRequests(t *testing.T) {
 		{"duplicate capability", `{"attempt":"a1","capabilities":["kv","kv"]}`, "capabilities[1]"},
 		{"empty capability", `{"attempt":"a1","capabilities":[""]}`, "capabilities[0]"},
 		{"capability too long", `{"attempt":"a1","capabilities":["` + long + `"]}`, "capabilities[0]"},
-		{"too many capabilities", `{"attempt":"a1","capabilities":` + list(api.MaxItems+1, func(i int) string { return fmt.Sprint("c", i) }) + `}`, "capabilities"},
+		{"too many capabilities", `{"attempt":"a1","capabilities":` + list(api.MaxItems+1,
+			func(i int) string { return fmt.Sprint("c", i) }) + `}`, "capabilities"},
 		{"duplicate needs_pools", `{"attempt":"a1","needs_pools":["kv-slots","kv-slots"]}`, "needs_pools[1]"},
 		{"no tokens", `{"attempt":"a1","pools":{"kv-slots":0}}`, "pools.kv-slots"},
 		{"tokens not a number", `{"attempt":"a1","pools":{"kv-slots":"1"}}`, "pools.kv-slots"},
@@ -76,7 +78,8 @@ func TestAcquireBadRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, eb, raw := rawCall(t, n.socket, "POST", "/v1/leases", tc.body)
-			if code != http.StatusBadRequest || eb.Code != api.CodeBadRequest || eb.Field != tc.field || !strings.Contains(eb.Error, tc.field) {
+			if code != http.StatusBadRequest || eb.Code != api.CodeBadRequest ||
+				eb.Field != tc.field || !strings.Contains(eb.Error, tc.field) {
 				t.Errorf("%d %s, want 400 bad_request naming field %s", code, cutForLog(raw), tc.field)
 			}
 			if len(raw) > 600 {
@@ -106,13 +109,15 @@ func cutForLog(s string) string {
 func TestAcquireSameAttempt(t *testing.T) {
 	n := startNode(t, demoModules(t))
 	ctx := ctxT(t, 60*time.Second)
-	req := api.AcquireRequest{Attempt: "attempt-same", Capabilities: []string{"kv"}, Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(time.Minute)}
+	req := api.AcquireRequest{Attempt: "attempt-same", Capabilities: []string{"kv"},
+		Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(20 * time.Second), TTL: api.Duration(time.Minute)}
 	g1, err := n.c.Acquire(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g2, err := n.c.Acquire(ctx, req)
-	if err != nil || g2.Lease != g1.Lease || g2.Attempt != req.Attempt || len(g2.Services) != 1 || g2.Expires.Before(g1.Expires) {
+	if err != nil || g2.Lease != g1.Lease || g2.Attempt != req.Attempt || len(g2.Services) != 1 ||
+		g2.Expires.Before(g1.Expires) {
 		t.Fatalf("the same acquire again: %+v %v, want lease %s", g2, err, g1.Lease)
 	}
 	other := req
@@ -153,7 +158,9 @@ func TestSlowBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: svcrun\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", tc.path); err != nil {
+		if _, err := fmt.Fprintf(conn,
+			"POST %s HTTP/1.1\r\nHost: svcrun\r\nContent-Type: "+
+				"application/json\r\nContent-Length: 100\r\n\r\n{", tc.path); err != nil {
 			t.Fatal(err)
 		}
 		conn.SetReadDeadline(time.Now().Add(60 * time.Second)) // a failure guard: the server answers at its timeout
@@ -163,17 +170,20 @@ func TestSlowBody(t *testing.T) {
 		}
 		resp.Body.Close()
 		if resp.StatusCode != tc.code || !resp.Close {
-			t.Errorf("%s with a trickled body: %s (close %v), want %d and the connection closed", tc.path, resp.Status, resp.Close, tc.code)
+			t.Errorf("%s with a trickled body: %s (close %v), want %d and the connection closed",
+				tc.path, resp.Status, resp.Close, tc.code)
 		}
 	}
 
-	hold, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2}, Wait: api.Duration(20 * time.Second)})
+	hold, err := n.c.Acquire(ctx, api.AcquireRequest{Pools: map[string]int64{"kv-slots": 2},
+		Wait: api.Duration(20 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		g, err := n.c.Acquire(ctx, api.AcquireRequest{Attempt: "attempt-long-poll", Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(50 * time.Second)})
+		g, err := n.c.Acquire(ctx, api.AcquireRequest{Attempt: "attempt-long-poll",
+			Pools: map[string]int64{"kv-slots": 1}, Wait: api.Duration(50 * time.Second)})
 		if err == nil {
 			err = n.c.Release(ctx, g.Lease)
 		}

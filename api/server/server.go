@@ -74,7 +74,8 @@ func New(a *agent.Agent, socketPath string, log *slog.Logger, opts ...Option) (*
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), group: -1, done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
+	s := &Server{a: a, log: log, socket: socketPath, self: os.Geteuid(), group: -1,
+		done: make(chan struct{}), bodyTimeout: DefaultBodyTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -149,23 +150,27 @@ func listen(path string, group int) (*net.UnixListener, os.FileInfo, error) {
 	case path == "":
 		return nil, nil, errors.New("no API socket path: set socket in the node configuration")
 	case len(path) > MaxSocketPath:
-		return nil, nil, fmt.Errorf("API socket %s: the path is %d bytes, more than the %d a Unix socket allows: choose a shorter socket in the node configuration", path, len(path), MaxSocketPath)
+		return nil, nil, fmt.Errorf("API socket %s: the path is %d bytes, more than the %d a "+
+			"Unix socket allows: choose a shorter socket in the node configuration", path, len(path), MaxSocketPath)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("API socket %s: cannot create its directory: %w", path, err)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
-			return nil, nil, fmt.Errorf("API socket %s: the path exists and is not a socket (%s): move it away or choose another socket in the node configuration", path, fi.Mode().Type())
+			return nil, nil, fmt.Errorf("API socket %s: the path exists and is not a socket "+
+				"(%s): move it away or choose another socket in the node configuration", path, fi.Mode().Type())
 		}
 		c, err := net.DialTimeout("unix", path, 2*time.Second)
 		if err == nil {
 			c.Close()
-			return nil, nil, fmt.Errorf("another svcrun listens on %s: stop it first (or give this one another socket in the node configuration)", path)
+			return nil, nil, fmt.Errorf("another svcrun listens on %s: stop it first (or give "+
+				"this one another socket in the node configuration)", path)
 		}
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return nil, nil, fmt.Errorf("API socket %s: something holds it but does not answer (%v): stop it first or choose another socket", path, err)
+			return nil, nil, fmt.Errorf("API socket %s: something holds it but does not answer "+
+				"(%v): stop it first or choose another socket", path, err)
 		}
 		// Nothing listens: a stale file from a svcrun that did not exit cleanly.
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -233,10 +238,12 @@ func (s *Server) routes() http.Handler {
 		}
 		if len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			writeError(w, http.StatusMethodNotAllowed, api.CodeNotAllowed, fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), "")
+			writeError(w, http.StatusMethodNotAllowed, api.CodeNotAllowed,
+				fmt.Sprintf("%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")), "")
 			return
 		}
-		writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s: the API's routes are under /v1 (see package api)", r.Method, r.URL.Path), "")
+		writeError(w, http.StatusNotFound, api.CodeNotFound,
+			fmt.Sprintf("no route %s %s: the API's routes are under /v1 (see package api)", r.Method, r.URL.Path), "")
 	})
 	return s.guard(mux)
 }
@@ -410,11 +417,17 @@ func (s *Server) handleReap(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reapOf(d))
 }
 
+// serviceTarget is the service a /v1/services/{module}/{service} path
+// names.
+func serviceTarget(r *http.Request) engine.Target {
+	return engine.Target{Module: r.PathValue("module"), Name: r.PathValue("service")}
+}
+
 func (s *Server) handleProcesses(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("module") + "/" + r.PathValue("service")
-	ps, err := s.a.Processes(r.Context(), name)
+	t := serviceTarget(r)
+	ps, err := s.a.Processes(r.Context(), t)
 	if err != nil {
-		s.fail(w, r, "processes of "+name, err)
+		s.fail(w, r, "processes of "+t.String(), err)
 		return
 	}
 	out := []api.Process{}
@@ -425,12 +438,13 @@ func (s *Server) handleProcesses(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("module") + "/" + r.PathValue("service")
-	if err := s.a.Reset(r.Context(), name); err != nil {
-		s.fail(w, r, "reset "+name, err)
+	t := serviceTarget(r)
+	if err := s.a.Reset(r.Context(), t); err != nil {
+		s.fail(w, r, "reset "+t.String(), err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Done{OK: true, Message: name + ": failures cleared; svcrun starts it again when it is needed"})
+	writeJSON(w, http.StatusOK, api.Done{OK: true,
+		Message: t.String() + ": failures cleared; svcrun starts it again when it is needed"})
 }
 
 func (s *Server) handleModule(enable bool) http.HandlerFunc {
@@ -441,7 +455,9 @@ func (s *Server) handleModule(enable bool) http.HandlerFunc {
 			s.fail(w, r, "module "+name, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, api.Done{OK: true, Message: fmt.Sprintf("module %s %s until the next reload or restart (the configuration file is unchanged)", name, verb)})
+		writeJSON(w, http.StatusOK, api.Done{OK: true,
+			Message: fmt.Sprintf("module %s %s until the next reload or restart (the configuration file is unchanged)", name,
+				verb)})
 	}
 }
 
