@@ -114,6 +114,20 @@ func TestInvariantsFire(t *testing.T) {
 			c.changedUnseen("db/kv")
 			c.observe(w.Now(), engine.Fire{}, []engine.Effect{engine.Admitted{Lease: "l2", Services: []string{"db/kv"}}})
 		}, ""},
+		{"a poll takes a slot before a start that waited", func(w *World, c *invariants) {
+			starting := ready("db/cache", 0)
+			starting.State, starting.Ready = "starting", false
+			st := engine.Status{OpsInFlight: 8, Services: []engine.ServiceStatus{starting}}
+			c.checkState(st)
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
+			c.checkState(st)
+		}, "status of db/kv took an op slot while db/cache, starting, waited for one since an earlier step"},
+		{"a poll takes a slot as a start begins to wait", func(w *World, c *invariants) {
+			starting := ready("db/cache", 0)
+			starting.State, starting.Ready = "starting", false
+			c.observe(w.Now(), engine.Fire{}, []engine.Effect{&engine.RunOp{ID: 99, Target: kvTarget, Op: protocol.OpStatus}})
+			c.checkState(engine.Status{OpsInFlight: 8, Services: []engine.ServiceStatus{starting}})
+		}, ""},
 		{"a probe of a disabled module runs", func(w *World, c *invariants) {
 			c.observe(w.Now(), engine.Fire{},
 				[]engine.Effect{&engine.RunOp{ID: 99, Target: chkTarget, Op: protocol.OpFingerprint}})
