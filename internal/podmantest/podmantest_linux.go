@@ -49,11 +49,12 @@ type Runtime struct {
 
 // service is one `podman system service` with its directory.
 type service struct {
-	dir    string
-	socket string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
-	log    string
+	dir     string
+	runRoot string // under dir, or a directory of its own where dir is too long
+	socket  string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	log     string
 
 	mu    sync.Mutex
 	image string // the test image's reference, once imported
@@ -184,22 +185,26 @@ func startService() (svc *service, skip string, err error) {
 		return nil, "", err
 	}
 	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log")}
-	cfg, err := hostConfig(dir)
-	if err != nil {
+	if svc.runRoot, err = runRoot(dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
+	cfg, err := hostConfig(dir)
+	if err != nil {
+		svc.removeDirs()
+		return nil, "", err
+	}
 	if cfg.skip != "" {
-		os.RemoveAll(dir)
+		svc.removeDirs()
 		return nil, cfg.skip, nil
 	}
-	if err := cfg.write(dir); err != nil {
-		os.RemoveAll(dir)
+	if err := cfg.write(dir, svc.runRoot); err != nil {
+		svc.removeDirs()
 		return nil, "", err
 	}
 	logf, err := os.Create(svc.log)
 	if err != nil {
-		os.RemoveAll(dir)
+		svc.removeDirs()
 		return nil, "", err
 	}
 	defer logf.Close()
@@ -222,7 +227,8 @@ func startService() (svc *service, skip string, err error) {
 	// and its stop below is by its pid.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
+		svc.removeDirs()
+		svc.removeDirs()
 		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
 	}
 	svc.cmd = cmd
@@ -324,10 +330,60 @@ func (s *service) stop() error {
 		}
 	}
 	// The storage's mounts were the service's namespace's: gone with it.
-	if err := os.RemoveAll(s.dir); err != nil {
-		errs = append(errs, fmt.Errorf("podmantest: %w", err))
+	if err := s.removeDirs(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeDirs removes the service's directory and its run root.
+func (s *service) removeDirs() error {
+	var errs []error
+	for _, d := range []string{s.runRoot, s.dir} {
+		if d == "" {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("podmantest: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxRunRoot is the longest run root podman 4.3 takes as a flag. The
+// exit command conmon runs when a container ends, `podman --runroot R
+// container cleanup ID`, names it, and with a longer one fails at once
+// ("the specified runroot is longer than 50 characters"): the container
+// then stays "stopped" instead of "exited", and every wait for it answers
+// only after podman's 20 s allowance for a conmon that died. A test
+// binary's temporary directory (svcrun's tests set TMPDIR) easily makes
+// dir/runroot longer.
+const maxRunRoot = 50
+
+// runRoot makes the service's run root: dir/runroot where that is short
+// enough for podman, otherwise a directory of its own under /run or /tmp.
+func runRoot(dir string) (string, error) {
+	if r := filepath.Join(dir, "runroot"); len(r) <= maxRunRoot {
+		if err := os.Mkdir(r, 0o700); err != nil {
+			return "", fmt.Errorf("podmantest: %w", err)
+		}
+		return r, nil
+	}
+	var errs []error
+	for _, base := range []string{"/run", "/tmp"} {
+		r, err := os.MkdirTemp(base, "podmantest-run-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(r) > maxRunRoot {
+			os.Remove(r)
+			errs = append(errs, fmt.Errorf("%s: longer than %d characters", r, maxRunRoot))
+			continue
+		}
+		return r, nil
+	}
+	return "", fmt.Errorf("podmantest: no run root of at most %d characters, which podman 4.3's container cleanup needs: %w", maxRunRoot, errors.Join(errs...))
 }
 
 // labelValue is the test's name, kept to the characters a label filter
