@@ -88,7 +88,6 @@ type Runtime interface {
 	Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	Remove(ctx context.Context, id string) error
-	ImageExists(ctx context.Context, ref string) (bool, error)
 	Pull(ctx context.Context, ref string) error
 }
 
@@ -395,12 +394,9 @@ func (b *Broker) Create(ctx context.Context, l Lease, req CreateRequest) (Contai
 		return Container{}, &errdefs.ConflictError{Reason: fmt.Sprintf("lease %s holds %d %s token(s) and has %d container(s) running: stop or remove one, or acquire the lease with more (pools.%s)",
 			l.ID, l.Tokens, manifest.ContainersPool, n, manifest.ContainersPool)}
 	}
-	if err := b.pull(ctx, spec.Image); err != nil {
-		return Container{}, err
-	}
-	id, err := b.cfg.Runtime.Create(ctx, spec)
+	id, err := b.create(ctx, spec)
 	if err != nil {
-		return Container{}, b.unavailable("create a container of "+spec.Image, err)
+		return Container{}, err
 	}
 	// From here on the container exists: any failure removes it.
 	fail := func(err error) (Container, error) {
@@ -540,21 +536,38 @@ func (b *Broker) spec(l Lease, req CreateRequest) (podman.Spec, string, error) {
 	}, module, nil
 }
 
-// pull brings the image as [containers].pull says.
-func (b *Broker) pull(ctx context.Context, image string) error {
-	x := b.cfg.Containers
-	if x.Pull != nodeconfig.PullAlways {
-		ok, err := b.cfg.Runtime.ImageExists(ctx, image)
-		if err != nil {
-			return b.unavailable("look for image "+image, err)
-		}
-		if ok {
-			return nil
-		}
-		if x.Pull == nodeconfig.PullNever {
-			return fmt.Errorf("image %s is not on this node and [containers].pull is \"never\": load it first (podman load or podman pull): %w", image, errdefs.ErrNotFound)
+// create creates the container, with its image brought as
+// [containers].pull says: "always" pulls first; "missing" and "never"
+// create at once, and only a create the runtime refuses for want of the
+// image pulls (then creates again) or fails saying so. An image already
+// there costs no call of its own, and no registry is asked.
+func (b *Broker) create(ctx context.Context, spec podman.Spec) (string, error) {
+	policy := b.cfg.Containers.Pull
+	if policy == nodeconfig.PullAlways {
+		if err := b.pull(ctx, spec.Image); err != nil {
+			return "", err
 		}
 	}
+	id, err := b.cfg.Runtime.Create(ctx, spec)
+	if errors.Is(err, podman.ErrNotFound) && policy != nodeconfig.PullAlways {
+		if policy == nodeconfig.PullNever {
+			return "", fmt.Errorf("image %s is not on this node and [containers].pull is \"never\": load it first (podman load or podman pull): %w",
+				spec.Image, errdefs.ErrNotFound)
+		}
+		if err := b.pull(ctx, spec.Image); err != nil {
+			return "", err
+		}
+		id, err = b.cfg.Runtime.Create(ctx, spec)
+	}
+	if err != nil {
+		return "", b.unavailable("create a container of "+spec.Image, err)
+	}
+	return id, nil
+}
+
+// pull pulls the image within [containers].pull_timeout_s.
+func (b *Broker) pull(ctx context.Context, image string) error {
+	x := b.cfg.Containers
 	pctx, cancel := context.WithTimeout(ctx, x.PullTimeout)
 	defer cancel()
 	start := time.Now()
@@ -646,11 +659,15 @@ func (b *Broker) Wait(ctx context.Context, l Lease, id string) (Container, error
 	if err != nil {
 		return Container{}, err
 	}
-	if _, err := b.cfg.Runtime.Wait(ctx, c.ID); err != nil {
-		return Container{}, b.unavailable("wait for container "+id, err)
-	}
-	if c, err = b.cfg.Runtime.Inspect(ctx, c.ID); err != nil {
-		return Container{}, b.unavailable("inspect container "+id, err)
+	// One that ended already is answered from the look that found it
+	// the lease's: no wait, no second look.
+	if runs(c) {
+		if _, err := b.cfg.Runtime.Wait(ctx, c.ID); err != nil {
+			return Container{}, b.unavailable("wait for container "+id, err)
+		}
+		if c, err = b.cfg.Runtime.Inspect(ctx, c.ID); err != nil {
+			return Container{}, b.unavailable("inspect container "+id, err)
+		}
 	}
 	if c.OOMKilled {
 		b.metrics.mu.Lock()

@@ -282,3 +282,63 @@ func TestListOwnedAndDestroy(t *testing.T) {
 		t.Errorf("left %v, want the foreign and unlabelled ones", ids)
 	}
 }
+
+// TestCreatePullPolicy checks how each pull policy brings an image: an
+// image present costs one create and asks no registry unless the policy
+// is "always"; "never" refuses an absent one naming it and the policy.
+func TestCreatePullPolicy(t *testing.T) {
+	const absent = "docker.io/library/absent:latest"
+	for _, tc := range []struct {
+		name   string
+		policy nodeconfig.PullPolicy
+		image  string
+		calls  map[string]int
+		err    string
+	}{
+		{"missing, present", nodeconfig.PullMissing, alpine, map[string]int{"create": 1}, ""},
+		{"missing, absent", nodeconfig.PullMissing, absent, map[string]int{"create": 2, "pull": 1}, ""},
+		{"never, present", nodeconfig.PullNever, alpine, map[string]int{"create": 1}, ""},
+		{"never, absent", nodeconfig.PullNever, absent, map[string]int{"create": 1},
+			`image docker.io/library/absent:latest is not on this node and [containers].pull is "never"`},
+		{"always, present", nodeconfig.PullAlways, alpine, map[string]int{"pull": 1, "create": 1}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.b.cfg.Containers.Pull = tc.policy
+			h.b.cfg.Approved[absent] = "mod"
+			h.f.registry[alpine], h.f.registry[absent] = true, true
+			_, err := h.b.Create(context.Background(), lease, CreateRequest{Image: tc.image})
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, errdefs.ErrNotFound)) {
+				t.Fatalf("create: %v, want %q", err, tc.err)
+			}
+			got := h.f.called()
+			delete(got, "inspect")
+			if diff := cmp.Diff(tc.calls, got); diff != "" {
+				t.Errorf("calls of the runtime (-want +got):\n%s", diff)
+			}
+			if want := uint64(tc.calls["pull"]); h.b.Stats().Pulls != want {
+				t.Errorf("pulls counted %d, want %d", h.b.Stats().Pulls, want)
+			}
+		})
+	}
+}
+
+// TestWaitEnded checks that a wait for a container that has ended already
+// is answered without waiting at the runtime.
+func TestWaitEnded(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	c, err := h.b.Create(ctx, lease, CreateRequest{Image: alpine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.f.exit(c.ID, 4, false)
+	h.f.called()
+	got, err := h.b.Wait(ctx, lease, c.ID)
+	if err != nil || got.ExitCode != 4 || got.State != "exited" {
+		t.Fatalf("wait: %+v, %v; want exit 4", got, err)
+	}
+	if calls := h.f.called(); !cmp.Equal(calls, map[string]int{"inspect": 1}) {
+		t.Errorf("calls of the runtime %v, want one inspect", calls)
+	}
+}
