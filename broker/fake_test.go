@@ -33,8 +33,8 @@ type fake struct {
 }
 
 func newFake(images ...string) *fake {
-	f := &fake{images: map[string]bool{}, cs: map[string]*podman.Container{}, exited: map[string]chan struct{}{}, logs: map[string]string{},
-		registry: map[string]bool{}, calls: map[string]int{}}
+	f := &fake{images: map[string]bool{}, cs: map[string]*podman.Container{}, exited: map[string]chan struct{}{},
+		logs: map[string]string{}, registry: map[string]bool{}, calls: map[string]int{}}
 	for _, i := range images {
 		f.images[i] = true
 	}
@@ -73,8 +73,8 @@ func (f *fake) Create(ctx context.Context, s podman.Spec) (string, error) {
 	if f.ignore.MemoryBytes != 0 {
 		l.MemoryBytes, l.MemorySwapBytes = 0, 0
 	}
-	f.cs[id] = &podman.Container{ID: id, Name: "n" + id[len(id)-4:], Image: s.Image, Labels: maps.Clone(s.Labels), State: "created",
-		Created: time.Now(), Limits: l}
+	f.cs[id] = &podman.Container{ID: id, Name: "n" + id[len(id)-4:], Image: s.Image, Labels: maps.Clone(s.Labels),
+		State: "created", Created: time.Now(), Limits: l}
 	f.exited[id] = make(chan struct{})
 	return id, nil
 }

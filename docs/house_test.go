@@ -178,7 +178,7 @@ var sweptDirs = []string{
 	"sim", "fakes", "store", "clockwork", "svcenv", "manifest", "protocol", "schemas",
 	"sandbox", "conformance", "sdk", "internal/flock", "internal/ids", "internal/loglimit",
 	"internal/procfs", "internal/suggest", "internal/testhost", "internal/tomldoc", "internal/utf8off",
-	"internal/words",
+	"internal/words", "broker", "internal/podman", "internal/podmantest",
 }
 
 // TestSweptLinesFit: no Go line in a swept directory, nor in an engine

@@ -213,7 +213,8 @@ func startService() (svc *service, skip string, err error) {
 	// at /var/lib/containers/cache for root whatever its storage is set
 	// to: its imports would write the host's cache otherwise. The shell
 	// mounts it and becomes podman (exec), so the pid is podman's.
-	cmd := exec.Command("/bin/sh", "-c", `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
+	cmd := exec.Command("/bin/sh", "-c",
+		`mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
 		"sh", cacheMountpoint(), bin, svc.socket)
 	cmd.Env = append(os.Environ(),
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
@@ -261,11 +262,13 @@ func (s *service) waitReady(bound time.Duration) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("podmantest: podman system service exited before answering (%v); its log:\n%s", s.cmd.ProcessState, s.tail())
+			return fmt.Errorf("podmantest: podman system service exited before answering (%v); its log:\n%s",
+				s.cmd.ProcessState, s.tail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("podmantest: podman system service did not answer on %s within %v: %v; its log:\n%s", s.socket, bound, err, s.tail())
+			return fmt.Errorf("podmantest: podman system service did not answer on %s within %v: %v; its log:\n%s", s.socket,
+				bound, err, s.tail())
 		}
 	}
 }
@@ -293,7 +296,9 @@ func (s *service) checkLimits(cfg config) error {
 			if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
 				f := strings.Fields(rest)
 				if len(f) >= 2 && f[1] != strconv.FormatUint(v, 10) {
-					return fmt.Errorf("podmantest: podman system service runs with %s %s, not the %d its containers.conf gives containers (without CAP_SYS_RESOURCE they must match)", name, f[1], v)
+					return fmt.Errorf(
+						"podmantest: podman system service runs with %s %s, not the %d its containers.conf gives containers "+
+							"(without CAP_SYS_RESOURCE they must match)", name, f[1], v)
 				}
 			}
 		}
@@ -307,7 +312,9 @@ func (s *service) stop() error {
 	var errs []error
 	select {
 	case <-s.exited:
-		errs = append(errs, fmt.Errorf("podmantest: podman system service exited before the tests ended (%v); its log:\n%s", s.cmd.ProcessState, s.tail()))
+		errs = append(errs,
+			fmt.Errorf("podmantest: podman system service exited before the tests ended (%v); its log:\n%s",
+				s.cmd.ProcessState, s.tail()))
 	default:
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		c := podman.New(s.socket)
@@ -383,7 +390,9 @@ func runRoot(dir string) (string, error) {
 		}
 		return r, nil
 	}
-	return "", fmt.Errorf("podmantest: no run root of at most %d characters, which podman 4.3's container cleanup needs: %w", maxRunRoot, errors.Join(errs...))
+	return "", fmt.Errorf(
+		"podmantest: no run root of at most %d characters, which podman 4.3's container cleanup needs: %w",
+		maxRunRoot, errors.Join(errs...))
 }
 
 // labelValue is the test's name, kept to the characters a label filter

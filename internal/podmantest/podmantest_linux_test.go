@@ -32,7 +32,8 @@ func TestContainersRemovedAtCleanup(t *testing.T) {
 			t.Errorf("a second service: %s, the first %s", irt.Socket, rt.Socket)
 		}
 		for _, args := range [][]string{{"sleep", "3600"}, {"exit", "0"}} {
-			id, err := irt.Client.Create(ctx, irt.Spec(podman.Spec{Image: image, Command: append([]string{ImageBinary}, args...)}))
+			id, err := irt.Client.Create(ctx,
+				irt.Spec(podman.Spec{Image: image, Command: append([]string{ImageBinary}, args...)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +85,9 @@ func TestConfigStaysInItsDir(t *testing.T) {
 				t.Errorf("%s names a path outside %s: %s", f, dir, line)
 			}
 		}
-		if f == "containers.conf" && (!strings.Contains(string(b), `"nofile=1024:1024", "nproc=512:512"`) || !strings.Contains(string(b), `lock_type = "file"`)) {
+		if f == "containers.conf" &&
+			(!strings.Contains(string(b), `"nofile=1024:1024", "nproc=512:512"`) ||
+				!strings.Contains(string(b), `lock_type = "file"`)) {
 			t.Errorf("%s:\n%s", f, b)
 		}
 	}
@@ -144,7 +147,8 @@ func TestRunRootShort(t *testing.T) {
 				t.Errorf("run root %s: %v", r, err)
 			}
 			if len(r) > maxRunRoot || strings.HasPrefix(r, tc.dir+"/") != tc.inDir {
-				t.Errorf("run root %s (%d characters) for %s: want at most %d, under it: %v", r, len(r), tc.dir, maxRunRoot, tc.inDir)
+				t.Errorf("run root %s (%d characters) for %s: want at most %d, under it: %v", r, len(r), tc.dir, maxRunRoot,
+					tc.inDir)
 			}
 		})
 	}
@@ -172,7 +176,8 @@ func TestLongTempDirCleanup(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	rt := &Runtime{Socket: svc.socket, Client: podman.New(svc.socket), Labels: map[string]string{TestLabel: labelValue(t.Name())}, svc: svc}
+	rt := &Runtime{Socket: svc.socket, Client: podman.New(svc.socket),
+		Labels: map[string]string{TestLabel: labelValue(t.Name())}, svc: svc}
 	image := TestImage(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
