@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,9 +37,10 @@ func containerNode(t testing.TB, rt *podmantest.Runtime, image string, max int) 
 
 // nodeOpts are what a test's node configuration varies.
 type nodeOpts struct {
-	images []string // the module's: asked for in its manifest and approved
-	max    int
-	pull   string
+	images   []string // the module's: asked for in its manifest and approved
+	max      int
+	pull     string
+	networks []string // [containers].networks; nil: the default, none only
 }
 
 // containerNodeWith writes a node configuration as containerNode does, from o.
@@ -66,6 +68,14 @@ func containerNodeWith(t testing.TB, rt *podmantest.Runtime, o nodeOpts) (cfg, s
 	}
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	sock = filepath.Join(sdir, "s.sock")
+	networks := ""
+	if o.networks != nil {
+		b, err := json.Marshal(o.networks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		networks = "networks = " + string(b)
+	}
 	node = testhost.NodeID("ct")
 	cfg = filepath.Join(dir, "svcrun.toml")
 	text := fmt.Sprintf(`node_id = %q
@@ -83,11 +93,12 @@ socket = %q
 max = %d
 mem_gb = 0.25
 pull = %q
+%s
 
 [[modules]]
 bundle = %q
 grants = { containers = %s }
-`, node, sock, rt.Socket, o.max, o.pull, bundle, images)
+`, node, sock, rt.Socket, o.max, o.pull, networks, bundle, images)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -578,5 +589,38 @@ func TestContainersReapSnapshot(t *testing.T) {
 	}
 	if got := outcomes(); got[newer] != "destroyed " {
 		t.Errorf("second round: %v, want %s destroyed", got, newer)
+	}
+}
+
+// TestContainersBridge runs two containers on the bridge network, through
+// svcrun's API, in a podman of the test's own in a network namespace of
+// its own (the host's firewall and forwarding are never touched): one
+// listens, left running, and the other reaches it at the address the
+// answer gave.
+func TestContainersBridge(t *testing.T) {
+	rt := podmantest.StartOwnNetwork(t)
+	image := podmantest.TestImage(t, rt)
+	cfg, sock, _ := containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: 2, pull: "never", networks: []string{"none", "bridge"}})
+	serveInProcess(t, cfg)
+	c, g := apiLease(t, sock, 2)
+	ctx := context.Background()
+	listener, err := c.CreateContainer(ctx, g.Lease, api.ContainerRequest{Image: image, Network: "bridge",
+		Command: []string{podmantest.ImageBinary, "listen", "8080"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listener.Address == "" {
+		t.Fatalf("the listener on the bridge has no address: %+v", listener)
+	}
+	end, out, _ := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Network: "bridge",
+		Command: []string{podmantest.ImageBinary, "connect", net.JoinHostPort(listener.Address, "8080")}})
+	if end.ExitCode != 0 || !strings.Contains(out, "hello from the listener") {
+		t.Errorf("connect to %s: exit %d, output %q", listener.Address, end.ExitCode, out)
+	}
+	// On network none there is no address, and nothing to reach.
+	end, out, _ = runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image,
+		Command: []string{podmantest.ImageBinary, "connect", "192.0.2.1:8080"}})
+	if end.ExitCode == 0 || !strings.Contains(out, "network is unreachable") {
+		t.Errorf("connect on network none: exit %d, output %q; want unreachable", end.ExitCode, out)
 	}
 }

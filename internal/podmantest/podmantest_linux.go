@@ -98,7 +98,7 @@ func Start(t testing.TB) *Runtime {
 	t.Helper()
 	var svc *service
 	if shared.inMain {
-		shared.once.Do(func() { shared.svc, shared.skip, shared.err = startService() })
+		shared.once.Do(func() { shared.svc, shared.skip, shared.err = startService(false) })
 		if shared.skip != "" {
 			testhost.SkipOrFail(t, shared.skip)
 		}
@@ -107,20 +107,50 @@ func Start(t testing.TB) *Runtime {
 		}
 		svc = shared.svc
 	} else {
-		s, skip, err := startService()
-		if skip != "" {
-			testhost.SkipOrFail(t, skip)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.stop(); err != nil {
-				t.Error(err)
-			}
-		})
-		svc = s
+		svc = ownService(t, false)
 	}
+	return newRuntime(t, svc)
+}
+
+// StartOwnNetwork returns a podman service of the test's own in a network
+// namespace of its own, for tests of the bridge network: its bridge,
+// firewall rules, forwarding and address allocations are that
+// namespace's and its own, never the host's. Where netavark or iptables,
+// which podman's bridge needs, are not installed, the test is skipped
+// (also with REQUIRE_KERNEL_FEATURES=1: they are packages, not kernel
+// features); where the kernel gives no network namespace, skipped or
+// failed as Start does.
+func StartOwnNetwork(t testing.TB) *Runtime {
+	t.Helper()
+	if !netavarkInstalled() {
+		t.Skip("podman's bridge network needs netavark, not installed (apt-get install netavark)")
+	}
+	if !lookPath("iptables") {
+		t.Skip("podman's bridge network needs iptables, not installed (apt-get install iptables)")
+	}
+	return newRuntime(t, ownService(t, true))
+}
+
+// ownService starts a service for t alone, stopped when it ends.
+func ownService(t testing.TB, ownNetwork bool) *service {
+	t.Helper()
+	s, skip, err := startService(ownNetwork)
+	if skip != "" {
+		testhost.SkipOrFail(t, skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func newRuntime(t testing.TB, svc *service) *Runtime {
+	t.Helper()
 	rt := &Runtime{
 		Socket: svc.socket,
 		Client: podman.New(svc.socket),
@@ -172,7 +202,12 @@ func (rt *Runtime) Spec(s podman.Spec) podman.Spec {
 // startService starts `podman system service` on a socket of its own, with
 // a configuration of its own, and waits until it answers. skip says what
 // is missing on this host.
-func startService() (svc *service, skip string, err error) {
+//
+// With ownNetwork it runs in a network namespace of its own too, with
+// tmpfs over the host's directories of podman's network state
+// (/run/containers, where netavark keeps its address allocations, and
+// /run/netns): its networks are its own.
+func startService(ownNetwork bool) (svc *service, skip string, err error) {
 	bin, err := exec.LookPath("podman")
 	if err != nil {
 		return nil, "podman is not installed (apt-get install podman)", nil
@@ -213,9 +248,14 @@ func startService() (svc *service, skip string, err error) {
 	// at /var/lib/containers/cache for root whatever its storage is set
 	// to: its imports would write the host's cache otherwise. The shell
 	// mounts it and becomes podman (exec), so the pid is podman's.
-	cmd := exec.Command("/bin/sh", "-c",
-		`mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
-		"sh", cacheMountpoint(), bin, svc.socket)
+	script := `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`
+	unshare := uintptr(syscall.CLONE_NEWNS)
+	if ownNetwork {
+		script = `mkdir -p /run/containers /run/netns && mount -t tmpfs -o size=16m,mode=0755 podmantest /run/containers && ` +
+			`mount -t tmpfs -o size=16m,mode=0755 podmantest /run/netns && ` + script
+		unshare |= syscall.CLONE_NEWNET
+	}
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", cacheMountpoint(), bin, svc.socket)
 	cmd.Env = append(os.Environ(),
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
 		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
@@ -226,10 +266,12 @@ func startService() (svc *service, skip string, err error) {
 	cmd.Dir = dir
 	// Its own process group: a ^C of the test does not reach it first,
 	// and its stop below is by its pid.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: unshare}
 	if err := cmd.Start(); err != nil {
 		svc.removeDirs()
-		svc.removeDirs()
+		if ownNetwork && (errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPERM)) {
+			return nil, fmt.Sprintf("no network namespace of its own for podman: %v", err), nil
+		}
 		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
 	}
 	svc.cmd = cmd
@@ -418,4 +460,15 @@ func cacheMountpoint() string {
 		}
 	}
 	return "/var"
+}
+
+// netavarkInstalled says whether netavark is where podman looks for its
+// helpers.
+func netavarkInstalled() bool {
+	for _, d := range []string{"/usr/local/libexec/podman", "/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman"} {
+		if fi, err := os.Stat(filepath.Join(d, "netavark")); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
 }

@@ -164,7 +164,7 @@ func TestLongTempDirCleanup(t *testing.T) {
 		t.Fatalf("%s is too short to test a long one", long)
 	}
 	t.Setenv("TMPDIR", long)
-	svc, skip, err := startService()
+	svc, skip, err := startService(false)
 	if skip != "" {
 		testhost.SkipOrFail(t, skip)
 	}
@@ -176,8 +176,7 @@ func TestLongTempDirCleanup(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	rt := &Runtime{Socket: svc.socket, Client: podman.New(svc.socket),
-		Labels: map[string]string{TestLabel: labelValue(t.Name())}, svc: svc}
+	rt := newRuntime(t, svc)
 	image := TestImage(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
