@@ -251,7 +251,8 @@ func startService(ownNetwork bool) (svc *service, skip string, err error) {
 	script := `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`
 	unshare := uintptr(syscall.CLONE_NEWNS)
 	if ownNetwork {
-		script = `mkdir -p /run/containers /run/netns && mount -t tmpfs -o size=16m,mode=0755 podmantest /run/containers && ` +
+		script = `mkdir -p /run/containers /run/netns && ` +
+			`mount -t tmpfs -o size=16m,mode=0755 podmantest /run/containers && ` +
 			`mount -t tmpfs -o size=16m,mode=0755 podmantest /run/netns && ` + script
 		unshare |= syscall.CLONE_NEWNET
 	}
@@ -465,7 +466,8 @@ func cacheMountpoint() string {
 // netavarkInstalled says whether netavark is where podman looks for its
 // helpers.
 func netavarkInstalled() bool {
-	for _, d := range []string{"/usr/local/libexec/podman", "/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman"} {
+	dirs := []string{"/usr/local/libexec/podman", "/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman"}
+	for _, d := range dirs {
 		if fi, err := os.Stat(filepath.Join(d, "netavark")); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
