@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/internal/podman"
-	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestContainersRemovedAtCleanup checks that a test's containers (its
@@ -164,18 +163,7 @@ func TestLongTempDirCleanup(t *testing.T) {
 		t.Fatalf("%s is too short to test a long one", long)
 	}
 	t.Setenv("TMPDIR", long)
-	svc, skip, err := startService(false)
-	if skip != "" {
-		testhost.SkipOrFail(t, skip)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := svc.stop(); err != nil {
-			t.Error(err)
-		}
-	}()
+	svc := ownService(t, false)
 	rt := newRuntime(t, svc)
 	image := TestImage(t, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
