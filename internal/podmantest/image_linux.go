@@ -98,7 +98,15 @@ func Cycle(ctx context.Context, c *podman.Client, image string, labels map[strin
 	if err != nil {
 		return err
 	}
-	defer c.Remove(context.WithoutCancel(ctx), id)
+	if err := startWait(ctx, c, id); err != nil {
+		c.Remove(context.WithoutCancel(ctx), id)
+		return err
+	}
+	return c.Remove(ctx, id)
+}
+
+// startWait starts container id and waits for it to exit 0.
+func startWait(ctx context.Context, c *podman.Client, id string) error {
 	if err := c.Start(ctx, id); err != nil {
 		return err
 	}
@@ -109,5 +117,5 @@ func Cycle(ctx context.Context, c *podman.Client, image string, labels map[strin
 	if code != 0 {
 		return fmt.Errorf("podmantest: cycle of %s: exit code %d, not 0", id, code)
 	}
-	return c.Remove(ctx, id)
+	return nil
 }
