@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/api"
+	"github.com/oarbank/svcrun/broker"
 	"github.com/oarbank/svcrun/internal/podmantest"
+	"github.com/oarbank/svcrun/protocol"
 )
 
 // BenchmarkContainerCycle is a container's whole life, create, start,
@@ -61,7 +63,8 @@ func BenchmarkContainerCycle(b *testing.B) {
 }
 
 // BenchmarkContainerList lists a lease's containers (one running)
-// through svcrun's API: the issue asks 10 ms at most.
+// through svcrun's API (the issue asks 10 ms at most), and the same
+// straight to podman in turn: one podman list is most of it.
 //
 //	REQUIRE_KERNEL_FEATURES=1 go test ./cmd/svcrun -run '^$' -bench ContainerList
 func BenchmarkContainerList(b *testing.B) {
@@ -83,10 +86,23 @@ func BenchmarkContainerList(b *testing.B) {
 	if _, err := c.CreateContainer(ctx, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}}); err != nil {
 		b.Fatal(err)
 	}
+	// The same listing straight to podman, in turn, for what svcrun adds.
+	labels := map[string]string{broker.LabelLease: g.Lease, protocol.LabelService: broker.FullName}
+	var raw, through time.Duration
 	for b.Loop() {
+		start := time.Now()
+		if cs, err := rt.Client.List(ctx, labels); err != nil || len(cs) != 1 {
+			b.Fatalf("podman list: %+v %v", cs, err)
+		}
+		mid := time.Now()
 		list, err := c.Containers(ctx, g.Lease)
 		if err != nil || len(list.Containers) != 1 {
 			b.Fatalf("list: %+v %v", list, err)
 		}
+		raw += mid.Sub(start)
+		through += time.Since(mid)
 	}
+	n := float64(b.N)
+	b.ReportMetric(float64(raw.Microseconds())/1000/n, "podman-ms/list")
+	b.ReportMetric(float64(through.Microseconds())/1000/n, "svcrun-ms/list")
 }
