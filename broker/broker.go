@@ -88,7 +88,6 @@ type Runtime interface {
 	Logs(ctx context.Context, id string, follow bool, stdout, stderr io.Writer) error
 	Stop(ctx context.Context, id string, timeout time.Duration) error
 	Remove(ctx context.Context, id string) error
-	ImageExists(ctx context.Context, ref string) (bool, error)
 	Pull(ctx context.Context, ref string) error
 }
 
@@ -225,7 +224,8 @@ func (b *Broker) answer(ctx context.Context, op engine.RunOp) engine.Outcome {
 	running := true
 	switch op.Op {
 	case protocol.OpFingerprint:
-		fp := &protocol.Fingerprint{Running: &running, Healthy: true, Pools: map[string]int64{manifest.ContainersPool: int64(b.cfg.Containers.Max)}}
+		fp := &protocol.Fingerprint{Running: &running, Healthy: true,
+			Pools: map[string]int64{manifest.ContainersPool: int64(b.cfg.Containers.Max)}}
 		version, err := b.cfg.Runtime.Ping(ctx)
 		if err != nil {
 			fp.Healthy, fp.Pools, fp.Message = false, nil, err.Error()
@@ -292,7 +292,8 @@ func (b *Broker) destroy(ctx context.Context, id string) (bool, error) {
 	}
 	if c.Labels[protocol.LabelService] != FullName || c.Labels[protocol.LabelNode] != b.cfg.Node {
 		return false, fmt.Errorf("destroy container %s: not the broker's on node %s (labels %s=%q, %s=%q): left alone",
-			id, b.cfg.Node, protocol.LabelService, c.Labels[protocol.LabelService], protocol.LabelNode, c.Labels[protocol.LabelNode])
+			id, b.cfg.Node, protocol.LabelService, c.Labels[protocol.LabelService],
+			protocol.LabelNode, c.Labels[protocol.LabelNode])
 	}
 	if err := b.remove(ctx, c.ID); err != nil {
 		return false, fmt.Errorf("destroy container %s: %w", id, err)
@@ -392,22 +393,23 @@ func (b *Broker) Create(ctx context.Context, l Lease, req CreateRequest) (Contai
 		return Container{}, err
 	}
 	if n := running(mine); n >= int(l.Tokens) {
-		return Container{}, &errdefs.ConflictError{Reason: fmt.Sprintf("lease %s holds %d %s token(s) and has %d container(s) running: stop or remove one, or acquire the lease with more (pools.%s)",
-			l.ID, l.Tokens, manifest.ContainersPool, n, manifest.ContainersPool)}
+		return Container{}, &errdefs.ConflictError{
+			Reason: fmt.Sprintf(
+				"lease %s holds %d %s token(s) and has %d container(s) running: stop or remove one, or acquire the lease with "+
+					"more (pools.%s)",
+				l.ID, l.Tokens, manifest.ContainersPool, n, manifest.ContainersPool)}
 	}
-	if err := b.pull(ctx, spec.Image); err != nil {
-		return Container{}, err
-	}
-	id, err := b.cfg.Runtime.Create(ctx, spec)
+	id, err := b.create(ctx, spec)
 	if err != nil {
-		return Container{}, b.unavailable("create a container of "+spec.Image, err)
+		return Container{}, err
 	}
 	// From here on the container exists: any failure removes it.
 	fail := func(err error) (Container, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+5*time.Second)
 		defer cancel()
 		if rerr := b.remove(rctx, id); rerr != nil {
-			b.log.Error("cannot remove a container that failed its create: the reap removes it once its lease ends", "container", id, "error", rerr)
+			b.log.Error("cannot remove a container that failed its create: the reap removes it once its lease ends",
+				"container", id, "error", rerr)
 		}
 		return Container{}, err
 	}
@@ -438,7 +440,8 @@ func (b *Broker) Create(ctx context.Context, l Lease, req CreateRequest) (Contai
 // reached, the runtime's own answer otherwise.
 func (b *Broker) unavailable(what string, err error) error {
 	var ae *podman.APIError
-	if errors.As(err, &ae) || errors.Is(err, podman.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(err, &ae) || errors.Is(err, podman.ErrNotFound) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w: %w", what, errdefs.ErrUnavailable, err)
@@ -486,29 +489,34 @@ func (b *Broker) spec(l Lease, req CreateRequest) (podman.Spec, string, error) {
 		if len(list) > 0 {
 			what = strings.Join(list, ", ")
 		}
-		return podman.Spec{}, "", &errdefs.ForbiddenError{Reason: fmt.Sprintf("image %s is approved for no enabled module; approved: %s", image, what)}
+		return podman.Spec{}, "", &errdefs.ForbiddenError{
+			Reason: fmt.Sprintf("image %s is approved for no enabled module; approved: %s", image, what)}
 	}
 	network := req.Network
 	if network == "" {
 		network = x.Networks[0]
 	}
 	if !x.AllowsNetwork(network) {
-		return podman.Spec{}, "", invalid("network", "%q is not allowed on this node: allowed %s ([containers].networks)", network, strings.Join(x.Networks, ", "))
+		return podman.Spec{}, "", invalid("network", "%q is not allowed on this node: allowed %s ([containers].networks)",
+			network, strings.Join(x.Networks, ", "))
 	}
 	mem, cpus, pids := req.MemGB, req.CPUs, req.Pids
 	switch {
 	case mem < 0:
 		return podman.Spec{}, "", invalid("mem_gb", "must not be negative, got %v", mem)
 	case mem > x.MaxMemGB:
-		return podman.Spec{}, "", invalid("mem_gb", "%v is more than this node's maximum %v ([containers].max_mem_gb)", mem, x.MaxMemGB)
+		return podman.Spec{}, "", invalid("mem_gb", "%v is more than this node's maximum %v ([containers].max_mem_gb)",
+			mem, x.MaxMemGB)
 	case cpus < 0:
 		return podman.Spec{}, "", invalid("cpus", "must not be negative, got %v", cpus)
 	case cpus > x.MaxCPUs:
-		return podman.Spec{}, "", invalid("cpus", "%v is more than this node's maximum %v ([containers].max_cpus)", cpus, x.MaxCPUs)
+		return podman.Spec{}, "", invalid("cpus", "%v is more than this node's maximum %v ([containers].max_cpus)", cpus,
+			x.MaxCPUs)
 	case pids < 0:
 		return podman.Spec{}, "", invalid("pids", "must not be negative, got %d", pids)
 	case pids > x.MaxPids:
-		return podman.Spec{}, "", invalid("pids", "%d is more than this node's maximum %d ([containers].max_pids)", pids, x.MaxPids)
+		return podman.Spec{}, "", invalid("pids", "%d is more than this node's maximum %d ([containers].max_pids)", pids,
+			x.MaxPids)
 	}
 	if mem == 0 {
 		mem = x.MemGB
@@ -535,26 +543,44 @@ func (b *Broker) spec(l Lease, req CreateRequest) (podman.Spec, string, error) {
 		LabelJob:                l.Job,
 	})
 	return podman.Spec{
-		Image: image, Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, User: req.User, Labels: labels, Network: network,
-		MemoryBytes: int64(math.Round(mem * (1 << 30))), CPUs: cpus, Pids: pids,
+		Image: image, Command: req.Command, Env: req.Env, WorkDir: req.WorkDir, User: req.User,
+		Labels: labels, Network: network, MemoryBytes: int64(math.Round(mem * (1 << 30))), CPUs: cpus, Pids: pids,
 	}, module, nil
 }
 
-// pull brings the image as [containers].pull says.
-func (b *Broker) pull(ctx context.Context, image string) error {
-	x := b.cfg.Containers
-	if x.Pull != nodeconfig.PullAlways {
-		ok, err := b.cfg.Runtime.ImageExists(ctx, image)
-		if err != nil {
-			return b.unavailable("look for image "+image, err)
-		}
-		if ok {
-			return nil
-		}
-		if x.Pull == nodeconfig.PullNever {
-			return fmt.Errorf("image %s is not on this node and [containers].pull is \"never\": load it first (podman load or podman pull): %w", image, errdefs.ErrNotFound)
+// create creates the container, with its image brought as
+// [containers].pull says: "always" pulls first; "missing" and "never"
+// create at once, and only a create the runtime refuses for want of the
+// image pulls (then creates again) or fails saying so. An image already
+// there costs no call of its own, and no registry is asked.
+func (b *Broker) create(ctx context.Context, spec podman.Spec) (string, error) {
+	policy := b.cfg.Containers.Pull
+	if policy == nodeconfig.PullAlways {
+		if err := b.pull(ctx, spec.Image); err != nil {
+			return "", err
 		}
 	}
+	id, err := b.cfg.Runtime.Create(ctx, spec)
+	if errors.Is(err, podman.ErrNotFound) && policy != nodeconfig.PullAlways {
+		if policy == nodeconfig.PullNever {
+			return "", fmt.Errorf(
+				"image %s is not on this node and [containers].pull is \"never\": load it first (podman load or podman pull): %w",
+				spec.Image, errdefs.ErrNotFound)
+		}
+		if err := b.pull(ctx, spec.Image); err != nil {
+			return "", err
+		}
+		id, err = b.cfg.Runtime.Create(ctx, spec)
+	}
+	if err != nil {
+		return "", b.unavailable("create a container of "+spec.Image, err)
+	}
+	return id, nil
+}
+
+// pull pulls the image within [containers].pull_timeout_s.
+func (b *Broker) pull(ctx context.Context, image string) error {
+	x := b.cfg.Containers
 	pctx, cancel := context.WithTimeout(ctx, x.PullTimeout)
 	defer cancel()
 	start := time.Now()
@@ -646,11 +672,15 @@ func (b *Broker) Wait(ctx context.Context, l Lease, id string) (Container, error
 	if err != nil {
 		return Container{}, err
 	}
-	if _, err := b.cfg.Runtime.Wait(ctx, c.ID); err != nil {
-		return Container{}, b.unavailable("wait for container "+id, err)
-	}
-	if c, err = b.cfg.Runtime.Inspect(ctx, c.ID); err != nil {
-		return Container{}, b.unavailable("inspect container "+id, err)
+	// One that ended already is answered from the look that found it
+	// the lease's: no wait, no second look.
+	if runs(c) {
+		if _, err := b.cfg.Runtime.Wait(ctx, c.ID); err != nil {
+			return Container{}, b.unavailable("wait for container "+id, err)
+		}
+		if c, err = b.cfg.Runtime.Inspect(ctx, c.ID); err != nil {
+			return Container{}, b.unavailable("inspect container "+id, err)
+		}
 	}
 	if c.OOMKilled {
 		b.metrics.mu.Lock()
@@ -732,7 +762,8 @@ func (b *Broker) LeaseEnded(id engine.LeaseID) {
 // cleanLease removes every container of lease id, at once and in
 // parallel: a released lease's tokens are free for the next one.
 func (b *Broker) cleanLease(ctx context.Context, id engine.LeaseID) {
-	list, err := b.cfg.Runtime.List(ctx, map[string]string{LabelLease: string(id), protocol.LabelService: FullName, protocol.LabelNode: b.cfg.Node})
+	list, err := b.cfg.Runtime.List(ctx,
+		map[string]string{LabelLease: string(id), protocol.LabelService: FullName, protocol.LabelNode: b.cfg.Node})
 	if err != nil {
 		b.log.Error("cannot list the containers of an ended lease: the reap removes them", "lease", id, "error", err)
 		return
@@ -743,7 +774,8 @@ func (b *Broker) cleanLease(ctx context.Context, id engine.LeaseID) {
 		go func() {
 			defer wg.Done()
 			if err := b.remove(ctx, c.ID); err != nil {
-				b.log.Error("cannot remove a container of an ended lease: the reap removes it", "lease", id, "container", c.ID, "error", err)
+				b.log.Error("cannot remove a container of an ended lease: the reap removes it", "lease", id, "container", c.ID,
+					"error", err)
 				return
 			}
 			b.log.Info("container of an ended lease removed", "lease", id, "container", c.ID)
@@ -769,12 +801,14 @@ func (b *Broker) Stats() Stats {
 	m := &b.metrics
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Stats{Healthy: m.healthy, Reason: m.reason, Capacity: b.cfg.Containers.Max, Created: m.created, OOMKilled: m.oomKilled, Pulls: m.pulls, PullTime: m.pullTime}
+	return Stats{Healthy: m.healthy, Reason: m.reason, Capacity: b.cfg.Containers.Max, Created: m.created,
+		OOMKilled: m.oomKilled, Pulls: m.pulls, PullTime: m.pullTime}
 }
 
 // Running counts the broker's running containers on this node.
 func (b *Broker) Running(ctx context.Context) (int, error) {
-	list, err := b.cfg.Runtime.List(ctx, map[string]string{protocol.LabelService: FullName, protocol.LabelNode: b.cfg.Node})
+	list, err := b.cfg.Runtime.List(ctx,
+		map[string]string{protocol.LabelService: FullName, protocol.LabelNode: b.cfg.Node})
 	if err != nil {
 		return 0, err
 	}

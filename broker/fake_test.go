@@ -26,10 +26,15 @@ type fake struct {
 	exited  map[string]chan struct{}
 	removed []string
 	logs    map[string]string
+	// registry are the images a pull finds; calls counts the calls of
+	// each method.
+	registry map[string]bool
+	calls    map[string]int
 }
 
 func newFake(images ...string) *fake {
-	f := &fake{images: map[string]bool{}, cs: map[string]*podman.Container{}, exited: map[string]chan struct{}{}, logs: map[string]string{}}
+	f := &fake{images: map[string]bool{}, cs: map[string]*podman.Container{}, exited: map[string]chan struct{}{},
+		logs: map[string]string{}, registry: map[string]bool{}, calls: map[string]int{}}
 	for _, i := range images {
 		f.images[i] = true
 	}
@@ -52,6 +57,7 @@ func (f *fake) Ping(ctx context.Context) (string, error) {
 func (f *fake) Create(ctx context.Context, s podman.Spec) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls["create"]++
 	if err := f.err(); err != nil {
 		return "", err
 	}
@@ -67,8 +73,8 @@ func (f *fake) Create(ctx context.Context, s podman.Spec) (string, error) {
 	if f.ignore.MemoryBytes != 0 {
 		l.MemoryBytes, l.MemorySwapBytes = 0, 0
 	}
-	f.cs[id] = &podman.Container{ID: id, Name: "n" + id[len(id)-4:], Image: s.Image, Labels: maps.Clone(s.Labels), State: "created",
-		Created: time.Now(), Limits: l}
+	f.cs[id] = &podman.Container{ID: id, Name: "n" + id[len(id)-4:], Image: s.Image, Labels: maps.Clone(s.Labels),
+		State: "created", Created: time.Now(), Limits: l}
 	f.exited[id] = make(chan struct{})
 	return id, nil
 }
@@ -105,6 +111,7 @@ func (f *fake) Start(ctx context.Context, id string) error {
 func (f *fake) Inspect(ctx context.Context, id string) (podman.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls["inspect"]++
 	c, err := f.get(id)
 	if err != nil {
 		return podman.Container{}, err
@@ -144,6 +151,7 @@ func (f *fake) exit(id string, code int, oom bool) {
 
 func (f *fake) Wait(ctx context.Context, id string) (int, error) {
 	f.mu.Lock()
+	f.calls["wait"]++
 	c, err := f.get(id)
 	ch := f.exited[id]
 	f.mu.Unlock()
@@ -202,14 +210,24 @@ func (f *fake) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-func (f *fake) ImageExists(ctx context.Context, ref string) (bool, error) {
+func (f *fake) Pull(ctx context.Context, ref string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.images[ref], f.err()
+	f.calls["pull"]++
+	if !f.registry[ref] {
+		return fmt.Errorf("podman pull %s: %w", ref, podman.ErrNotFound)
+	}
+	f.images[ref] = true
+	return nil
 }
 
-func (f *fake) Pull(ctx context.Context, ref string) error {
-	return fmt.Errorf("podman pull %s: %w", ref, podman.ErrNotFound)
+// called returns the calls counted since the last time, and forgets them.
+func (f *fake) called() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := f.calls
+	f.calls = map[string]int{}
+	return c
 }
 
 // ids lists the containers there are.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oarbank/svcrun/api"
@@ -103,9 +104,11 @@ func runInContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant,
 		logErr = c.ContainerLogs(bg, g.Lease, ct.ID, true, m.Stdout, m.Stderr)
 	}()
 	stopped := make(chan struct{})
+	var stopping atomic.Bool
 	go func() {
 		select {
 		case <-ctx.Done():
+			stopping.Store(true)
 			sctx, cancel := context.WithTimeout(bg, time.Minute)
 			defer cancel()
 			if err := c.StopContainer(sctx, g.Lease, ct.ID); err != nil {
@@ -123,11 +126,18 @@ func runInContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant,
 	if logErr != nil {
 		m.Printf("the output of container %s may be cut: %v", ct.ID, logErr)
 	}
-	if end.OOMKilled {
+	switch {
+	case end.OOMKilled:
 		m.Printf("container %s was killed for using more memory than its limit (--mem-gb)", ct.ID)
 		if end.ExitCode == 0 {
 			return 137, nil
 		}
+	case end.ExitCode == 137 && !stopping.Load():
+		// Podman 4.3 does not record the kernel's OOM kill (conmon leaves
+		// its marker where podman does not look): a SIGKILL that svcrun
+		// did not send is most likely the memory limit's.
+		m.Printf("container %s was killed by SIGKILL (exit 137), most likely for using more memory than its limit (--mem-gb); "+
+			"the runtime does not say", ct.ID)
 	}
 	return end.ExitCode, nil
 }

@@ -6,15 +6,21 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/oarbank/svcrun/agent"
+	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/broker"
 	"github.com/oarbank/svcrun/internal/podman"
 	"github.com/oarbank/svcrun/internal/podmantest"
@@ -26,12 +32,30 @@ import (
 // module approved for image, and returns it with its socket and node id.
 func containerNode(t testing.TB, rt *podmantest.Runtime, image string, max int) (cfg, sock, node string) {
 	t.Helper()
+	return containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: max, pull: "never"})
+}
+
+// nodeOpts are what a test's node configuration varies.
+type nodeOpts struct {
+	images   []string // the module's: asked for in its manifest and approved
+	max      int
+	pull     string
+	networks []string // [containers].networks; nil: the default, none only
+}
+
+// containerNodeWith writes a node configuration as containerNode does, from o.
+func containerNodeWith(t testing.TB, rt *podmantest.Runtime, o nodeOpts) (cfg, sock, node string) {
+	t.Helper()
 	dir := t.TempDir()
 	bundle := filepath.Join(dir, "jobs")
 	if err := os.MkdirAll(filepath.Join(bundle, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	manifest := fmt.Sprintf("[module]\nname = \"jobs\"\nversion = \"1\"\n[sandbox]\ncontainers = [%q]\n[[probes]]\nname = \"jobs-sh\"\nexec = [\"bin/probe\"]\n", image)
+	images, err := json.Marshal(o.images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf("[module]\nname = \"jobs\"\nversion = \"1\"\n[sandbox]\ncontainers = %s\n[[probes]]\nname = \"jobs-sh\"\nexec = [\"bin/probe\"]\n", images)
 	if err := os.WriteFile(filepath.Join(bundle, "module.toml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +68,14 @@ func containerNode(t testing.TB, rt *podmantest.Runtime, image string, max int) 
 	}
 	t.Cleanup(func() { os.RemoveAll(sdir) })
 	sock = filepath.Join(sdir, "s.sock")
+	networks := ""
+	if o.networks != nil {
+		b, err := json.Marshal(o.networks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		networks = "networks = " + string(b)
+	}
 	node = testhost.NodeID("ct")
 	cfg = filepath.Join(dir, "svcrun.toml")
 	text := fmt.Sprintf(`node_id = %q
@@ -60,12 +92,13 @@ enabled = true
 socket = %q
 max = %d
 mem_gb = 0.25
-pull = "never"
+pull = %q
+%s
 
 [[modules]]
 bundle = %q
-grants = { containers = [%q] }
-`, node, sock, rt.Socket, max, bundle, image)
+grants = { containers = %s }
+`, node, sock, rt.Socket, o.max, o.pull, networks, bundle, images)
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +108,14 @@ grants = { containers = [%q] }
 }
 
 // serveInProcess runs svcrun on cfg in this process until the test ends.
-func serveInProcess(t testing.TB, cfg string) {
+func serveInProcess(t testing.TB, cfg string) { serveInProcessWith(t, cfg, nil) }
+
+// serveInProcessWith runs svcrun on cfg whose broker uses runtime (nil:
+// the podman of the configuration).
+func serveInProcessWith(t testing.TB, cfg string, runtime broker.Runtime) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, NoContainers: true, PressureFile: noPressure})
+	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, NoContainers: true, PressureFile: noPressure, ContainerRuntime: runtime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +157,58 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// absentImage is approved but on no node: the pull policy "never" refuses it.
+const absentImage = "localhost/svcrun-absent:1"
+
+// apiLease acquires a lease of n containers tokens through svcrun's API,
+// released when the test ends.
+func apiLease(t *testing.T, sock string, n int64) (*api.Client, api.Grant) {
+	t.Helper()
+	c, err := api.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := c.Acquire(context.Background(), api.AcquireRequest{Pools: map[string]int64{"containers": n}, Wait: api.Duration(60 * time.Second)})
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Release(context.Background(), g.Lease)
+		c.Close()
+	})
+	return c, g
+}
+
+// runToEnd creates a container through svcrun's API, waits for it and
+// returns it as it ended, its output, and its limits as podman applied them.
+func runToEnd(t *testing.T, rt *podmantest.Runtime, c *api.Client, lease string, req api.ContainerRequest) (api.Container, string, podman.Limits) {
+	t.Helper()
+	ctx := context.Background()
+	ct, err := c.CreateContainer(ctx, lease, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.RemoveContainer(ctx, lease, ct.ID)
+	in, err := rt.Client.Inspect(ctx, ct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := c.WaitContainer(ctx, lease, ct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := c.ContainerLogs(ctx, lease, ct.ID, false, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	return end, out.String(), in.Limits
+}
+
 func TestContainers(t *testing.T) {
 	rt := podmantest.Start(t)
 	image := podmantest.TestImage(t, rt)
-	cfg, sock, node := containerNode(t, rt, image, 2)
+	cfg, sock, node := containerNodeWith(t, rt, nodeOpts{images: []string{image, absentImage}, max: 2, pull: "never"})
 	serveInProcess(t, cfg)
 
 	t.Run("run --container", func(t *testing.T) {
@@ -142,14 +227,71 @@ func TestContainers(t *testing.T) {
 
 	t.Run("memory limit", func(t *testing.T) {
 		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "0.0625", "--", podmantest.ImageBinary, "alloc", "256")
-		// Killed by the kernel: 128+9. (podman under this test harness
-		// does not always record OOMKilled, which adds a line saying so.)
-		if code != 137 {
+		// Killed by the kernel: 128+9, and a line saying why (podman 4.3
+		// does not record the OOM kill: the line says it is most likely).
+		if code != 137 || !strings.Contains(errs, "for using more memory than its limit") {
 			t.Errorf("exit %d, stderr %q: want 137, killed for memory", code, errs)
+		}
+		// Through the API: the exit status, and OOMKilled as podman says.
+		c, g := apiLease(t, sock, 1)
+		end, _, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "alloc", "256"}, MemGB: 0.0625})
+		if end.ExitCode != 137 || limits.MemoryBytes != 64<<20 || limits.MemorySwapBytes != 64<<20 {
+			t.Errorf("alloc 256 MB in 64 MB: exit %d, limits %+v; want 137, 64 MiB without swap", end.ExitCode, limits)
 		}
 		code, _, errs = run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "64", "--", "true")
 		if code != 125 || !strings.Contains(errs, "mem_gb: 64 is more than this node's maximum") {
 			t.Errorf("exit %d, stderr %q: want 125, over the maximum", code, errs)
+		}
+	})
+
+	t.Run("pids limit", func(t *testing.T) {
+		c, g := apiLease(t, sock, 1)
+		// Each process of the helper is a Go program of a few threads,
+		// each of which counts: 4 fit in 64, 64 do not.
+		end, out, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "4"}, Pids: 64})
+		if end.ExitCode != 0 || !strings.Contains(out, "forked 4") || limits.Pids != 64 {
+			t.Errorf("fork 4 within 64 pids: exit %d, output %q, limits %+v", end.ExitCode, out, limits)
+		}
+		end, out, _ = runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "64"}, Pids: 64})
+		if end.ExitCode == 0 || !regexp.MustCompile(`fork \d+ failed|failed to create new OS thread`).MatchString(out) {
+			t.Errorf("fork 64 within 64 pids: exit %d, output %q; want a fork failing", end.ExitCode, out)
+		}
+	})
+
+	t.Run("cpu limit", func(t *testing.T) {
+		c, g := apiLease(t, sock, 1)
+		for _, tc := range []struct {
+			ask, want float64
+		}{{0.5, 0.5}, {0, 1}} { // 0: the node's default, [containers].cpus
+			_, _, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "exit", "0"}, CPUs: tc.ask})
+			if limits.CPUs != tc.want {
+				t.Errorf("cpus %v asked: podman applied %v, want %v", tc.ask, limits.CPUs, tc.want)
+			}
+		}
+	})
+
+	t.Run("pull never", func(t *testing.T) {
+		c, g := apiLease(t, sock, 1)
+		_, err := c.CreateContainer(context.Background(), g.Lease, api.ContainerRequest{Image: absentImage, Command: []string{"true"}})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Status != 404 || !strings.Contains(ae.Message, `image `+absentImage+` is not on this node and [containers].pull is "never"`) {
+			t.Errorf("create of an absent image: %v; want a 404 naming the image and the policy", err)
+		}
+	})
+
+	t.Run("pull missing, image present", func(t *testing.T) {
+		// A node of its own whose policy is "missing": the test image is
+		// there, so no registry is asked (none answers here).
+		cfg, sock, _ := containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: 1, pull: "missing"})
+		serveInProcess(t, cfg)
+		c, g := apiLease(t, sock, 1)
+		end, out, _ := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "print", "here"}})
+		if end.ExitCode != 0 || !strings.Contains(out, "here") {
+			t.Errorf("exit %d, output %q", end.ExitCode, out)
+		}
+		m, err := c.Metrics(context.Background())
+		if err != nil || !strings.Contains(m, "\nsvcrun_container_pulls_total 0\n") {
+			t.Errorf("metrics: %v, want no pull:\n%s", err, m)
 		}
 	})
 
@@ -198,7 +340,7 @@ func TestContainers(t *testing.T) {
 
 	t.Run("unapproved image", func(t *testing.T) {
 		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", "docker.io/library/postgres:16", "--", "true")
-		if code != 125 || !strings.Contains(errs, "image docker.io/library/postgres:16 is approved for no enabled module; approved: "+image) {
+		if code != 125 || !strings.Contains(errs, "image docker.io/library/postgres:16 is approved for no enabled module; approved: "+absentImage+", "+image) {
 			t.Errorf("exit %d, stderr %q: want 125 and the approved images", code, errs)
 		}
 	})
@@ -369,4 +511,116 @@ func TestContainersAdoptedAfterKill9(t *testing.T) {
 	}
 	cli("release", g.Lease)
 	eventually(t, "the released lease's container is still there after kill -9", func() bool { return len(brokerContainers(t, rt, node)) == 0 })
+}
+
+// createOnList creates a container when the broker's list_owned lists,
+// once armed: a container made after the reap round's snapshot.
+type createOnList struct {
+	*podman.Client
+	armed atomic.Bool
+	made  chan string
+	spec  podman.Spec
+}
+
+func (r *createOnList) List(ctx context.Context, labels map[string]string) ([]podman.Container, error) {
+	if len(labels) == 1 && labels[protocol.LabelService] == broker.FullName && r.armed.CompareAndSwap(true, false) {
+		id, err := r.Client.Create(ctx, r.spec)
+		if err != nil {
+			return nil, err
+		}
+		r.made <- id
+	}
+	return r.Client.List(ctx, labels)
+}
+
+// TestContainersReapSnapshot checks the reap's snapshot rule with podman:
+// a dead attempt's container made after the round's snapshot is kept by
+// that round and destroyed by the next; one made before is destroyed.
+func TestContainersReapSnapshot(t *testing.T) {
+	rt := podmantest.Start(t)
+	image := podmantest.TestImage(t, rt)
+	cfg, sock, node := containerNode(t, rt, image, 2)
+	labels := map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelNode: node, protocol.LabelService: broker.FullName}
+	spec := rt.Spec(podman.Spec{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}, Labels: labels})
+	r := &createOnList{Client: rt.Client, made: make(chan string, 1), spec: spec}
+	serveInProcessWith(t, cfg, r)
+	c, err := api.Dial(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	// The first round after svcrun starts is done before the hook is armed.
+	if _, err := c.Reap(ctx); err != nil {
+		t.Fatal(err)
+	}
+	older, err := rt.Client.Create(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.armed.Store(true)
+	outcomes := func() map[string]string {
+		t.Helper()
+		res, err := c.Reap(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, s := range res.Services {
+			for _, o := range s.Objects {
+				out[o.ID] = o.Outcome + " " + o.Reason
+			}
+		}
+		return out
+	}
+	first := outcomes()
+	var newer string
+	select {
+	case newer = <-r.made:
+	default:
+		t.Fatalf("the round did not list the broker's containers: %v", first)
+	}
+	want := map[string]string{older: "destroyed ", newer: "kept created after the snapshot"}
+	if diff := cmp.Diff(want, first); diff != "" {
+		t.Errorf("first round (-want +got):\n%s", diff)
+	}
+	if _, err := rt.Client.Inspect(ctx, newer); err != nil {
+		t.Errorf("the container newer than the snapshot: %v", err)
+	}
+	if got := outcomes(); got[newer] != "destroyed " {
+		t.Errorf("second round: %v, want %s destroyed", got, newer)
+	}
+}
+
+// TestContainersBridge runs two containers on the bridge network, through
+// svcrun's API, in a podman of the test's own in a network namespace of
+// its own (the host's firewall and forwarding are never touched): one
+// listens, left running, and the other reaches it at the address the
+// answer gave.
+func TestContainersBridge(t *testing.T) {
+	rt := podmantest.StartOwnNetwork(t)
+	image := podmantest.TestImage(t, rt)
+	cfg, sock, _ := containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: 2, pull: "never", networks: []string{"none", "bridge"}})
+	serveInProcess(t, cfg)
+	c, g := apiLease(t, sock, 2)
+	ctx := context.Background()
+	listener, err := c.CreateContainer(ctx, g.Lease, api.ContainerRequest{Image: image, Network: "bridge",
+		Command: []string{podmantest.ImageBinary, "listen", "8080"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listener.Address == "" {
+		t.Fatalf("the listener on the bridge has no address: %+v", listener)
+	}
+	end, out, _ := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Network: "bridge",
+		Command: []string{podmantest.ImageBinary, "connect", net.JoinHostPort(listener.Address, "8080")}})
+	if end.ExitCode != 0 || !strings.Contains(out, "hello from the listener") {
+		t.Errorf("connect to %s: exit %d, output %q", listener.Address, end.ExitCode, out)
+	}
+	// On network none there is no address, and nothing to reach.
+	end, out, _ = runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image,
+		Command: []string{podmantest.ImageBinary, "connect", "192.0.2.1:8080"}})
+	if end.ExitCode == 0 || !strings.Contains(out, "network is unreachable") {
+		t.Errorf("connect on network none: exit %d, output %q; want unreachable", end.ExitCode, out)
+	}
 }

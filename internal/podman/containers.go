@@ -90,7 +90,8 @@ func (c *Client) Create(ctx context.Context, s Spec) (id string, err error) {
 		return "", fmt.Errorf("podman create %s: network %q: only none and bridge are offered", s.Image, s.Network)
 	}
 	if s.MemoryBytes < 0 || s.CPUs < 0 || s.Pids < 0 || math.IsNaN(s.CPUs) || math.IsInf(s.CPUs, 0) {
-		return "", fmt.Errorf("podman create %s: negative or not finite limits (memory %d, cpus %v, pids %d)", s.Image, s.MemoryBytes, s.CPUs, s.Pids)
+		return "", fmt.Errorf("podman create %s: negative or not finite limits (memory %d, cpus %v, pids %d)", s.Image,
+			s.MemoryBytes, s.CPUs, s.Pids)
 	}
 	var r resources
 	if s.MemoryBytes > 0 {

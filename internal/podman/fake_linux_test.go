@@ -36,8 +36,9 @@ func TestFakePing(t *testing.T) {
 // and the limits are in the request, whatever the spec says.
 func TestCreateHardens(t *testing.T) {
 	c, f, ctx := fake(t)
-	id, err := c.Create(ctx, podman.Spec{Name: podmantest.RecExit, Image: "localhost/x:1", Command: []string{"/testimage", "print", "hello"},
-		Labels: map[string]string{"rec": "1"}, MemoryBytes: 64 << 20, CPUs: 0.5, Pids: 32})
+	id, err := c.Create(ctx,
+		podman.Spec{Name: podmantest.RecExit, Image: "localhost/x:1", Command: []string{"/testimage", "print", "hello"},
+			Labels: map[string]string{"rec": "1"}, MemoryBytes: 64 << 20, CPUs: 0.5, Pids: 32})
 	if err != nil || len(id) != 64 {
 		t.Fatalf("create: %q, %v", id, err)
 	}
@@ -48,9 +49,13 @@ func TestCreateHardens(t *testing.T) {
 	}
 	want := map[string]any{
 		"init": true, "no_new_privileges": true, "privileged": false,
-		"netns":           map[string]any{"nsmode": "none"},
-		"labels":          map[string]any{"rec": "1"},
-		"resource_limits": map[string]any{"memory": map[string]any{"limit": float64(64 << 20), "swap": float64(64 << 20)}, "cpu": map[string]any{"quota": float64(50000), "period": float64(100000)}, "pids": map[string]any{"limit": float64(32)}},
+		"netns":  map[string]any{"nsmode": "none"},
+		"labels": map[string]any{"rec": "1"},
+		"resource_limits": map[string]any{
+			"memory": map[string]any{"limit": float64(64 << 20), "swap": float64(64 << 20)},
+			"cpu":    map[string]any{"quota": float64(50000), "period": float64(100000)},
+			"pids":   map[string]any{"limit": float64(32)},
+		},
 	}
 	for k, v := range want {
 		got, _ := json.Marshal(body[k])
@@ -102,7 +107,8 @@ func TestFakeContainerLife(t *testing.T) {
 		t.Errorf("wait: %d, %v; want 7", code, err)
 	}
 	var out, errb bytes.Buffer
-	if err := c.Logs(ctx, podmantest.RecExit, false, &out, &errb); err != nil || out.String() != "hello\n" || errb.String() != "err: hello\n" {
+	if err := c.Logs(ctx, podmantest.RecExit, false, &out, &errb); err != nil || out.String() != "hello\n" ||
+		errb.String() != "err: hello\n" {
 		t.Errorf("logs: %q, %q, %v", out.String(), errb.String(), err)
 	}
 	ct, err := c.Inspect(ctx, podmantest.RecExit)
@@ -110,7 +116,8 @@ func TestFakeContainerLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLimits := podman.Limits{MemoryBytes: 64 << 20, MemorySwapBytes: 64 << 20, CPUs: 0.5, Pids: 32}
-	if len(ct.ID) != 64 || ct.Name != podmantest.RecExit || ct.State != "exited" || ct.ExitCode != 0 || ct.Labels["rec"] != "1" ||
+	if len(ct.ID) != 64 || ct.Name != podmantest.RecExit || ct.State != "exited" || ct.ExitCode != 0 ||
+		ct.Labels["rec"] != "1" ||
 		ct.Limits != wantLimits || ct.Created.IsZero() || ct.StartedAt.IsZero() || ct.FinishedAt.Before(ct.Created) ||
 		!strings.HasPrefix(ct.Image, podmantest.ImageName+":") || ct.IPAddress != "" {
 		t.Errorf("inspect: %+v", ct)
@@ -119,8 +126,10 @@ func TestFakeContainerLife(t *testing.T) {
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("list: %+v, %v", cs, err)
 	}
-	if l := cs[0]; l.ID != ct.ID || l.Name != ct.Name || l.State != "exited" || l.Labels["rec"] != "1" || l.Image != ct.Image ||
-		!l.Created.Equal(ct.Created) || l.StartedAt.Unix() != ct.StartedAt.Unix() || l.FinishedAt.Unix() != ct.FinishedAt.Unix() {
+	if l := cs[0]; l.ID != ct.ID || l.Name != ct.Name || l.State != "exited" || l.Labels["rec"] != "1" ||
+		l.Image != ct.Image ||
+		!l.Created.Equal(ct.Created) || l.StartedAt.Unix() != ct.StartedAt.Unix() ||
+		l.FinishedAt.Unix() != ct.FinishedAt.Unix() {
 		t.Errorf("list: %+v, inspect %+v", l, ct)
 	}
 	// Stop and remove: done, then absent (404): no error either time.
@@ -213,7 +222,8 @@ func TestUnreachable(t *testing.T) {
 	defer cancel()
 	_, err := c.Ping(ctx)
 	var ue *podman.UnreachableError
-	if !errors.As(err, &ue) || !strings.Contains(err.Error(), sock) || !strings.Contains(err.Error(), "API service is not running") {
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), sock) ||
+		!strings.Contains(err.Error(), "API service is not running") {
 		t.Errorf("ping of %s: %v", sock, err)
 	}
 	if err := c.Remove(ctx, "x"); !errors.As(err, &ue) || !strings.Contains(err.Error(), "podman rm x") {

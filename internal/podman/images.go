@@ -91,7 +91,9 @@ func (c *Client) Import(ctx context.Context, ref string, tarball io.Reader) erro
 	var out struct {
 		ID string `json:"Id"`
 	}
-	err := c.call(ctx, request{method: http.MethodPost, path: "/images/import", query: q, body: tarball, contentType: "application/x-tar"}, &out)
+	err := c.call(ctx,
+		request{method: http.MethodPost, path: "/images/import", query: q, body: tarball,
+			contentType: "application/x-tar"}, &out)
 	if err != nil {
 		return fmt.Errorf("podman import %s: %w", ref, err)
 	}

@@ -75,7 +75,9 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("podman's API service is not running at %s (start it with `podman system service --time=0 unix://%s`, or enable podman.socket): %v", e.Socket, e.Socket, e.Err)
+	return fmt.Sprintf(
+		"podman's API service is not running at %s (start it with `podman system service --time=0 unix://%s`, or enable "+
+			"podman.socket): %v", e.Socket, e.Socket, e.Err)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
@@ -220,7 +222,8 @@ func (c *Client) Ping(ctx context.Context) (version string, err error) {
 	defer resp.close()
 	v := resp.Header.Get("Libpod-Api-Version")
 	if v == "" {
-		return "", fmt.Errorf("podman ping: %s answers but is not podman's libpod API (no Libpod-Api-Version header)", c.socket)
+		return "", fmt.Errorf("podman ping: %s answers but is not podman's libpod API (no Libpod-Api-Version header)",
+			c.socket)
 	}
 	return v, nil
 }

@@ -64,7 +64,8 @@ func TestContainerLife(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ct.ID != id || ct.State != "exited" || ct.ExitCode != 0 || ct.Labels["oarbank.lease"] != "L1" || ct.Labels["extra"] != "x" ||
+	if ct.ID != id || ct.State != "exited" || ct.ExitCode != 0 || ct.Labels["oarbank.lease"] != "L1" ||
+		ct.Labels["extra"] != "x" ||
 		ct.Created.IsZero() || ct.StartedAt.Before(ct.Created) || ct.FinishedAt.Before(ct.Created) || ct.IPAddress != "" {
 		t.Errorf("inspect: %+v", ct)
 	}
@@ -91,7 +92,9 @@ func TestContainerLife(t *testing.T) {
 		if got := len(cs) == 1 && cs[0].ID == id; got != tt.found || len(cs) > 1 {
 			t.Errorf("list %v: %+v, want found %v", tt.labels, cs, tt.found)
 		}
-		if len(cs) == 1 && (cs[0].State != "exited" || cs[0].Image == "" || cs[0].Name != ct.Name || cs[0].Labels["extra"] != "x" || cs[0].FinishedAt.IsZero()) {
+		if len(cs) == 1 &&
+			(cs[0].State != "exited" || cs[0].Image == "" || cs[0].Name != ct.Name || cs[0].Labels["extra"] != "x" ||
+				cs[0].FinishedAt.IsZero()) {
 			t.Errorf("list %v: %+v", tt.labels, cs[0])
 		}
 	}
@@ -179,7 +182,8 @@ func TestLimits(t *testing.T) {
 		{"oom", podman.Spec{MemoryBytes: 32 << 20, Pids: 64}, []string{"alloc", "256"}, 137, true, ""},
 		// GOMAXPROCS=1 keeps the helper's own threads few (each is a
 		// pid), whatever the host's cores.
-		{"pids", podman.Spec{MemoryBytes: 256 << 20, Pids: 16, Env: map[string]string{"GOMAXPROCS": "1"}}, []string{"fork", "64"}, 3, false, "fork "},
+		{"pids", podman.Spec{MemoryBytes: 256 << 20, Pids: 16, Env: map[string]string{"GOMAXPROCS": "1"}},
+			[]string{"fork", "64"}, 3, false, "fork "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,7 +196,8 @@ func TestLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := podman.Limits{MemoryBytes: tt.spec.MemoryBytes, MemorySwapBytes: tt.spec.MemoryBytes, CPUs: tt.spec.CPUs, Pids: tt.spec.Pids}
+			want := podman.Limits{MemoryBytes: tt.spec.MemoryBytes, MemorySwapBytes: tt.spec.MemoryBytes, CPUs: tt.spec.CPUs,
+				Pids: tt.spec.Pids}
 			if ct.Limits != want {
 				t.Errorf("limits applied %+v, want %+v", ct.Limits, want)
 			}

@@ -114,19 +114,23 @@ func hasCap(bit uint) (bool, error) {
 }
 
 // write writes containers.conf and storage.conf into dir, naming only
-// paths under dir: the service's storage, state, locks (files, not the
-// host's shared-memory segment), events and networks are its own.
-func (cfg config) write(dir string) error {
+// paths under dir and runRoot: the service's storage, state, locks (files,
+// not the host's shared-memory segment), events and networks are its own.
+func (cfg config) write(dir, runRoot string) error {
 	var c strings.Builder
 	c.WriteString("# Written by podmantest for one test binary's podman.\n[containers]\n")
 	if cfg.nofile != 0 {
-		fmt.Fprintf(&c, "default_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n", cfg.nofile, cfg.nofile, cfg.nproc, cfg.nproc)
+		fmt.Fprintf(&c, "default_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n", cfg.nofile, cfg.nofile, cfg.nproc,
+			cfg.nproc)
 	}
-	fmt.Fprintf(&c, "\n[engine]\nruntime = %q\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nlock_type = \"file\"\ntmp_dir = %q\nstatic_dir = %q\nvolume_path = %q\n",
+	fmt.Fprintf(&c,
+		"\n[engine]\nruntime = %q\ncgroup_manager = \"cgroupfs\"\nevents_logger = \"file\"\nlock_type = "+
+			"\"file\"\ntmp_dir = %q\nstatic_dir = %q\nvolume_path = %q\n",
 		cfg.runtime, filepath.Join(dir, "tmp"), filepath.Join(dir, "root", "libpod"), filepath.Join(dir, "root", "volumes"))
 	fmt.Fprintf(&c, "\n[network]\nnetwork_config_dir = %q\n", filepath.Join(dir, "networks"))
-	s := fmt.Sprintf("# Written by podmantest for one test binary's podman.\n[storage]\ndriver = %q\ngraphroot = %q\nrunroot = %q\n",
-		cfg.driver, filepath.Join(dir, "root"), filepath.Join(dir, "runroot"))
+	s := fmt.Sprintf(
+		"# Written by podmantest for one test binary's podman.\n[storage]\ndriver = %q\ngraphroot = %q\nrunroot = %q\n",
+		cfg.driver, filepath.Join(dir, "root"), runRoot)
 	if err := os.WriteFile(filepath.Join(dir, "containers.conf"), []byte(c.String()), 0o644); err != nil {
 		return fmt.Errorf("podmantest: %w", err)
 	}

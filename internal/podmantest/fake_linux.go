@@ -89,7 +89,8 @@ func NewFake(t testing.TB) *Fake {
 	if err := json.Unmarshal(recorded, &rec); err != nil {
 		t.Fatalf("podmantest: the recording: %v", err)
 	}
-	f := &Fake{Socket: filepath.Join(t.TempDir(), "podman.sock"), Version: rec.Podman, t: t, answers: map[string][]Exchange{}, asked: map[string]int{}}
+	f := &Fake{Socket: filepath.Join(t.TempDir(), "podman.sock"), Version: rec.Podman, t: t,
+		answers: map[string][]Exchange{}, asked: map[string]int{}}
 	for _, e := range rec.Exchanges {
 		f.answers[e.key()] = append(f.answers[e.key()], e)
 	}

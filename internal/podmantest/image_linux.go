@@ -75,7 +75,8 @@ func buildImage(tmp string) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: ImageBinary[1:], Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
+	if err := tw.WriteHeader(&tar.Header{Name: ImageBinary[1:], Mode: 0o755, Size: int64(len(bin)),
+		Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
 		return nil, err
 	}
 	if _, err := tw.Write(bin); err != nil {
@@ -91,11 +92,21 @@ func buildImage(tmp string) ([]byte, error) {
 // (of image, with labels, running "/testimage exit 0"), start, wait,
 // remove. The benchmarks of the client and of the broker measure it.
 func Cycle(ctx context.Context, c *podman.Client, image string, labels map[string]string) error {
-	id, err := c.Create(ctx, podman.Spec{Image: image, Command: []string{ImageBinary, "exit", "0"}, Labels: labels, MemoryBytes: 64 << 20, Pids: 64})
+	id, err := c.Create(ctx,
+		podman.Spec{Image: image, Command: []string{ImageBinary, "exit", "0"}, Labels: labels, MemoryBytes: 64 << 20,
+			Pids: 64})
 	if err != nil {
 		return err
 	}
-	defer c.Remove(context.WithoutCancel(ctx), id)
+	if err := startWait(ctx, c, id); err != nil {
+		c.Remove(context.WithoutCancel(ctx), id)
+		return err
+	}
+	return c.Remove(ctx, id)
+}
+
+// startWait starts container id and waits for it to exit 0.
+func startWait(ctx context.Context, c *podman.Client, id string) error {
 	if err := c.Start(ctx, id); err != nil {
 		return err
 	}
@@ -106,5 +117,5 @@ func Cycle(ctx context.Context, c *podman.Client, image string, labels map[strin
 	if code != 0 {
 		return fmt.Errorf("podmantest: cycle of %s: exit code %d, not 0", id, code)
 	}
-	return c.Remove(ctx, id)
+	return nil
 }

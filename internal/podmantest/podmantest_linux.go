@@ -49,11 +49,12 @@ type Runtime struct {
 
 // service is one `podman system service` with its directory.
 type service struct {
-	dir    string
-	socket string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
-	log    string
+	dir     string
+	runRoot string // under dir, or a directory of its own where dir is too long
+	socket  string
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when cmd has exited
+	log     string
 
 	mu    sync.Mutex
 	image string // the test image's reference, once imported
@@ -97,7 +98,7 @@ func Start(t testing.TB) *Runtime {
 	t.Helper()
 	var svc *service
 	if shared.inMain {
-		shared.once.Do(func() { shared.svc, shared.skip, shared.err = startService() })
+		shared.once.Do(func() { shared.svc, shared.skip, shared.err = startService(false) })
 		if shared.skip != "" {
 			testhost.SkipOrFail(t, shared.skip)
 		}
@@ -106,20 +107,50 @@ func Start(t testing.TB) *Runtime {
 		}
 		svc = shared.svc
 	} else {
-		s, skip, err := startService()
-		if skip != "" {
-			testhost.SkipOrFail(t, skip)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.stop(); err != nil {
-				t.Error(err)
-			}
-		})
-		svc = s
+		svc = ownService(t, false)
 	}
+	return newRuntime(t, svc)
+}
+
+// StartOwnNetwork returns a podman service of the test's own in a network
+// namespace of its own, for tests of the bridge network: its bridge,
+// firewall rules, forwarding and address allocations are that
+// namespace's and its own, never the host's. Where netavark or iptables,
+// which podman's bridge needs, are not installed, the test is skipped
+// (also with REQUIRE_KERNEL_FEATURES=1: they are packages, not kernel
+// features); where the kernel gives no network namespace, skipped or
+// failed as Start does.
+func StartOwnNetwork(t testing.TB) *Runtime {
+	t.Helper()
+	if !netavarkInstalled() {
+		t.Skip("podman's bridge network needs netavark, not installed (apt-get install netavark)")
+	}
+	if !lookPath("iptables") {
+		t.Skip("podman's bridge network needs iptables, not installed (apt-get install iptables)")
+	}
+	return newRuntime(t, ownService(t, true))
+}
+
+// ownService starts a service for t alone, stopped when it ends.
+func ownService(t testing.TB, ownNetwork bool) *service {
+	t.Helper()
+	s, skip, err := startService(ownNetwork)
+	if skip != "" {
+		testhost.SkipOrFail(t, skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+func newRuntime(t testing.TB, svc *service) *Runtime {
+	t.Helper()
 	rt := &Runtime{
 		Socket: svc.socket,
 		Client: podman.New(svc.socket),
@@ -171,7 +202,12 @@ func (rt *Runtime) Spec(s podman.Spec) podman.Spec {
 // startService starts `podman system service` on a socket of its own, with
 // a configuration of its own, and waits until it answers. skip says what
 // is missing on this host.
-func startService() (svc *service, skip string, err error) {
+//
+// With ownNetwork it runs in a network namespace of its own too, with
+// tmpfs over the host's directories of podman's network state
+// (/run/containers, where netavark keeps its address allocations, and
+// /run/netns): its networks are its own.
+func startService(ownNetwork bool) (svc *service, skip string, err error) {
 	bin, err := exec.LookPath("podman")
 	if err != nil {
 		return nil, "podman is not installed (apt-get install podman)", nil
@@ -184,22 +220,26 @@ func startService() (svc *service, skip string, err error) {
 		return nil, "", err
 	}
 	svc = &service{dir: dir, socket: filepath.Join(dir, "podman.sock"), log: filepath.Join(dir, "service.log")}
-	cfg, err := hostConfig(dir)
-	if err != nil {
+	if svc.runRoot, err = runRoot(dir); err != nil {
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
+	cfg, err := hostConfig(dir)
+	if err != nil {
+		svc.removeDirs()
+		return nil, "", err
+	}
 	if cfg.skip != "" {
-		os.RemoveAll(dir)
+		svc.removeDirs()
 		return nil, cfg.skip, nil
 	}
-	if err := cfg.write(dir); err != nil {
-		os.RemoveAll(dir)
+	if err := cfg.write(dir, svc.runRoot); err != nil {
+		svc.removeDirs()
 		return nil, "", err
 	}
 	logf, err := os.Create(svc.log)
 	if err != nil {
-		os.RemoveAll(dir)
+		svc.removeDirs()
 		return nil, "", err
 	}
 	defer logf.Close()
@@ -208,8 +248,15 @@ func startService() (svc *service, skip string, err error) {
 	// at /var/lib/containers/cache for root whatever its storage is set
 	// to: its imports would write the host's cache otherwise. The shell
 	// mounts it and becomes podman (exec), so the pid is podman's.
-	cmd := exec.Command("/bin/sh", "-c", `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`,
-		"sh", cacheMountpoint(), bin, svc.socket)
+	script := `mount -t tmpfs -o size=64m,mode=0700 podmantest "$1" && exec "$2" system service --time=0 "unix://$3"`
+	unshare := uintptr(syscall.CLONE_NEWNS)
+	if ownNetwork {
+		script = `mkdir -p /run/containers /run/netns && ` +
+			`mount -t tmpfs -o size=16m,mode=0755 podmantest /run/containers && ` +
+			`mount -t tmpfs -o size=16m,mode=0755 podmantest /run/netns && ` + script
+		unshare |= syscall.CLONE_NEWNET
+	}
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", cacheMountpoint(), bin, svc.socket)
 	cmd.Env = append(os.Environ(),
 		"CONTAINERS_CONF="+filepath.Join(dir, "containers.conf"),
 		"CONTAINERS_STORAGE_CONF="+filepath.Join(dir, "storage.conf"),
@@ -220,9 +267,12 @@ func startService() (svc *service, skip string, err error) {
 	cmd.Dir = dir
 	// Its own process group: a ^C of the test does not reach it first,
 	// and its stop below is by its pid.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: syscall.CLONE_NEWNS}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Unshareflags: unshare}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
+		svc.removeDirs()
+		if ownNetwork && (errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.EPERM)) {
+			return nil, fmt.Sprintf("no network namespace of its own for podman: %v", err), nil
+		}
 		return nil, "", fmt.Errorf("podmantest: start %s: %w", bin, err)
 	}
 	svc.cmd = cmd
@@ -255,11 +305,13 @@ func (s *service) waitReady(bound time.Duration) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("podmantest: podman system service exited before answering (%v); its log:\n%s", s.cmd.ProcessState, s.tail())
+			return fmt.Errorf("podmantest: podman system service exited before answering (%v); its log:\n%s",
+				s.cmd.ProcessState, s.tail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("podmantest: podman system service did not answer on %s within %v: %v; its log:\n%s", s.socket, bound, err, s.tail())
+			return fmt.Errorf("podmantest: podman system service did not answer on %s within %v: %v; its log:\n%s", s.socket,
+				bound, err, s.tail())
 		}
 	}
 }
@@ -287,7 +339,9 @@ func (s *service) checkLimits(cfg config) error {
 			if rest, ok := strings.CutPrefix(sc.Text(), name); ok {
 				f := strings.Fields(rest)
 				if len(f) >= 2 && f[1] != strconv.FormatUint(v, 10) {
-					return fmt.Errorf("podmantest: podman system service runs with %s %s, not the %d its containers.conf gives containers (without CAP_SYS_RESOURCE they must match)", name, f[1], v)
+					return fmt.Errorf(
+						"podmantest: podman system service runs with %s %s, not the %d its containers.conf gives containers "+
+							"(without CAP_SYS_RESOURCE they must match)", name, f[1], v)
 				}
 			}
 		}
@@ -301,7 +355,9 @@ func (s *service) stop() error {
 	var errs []error
 	select {
 	case <-s.exited:
-		errs = append(errs, fmt.Errorf("podmantest: podman system service exited before the tests ended (%v); its log:\n%s", s.cmd.ProcessState, s.tail()))
+		errs = append(errs,
+			fmt.Errorf("podmantest: podman system service exited before the tests ended (%v); its log:\n%s",
+				s.cmd.ProcessState, s.tail()))
 	default:
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		c := podman.New(s.socket)
@@ -324,10 +380,62 @@ func (s *service) stop() error {
 		}
 	}
 	// The storage's mounts were the service's namespace's: gone with it.
-	if err := os.RemoveAll(s.dir); err != nil {
-		errs = append(errs, fmt.Errorf("podmantest: %w", err))
+	if err := s.removeDirs(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// removeDirs removes the service's directory and its run root.
+func (s *service) removeDirs() error {
+	var errs []error
+	for _, d := range []string{s.runRoot, s.dir} {
+		if d == "" {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("podmantest: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxRunRoot is the longest run root podman 4.3 takes as a flag. The
+// exit command conmon runs when a container ends, `podman --runroot R
+// container cleanup ID`, names it, and with a longer one fails at once
+// ("the specified runroot is longer than 50 characters"): the container
+// then stays "stopped" instead of "exited", and every wait for it answers
+// only after podman's 20 s allowance for a conmon that died. A test
+// binary's temporary directory (svcrun's tests set TMPDIR) easily makes
+// dir/runroot longer.
+const maxRunRoot = 50
+
+// runRoot makes the service's run root: dir/runroot where that is short
+// enough for podman, otherwise a directory of its own under /run or /tmp.
+func runRoot(dir string) (string, error) {
+	if r := filepath.Join(dir, "runroot"); len(r) <= maxRunRoot {
+		if err := os.Mkdir(r, 0o700); err != nil {
+			return "", fmt.Errorf("podmantest: %w", err)
+		}
+		return r, nil
+	}
+	var errs []error
+	for _, base := range []string{"/run", "/tmp"} {
+		r, err := os.MkdirTemp(base, "podmantest-run-")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(r) > maxRunRoot {
+			os.Remove(r)
+			errs = append(errs, fmt.Errorf("%s: longer than %d characters", r, maxRunRoot))
+			continue
+		}
+		return r, nil
+	}
+	return "", fmt.Errorf(
+		"podmantest: no run root of at most %d characters, which podman 4.3's container cleanup needs: %w",
+		maxRunRoot, errors.Join(errs...))
 }
 
 // labelValue is the test's name, kept to the characters a label filter
@@ -353,4 +461,16 @@ func cacheMountpoint() string {
 		}
 	}
 	return "/var"
+}
+
+// netavarkInstalled says whether netavark is where podman looks for its
+// helpers.
+func netavarkInstalled() bool {
+	dirs := []string{"/usr/local/libexec/podman", "/usr/local/lib/podman", "/usr/libexec/podman", "/usr/lib/podman"}
+	for _, d := range dirs {
+		if fi, err := os.Stat(filepath.Join(d, "netavark")); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
 }

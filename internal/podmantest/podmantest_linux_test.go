@@ -31,7 +31,8 @@ func TestContainersRemovedAtCleanup(t *testing.T) {
 			t.Errorf("a second service: %s, the first %s", irt.Socket, rt.Socket)
 		}
 		for _, args := range [][]string{{"sleep", "3600"}, {"exit", "0"}} {
-			id, err := irt.Client.Create(ctx, irt.Spec(podman.Spec{Image: image, Command: append([]string{ImageBinary}, args...)}))
+			id, err := irt.Client.Create(ctx,
+				irt.Spec(podman.Spec{Image: image, Command: append([]string{ImageBinary}, args...)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +71,7 @@ func TestCycle(t *testing.T) {
 func TestConfigStaysInItsDir(t *testing.T) {
 	dir := t.TempDir()
 	cfg := config{runtime: "runc", driver: "overlay", nofile: 1024, nproc: 512}
-	if err := cfg.write(dir); err != nil {
+	if err := cfg.write(dir, filepath.Join(dir, "runroot")); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"containers.conf", "storage.conf"} {
@@ -83,7 +84,9 @@ func TestConfigStaysInItsDir(t *testing.T) {
 				t.Errorf("%s names a path outside %s: %s", f, dir, line)
 			}
 		}
-		if f == "containers.conf" && (!strings.Contains(string(b), `"nofile=1024:1024", "nproc=512:512"`) || !strings.Contains(string(b), `lock_type = "file"`)) {
+		if f == "containers.conf" &&
+			(!strings.Contains(string(b), `"nofile=1024:1024", "nproc=512:512"`) ||
+				!strings.Contains(string(b), `lock_type = "file"`)) {
 			t.Errorf("%s:\n%s", f, b)
 		}
 	}
@@ -110,4 +113,76 @@ func TestHostBlobCacheHidden(t *testing.T) {
 		}
 	}
 	t.Errorf("no tmpfs at %s in the service's mounts:\n%s", at, b)
+}
+
+// TestRunRootShort checks that the run root stays within podman 4.3's 50
+// characters whatever the temporary directory's length, in dir where dir
+// is short.
+func TestRunRootShort(t *testing.T) {
+	short, err := os.MkdirTemp("/tmp", "rr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(short)
+	for _, tc := range []struct {
+		name, dir string
+		inDir     bool
+	}{
+		{"short", short, true},
+		{"long", filepath.Join(t.TempDir(), strings.Repeat("d", maxRunRoot)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.MkdirAll(tc.dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			r, err := runRoot(tc.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.inDir {
+				defer os.RemoveAll(r)
+			}
+			if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+				t.Errorf("run root %s: %v", r, err)
+			}
+			if len(r) > maxRunRoot || strings.HasPrefix(r, tc.dir+"/") != tc.inDir {
+				t.Errorf("run root %s (%d characters) for %s: want at most %d, under it: %v", r, len(r), tc.dir, maxRunRoot,
+					tc.inDir)
+			}
+		})
+	}
+}
+
+// TestLongTempDirCleanup runs a service whose directory is long (as under
+// svcrun's tests' TMPDIR): its containers' cleanup must still run, so that
+// a wait answers once the container has exited, not after podman's 20 s
+// allowance for a dead conmon with the container left "stopped".
+func TestLongTempDirCleanup(t *testing.T) {
+	long := t.TempDir()
+	if len(filepath.Join(long, "podmantest-1234567890", "runroot")) <= maxRunRoot {
+		t.Fatalf("%s is too short to test a long one", long)
+	}
+	t.Setenv("TMPDIR", long)
+	svc := ownService(t, false)
+	rt := newRuntime(t, svc)
+	image := TestImage(t, rt)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := rt.Client.Create(ctx, rt.Spec(podman.Spec{Image: image, Command: []string{ImageBinary, "exit", "0"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Client.Start(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Client.Wait(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rt.Client.Inspect(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State != "exited" {
+		t.Errorf("after wait, the container is %q, not exited: its cleanup did not run (run root %s)", c.State, svc.runRoot)
+	}
 }

@@ -101,10 +101,13 @@ func TestRecord(t *testing.T) {
 	must(err)
 	must(c.Remove(ctx, RecSleep))
 	// Failures: an image podman does not hold, a user the image lacks.
-	if _, err := c.Create(ctx, podman.Spec{Name: RecNoImage, Image: RecAbsentImage, Command: []string{"x"}, Labels: recLabels}); err == nil {
+	if _, err := c.Create(ctx,
+		podman.Spec{Name: RecNoImage, Image: RecAbsentImage, Command: []string{"x"}, Labels: recLabels}); err == nil {
 		t.Fatal("create of an absent image: no error")
 	}
-	_, err = c.Create(ctx, podman.Spec{Name: RecBadUser, Image: image, Command: []string{ImageBinary, "exit", "0"}, User: "absent", Labels: recLabels})
+	_, err = c.Create(ctx,
+		podman.Spec{Name: RecBadUser, Image: image, Command: []string{ImageBinary, "exit", "0"}, User: "absent",
+			Labels: recLabels})
 	must(err)
 	if err := c.Start(ctx, RecBadUser); err == nil {
 		t.Fatal("start as an absent user: no error")

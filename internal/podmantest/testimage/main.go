@@ -7,21 +7,27 @@
 //	alloc MB        allocates and touches MB megabytes, then sleeps
 //	fork N          starts N children that sleep; exits 3 when one fails
 //	env             prints its arguments, working directory, uid and environment
+//	listen PORT     answers one TCP connection on PORT with "hello from the listener"
+//	connect ADDR    prints what the listener at ADDR (host:port) says; refused, tries again for 60 s
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: testimage sleep|print|exit|alloc|fork|env ...")
+		fail("usage: testimage sleep|print|exit|alloc|fork|env|listen|connect ...")
 	}
 	arg := func() int {
 		if len(os.Args) < 3 {
@@ -71,6 +77,39 @@ func main() {
 		sort.Strings(env)
 		for _, e := range env {
 			fmt.Println("env " + e)
+		}
+	case "listen":
+		l, err := net.Listen("tcp", ":"+strconv.Itoa(arg()))
+		if err != nil {
+			fail(err.Error())
+		}
+		fmt.Println("listening on", l.Addr())
+		c, err := l.Accept()
+		if err != nil {
+			fail(err.Error())
+		}
+		fmt.Fprintln(c, "hello from the listener")
+		c.Close()
+	case "connect":
+		if len(os.Args) < 3 {
+			fail("connect: missing its address")
+		}
+		// The listener may not listen yet (refused): 60 s is only the cutoff.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
+			if err == nil {
+				b, err := io.ReadAll(c)
+				if err != nil {
+					fail(err.Error())
+				}
+				fmt.Print(string(b))
+				return
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) || time.Now().After(deadline) {
+				fail(err.Error())
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	default:
 		fail("unknown mode " + os.Args[1])
