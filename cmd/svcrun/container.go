@@ -36,11 +36,14 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 func addContainerFlags(fs *flag.FlagSet, imageFlag bool) *containerFlags {
 	f := &containerFlags{image: new(string)}
 	if imageFlag {
-		f.image = fs.String("container", "", "run CMD in a container of `IMAGE` (approved in the node's grants.containers), reserving one containers token")
+		f.image = fs.String("container", "",
+			"run CMD in a container of `IMAGE` (approved in the node's grants.containers), reserving one containers token")
 	}
-	f.memGB = fs.Float64("mem-gb", 0, "the container's memory limit in `GB`, no swap (default: the node's [containers].mem_gb)")
+	f.memGB = fs.Float64("mem-gb", 0,
+		"the container's memory limit in `GB`, no swap (default: the node's [containers].mem_gb)")
 	f.cpus = fs.Float64("cpus", 0, "the container's CPU limit, in `CPUS` (default: the node's [containers].cpus)")
-	f.network = fs.String("network", "", "the container's network, `none` or bridge where the node allows it (default: none)")
+	f.network = fs.String("network", "",
+		"the container's network, `none` or bridge where the node allows it (default: none)")
 	fs.Var(&f.env, "env", "set `NAME=VALUE` in the container (repeatable)")
 	f.workdir = fs.String("workdir", "", "the container's working `DIR`")
 	f.user = fs.String("user", "", "the `USER` the container's command runs as")
@@ -48,7 +51,8 @@ func addContainerFlags(fs *flag.FlagSet, imageFlag bool) *containerFlags {
 }
 
 func (f *containerFlags) request(argv []string) (api.ContainerRequest, error) {
-	req := api.ContainerRequest{Image: *f.image, Command: argv, Network: *f.network, MemGB: *f.memGB, CPUs: *f.cpus, WorkDir: *f.workdir, User: *f.user}
+	req := api.ContainerRequest{Image: *f.image, Command: argv, Network: *f.network, MemGB: *f.memGB, CPUs: *f.cpus,
+		WorkDir: *f.workdir, User: *f.user}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -75,11 +79,13 @@ func reserveContainer(req *api.AcquireRequest) {
 // status (137 when it was killed for memory). ctx ended (SIGINT or
 // SIGTERM) stops the container, whose status is then returned: the
 // terminal's SIGINT never reaches a container.
-func runInContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant, req api.ContainerRequest) (int, error) {
+func runInContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant,
+	req api.ContainerRequest) (int, error) {
 	if req.Env == nil {
 		req.Env = map[string]string{}
 	}
-	for k, v := range map[string]string{svcenv.VarAttemptID: g.Attempt, svcenv.VarLeaseID: g.Lease, svcenv.VarNodeID: g.NodeID} {
+	for k, v := range map[string]string{svcenv.VarAttemptID: g.Attempt, svcenv.VarLeaseID: g.Lease,
+		svcenv.VarNodeID: g.NodeID} {
 		if _, set := req.Env[k]; !set {
 			req.Env[k] = v
 		}
@@ -136,8 +142,9 @@ func runInContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant,
 		// Podman 4.3 does not record the kernel's OOM kill (conmon leaves
 		// its marker where podman does not look): a SIGKILL that svcrun
 		// did not send is most likely the memory limit's.
-		m.Printf("container %s was killed by SIGKILL (exit 137), most likely for using more memory than its limit (--mem-gb); "+
-			"the runtime does not say", ct.ID)
+		m.Printf(
+			"container %s was killed by SIGKILL (exit 137), most likely for using more memory than its limit (--mem-gb); "+
+				"the runtime does not say", ct.ID)
 	}
 	return end.ExitCode, nil
 }
@@ -159,7 +166,8 @@ func runContainerCmd(ctx context.Context, m *cli.Env, args []string) error {
 		"rm":   "CONTAINER",
 	}[sub])
 	sock := addSocketFlags(m, fs)
-	lease := fs.String("lease", os.Getenv(svcenv.VarLeaseID), "the `LEASE` whose containers these are (default: $"+svcenv.VarLeaseID+", set by svcrun run)")
+	lease := fs.String("lease", os.Getenv(svcenv.VarLeaseID),
+		"the `LEASE` whose containers these are (default: $"+svcenv.VarLeaseID+", set by svcrun run)")
 	var cf *containerFlags
 	var detach, follow, asJSON *bool
 	switch sub {
@@ -178,7 +186,8 @@ func runContainerCmd(ctx context.Context, m *cli.Env, args []string) error {
 		return err
 	}
 	if *lease == "" {
-		return cli.UsageError{Msg: "no lease: run this under svcrun run (which sets " + svcenv.VarLeaseID + "), or give --lease"}
+		return cli.UsageError{
+			Msg: "no lease: run this under svcrun run (which sets " + svcenv.VarLeaseID + "), or give --lease"}
 	}
 	rest := fs.Args()
 	if sub != "run" && sub != "ls" && len(rest) != 1 {
@@ -258,7 +267,8 @@ func runContainerCmd(ctx context.Context, m *cli.Env, args []string) error {
 // runLeasedContainer is svcrun run --container once the lease is held:
 // CMD runs in a container, the lease renewed meanwhile, and released
 // after (release). It exits with CMD's status.
-func runLeasedContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant, cf *containerFlags, argv []string, ttl time.Duration,
+func runLeasedContainer(ctx context.Context, m *cli.Env, c *api.Client, g api.Grant, cf *containerFlags, argv []string,
+	ttl time.Duration,
 	away *awayNotice, release func()) error {
 	defer release()
 	req, err := cf.request(argv)

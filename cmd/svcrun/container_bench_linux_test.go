@@ -35,7 +35,8 @@ func BenchmarkContainerCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Release(ctx, g.Lease)
-	req := api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "exit", "0"}, MemGB: 0.0625, Pids: 64}
+	req := api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "exit", "0"}, MemGB: 0.0625,
+		Pids: 64}
 	var raw, brokered time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -83,7 +84,8 @@ func BenchmarkContainerList(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer c.Release(ctx, g.Lease)
-	if _, err := c.CreateContainer(ctx, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}}); err != nil {
+	if _, err := c.CreateContainer(ctx, g.Lease,
+		api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}}); err != nil {
 		b.Fatal(err)
 	}
 	// The same listing straight to podman, in turn, for what svcrun adds.

@@ -55,11 +55,13 @@ func containerNodeWith(t testing.TB, rt *podmantest.Runtime, o nodeOpts) (cfg, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := fmt.Sprintf("[module]\nname = \"jobs\"\nversion = \"1\"\n[sandbox]\ncontainers = %s\n[[probes]]\nname = \"jobs-sh\"\nexec = [\"bin/probe\"]\n", images)
+	manifest := fmt.Sprintf("[module]\nname = \"jobs\"\nversion = \"1\"\n[sandbox]\ncontainers = %s\n[[probes]]\n"+
+		"name = \"jobs-sh\"\nexec = [\"bin/probe\"]\n", images)
 	if err := os.WriteFile(filepath.Join(bundle, "module.toml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bundle, "bin", "probe"), []byte("#!/bin/sh\nprintf '{\"healthy\":true}\\n'\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bundle, "bin", "probe"), []byte("#!/bin/sh\nprintf '{\"healthy\":true}\\n'\n"),
+		0o755); err != nil {
 		t.Fatal(err)
 	}
 	sdir, err := os.MkdirTemp("", "ct")
@@ -115,7 +117,8 @@ func serveInProcess(t testing.TB, cfg string) { serveInProcessWith(t, cfg, nil) 
 func serveInProcessWith(t testing.TB, cfg string, runtime broker.Runtime) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
-	a, err := agent.Open(agent.Options{ConfigPath: cfg, Logger: log, NoContainers: true, PressureFile: noPressure, ContainerRuntime: runtime})
+	a, err := agent.Open(
+		agent.Options{ConfigPath: cfg, Logger: log, NoContainers: true, PressureFile: noPressure, ContainerRuntime: runtime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,8 @@ func serveInProcessWith(t testing.TB, cfg string, runtime broker.Runtime) {
 // brokerContainers lists the broker's containers of node at the runtime.
 func brokerContainers(t *testing.T, rt *podmantest.Runtime, node string) []podman.Container {
 	t.Helper()
-	list, err := rt.Client.List(context.Background(), map[string]string{protocol.LabelNode: node, protocol.LabelService: broker.FullName})
+	list, err := rt.Client.List(context.Background(),
+		map[string]string{protocol.LabelNode: node, protocol.LabelService: broker.FullName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +172,8 @@ func apiLease(t *testing.T, sock string, n int64) (*api.Client, api.Grant) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := c.Acquire(context.Background(), api.AcquireRequest{Pools: map[string]int64{"containers": n}, Wait: api.Duration(60 * time.Second)})
+	g, err := c.Acquire(context.Background(),
+		api.AcquireRequest{Pools: map[string]int64{"containers": n}, Wait: api.Duration(60 * time.Second)})
 	if err != nil {
 		c.Close()
 		t.Fatal(err)
@@ -182,7 +187,8 @@ func apiLease(t *testing.T, sock string, n int64) (*api.Client, api.Grant) {
 
 // runToEnd creates a container through svcrun's API, waits for it and
 // returns it as it ended, its output, and its limits as podman applied them.
-func runToEnd(t *testing.T, rt *podmantest.Runtime, c *api.Client, lease string, req api.ContainerRequest) (api.Container, string, podman.Limits) {
+func runToEnd(t *testing.T, rt *podmantest.Runtime, c *api.Client, lease string,
+	req api.ContainerRequest) (api.Container, string, podman.Limits) {
 	t.Helper()
 	ctx := context.Background()
 	ct, err := c.CreateContainer(ctx, lease, req)
@@ -212,11 +218,13 @@ func TestContainers(t *testing.T) {
 	serveInProcess(t, cfg)
 
 	t.Run("run --container", func(t *testing.T) {
-		code, out, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--", podmantest.ImageBinary, "print", "hello")
+		code, out, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--",
+			podmantest.ImageBinary, "print", "hello")
 		if code != 0 || out != "hello\n" || !strings.Contains(errs, "err: hello") {
 			t.Errorf("exit %d, stdout %q, stderr %q; want 0, hello, err: hello", code, out, errs)
 		}
-		code, _, errs = run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--", podmantest.ImageBinary, "exit", "3")
+		code, _, errs = run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--", podmantest.ImageBinary,
+			"exit", "3")
 		if code != 3 {
 			t.Errorf("exit %d, want the container's 3\n%s", code, errs)
 		}
@@ -226,7 +234,8 @@ func TestContainers(t *testing.T) {
 	})
 
 	t.Run("memory limit", func(t *testing.T) {
-		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "0.0625", "--", podmantest.ImageBinary, "alloc", "256")
+		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--mem-gb", "0.0625", "--",
+			podmantest.ImageBinary, "alloc", "256")
 		// Killed by the kernel: 128+9, and a line saying why (podman 4.3
 		// does not record the OOM kill: the line says it is most likely).
 		if code != 137 || !strings.Contains(errs, "for using more memory than its limit") {
@@ -234,7 +243,8 @@ func TestContainers(t *testing.T) {
 		}
 		// Through the API: the exit status, and OOMKilled as podman says.
 		c, g := apiLease(t, sock, 1)
-		end, _, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "alloc", "256"}, MemGB: 0.0625})
+		end, _, limits := runToEnd(t, rt, c, g.Lease,
+			api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "alloc", "256"}, MemGB: 0.0625})
 		if end.ExitCode != 137 || limits.MemoryBytes != 64<<20 || limits.MemorySwapBytes != 64<<20 {
 			t.Errorf("alloc 256 MB in 64 MB: exit %d, limits %+v; want 137, 64 MiB without swap", end.ExitCode, limits)
 		}
@@ -248,11 +258,13 @@ func TestContainers(t *testing.T) {
 		c, g := apiLease(t, sock, 1)
 		// Each process of the helper is a Go program of a few threads,
 		// each of which counts: 4 fit in 64, 64 do not.
-		end, out, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "4"}, Pids: 64})
+		end, out, limits := runToEnd(t, rt, c, g.Lease,
+			api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "4"}, Pids: 64})
 		if end.ExitCode != 0 || !strings.Contains(out, "forked 4") || limits.Pids != 64 {
 			t.Errorf("fork 4 within 64 pids: exit %d, output %q, limits %+v", end.ExitCode, out, limits)
 		}
-		end, out, _ = runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "64"}, Pids: 64})
+		end, out, _ = runToEnd(t, rt, c, g.Lease,
+			api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "fork", "64"}, Pids: 64})
 		if end.ExitCode == 0 || !regexp.MustCompile(`fork \d+ failed|failed to create new OS thread`).MatchString(out) {
 			t.Errorf("fork 64 within 64 pids: exit %d, output %q; want a fork failing", end.ExitCode, out)
 		}
@@ -263,7 +275,8 @@ func TestContainers(t *testing.T) {
 		for _, tc := range []struct {
 			ask, want float64
 		}{{0.5, 0.5}, {0, 1}} { // 0: the node's default, [containers].cpus
-			_, _, limits := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "exit", "0"}, CPUs: tc.ask})
+			_, _, limits := runToEnd(t, rt, c, g.Lease,
+				api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "exit", "0"}, CPUs: tc.ask})
 			if limits.CPUs != tc.want {
 				t.Errorf("cpus %v asked: podman applied %v, want %v", tc.ask, limits.CPUs, tc.want)
 			}
@@ -272,9 +285,11 @@ func TestContainers(t *testing.T) {
 
 	t.Run("pull never", func(t *testing.T) {
 		c, g := apiLease(t, sock, 1)
-		_, err := c.CreateContainer(context.Background(), g.Lease, api.ContainerRequest{Image: absentImage, Command: []string{"true"}})
+		_, err := c.CreateContainer(context.Background(), g.Lease,
+			api.ContainerRequest{Image: absentImage, Command: []string{"true"}})
 		var ae *api.Error
-		if !errors.As(err, &ae) || ae.Status != 404 || !strings.Contains(ae.Message, `image `+absentImage+` is not on this node and [containers].pull is "never"`) {
+		if !errors.As(err, &ae) || ae.Status != 404 ||
+			!strings.Contains(ae.Message, `image `+absentImage+` is not on this node and [containers].pull is "never"`) {
 			t.Errorf("create of an absent image: %v; want a 404 naming the image and the policy", err)
 		}
 	})
@@ -285,7 +300,8 @@ func TestContainers(t *testing.T) {
 		cfg, sock, _ := containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: 1, pull: "missing"})
 		serveInProcess(t, cfg)
 		c, g := apiLease(t, sock, 1)
-		end, out, _ := runToEnd(t, rt, c, g.Lease, api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "print", "here"}})
+		end, out, _ := runToEnd(t, rt, c, g.Lease,
+			api.ContainerRequest{Image: image, Command: []string{podmantest.ImageBinary, "print", "here"}})
 		if end.ExitCode != 0 || !strings.Contains(out, "here") {
 			t.Errorf("exit %d, output %q", end.ExitCode, out)
 		}
@@ -307,7 +323,8 @@ func TestContainers(t *testing.T) {
 		create := func(labels map[string]string) string {
 			t.Helper()
 			labels[podmantest.TestLabel] = node
-			id, err := rt.Client.Create(ctx, podman.Spec{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}, Labels: labels})
+			id, err := rt.Client.Create(ctx,
+				podman.Spec{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}, Labels: labels})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -315,14 +332,16 @@ func TestContainers(t *testing.T) {
 		}
 		rt.RemoveAtCleanup(t, map[string]string{podmantest.TestLabel: node})
 		ours := func(attempt, node string) map[string]string {
-			return map[string]string{protocol.LabelAttemptID: attempt, protocol.LabelNode: node, protocol.LabelService: broker.FullName}
+			return map[string]string{protocol.LabelAttemptID: attempt, protocol.LabelNode: node,
+				protocol.LabelService: broker.FullName}
 		}
 		dead := create(ours("attempt-dead", node))
 		kept := map[string]string{
 			"of a live attempt": create(ours(live.Attempt, node)),
 			"of another node":   create(ours("attempt-dead", "another-node")),
 			"unlabelled":        create(map[string]string{}),
-			"without a node":    create(map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelService: broker.FullName}),
+			"without a node": create(
+				map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelService: broker.FullName}),
 		}
 		if code, out, errs := run(t, "reap", "--socket", sock); code != 0 {
 			t.Fatalf("reap: %s %s", out, errs)
@@ -339,14 +358,18 @@ func TestContainers(t *testing.T) {
 	})
 
 	t.Run("unapproved image", func(t *testing.T) {
-		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", "docker.io/library/postgres:16", "--", "true")
-		if code != 125 || !strings.Contains(errs, "image docker.io/library/postgres:16 is approved for no enabled module; approved: "+absentImage+", "+image) {
+		code, _, errs := run(t, "run", "--socket", sock, "--wait", "60s", "--container", "docker.io/library/postgres:16",
+			"--", "true")
+		if code != 125 ||
+			!strings.Contains(errs,
+				"image docker.io/library/postgres:16 is approved for no enabled module; approved: "+absentImage+", "+image) {
 			t.Errorf("exit %d, stderr %q: want 125 and the approved images", code, errs)
 		}
 	})
 
 	t.Run("labels and lease release", func(t *testing.T) {
-		code, out, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--job", "job-7", "--json", "--wait", "60s")
+		code, out, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--job", "job-7", "--json", "--wait",
+			"60s")
 		if code != 0 {
 			t.Fatalf("acquire: %s", errs)
 		}
@@ -354,7 +377,8 @@ func TestContainers(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &g); err != nil {
 			t.Fatal(err)
 		}
-		code, out, errs = run(t, "container", "run", "--socket", sock, "--lease", g.Lease, "--detach", image, podmantest.ImageBinary, "sleep", "300")
+		code, out, errs = run(t, "container", "run", "--socket", sock, "--lease", g.Lease, "--detach", image,
+			podmantest.ImageBinary, "sleep", "300")
 		if code != 0 {
 			t.Fatalf("container run --detach: %s", errs)
 		}
@@ -363,8 +387,9 @@ func TestContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k, v := range map[string]string{protocol.LabelAttemptID: g.Attempt, protocol.LabelNode: node, protocol.LabelService: broker.FullName,
-			broker.LabelLease: g.Lease, broker.LabelModule: "jobs", broker.LabelJob: "job-7"} {
+		for k, v := range map[string]string{protocol.LabelAttemptID: g.Attempt, protocol.LabelNode: node,
+			protocol.LabelService: broker.FullName,
+			broker.LabelLease:     g.Lease, broker.LabelModule: "jobs", broker.LabelJob: "job-7"} {
 			if c.Labels[k] != v {
 				t.Errorf("label %s = %q, want %q", k, c.Labels[k], v)
 			}
@@ -373,7 +398,8 @@ func TestContainers(t *testing.T) {
 			t.Errorf("limits %+v, want 256 MiB and no swap", c.Limits)
 		}
 		// A second container is over the lease's one token.
-		code, _, errs = run(t, "container", "run", "--socket", sock, "--lease", g.Lease, "--detach", image, podmantest.ImageBinary, "sleep", "300")
+		code, _, errs = run(t, "container", "run", "--socket", sock, "--lease", g.Lease, "--detach", image,
+			podmantest.ImageBinary, "sleep", "300")
 		if code != 1 || !strings.Contains(errs, "holds 1 containers token(s) and has 1 container(s) running") {
 			t.Errorf("second container: exit %d, %q; want refused", code, errs)
 		}
@@ -384,7 +410,8 @@ func TestContainers(t *testing.T) {
 		if code, _, errs := run(t, "release", "--socket", sock, g.Lease); code != 0 {
 			t.Fatal(errs)
 		}
-		eventually(t, "the released lease's container is still there", func() bool { return len(brokerContainers(t, rt, node)) == 0 })
+		eventually(t, "the released lease's container is still there",
+			func() bool { return len(brokerContainers(t, rt, node)) == 0 })
 	})
 
 	t.Run("a full pool makes the lease wait", func(t *testing.T) {
@@ -394,12 +421,14 @@ func TestContainers(t *testing.T) {
 		}
 		var first struct{ Lease string }
 		json.Unmarshal([]byte(out), &first)
-		if code, _, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--wait", "0s"); code != 1 || !strings.Contains(errs, "containers") {
+		if code, _, errs := run(t, "acquire", "--socket", sock, "--pool", "containers=1", "--wait", "0s"); code != 1 ||
+			!strings.Contains(errs, "containers") {
 			t.Errorf("second lease with the pool full: exit %d, %q; want rejected", code, errs)
 		}
 		second := make(chan int, 1)
 		go func() {
-			code, _, _ := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--", podmantest.ImageBinary, "exit", "0")
+			code, _, _ := run(t, "run", "--socket", sock, "--wait", "60s", "--container", image, "--", podmantest.ImageBinary,
+				"exit", "0")
 			second <- code
 		}()
 		eventually(t, "the second lease does not wait", func() bool {
@@ -477,7 +506,8 @@ func TestContainersAdoptedAfterKill9(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "svcrun serve does not answer", func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
+		eventually(t, "svcrun serve does not answer",
+			func() bool { return exec.Command(bin, "status", "--socket", sock).Run() == nil })
 		return cmd
 	}
 	cli := func(args ...string) string {
@@ -497,7 +527,8 @@ func TestContainersAdoptedAfterKill9(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli("acquire", "--pool", "containers=1", "--json", "--wait", "60s")), &g); err != nil {
 		t.Fatal(err)
 	}
-	id := strings.Fields(cli("container", "run", "--lease", g.Lease, "--detach", image, podmantest.ImageBinary, "sleep", "300"))[0]
+	id := strings.Fields(
+		cli("container", "run", "--lease", g.Lease, "--detach", image, podmantest.ImageBinary, "sleep", "300"))[0]
 	s1.Process.Signal(syscall.SIGKILL)
 	s1.Wait()
 
@@ -510,7 +541,8 @@ func TestContainersAdoptedAfterKill9(t *testing.T) {
 		t.Errorf("after kill -9, the lease's containers: %q, want %s running", out, id)
 	}
 	cli("release", g.Lease)
-	eventually(t, "the released lease's container is still there after kill -9", func() bool { return len(brokerContainers(t, rt, node)) == 0 })
+	eventually(t, "the released lease's container is still there after kill -9",
+		func() bool { return len(brokerContainers(t, rt, node)) == 0 })
 }
 
 // createOnList creates a container when the broker's list_owned lists,
@@ -540,7 +572,8 @@ func TestContainersReapSnapshot(t *testing.T) {
 	rt := podmantest.Start(t)
 	image := podmantest.TestImage(t, rt)
 	cfg, sock, node := containerNode(t, rt, image, 2)
-	labels := map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelNode: node, protocol.LabelService: broker.FullName}
+	labels := map[string]string{protocol.LabelAttemptID: "attempt-dead", protocol.LabelNode: node,
+		protocol.LabelService: broker.FullName}
 	spec := rt.Spec(podman.Spec{Image: image, Command: []string{podmantest.ImageBinary, "sleep", "300"}, Labels: labels})
 	r := &createOnList{Client: rt.Client, made: make(chan string, 1), spec: spec}
 	serveInProcessWith(t, cfg, r)
@@ -600,7 +633,8 @@ func TestContainersReapSnapshot(t *testing.T) {
 func TestContainersBridge(t *testing.T) {
 	rt := podmantest.StartOwnNetwork(t)
 	image := podmantest.TestImage(t, rt)
-	cfg, sock, _ := containerNodeWith(t, rt, nodeOpts{images: []string{image}, max: 2, pull: "never", networks: []string{"none", "bridge"}})
+	cfg, sock, _ := containerNodeWith(t, rt,
+		nodeOpts{images: []string{image}, max: 2, pull: "never", networks: []string{"none", "bridge"}})
 	serveInProcess(t, cfg)
 	c, g := apiLease(t, sock, 2)
 	ctx := context.Background()

@@ -120,7 +120,8 @@ func runOp(ctx context.Context, m *cli.Env, args []string) error {
 	// the op, and in tests it runs inside a test binary whose other
 	// children the reaper must not take.
 	target := engine.Target{Module: mod.Name, Name: t.name, Probe: t.probe}
-	res, out, err := executor.RunStandalone(ctx, node.execConfig(), engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
+	res, out, err := executor.RunStandalone(ctx, node.execConfig(),
+		engine.RunOp{Target: target, Op: op, Args: opArgs, Timeout: *timeout})
 	if err != nil {
 		return err
 	}
