@@ -262,7 +262,9 @@ idle_begin() {
 	echo "idle: window ${IDLE_SVCRUN} s from 2 s after all ready; load average at its start $(loadavg)"
 	"$T/bin/idle" get "$SOCK" /metrics >"$I/metrics0"
 	wc -l <"$OPCPU" 2>/dev/null >"$I/opcpu0" || echo 0 >"$I/opcpu0"
-	cat "$JOURNAL"/*.jsonl 2>/dev/null | wc -l >"$I/journal0"
+	# The journal is written behind the steps: its window is by time, to
+	# the second, not by its length now.
+	date -u +%Y-%m-%dT%H:%M:%S >"$I/journal0"
 	PROF_PID=
 	if [ -S "$PROF" ]; then
 		"$T/bin/idle" get "$PROF" /runtime >"$I/runtime0"
@@ -284,7 +286,8 @@ idle_end() {
 	# The engine's steps in the window by event, from its journal: what
 	# woke svcrun besides the ops' ends (timers, containers, the API, a
 	# doctor event after a clock jump, which fingerprints every service).
-	cat "$JOURNAL"/*.jsonl 2>/dev/null | sed -n "$(($(cat "$I/journal0") + 1)),\$p" >"$I/journal"
+	cat "$JOURNAL"/*.jsonl 2>/dev/null | awk -v from="$(cat "$I/journal0")" -v to="$(date -u +%Y-%m-%dT%H:%M:%S)" \
+		'{at = substr($0, 8, 19)} at >= from && at < to' >"$I/journal"
 	sed -n 's/^{"at":"[^"]*","event":"\([^"]*\)".*/\1/p' "$I/journal" | sort | uniq -c |
 		awk -v w="$w" '{printf "idle: steps %-24s %6d  %7.3f/s\n", $2, $1, $1 / w}'
 	# And what the steps did, by effect: "run peers/d1 status #12" counts
