@@ -18,7 +18,23 @@
 # peers to run, in order (svcrun supervisord s6 runit), BACKOFF svcrun's
 # backoff_initial_s (0: the first retry at once, as runsv restarts a
 # crashed daemon; the peers back off no more), FLOORS 0 to skip the floors
-# (below). Loopback only: nothing leaves the machine.
+# (below), SVCRUN a svcrun binary to run instead of building this tree's
+# (another commit's, for a side-by-side run), PROFILE 0 to build svcrun
+# without bench/peers/profile (no CPU split, no heap profile), OUT a
+# directory to keep the idle window's profiles and scrapes in,
+# START_TIMEOUT the services' start_timeout_s (unset: the default; a boot
+# on a machine loaded by other work may need more, or no service gets
+# ready). Loopback only: nothing leaves the machine.
+#
+# svcrun's idle window is accounted for in "idle:" lines, one thing a line,
+# so that two runs on two machines diff line by line: the host (kernel,
+# cores, cgroup layout, what svcrun enforces there), the ops run in the
+# window by kind (count, a second, wall and CPU each: svcrun's metrics, and
+# each op's own CPU as bench/peers/peer-service records it), svcrun's own
+# CPU by what it did (a CPU profile of the window: engine loop, snapshot,
+# GC, reaper...) and its Go runtime (GC, goroutines, heap), its memory
+# (PSS anon and file, threads, descriptors) and the heap by allocation
+# site.
 #
 # The floors are what no design of svcrun could go below here, measured in
 # the same run: the boot as the module's own fingerprint and start ops of
@@ -37,6 +53,10 @@ IDLE_SVCRUN=${IDLE_SVCRUN:-600}
 PEERS=${PEERS:-svcrun supervisord s6 runit}
 BACKOFF=${BACKOFF:-0}
 FLOORS=${FLOORS:-1}
+SVCRUN=${SVCRUN:-}
+PROFILE=${PROFILE:-1}
+OUT=${OUT:-}
+START_TIMEOUT=${START_TIMEOUT:-}
 [ "$KILLS" -le "$N" ] || KILLS=$N
 
 die() {
@@ -58,12 +78,11 @@ clean() {
 		done
 		SUP=
 	fi
-	for e in /proc/[0-9]*/exe; do
-		case $(readlink "$e" 2>/dev/null) in "$T"/*)
-			p=${e#/proc/}
-			kill -9 "${p%/exe}" 2>/dev/null || :
-			;;
-		esac
+	# One find, not a readlink per process: with thousands of daemons on a
+	# loaded machine the loop took minutes.
+	for e in $(find /proc -mindepth 2 -maxdepth 2 -name exe -lname "$T/*" 2>/dev/null); do
+		p=${e#/proc/}
+		kill -9 "${p%/exe}" 2>/dev/null || :
 	done
 	for base in $(find /sys/fs/cgroup -maxdepth 3 -type d -name "svcrun-$NODE" 2>/dev/null); do
 		[ -e "$base/cgroup.kill" ] && echo 1 >"$base/cgroup.kill" 2>/dev/null || :
@@ -90,13 +109,44 @@ fi
 mkdir -p "$T/bin"
 gcc -static -O2 -Wall -o "$T/bin/peerd" bench/peers/daemon.c
 gcc -static -O2 -Wall -o "$T/bin/peerclock" bench/peers/clock.c
-# As the Debian package builds it: static, no cgo (fewer page faults per start).
-CGO_ENABLED=0 go build -trimpath -o "$T/bin/svcrun" ./cmd/svcrun
+# As the Debian package builds it: static, no cgo (fewer page faults per
+# start). The profile file adds a socket that serves only when svcrun is
+# started with SVCRUN_PEERS_PROFILE (about 0.4 MB of binary, runtime/pprof).
+if [ -n "$SVCRUN" ]; then
+	cp "$SVCRUN" "$T/bin/svcrun"
+elif [ "$PROFILE" != 0 ]; then
+	printf '{"Replace":{"%s":"%s"}}\n' "$PWD/cmd/svcrun/zz_peersprofile.go" "$PWD/bench/peers/profile/profile.go" >"$T/overlay.json"
+	CGO_ENABLED=0 go build -trimpath -tags peersprofile -overlay "$T/overlay.json" -o "$T/bin/svcrun" ./cmd/svcrun
+else
+	CGO_ENABLED=0 go build -trimpath -o "$T/bin/svcrun" ./cmd/svcrun
+fi
 CGO_ENABLED=0 go build -trimpath -o "$T/bin/floor" ./bench/peers/floor
+CGO_ENABLED=0 go build -trimpath -o "$T/bin/idle" ./bench/peers/idle
+[ -z "$OUT" ] || mkdir -p "$OUT"
 
 LOAD0=$(loadavg)
 echo "peers.sh: N=$N KILLS=$KILLS CALLS=$CALLS IDLE=${IDLE}s IDLE_SVCRUN=${IDLE_SVCRUN}s; load average at start: $LOAD0"
+# host prints the facts that make two machines' figures differ, one a line.
+host() {
+	echo "idle: host kernel $(uname -r), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
+	case $(stat -f -c %T /sys/fs/cgroup 2>/dev/null) in
+	cgroup2fs) layout="v2 (unified at /sys/fs/cgroup), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)" ;;
+	tmpfs)
+		if [ "$(stat -f -c %T /sys/fs/cgroup/unified 2>/dev/null)" = cgroup2fs ]; then
+			layout="hybrid (v1 controllers, v2 at /sys/fs/cgroup/unified), v2 controllers: $(cat /sys/fs/cgroup/unified/cgroup.controllers)"
+		else
+			layout="v1"
+		fi
+		;;
+	*) layout="none" ;;
+	esac
+	echo "idle: host cgroup layout $layout"
+	echo "idle: host sched_autogroup $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo -), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo -), HZ $(getconf CLK_TCK)"
+	# What svcrun itself finds and uses here (Landlock, its containers).
+	"$T/bin/svcrun" sandbox 2>&1 | sed -n 's/^ *//; /^landlock:/p; /^process containers: ./p; /^cgroup v2 mount/p; /^member exits/p; /^memory.max/p' | sed 's/^/idle: host svcrun sees /'
+}
 echo "versions: supervisor $(supervisord --version), s6 $(dpkg-query -W -f '${Version}' s6), runit $(dpkg-query -W -f '${Version}' runit), $(go version | cut -d' ' -f3)"
+host
 
 # --- measures shared by every peer -----------------------------------------
 
@@ -183,8 +233,14 @@ measure() {
 	pids=$(sup_pids)
 	mem=$(pss $pids)
 	c0=$(ticks $pids) u0=$(ops_usec) w0=$(now)
-	if [ "$peer" = svcrun ]; then sleep "$IDLE_SVCRUN"; else sleep "$IDLE"; fi
+	if [ "$peer" = svcrun ]; then
+		idle_begin
+		sleep "$IDLE_SVCRUN"
+	else
+		sleep "$IDLE"
+	fi
 	c1=$(ticks $pids) u1=$(ops_usec) w1=$(now)
+	[ "$peer" != svcrun ] || idle_end "$c0" "$c1" "$u0" "$u1" "$w0" "$w1"
 	cpu=$(echo "$c0 $c1 $u0 $u1 $w0 $w1 $(getconf CLK_TCK)" |
 		awk '{w = ($6 - $5) / 1e9; a = 100 * ($2 - $1) / $7 / w; b = 100 * ($4 - $3) / 1e6 / w; printf "%.1f %.1f %.1f", a, b, a + b}')
 	rm -f "$T/kills"
@@ -196,6 +252,82 @@ measure() {
 }
 
 ops_usec() { echo 0; }
+
+# idle_begin starts the account of svcrun's idle window: the metrics, the
+# op log's length, the runtime's counters, and a CPU profile of the window
+# in the background (with PROFILE).
+idle_begin() {
+	I=$T/idle
+	mkdir -p "$I"
+	echo "idle: window ${IDLE_SVCRUN} s from 2 s after all ready; load average at its start $(loadavg)"
+	"$T/bin/idle" get "$SOCK" /metrics >"$I/metrics0"
+	wc -l <"$OPCPU" 2>/dev/null >"$I/opcpu0" || echo 0 >"$I/opcpu0"
+	# The journal is written behind the steps: its window is by time, to
+	# the second, not by its length now.
+	date -u +%Y-%m-%dT%H:%M:%S >"$I/journal0"
+	PROF_PID=
+	if [ -S "$PROF" ]; then
+		"$T/bin/idle" get "$PROF" /runtime >"$I/runtime0"
+		"$T/bin/idle" get "$PROF" "/cpu?seconds=$IDLE_SVCRUN" >"$I/cpu.pprof" &
+		PROF_PID=$!
+	fi
+}
+
+# idle_end C0 C1 U0 U1 W0 W1 prints the account of the window whose
+# svcrun ticks, ops' usec and clock (ns) were read at its ends.
+idle_end() {
+	echo "idle: load average at the window's end $(loadavg)"
+	w=$(echo "$5 $6" | awk '{printf "%.3f", ($2 - $1) / 1e9}')
+	"$T/bin/idle" get "$SOCK" /metrics >"$I/metrics1"
+	n0=$(cat "$I/opcpu0")
+	n1=$(wc -l <"$OPCPU" 2>/dev/null || echo 0)
+	sed -n "$((n0 + 1)),${n1}p" "$OPCPU" 2>/dev/null >"$I/opcpu" || :
+	"$T/bin/idle" ops "$I/metrics0" "$I/metrics1" "$I/opcpu" "$w"
+	# The engine's steps in the window by event, from its journal: what
+	# woke svcrun besides the ops' ends (timers, containers, the API, a
+	# doctor event after a clock jump, which fingerprints every service).
+	cat "$JOURNAL"/*.jsonl 2>/dev/null | awk -v from="$(cat "$I/journal0")" -v to="$(date -u +%Y-%m-%dT%H:%M:%S)" \
+		'{at = substr($0, 8, 19)} at >= from && at < to' >"$I/journal"
+	sed -n 's/^{"at":"[^"]*","event":"\([^"]*\)".*/\1/p' "$I/journal" | sort | uniq -c |
+		awk -v w="$w" '{printf "idle: steps %-24s %6d  %7.3f/s\n", $2, $1, $1 / w}'
+	# And what the steps did, by effect: "run peers/d1 status #12" counts
+	# as "run status", "timer status peers/d1 at ..." as "timer status".
+	sed -n 's/.*"effects":\["\(.*\)"\]}$/\1/p' "$I/journal" | sed 's/","/\n/g' |
+		awk '$1 == "run" {print "run", $3; next} {print $1, ($1 == "persist" ? "" : $2)}' | sort | uniq -c | sort -rn |
+		awk -v w="$w" '{printf "idle: effects %-22s %6d  %7.3f/s\n", $2 " " $3, $1, $1 / w}'
+	echo "$1 $2 $3 $4 $w $(getconf CLK_TCK)" |
+		awk '{printf "idle: CPU %% of a core: svcrun %.3f (%.1f s), its base cgroup (the ops, their forks and exits) %.3f\n", 100 * ($2 - $1) / $6 / $5, ($2 - $1) / $6, 100 * ($4 - $3) / 1e6 / $5}'
+	if [ -n "$PROF_PID" ]; then
+		wait "$PROF_PID" || echo "idle: the CPU profile failed" >&2
+		"$T/bin/idle" get "$PROF" /runtime >"$I/runtime1"
+		"$T/bin/idle" runtime "$I/runtime0" "$I/runtime1" "$w"
+		go tool pprof -traces "$T/bin/svcrun" "$I/cpu.pprof" 2>/dev/null >"$I/cpu.traces" || :
+		"$T/bin/idle" split "$I/cpu.traces" "$w"
+		go tool pprof -top -nodecount 12 "$T/bin/svcrun" "$I/cpu.pprof" 2>/dev/null |
+			sed -n '/flat%/,$p' | sed 's/^/idle: own top /'
+	fi
+	svcrun_memory
+	[ -z "$OUT" ] || cp -r "$I/." "$OUT/"
+}
+
+# svcrun_memory prints where svcrun's memory is: PSS anon and file,
+# threads, descriptors (the pidfds among them), and with PROFILE the
+# heap in use by allocation site.
+svcrun_memory() {
+	awk '/^Pss:|^Pss_Anon:|^Pss_File:|^Rss:/ {printf "%s %.1f MB, ", $1, $2 / 1000}' "/proc/$SUP/smaps_rollup" |
+		sed 's/, $//; s/^/idle: memory /'
+	echo
+	echo "idle: memory threads $(sed -n 's/^Threads:\t*//p' "/proc/$SUP/status"), descriptors $(ls "/proc/$SUP/fd" | wc -l) ($(ls -l "/proc/$SUP/fd" 2>/dev/null | grep -c 'anon_inode:\[pidfd\]') pidfds), mappings $(wc -l <"/proc/$SUP/maps")"
+	# The largest file mappings (the binary, the store's bbolt file).
+	awk '/^[0-9a-f]+-[0-9a-f]+ / {f = $6} /^Pss:/ && f != "" {p[f] += $2} END {for (f in p) if (p[f] >= 500) printf "idle: memory mapped %s %.1f MB PSS\n", f, p[f] / 1000}' "/proc/$SUP/smaps" |
+		sed "s|$T/svcrun/|DIR/|; s|$T/bin/|BIN/|" | sort
+	if [ -S "$PROF" ]; then
+		"$T/bin/idle" get "$PROF" /heap >"$I/heap.pprof"
+		go tool pprof -sample_index=inuse_space -top -nodecount 12 "$T/bin/svcrun" "$I/heap.pprof" 2>/dev/null |
+			sed -n '/flat%/,$p' | sed 's/^/idle: heap top /'
+		"$T/bin/idle" get "$PROF" /goroutine >"$I/goroutines.txt"
+	fi
+}
 
 # --- svcrun ------------------------------------------------------------------
 svcrun_ready() {
@@ -220,6 +352,7 @@ run_svcrun() {
 		k=1
 		while [ "$k" -le "$N" ]; do
 			printf '[[services]]\nname = "d%s"\nexec = ["bin/peer-service", "d%s"]\nlifecycle = "always"\ncapabilities = ["d%s"]\nrestart = { backoff_initial_s = %s }\n' "$k" "$k" "$k" "$BACKOFF"
+			[ -z "$START_TIMEOUT" ] || printf 'start_timeout_s = %s\n' "$START_TIMEOUT"
 			k=$((k + 1))
 		done
 	} >"$d/bundle/module.toml"
@@ -242,8 +375,9 @@ run_svcrun() {
 			sed 's/.*) //' "/proc/$SUP/stat" | awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1e6 / hz}'
 		fi
 	}
+	SOCK=$d/state/svcrun.sock PROF=$T/profile.sock OPCPU=$d/state/modules/peers/opcpu.log JOURNAL=$d/state/journal
 	t0=$(now)
-	"$T/bin/svcrun" serve --config "$d/node.toml" --log-format json --log-level warn >"$d/serve.log" 2>&1 &
+	SVCRUN_PEERS_PROFILE=$PROF "$T/bin/svcrun" serve --config "$d/node.toml" --log-format json --log-level warn >"$d/serve.log" 2>&1 &
 	SUP=$!
 	measure svcrun "$d/state/modules/peers" "$t0" \
 		"$T/bin/svcrun" run --socket "$d/state/svcrun.sock" --capability d1 -- true
@@ -353,6 +487,10 @@ run_floor() {
 	)
 	wait_up "$d/data" "$N"
 	R_floor_boot=$(secs "$t0" "$(last_start "$d/data")")
+	# The ops' own CPU run by hand (no svcrun, no sandbox, no container):
+	# what the same op costs under svcrun is in the idle lines above.
+	sort -k1,1 -k2,2n "$d/data/opcpu.log" | awk '{n[$1]++; s[$1] += $2; v[$1, n[$1]] = $2}
+		END {for (k in n) printf "idle: floor op %-12s CPU %.0f us p50, %.0f us mean; n %d\n", k, v[k, int((n[k] + 1) / 2)] / 1e3, s[k] / n[k] / 1e3, n[k]}' | sort
 	R_floor_exec=$(calls "$T/bin/floor" exec true)
 	echo "floor: boot $R_floor_boot s, exec call us (p50 max) $R_floor_exec, acquire call us (p50 max) ${R_floor_acquire:--}; load $(loadavg)"
 }
