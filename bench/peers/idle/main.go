@@ -53,7 +53,8 @@ func main() {
 	case len(args) == 3 && args[0] == "split":
 		err = split(os.Stdout, args[1], args[2])
 	default:
-		err = fmt.Errorf("usage: idle get SOCKET PATH | ops BEFORE AFTER OPCPU SECONDS | runtime BEFORE AFTER SECONDS | split TRACES SECONDS")
+		err = fmt.Errorf("usage: idle get SOCKET PATH | ops BEFORE AFTER OPCPU SECONDS | runtime BEFORE AFTER SECONDS | " +
+			"split TRACES SECONDS")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "idle:", err)
@@ -188,7 +189,8 @@ func ops(w io.Writer, before, after, opcpu, window string) error {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
-	fmt.Fprintf(w, "idle: ops in %.0f s, by kind: count, a second, failed, wall ms each (svcrun's metrics), CPU us each of the op's process (p50, mean; n)\n", secs)
+	fmt.Fprintf(w, "idle: ops in %.0f s, by kind: count, a second, failed, wall ms each (svcrun's metrics), "+
+		"CPU us each of the op's process (p50, mean; n)\n", secs)
 	var total, totalCPU float64
 	for _, k := range kinds {
 		n := a[k].count
@@ -219,9 +221,11 @@ func ops(w io.Writer, before, after, opcpu, window string) error {
 		if n > 0 {
 			ms = 1e3 * wall / n
 		}
-		fmt.Fprintf(w, "idle: op %-12s %6.0f  %7.3f/s  failed %-4.0f  wall %6.2f ms  CPU %s us p50, %s us mean; n %d\n", k, n, n/secs, failed, ms, p50, mean, len(us))
+		fmt.Fprintf(w, "idle: op %-12s %6.0f  %7.3f/s  failed %-4.0f  wall %6.2f ms  CPU %s us p50, %s us mean; n %d\n",
+			k, n, n/secs, failed, ms, p50, mean, len(us))
 	}
-	fmt.Fprintf(w, "idle: ops total    %6.0f  %7.3f/s  their processes' CPU %.3f %% of a core\n", total, total/secs, 100*totalCPU/1e6/secs)
+	fmt.Fprintf(w, "idle: ops total    %6.0f  %7.3f/s  their processes' CPU %.3f %% of a core\n",
+		total, total/secs, 100*totalCPU/1e6/secs)
 	return nil
 }
 
@@ -262,18 +266,27 @@ func runtimeReport(w io.Writer, before, after, window string) error {
 	// The runtime's own estimates, updated at each GC: the GC's count its
 	// idle mark workers, which run only on otherwise idle CPUs, so they are
 	// above the profile's GC share; the user class is no CPU time at all.
-	fmt.Fprintf(w, "idle: go runtime CPU %% of a core (its estimates): GC %.3f (assist %.3f, background %.3f, pause %.3f), scavenger %.3f\n",
+	fmt.Fprintf(w, "idle: go runtime CPU %% of a core (its estimates): GC %.3f (assist %.3f, background %.3f, "+
+		"pause %.3f), scavenger %.3f\n",
 		pct("/cpu/classes/gc/total:cpu-seconds"),
-		pct("/cpu/classes/gc/mark/assist:cpu-seconds"), pct("/cpu/classes/gc/mark/dedicated:cpu-seconds")+pct("/cpu/classes/gc/mark/fractional:cpu-seconds")+pct("/cpu/classes/gc/mark/idle:cpu-seconds"),
+		pct("/cpu/classes/gc/mark/assist:cpu-seconds"),
+		pct("/cpu/classes/gc/mark/dedicated:cpu-seconds")+pct("/cpu/classes/gc/mark/fractional:cpu-seconds")+
+			pct("/cpu/classes/gc/mark/idle:cpu-seconds"),
 		pct("/cpu/classes/gc/pause:cpu-seconds"), pct("/cpu/classes/scavenge/total:cpu-seconds"))
 	fmt.Fprintf(w, "idle: go runtime GC cycles %.0f (%.3f/s), GOGC %.0f, goroutines %.0f -> %.0f\n",
-		a["/gc/cycles/total:gc-cycles"]-b["/gc/cycles/total:gc-cycles"], (a["/gc/cycles/total:gc-cycles"]-b["/gc/cycles/total:gc-cycles"])/secs,
+		a["/gc/cycles/total:gc-cycles"]-b["/gc/cycles/total:gc-cycles"],
+		(a["/gc/cycles/total:gc-cycles"]-b["/gc/cycles/total:gc-cycles"])/secs,
 		a["/gc/gogc:percent"], b["/sched/goroutines:goroutines"], a["/sched/goroutines:goroutines"])
 	mb := func(name string) float64 { return a[name] / 1e6 }
-	fmt.Fprintf(w, "idle: go runtime memory MB at the end: heap objects %.2f, heap free %.2f, released %.2f, unused %.2f, stacks %.2f, metadata %.2f, other %.2f, total %.2f\n",
-		mb("/memory/classes/heap/objects:bytes"), mb("/memory/classes/heap/free:bytes"), mb("/memory/classes/heap/released:bytes"),
-		mb("/memory/classes/heap/unused:bytes"), mb("/memory/classes/heap/stacks:bytes")+mb("/memory/classes/os-stacks:bytes"),
-		mb("/memory/classes/metadata/other:bytes")+mb("/memory/classes/metadata/mspan/inuse:bytes")+mb("/memory/classes/metadata/mcache/inuse:bytes")+mb("/memory/classes/metadata/mspan/free:bytes")+mb("/memory/classes/metadata/mcache/free:bytes"),
+	fmt.Fprintf(w, "idle: go runtime memory MB at the end: heap objects %.2f, heap free %.2f, released %.2f, "+
+		"unused %.2f, stacks %.2f, metadata %.2f, other %.2f, total %.2f\n",
+		mb("/memory/classes/heap/objects:bytes"), mb("/memory/classes/heap/free:bytes"),
+		mb("/memory/classes/heap/released:bytes"),
+		mb("/memory/classes/heap/unused:bytes"),
+		mb("/memory/classes/heap/stacks:bytes")+mb("/memory/classes/os-stacks:bytes"),
+		mb("/memory/classes/metadata/other:bytes")+mb("/memory/classes/metadata/mspan/inuse:bytes")+
+			mb("/memory/classes/metadata/mcache/inuse:bytes")+mb("/memory/classes/metadata/mspan/free:bytes")+
+			mb("/memory/classes/metadata/mcache/free:bytes"),
 		mb("/memory/classes/other:bytes")+mb("/memory/classes/profiling/buckets:bytes"), mb("/memory/classes/total:bytes"))
 	return nil
 }
@@ -370,9 +383,11 @@ func split(w io.Writer, traces, window string) error {
 		names = append(names, k)
 	}
 	sort.Slice(names, func(i, j int) bool { return got[names[i]] > got[names[j]] })
-	fmt.Fprintf(w, "idle: svcrun's own CPU by what it did (profile, %.0f s): %.3f %% of a core in samples\n", secs, 100*total.Seconds()/secs)
+	fmt.Fprintf(w, "idle: svcrun's own CPU by what it did (profile, %.0f s): %.3f %% of a core in samples\n",
+		secs, 100*total.Seconds()/secs)
 	for _, k := range names {
-		fmt.Fprintf(w, "idle: own %-48s %7.3f %% of a core  %5.1f %% of the samples\n", k, 100*got[k].Seconds()/secs, 100*float64(got[k])/float64(max(total, 1)))
+		fmt.Fprintf(w, "idle: own %-48s %7.3f %% of a core  %5.1f %% of the samples\n",
+			k, 100*got[k].Seconds()/secs, 100*float64(got[k])/float64(max(total, 1)))
 	}
 	return nil
 }
