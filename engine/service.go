@@ -59,9 +59,9 @@ type service struct {
 	thawCheck     bool
 	startDeadline time.Time // zero when not starting
 	// emptiedInOp: the process container emptied while the start op, or
-	// the first fingerprint since load, ran. A ready saying not running is
-	// then a crash, not a daemon slow to come up; a fingerprint saying
-	// running looked before the daemon died.
+	// a fingerprint, ran. A ready saying not running is then a crash, not
+	// a daemon slow to come up; a fingerprint saying running looked
+	// before the daemon died.
 	emptiedInOp bool
 	readySince  time.Time
 	adopting    bool
@@ -870,7 +870,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 	running := fp.Running != nil && *fp.Running
 	// Its container emptied while the fingerprint ran: the daemon it saw
 	// is dead.
-	died := running && s.state == sUnknown && s.emptiedInOp
+	died := running && s.emptiedInOp
 	s.emptiedInOp = false
 	if died {
 		running = false
@@ -1063,12 +1063,18 @@ func (e *Engine) forget(s *service) {
 }
 
 func (e *Engine) containerEmptied(s *service) {
+	e.emptied(s)
+	if s.op != nil && s.op.op == protocol.OpFingerprint {
+		// What the fingerprint in flight saw running is gone, whatever
+		// the state its answer finds: a manual service taken for
+		// stopped must not become usable on it.
+		s.emptiedInOp = true
+	}
+}
+
+func (e *Engine) emptied(s *service) {
 	if s.state == sUnknown {
-		// What the fingerprint in flight saw running is gone.
-		if s.op != nil {
-			s.emptiedInOp = true
-		}
-		return
+		return // the fingerprint in flight, or the next one, tells
 	}
 	if s.spec.Lifecycle == manifest.Manual {
 		// The agent never starts or stops a manual service: it is
