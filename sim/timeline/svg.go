@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/engine"
+	"github.com/oarbank/svcrun/internal/words"
 	"github.com/oarbank/svcrun/protocol"
 	"github.com/oarbank/svcrun/sim/scenario"
 )
@@ -472,11 +473,13 @@ func shortDur(d time.Duration) string {
 	return s
 }
 
+// clip keeps s whole when it fits in n bytes, else its first n-1 bytes
+// cut on a rune boundary, and a mark: a label never ends in half a rune.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return words.Clip(s, n-1, "…")
 }
 
 func esc(s string) string {
