@@ -42,8 +42,17 @@ func TestStatusName(t *testing.T) {
 	code, out, _ = run(t, "status", "--socket", sock, "--json", "demo/kv")
 	var d detail
 	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.Service == nil ||
-		d.Service.Name != "demo/kv" || len(d.Processes) == 0 || d.Processes[0].PID == 0 || len(d.Leases) != 2 {
+		d.Service.Name != "demo/kv" || len(d.Leases) != 2 {
 		t.Errorf("status --json demo/kv: exit %d, %v: %+v", code, err, d)
+	}
+	// The process-group fallback (no cgroups here) lists what is left in
+	// the groups of the service's ops at the moment; the demo's daemon
+	// leads a session of its own, out of their reach (docs/decisions.md),
+	// so the list may be empty. What it lists is a real process.
+	for _, p := range d.Processes {
+		if p.PID <= 0 {
+			t.Errorf("status --json demo/kv lists pid %d", p.PID)
+		}
 	}
 	code, out, _ = run(t, "status", "--socket", sock, "demo/posix-sh")
 	if code != 0 || !strings.Contains(out, "demo/posix-sh: probe of capability posix-sh, healthy") {
