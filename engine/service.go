@@ -740,20 +740,12 @@ func (e *Engine) serviceOpDone(s *service, r *opRun, o Outcome) {
 		if s.state != sReady {
 			return
 		}
-		switch {
-		case s.thawCheck && o.Failure == FailPrepare:
-			// svcrun did not look (rule-prepare): the check is still
-			// owed, the leases wait for it, and it is tried again soon.
-			s.prepUntil = e.now.Add(PrepareRetry(s.prepFailures))
-			e.setTimer(s.slot, TimerStatus, s.name, s.prepUntil)
-		case s.thawCheck:
+		e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
+		if s.thawCheck {
 			// A failed status proves no death, here as for any ready
 			// service: admissions go on.
 			s.thawCheck = false
 			e.admitDirty = true
-			fallthrough
-		default:
-			e.setTimer(s.slot, TimerStatus, s.name, e.now.Add(e.statusPeriod(s)))
 		}
 		switch {
 		case failed:
@@ -828,17 +820,10 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			return
 		}
 		e.warn(s.name, "fingerprint %s", failText(o))
-		checkOwed := s.thawCheck && s.spec.Lifecycle == manifest.Manual
-		switch {
-		case checkOwed && o.Failure == FailPrepare:
-			// svcrun did not look: the thaw check is still owed, as
-			// for a status.
-			s.prepUntil = e.now.Add(PrepareRetry(s.prepFailures))
-			e.setTimer(s.slot, TimerFingerprint, s.name, s.prepUntil)
-		case s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady:
+		if s.spec.Lifecycle == manifest.Manual || s.state == sReady || s.state == sWaitReady {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 		}
-		if checkOwed && o.Failure != FailPrepare {
+		if s.thawCheck && s.spec.Lifecycle == manifest.Manual {
 			// A failed fingerprint proves no death, as a failed status
 			// does not: admissions go on.
 			s.thawCheck = false
@@ -1236,6 +1221,19 @@ func (e *Engine) prepareFailed(s *service, r *opRun, o Outcome) bool {
 	case r.op == protocol.OpStop: // never a kill, whatever its state
 		s.prepUntil = e.now.Add(d)
 		e.warn(s.name, "stop %s: nothing killed, it runs on, still managed; stop tried again in %v", failText(o), d)
+		return true
+	case s.thawCheck && s.state == sReady &&
+		(r.op == protocol.OpStatus || r.op == protocol.OpFingerprint && s.spec.Lifecycle == manifest.Manual):
+		// The check of a thawed service (a manual one's is its
+		// fingerprint) looked at nothing: still owed, its leases wait,
+		// and it is tried again.
+		s.prepUntil = e.now.Add(d)
+		kind := TimerStatus
+		if r.op == protocol.OpFingerprint {
+			kind = TimerFingerprint
+		}
+		e.setTimer(s.slot, kind, s.name, s.prepUntil)
+		e.warn(s.name, "%s %s", r.op, failText(o))
 		return true
 	}
 	return false
