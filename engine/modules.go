@@ -438,7 +438,7 @@ func (e *Engine) respec(s *service, sp *manifest.Service) {
 		// event.)
 		s.fpDue = true
 	}
-	if sp.Restart.ResetAfter != old && s.state == sReady && s.failures > 0 && !s.unhealthy {
+	if sp.Restart.ResetAfter != old && s.forgetting() {
 		// The timer set when it became ready is for the old reset_after_s:
 		// after a lengthening it would find the failures not yet due and
 		// they would never be forgotten.

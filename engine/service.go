@@ -666,7 +666,7 @@ func (e *Engine) serviceTimer(s *service, k TimerKind) {
 			s.fpDue = true
 		}
 	case TimerResetAfter:
-		if s.state == sReady && s.failures > 0 && !s.unhealthy && !e.now.Before(s.readySince.Add(s.spec.Restart.ResetAfter)) {
+		if s.forgetting() && !e.now.Before(s.readySince.Add(s.spec.Restart.ResetAfter)) {
 			e.note(s.name, "ready for %v: %d failure(s) forgotten", s.spec.Restart.ResetAfter, s.failures)
 			e.clearFailures(s)
 		}
@@ -894,8 +894,7 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
 				e.note(s.name, "%s", manualRunning(s))
-				s.setState(e, sReady)
-				e.admitDirty = true
+				e.manualReady(s)
 			} else {
 				s.setState(e, sStopped)
 			}
@@ -951,12 +950,31 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 			e.setTimer(s.slot, TimerFingerprint, s.name, e.now.Add(e.cfg.FingerprintPeriod))
 			if running {
 				e.note(s.name, "%s", manualRunning(s))
-				s.setState(e, sReady)
-				e.admitDirty = true
+				e.manualReady(s)
 			}
 		}
 	}
 	e.watchWithheld(s)
+}
+
+// manualReady makes usable a manual service a fingerprint found running.
+// Its readiness is counted from now, as a started one's from its ready:
+// failures it carries (counted under another lifecycle, or stored across
+// a restart) are forgotten after reset_after_s of it, and never sooner.
+func (e *Engine) manualReady(s *service) {
+	s.setState(e, sReady)
+	s.readySince = e.now
+	if s.failures > 0 && !s.unhealthy {
+		e.setTimer(s.slot, TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
+	}
+	e.admitDirty = true
+}
+
+// forgetting says whether s is counting readiness towards forgetting its
+// failures. A service made ready by no readiness of its own (a disabled
+// module's manual one, still watched) counts none.
+func (s *service) forgetting() bool {
+	return s.state == sReady && s.failures > 0 && !s.unhealthy && !s.readySince.IsZero()
 }
 
 // manualRunning is the note of a manual service found running. Its
