@@ -550,8 +550,8 @@ func (x *Executor) Frozen(service string) bool { return x.proc(service).frozen }
 // pause): a daemon whose scripted crash falls before then dies at its
 // time, its container-emptied event pending at that time, late, for
 // svcrun to take once it runs again. Its CrashDue, still pending, is then
-// stale.
-func (x *Executor) Advance(until time.Time) {
+// stale. It returns the services whose daemon so died.
+func (x *Executor) Advance(until time.Time) (died []string) {
 	names := make([]string, 0, len(x.procs))
 	for n := range x.procs {
 		names = append(names, n)
@@ -569,7 +569,9 @@ func (x *Executor) Advance(until time.Time) {
 		p.running, p.stray, p.populated = false, false, false
 		p.gen++
 		x.sched.At(at, engine.ContainerEmptied{Service: p.target})
+		died = append(died, n)
 	}
+	return died
 }
 
 // Rebind moves the executor to a new scheduler, as when the agent restarts:

@@ -174,6 +174,7 @@ func watchInvariants(w *World, mods []engine.ModuleSpec, node string) *invariant
 	c.setModules(mods)
 	w.Observe = c.observe
 	w.Check = c.check
+	w.Unseen = c.changedUnseen
 	return c
 }
 

@@ -41,7 +41,11 @@ type World struct {
 	// workload's jobs) before the engine sees them, and reports whether
 	// it took ev.
 	Own func(ev engine.Event) bool
-	err error
+	// Unseen, when set, learns of each daemon that died during a pause:
+	// until svcrun takes the death, the answers of ops that ran before it
+	// still say the daemon runs.
+	Unseen func(service string)
+	err    error
 }
 
 // Answer is an answer effect with its time.
@@ -166,7 +170,11 @@ func (w *World) Pause(d time.Duration) {
 		return
 	}
 	end := w.Now().Add(d)
-	w.Exec.Advance(end)
+	for _, name := range w.Exec.Advance(end) {
+		if w.Unseen != nil {
+			w.Unseen(name)
+		}
+	}
 	if w.err = w.Sched.Stall(end); w.err != nil {
 		return
 	}

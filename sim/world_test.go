@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,25 @@ func TestLifecycleOnDemand(t *testing.T) {
 	}
 	if w.Err() != nil {
 		t.Fatal(w.Err())
+	}
+}
+
+// TestPauseTellsDeaths: a daemon that dies while svcrun is paused dies
+// unseen until svcrun takes its event, which waits behind the answers of
+// ops that ran before it; the world says so (to the invariants), or they
+// would blame the engine for going by those answers.
+func TestPauseTellsDeaths(t *testing.T) {
+	w, _ := invariantWorld(t)
+	var unseen []string
+	w.Unseen = func(service string) { unseen = append(unseen, service) }
+	w.Exec.Behaviour("db/kv").CrashAfter = 30 * time.Second
+	w.Do(engine.Acquire{Lease: "l1", Attempt: "a1",
+		Requirements: engine.Requirements{Capabilities: []string{"kv"}}, Wait: time.Minute})
+	w.Pause(time.Minute)
+	if w.Exec.Running("db/kv") {
+		t.Fatal("db/kv's daemon did not die during the pause")
+	}
+	if !slices.Equal(unseen, []string{"db/kv"}) {
+		t.Errorf("deaths told during the pause: %q, want [db/kv]", unseen)
 	}
 }
