@@ -514,7 +514,7 @@ func (e *Engine) startReason(s *service) string {
 // unless fail asks for it.
 func (e *Engine) beginStop(s *service, reason string) {
 	s.occupied = false // what the stop leaves in the container is killed
-	s.cleanStop = s.state == sReady && !s.readySince.IsZero()
+	s.cleanStop = !s.readySince.IsZero()
 	e.leftRunning(s)
 	s.stopReason = reason
 	s.setState(e, sStopping)
@@ -964,17 +964,19 @@ func (e *Engine) fingerprinted(s *service, o Outcome) {
 func (e *Engine) manualReady(s *service) {
 	s.setState(e, sReady)
 	s.readySince = e.now
-	if s.failures > 0 && !s.unhealthy {
+	if s.forgetting() {
 		e.setTimer(s.slot, TimerResetAfter, s.name, e.now.Add(s.spec.Restart.ResetAfter))
 	}
 	e.admitDirty = true
 }
 
 // forgetting says whether s is counting readiness towards forgetting its
-// failures. A service made ready by no readiness of its own (a disabled
-// module's manual one, still watched) counts none.
+// failures: it has failures, no unhealthy mark, and readiness of its own
+// (readySince is set only by becoming ready, and cleared by leaving
+// sReady). A service in sReady with none (a disabled module's manual one,
+// still watched) counts none.
 func (s *service) forgetting() bool {
-	return s.state == sReady && s.failures > 0 && !s.unhealthy && !s.readySince.IsZero()
+	return s.failures > 0 && !s.unhealthy && !s.readySince.IsZero()
 }
 
 // manualRunning is the note of a manual service found running. Its
