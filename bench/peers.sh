@@ -126,6 +126,13 @@ CGO_ENABLED=0 go build -trimpath -o "$T/bin/idle" ./bench/peers/idle
 
 LOAD0=$(loadavg)
 echo "peers.sh: N=$N KILLS=$KILLS CALLS=$CALLS IDLE=${IDLE}s IDLE_SVCRUN=${IDLE_SVCRUN}s; load average at start: $LOAD0"
+# calibrate CMD prints the CPU, in us, of one run of CMD, the mean of 200
+# run by sh in a row (its own times and its children's, from times).
+calibrate() {
+	/bin/sh -c "i=0; while [ \$i -lt 200 ]; do $1; i=\$((i + 1)); done; times" | tr 'ms\n' '   ' |
+		awk '{t = 0; for (i = 1; i < NF; i += 2) t += $i * 60 + $(i + 1); printf "%.0f", t / 200 * 1e6}'
+}
+
 # host prints the facts that make two machines' figures differ, one a line.
 host() {
 	echo "idle: host kernel $(uname -r), $(nproc) CPUs, $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1), $(awk '/^MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo)"
@@ -141,6 +148,22 @@ host() {
 	*) layout="none" ;;
 	esac
 	echo "idle: host cgroup layout $layout"
+	# Process creation is what an op costs, and what a VM can make dear:
+	# a paravirtual guest (PVM) enters its kernel and changes its page
+	# tables through the hypervisor, page table isolation (the meltdown
+	# line) switches page tables at every entry. The calibration is the
+	# CPU of a process's life, the shell's and its children's times over
+	# 200 in a row: an op costs at least the first, and its CPU over it
+	# is what the op's script adds.
+	virt="none seen"
+	if grep -q ' pvm_' /proc/kallsyms 2>/dev/null; then
+		virt="pvm (paravirtual: kernel entries and page tables through the hypervisor)"
+	elif grep -qw hypervisor /proc/cpuinfo; then
+		virt="a hypervisor (cpuinfo's flag)"
+	fi
+	echo "idle: host virtualization $virt; meltdown: $(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null || echo -)"
+	echo "idle: host calibration CPU us each, mean of 200: fork, exec and exit of sh -c : $(calibrate '/bin/sh -c :')," \
+		"of /bin/true $(calibrate /bin/true); fork and exit of a subshell $(calibrate '( : )')"
 	echo "idle: host sched_autogroup $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo -), clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo -), HZ $(getconf CLK_TCK)"
 	# What svcrun itself finds and uses here (Landlock, its containers).
 	"$T/bin/svcrun" sandbox 2>&1 | sed -n 's/^ *//; /^landlock:/p; /^process containers: ./p; /^cgroup v2 mount/p; /^member exits/p; /^memory.max/p' | sed 's/^/idle: host svcrun sees /'
