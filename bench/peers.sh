@@ -237,9 +237,10 @@ crashes() {
 	done
 }
 
-# p50max prints "p50 max" of the numbers on stdin.
+# p50max prints "p50 max p90" of the numbers on stdin (p90 last, so that
+# the fields of "p50 max" keep their places).
 p50max() {
-	sort -n | awk '{v[NR] = $1} END {printf "%s %s\n", v[int((NR + 1) / 2)], v[NR]}'
+	sort -n | awk '{v[NR] = $1} END {printf "%s %s %s\n", v[int((NR + 1) / 2)], v[NR], v[int((9 * NR + 9) / 10)]}'
 }
 
 # measure PEER TSDIR T0 STATUS-CMD... runs the measures on a booted peer
@@ -271,7 +272,7 @@ measure() {
 	"$@" >/dev/null 2>&1 || die "$peer: the status call failed: $*"
 	call=$(calls "$@")
 	eval "R_${peer}_pss=\$mem R_${peer}_cpu=\$cpu R_${peer}_crash=\$crash R_${peer}_call=\$call"
-	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops, total) $cpu, crash ms (p50 max) $crash, call us (p50 max) $call; load $(loadavg)"
+	echo "$peer: boot $boot s, PSS $mem kB, idle CPU % (own, ops, total) $cpu, crash ms (p50 max p90) $crash, call us (p50 max p90) $call; load $(loadavg)"
 }
 
 ops_usec() { echo 0; }
@@ -515,7 +516,7 @@ run_floor() {
 	sort -k1,1 -k2,2n "$d/data/opcpu.log" | awk '{n[$1]++; s[$1] += $2; v[$1, n[$1]] = $2}
 		END {for (k in n) printf "idle: floor op %-12s CPU %.0f us p50, %.0f us mean; n %d\n", k, v[k, int((n[k] + 1) / 2)] / 1e3, s[k] / n[k] / 1e3, n[k]}' | sort
 	R_floor_exec=$(calls "$T/bin/floor" exec true)
-	echo "floor: boot $R_floor_boot s, exec call us (p50 max) $R_floor_exec, acquire call us (p50 max) ${R_floor_acquire:--}; load $(loadavg)"
+	echo "floor: boot $R_floor_boot s, exec call us (p50 max p90) $R_floor_exec, acquire call us (p50 max p90) ${R_floor_acquire:--}; load $(loadavg)"
 }
 
 for peer in $PEERS; do
@@ -559,6 +560,7 @@ row() {
 	echo
 }
 row "crash to running again, p50" crash 1 ms 1
+row "crash to running again, p90" crash 3 ms 1
 row "crash to running again, max of $KILLS" crash 2 ms 1
 [ -z "${R_svcrun_seen:-}" ] || echo "| crash seen by svcrun (its journal), p50 and max | $(get svcrun seen 1) ms, $(get svcrun seen 2) ms |"
 row "$N daemons: boot until all up" boot 1 s 1
