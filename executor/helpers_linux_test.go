@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,17 +15,25 @@ import (
 	"github.com/oarbank/svcrun/svcenv"
 )
 
+// init keeps the main goroutine on the main thread, for Main to give to
+// the reaper, as svcrun serve does.
+func init() { runtime.LockOSThread() }
+
 func TestMain(m *testing.M) {
-	// Every test runs with the reaper on, as svcrun does: nothing here
-	// may lose an exit status to it. EXECUTOR_NO_REAPER=1 leaves it off,
-	// to measure what it costs in BenchmarkFingerprintOp.
-	if os.Getenv("EXECUTOR_NO_REAPER") == "" {
-		if err := BecomeSubreaper(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+	// Every test runs with the reaper on, on the main thread, as svcrun
+	// does: nothing here may lose an exit status to it. (The sandbox's
+	// tests run it on another thread, as a program without Main would.)
+	// EXECUTOR_NO_REAPER=1 leaves it off, to measure what it costs in
+	// BenchmarkFingerprintOp.
+	Main(func() int {
+		if os.Getenv("EXECUTOR_NO_REAPER") == "" {
+			if err := BecomeSubreaper(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
 		}
-	}
-	os.Exit(m.Run())
+		return m.Run()
+	})
 }
 
 // fixture is a bundle holding testdata/svc.sh and a prepared module data dir.

@@ -33,6 +33,10 @@ func BecomeSubreaper() error {
 	return fmt.Errorf("executor: a child subreaper needs Linux: %w", errors.ErrUnsupported)
 }
 
+// Main runs prog and exits with its code: without a subreaper no thread
+// is kept for one.
+func Main(prog func() int) { os.Exit(prog()) }
+
 // ReapOrphans does nothing without a subreaper.
 func ReapOrphans() int { return 0 }
 

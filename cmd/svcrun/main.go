@@ -25,11 +25,28 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/oarbank/svcrun/executor"
 	"github.com/oarbank/svcrun/internal/cli"
 )
 
+// init keeps the main goroutine on the main thread, which serve gives to
+// the executor's reaper (executor.Main): the daemons ops leave are
+// re-parented to that thread, and a reaper waiting there is woken by their
+// deaths only, not by every op's exit.
+func init() { runtime.LockOSThread() }
+
 func main() {
 	args := hoistGlobalFlags(os.Args[1:])
+	env := &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}
+	if len(args) == 0 || args[0] != "serve" {
+		runtime.UnlockOSThread() // only serve has a reaper
+		os.Exit(runArgs(env, args))
+	}
+	executor.Main(func() int { return runArgs(env, args) })
+}
+
+// runArgs runs the command line args and returns the exit code.
+func runArgs(env *cli.Env, args []string) int {
 	if len(args) > 0 && waitsOnDaemon(args[0]) && os.Getenv("GOMAXPROCS") == "" {
 		// One P: a client spends its life waiting on the socket, and with
 		// a second P every goroutine it starts wakes another thread
@@ -39,9 +56,8 @@ func main() {
 		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := program.Run(ctx, &cli.Env{Stdout: os.Stdout, Stderr: os.Stderr}, args)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return program.Run(ctx, env, args)
 }
 
 // waitsOnDaemon says whether cmd is a client of the daemon, which does its
