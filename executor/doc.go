@@ -68,11 +68,15 @@
 // cgroup containers the cgroups tell the deaths, but the zombie must still
 // go at once: init may reap late (seconds on some VMs) or never (a
 // container whose PID 1 does not reap), and a zombie answers kill -0, so a
-// restart's start would take the dead daemon for a live one. Its cost is
-// one scan of svcrun's children per op's end in waitid, small now that
-// polls are rare (the idle CPU of 1,000 services and their ops:
-// bench/README.md#peers-idle). A reaper goroutine, blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than
-// driven by SIGCHLD, reaps those orphans when they die, and never a child
+// restart's start would take the dead daemon for a live one. A reaper,
+// blocked in waitid(P_ALL, WEXITED|WNOWAIT) rather than driven by
+// SIGCHLD, reaps those orphans when they die. In svcrun serve it runs on
+// the main thread, which Main gives it, with __WNOTHREAD: the kernel
+// re-parents orphans to that thread and ops are forked on others, so the
+// reaper is woken by, and looks at, the orphans only. Elsewhere (a
+// program without Main) it is a goroutine, woken by every op's end to
+// look at every child (the idle CPU of 1,000 services: bench/HISTORY.md,
+// the idle figure on a PVM guest). It never reaps a child
 // that Spawn or StartCmd waits for: those are registered, under a lock that
 // the reaper takes to reap, before the reaper can see them. In a process
 // that called BecomeSubreaper every child must therefore be started by Spawn

@@ -24,7 +24,8 @@ import (
 // and only those.
 //
 // It is one goroutine blocked in waitid(P_ALL, WEXITED|WNOWAIT), which
-// returns a zombie child without reaping it. No signal is involved: a
+// returns a zombie child without reaping it; under Main, on the main
+// thread and for that thread's children only (below). No signal is involved: a
 // SIGCHLD handler interrupts the thread of the op that just ended and wakes
 // two goroutines, a cost the op's bench row would show
 // (bench/README.md#op).
