@@ -41,16 +41,7 @@ func TestReaperOnMainThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ppid := func() int {
-		st, err := os.ReadFile("/proc/" + strconv.Itoa(orphan) + "/stat")
-		if err != nil {
-			return 0
-		}
-		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+2:]))
-		p, _ := strconv.Atoi(f[1])
-		return p
-	}
-	if p := ppid(); p != os.Getpid() {
+	if p, _, _, _ := procStatGroup(orphan); p != os.Getpid() {
 		t.Fatalf("the orphan %d has parent %d, want this process %d", orphan, p, os.Getpid())
 	}
 
