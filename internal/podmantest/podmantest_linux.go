@@ -55,6 +55,12 @@ type service struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd has exited
 	log     string
+	// mntNS is the service's mount namespace ("mnt:[N]"), by which stop
+	// finds what the service left running: conmon and the exit command it
+	// runs when a container ends (`podman container cleanup`) outlive the
+	// service and write its storage while it is removed. Empty where it is
+	// not a namespace of its own.
+	mntNS string
 
 	mu    sync.Mutex
 	image string // the test image's reference, once imported
@@ -278,6 +284,12 @@ func startService(ownNetwork bool) (svc *service, skip string, err error) {
 	svc.cmd = cmd
 	svc.exited = make(chan struct{})
 	go func() { cmd.Wait(); close(svc.exited) }()
+	// Unshareflags apply before the exec that Start waits for: the pid's
+	// namespace is already the service's.
+	ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", cmd.Process.Pid))
+	if own, _ := os.Readlink("/proc/self/ns/mnt"); ns != own {
+		svc.mntNS = ns
+	}
 	if err := svc.waitReady(60 * time.Second); err != nil {
 		svc.stop()
 		return nil, "", err
@@ -379,11 +391,56 @@ func (s *service) stop() error {
 			<-s.exited
 		}
 	}
+	if err := s.endLeftovers(); err != nil {
+		errs = append(errs, err)
+	}
 	// The storage's mounts were the service's namespace's: gone with it.
 	if err := s.removeDirs(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// endLeftovers kills what still runs in the service's mount namespace once
+// the service has exited, and waits until none of it runs: a container's
+// exit command started as the service stopped would otherwise recreate
+// directories of the storage while removeDirs empties it.
+func (s *service) endLeftovers() error {
+	if s.mntNS == "" {
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := s.inNamespace()
+		if len(left) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("podmantest: processes %v of the podman service's namespace %s outlive a SIGKILL by 30 s",
+				left, s.mntNS)
+		}
+		for _, pid := range left {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// inNamespace lists the processes in the service's mount namespace. An
+// exited one (a zombie) has no namespace left, and so is not listed.
+func (s *service) inNamespace() []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if ns, _ := os.Readlink("/proc/" + e.Name() + "/ns/mnt"); ns == s.mntNS {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // removeDirs removes the service's directory and its run root.

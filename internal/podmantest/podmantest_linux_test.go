@@ -1,8 +1,10 @@
 package podmantest
 
 import (
+	"bufio"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/internal/podman"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestContainersRemovedAtCleanup checks that a test's containers (its
@@ -185,4 +188,58 @@ func TestLongTempDirCleanup(t *testing.T) {
 	if c.State != "exited" {
 		t.Errorf("after wait, the container is %q, not exited: its cleanup did not run (run root %s)", c.State, svc.runRoot)
 	}
+}
+
+// TestStopEndsWhatOutlivesTheService stops a service while a process of
+// its mount namespace (as a container's conmon and exit command are)
+// writes its storage: stop must end that process before it removes the
+// directory, or the removal fails with "directory not empty".
+func TestStopEndsWhatOutlivesTheService(t *testing.T) {
+	if _, err := exec.LookPath("nsenter"); err != nil {
+		t.Skip("nsenter is not installed (apt-get install util-linux)")
+	}
+	svc := ownServiceNoCleanup(t)
+	storage := filepath.Join(svc.dir, "root", "overlay", "leftover")
+	w := exec.Command("nsenter", "-t", strconv.Itoa(svc.cmd.Process.Pid), "-m", "--",
+		"/bin/sh", "-c", `echo in; while :; do mkdir -p "$1" && rmdir "$1"; done`, "sh", storage)
+	out, err := w.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Stderr = os.Stderr
+	if err := w.Start(); err != nil {
+		svc.stop()
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.Wait() }()
+	// Its first line says it runs in the namespace.
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "in\n" {
+		svc.stop()
+		t.Fatalf("the writer in the service's namespace did not start: %q, %v, %v", line, err, <-waited)
+	}
+	if err := svc.stop(); err != nil {
+		t.Error(err)
+	}
+	if left := svc.inNamespace(); len(left) != 0 {
+		t.Errorf("processes %v still run in the service's namespace after stop", left)
+		w.Process.Kill()
+	}
+	<-waited
+	if _, err := os.Stat(svc.dir); !os.IsNotExist(err) {
+		t.Errorf("the service's directory after stop: %v", err)
+	}
+}
+
+// ownServiceNoCleanup starts a service that the test stops itself.
+func ownServiceNoCleanup(t *testing.T) *service {
+	t.Helper()
+	s, skip, err := startService(false)
+	if skip != "" {
+		testhost.SkipOrFail(t, skip)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
