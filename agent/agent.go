@@ -83,14 +83,6 @@ import (
 	"github.com/oarbank/svcrun/store"
 )
 
-// GCPercent is the garbage collector's setting `svcrun serve` runs with
-// unless GOGC is set. svcrun's live heap is small (a few MiB), so Go's
-// default (100) collects dozens of times a second under API load, and on
-// a 2-core node each collection delays the requests it overlaps: API
-// acquire+release p99 0.8-0.9 ms at 100, 0.55-0.59 ms at 200, for a heap
-// at most three times the live one (bench/README.md).
-const GCPercent = 200
-
 // StateFile is the bbolt file in the data dir.
 const StateFile = "state.db"
 

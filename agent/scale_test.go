@@ -158,7 +158,8 @@ func cpuSelf(tb testing.TB) time.Duration {
 }
 
 func runScale(tb testing.TB, idle time.Duration) scaleResult {
-	defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // as svcrun serve runs
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer TuneGC()() // as svcrun serve runs
 	tb.Helper()
 	dir := tb.TempDir()
 	bundle := filepath.Join(dir, "bundle")

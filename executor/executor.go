@@ -286,7 +286,7 @@ func buildTargets(cfg Config) (map[engine.Target]*target, error) {
 	// variable (OARBANK_SERVICE): equal strings are kept once, 1.1 KiB
 	// less live heap a service at 1,000 services and 1,000 probes (the
 	// agent's 5.6 KiB a service or probe to 4.5, TestScale1000), about
-	// three times that of memory at svcrun's GOGC.
+	// twice that of memory with the collector's room (agent.TuneGC).
 	shared := map[string]string{}
 	for _, lm := range cfg.Modules {
 		m := lm.Manifest

@@ -15,9 +15,10 @@ import (
 // before), and reports the round trip's p50 and p99. Each round trip
 // persists the lease and forgets it (two records of the state's
 // write-ahead log, each fdatasynced). The garbage collector runs as in
-// svcrun serve (agent.GCPercent).
+// svcrun serve (agent.TuneGC).
 func BenchmarkAPIAcquireRelease(b *testing.B) {
-	defer debug.SetGCPercent(debug.SetGCPercent(agent.GCPercent)) // as svcrun serve runs
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer agent.TuneGC()() // as svcrun serve runs
 	n := startNode(b, demoModules(b))
 	ctx := ctxT(b, 10*time.Minute)
 	hold, err := n.c.Acquire(ctx, api.AcquireRequest{Capabilities: []string{"kv"}, Wait: api.Duration(30 * time.Second)})

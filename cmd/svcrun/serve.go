@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"syscall"
 
 	"golang.org/x/term"
@@ -67,7 +66,7 @@ func runServe(ctx context.Context, m *cli.Env, args []string) error {
 	// start's error comes first, alone.
 	oomErr := agent.SetOOMScoreAdj(agent.OOMScoreAdj)
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(agent.GCPercent)
+		defer agent.TuneGC()()
 	}
 	sd := newNotifier()
 	every, err := watchdogInterval()
