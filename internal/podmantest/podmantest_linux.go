@@ -140,6 +140,20 @@ func StartOwnNetwork(t testing.TB) *Runtime {
 // ownService starts a service for t alone, stopped when it ends.
 func ownService(t testing.TB, ownNetwork bool) *service {
 	t.Helper()
+	s := startOrSkip(t, ownNetwork)
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
+// startOrSkip starts a service for t, which stops it; where podman or
+// what it needs is missing, t is skipped (failed with
+// REQUIRE_KERNEL_FEATURES=1).
+func startOrSkip(t testing.TB, ownNetwork bool) *service {
+	t.Helper()
 	s, skip, err := startService(ownNetwork)
 	if skip != "" {
 		testhost.SkipOrFail(t, skip)
@@ -147,11 +161,6 @@ func ownService(t testing.TB, ownNetwork bool) *service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := s.stop(); err != nil {
-			t.Error(err)
-		}
-	})
 	return s
 }
 

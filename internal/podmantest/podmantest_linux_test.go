@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/oarbank/svcrun/internal/podman"
-	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestContainersRemovedAtCleanup checks that a test's containers (its
@@ -198,7 +197,7 @@ func TestStopEndsWhatOutlivesTheService(t *testing.T) {
 	if _, err := exec.LookPath("nsenter"); err != nil {
 		t.Skip("nsenter is not installed (apt-get install util-linux)")
 	}
-	svc := ownServiceNoCleanup(t)
+	svc := startOrSkip(t, false)
 	storage := filepath.Join(svc.dir, "root", "overlay", "leftover")
 	w := exec.Command("nsenter", "-t", strconv.Itoa(svc.cmd.Process.Pid), "-m", "--",
 		"/bin/sh", "-c", `echo in; while :; do mkdir -p "$1" && rmdir "$1"; done`, "sh", storage)
@@ -229,17 +228,4 @@ func TestStopEndsWhatOutlivesTheService(t *testing.T) {
 	if _, err := os.Stat(svc.dir); !os.IsNotExist(err) {
 		t.Errorf("the service's directory after stop: %v", err)
 	}
-}
-
-// ownServiceNoCleanup starts a service that the test stops itself.
-func ownServiceNoCleanup(t *testing.T) *service {
-	t.Helper()
-	s, skip, err := startService(false)
-	if skip != "" {
-		testhost.SkipOrFail(t, skip)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
