@@ -29,7 +29,7 @@ func TestGCPercentFor(t *testing.T) {
 }
 
 // TestTuneGCSetsThePercent: TuneGC sets GOGC from the live heap before it
-// returns, and stop leaves the setting as it is.
+// returns (the test binary's heap is small: 200, or near it).
 func TestTuneGCSetsThePercent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	runtime.GC() // a live heap measured
