@@ -34,9 +34,11 @@ func gcPercentFor(live uint64) int {
 const gcTunePeriod = 10 * time.Second
 
 // TuneGC keeps the collector's GOGC at gcPercentFor the live heap, as
-// `svcrun serve` runs unless GOGC is set, until stop is called. It sets
-// it once before it returns.
+// `svcrun serve` runs unless GOGC is set, until stop is called, which puts
+// back the GOGC it found. It sets it once before it returns.
 func TuneGC() (stop func()) {
+	prev := debug.SetGCPercent(100) // read it: GOGC has no getter
+	debug.SetGCPercent(prev)
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	last := -1
 	tune := func() {
@@ -50,8 +52,9 @@ func TuneGC() (stop func()) {
 		}
 	}
 	tune()
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ended)
 		t := time.NewTicker(gcTunePeriod)
 		defer t.Stop()
 		for {
@@ -63,5 +66,9 @@ func TuneGC() (stop func()) {
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-ended // no tune after the setting is put back
+		debug.SetGCPercent(prev)
+	}
 }

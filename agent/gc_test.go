@@ -29,14 +29,19 @@ func TestGCPercentFor(t *testing.T) {
 }
 
 // TestTuneGCSetsThePercent: TuneGC sets GOGC from the live heap before it
-// returns (the test binary's heap is small: 200, or near it).
+// returns (the test binary's heap is small: 200, or near it), and stop
+// puts back the GOGC it found.
 func TestTuneGCSetsThePercent(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(50))
 	runtime.GC() // a live heap measured
 	stop := TuneGC()
-	got := debug.SetGCPercent(50)
+	got := debug.SetGCPercent(70)
+	debug.SetGCPercent(got)
 	stop()
 	if got < 100 || got > 200 {
 		t.Errorf("GOGC after TuneGC: %d, want 100-200", got)
+	}
+	if after := debug.SetGCPercent(50); after != 50 {
+		t.Errorf("GOGC after stop: %d, want the 50 it found", after)
 	}
 }

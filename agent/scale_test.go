@@ -32,7 +32,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -158,7 +157,6 @@ func cpuSelf(tb testing.TB) time.Duration {
 }
 
 func runScale(tb testing.TB, idle time.Duration) scaleResult {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer TuneGC()() // as svcrun serve runs
 	tb.Helper()
 	dir := tb.TempDir()

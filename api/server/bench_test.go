@@ -1,7 +1,6 @@
 package server
 
 import (
-	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 // write-ahead log, each fdatasynced). The garbage collector runs as in
 // svcrun serve (agent.TuneGC).
 func BenchmarkAPIAcquireRelease(b *testing.B) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	defer agent.TuneGC()() // as svcrun serve runs
 	n := startNode(b, demoModules(b))
 	ctx := ctxT(b, 10*time.Minute)
