@@ -230,3 +230,69 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("remove: %v", err)
 	}
 }
+
+// TestExitRaceLooksAgain: libpod 4.3 answers a look at a container whose
+// process is ending with a 500 about its /proc cgroup file; a look is
+// sent again and gets the container, a request that acts is not, and a
+// race that does not pass is told.
+func TestExitRaceLooksAgain(t *testing.T) {
+	const race = `{"cause":"no such process","message":"read /proc/31640/cgroup: no such process","response":500}`
+	inspect := "/v4.3.1/libpod/containers/" + podmantest.RecExit + "/json"
+	wait := "/v4.3.1/libpod/containers/" + podmantest.RecExit + "/wait"
+	start := "/v4.3.1/libpod/containers/" + podmantest.RecBadUser + "/start"
+
+	t.Run("inspect", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		f.AnswerFirst("GET", inspect, 500, race)
+		f.AnswerFirst("GET", inspect, 500, strings.Replace(race, "read", "open", 1))
+		ct, err := c.Inspect(ctx, podmantest.RecExit)
+		if err != nil || ct.State != "exited" {
+			t.Fatalf("inspect after two races: %+v, %v", ct, err)
+		}
+		if n := len(f.Requests()); n != 3 {
+			t.Errorf("%d requests, want 3", n)
+		}
+	})
+	t.Run("wait", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		f.AnswerFirst("POST", wait, 500, race)
+		if code, err := c.Wait(ctx, podmantest.RecExit); err != nil || code != 0 {
+			t.Fatalf("wait after a race: %d, %v", code, err)
+		}
+	})
+	t.Run("a start is not sent again", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		f.AnswerFirst("POST", start, 500, race)
+		err := c.Start(ctx, podmantest.RecBadUser)
+		if err == nil || !strings.Contains(err.Error(), "/cgroup: no such process") {
+			t.Fatalf("start: %v", err)
+		}
+		if n := len(f.Requests()); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
+	t.Run("a race that lasts", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		for range 10 {
+			f.AnswerFirst("GET", inspect, 500, race)
+		}
+		_, err := c.Inspect(ctx, podmantest.RecExit)
+		var ae *podman.APIError
+		if !errors.As(err, &ae) || ae.Status != 500 {
+			t.Fatalf("inspect: %v", err)
+		}
+		if n := len(f.Requests()); n != 5 {
+			t.Errorf("%d requests, want 5", n)
+		}
+	})
+	t.Run("another 500 is not", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		f.AnswerFirst("GET", inspect, 500, `{"message":"read /proc/31640/status: no such process"}`)
+		if _, err := c.Inspect(ctx, podmantest.RecExit); err == nil {
+			t.Fatal("no error")
+		}
+		if n := len(f.Requests()); n != 1 {
+			t.Errorf("%d requests, want 1", n)
+		}
+	})
+}

@@ -21,7 +21,9 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
+	"time"
 )
 
 // apiVersion is the libpod API the paths name: the one of Debian 12's
@@ -116,9 +118,37 @@ func (r *response) close() {
 	r.Body.Close()
 }
 
+// exitRace is the message of libpod 4.3's answer to a look at a container
+// whose process ended while the look read its cgroup (podman's issue 16383,
+// fixed in 4.4): the container exists and a second look sees it ended.
+var exitRace = regexp.MustCompile(`^(read|open) /proc/[0-9]+/cgroup: no such (process|file or directory)$`)
+
+// raceRetries bounds the looks again after an exitRace answer.
+const raceRetries = 4
+
 // do sends r on a new connection and returns the answer when it is 2xx
-// (or one of ok); otherwise the *APIError it describes.
+// (or one of ok); otherwise the *APIError it describes. A request that
+// only looks (a GET, a wait) and met exitRace is sent again.
 func (c *Client) do(ctx context.Context, r request, ok ...int) (*response, error) {
+	looks := r.body == nil && (r.method == http.MethodGet || strings.HasSuffix(r.path, "/wait"))
+	for i := 0; ; i++ {
+		resp, err := c.once(ctx, r, ok...)
+		var ae *APIError
+		if !looks || i == raceRetries || !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError ||
+			!exitRace.MatchString(ae.Message) {
+			return resp, err
+		}
+		// The runtime updates its state when it next looks; the pause
+		// only spares it a burst should that take a moment.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(i+1) * 10 * time.Millisecond):
+		}
+	}
+}
+
+func (c *Client) once(ctx context.Context, r request, ok ...int) (*response, error) {
 	// r.path is escaped already: its parts are escaped where made.
 	u := "http://d/" + apiVersion + "/libpod" + r.path
 	if len(r.query) > 0 {

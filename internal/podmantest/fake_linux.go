@@ -80,6 +80,7 @@ type Fake struct {
 	mu       sync.Mutex
 	requests []Request
 	asked    map[string]int // of each key, how many answered
+	first    map[string][]Exchange
 }
 
 // NewFake starts a Fake, stopped when the test ends.
@@ -90,7 +91,7 @@ func NewFake(t testing.TB) *Fake {
 		t.Fatalf("podmantest: the recording: %v", err)
 	}
 	f := &Fake{Socket: filepath.Join(t.TempDir(), "podman.sock"), Version: rec.Podman, t: t,
-		answers: map[string][]Exchange{}, asked: map[string]int{}}
+		answers: map[string][]Exchange{}, asked: map[string]int{}, first: map[string][]Exchange{}}
 	for _, e := range rec.Exchanges {
 		f.answers[e.key()] = append(f.answers[e.key()], e)
 	}
@@ -113,6 +114,17 @@ func (f *Fake) Requests() []Request {
 	return append([]Request(nil), f.requests...)
 }
 
+// AnswerFirst makes the next request of method to path (escaped, whatever
+// its query) get status and body, before the recorded answers: the
+// answers of a runtime's passing faults, which no recording holds.
+func (f *Fake) AnswerFirst(method, path string, status int, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k := method + " " + path
+	f.first[k] = append(f.first[k], Exchange{Method: method, Path: path, Status: status,
+		ContentType: "application/json", Body: body})
+}
+
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	e := Exchange{Method: r.Method, Path: r.URL.EscapedPath(), Query: r.URL.Query().Encode()}
@@ -125,6 +137,12 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	f.requests = append(f.requests, Request{Method: e.Method, Path: e.Path, Query: e.Query, Body: body})
+	if fs := f.first[e.Method+" "+e.Path]; len(fs) > 0 {
+		f.first[e.Method+" "+e.Path] = fs[1:]
+		f.mu.Unlock()
+		answer(w, fs[0])
+		return
+	}
 	as := f.answers[e.key()]
 	n := min(f.asked[e.key()], len(as)-1)
 	f.asked[e.key()]++
@@ -134,7 +152,10 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("fake: no recorded answer to %s", e.key()), http.StatusNotImplemented)
 		return
 	}
-	a := as[n]
+	answer(w, as[n])
+}
+
+func answer(w http.ResponseWriter, a Exchange) {
 	if a.ContentType != "" {
 		w.Header().Set("Content-Type", a.ContentType)
 	}
