@@ -231,15 +231,18 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// TestExitRaceLooksAgain: libpod 4.3 answers a look at a container whose
-// process is ending with a 500 about its /proc cgroup file; a look is
-// sent again and gets the container, a request that acts is not, and a
-// race that does not pass is told.
-func TestExitRaceLooksAgain(t *testing.T) {
+// TestExitRaceAsksAgain: libpod 4.3 answers a request about a container
+// whose process is ending with a 500 about its /proc cgroup file; a
+// request that may be sent twice (a look, a wait, a stop, a remove) is
+// sent again and gets its answer, a start is not, and a race that does
+// not pass is told.
+func TestExitRaceAsksAgain(t *testing.T) {
 	const race = `{"cause":"no such process","message":"read /proc/31640/cgroup: no such process","response":500}`
 	inspect := "/v4.3.1/libpod/containers/" + podmantest.RecExit + "/json"
 	wait := "/v4.3.1/libpod/containers/" + podmantest.RecExit + "/wait"
 	start := "/v4.3.1/libpod/containers/" + podmantest.RecBadUser + "/start"
+	stop := "/v4.3.1/libpod/containers/" + podmantest.RecSleep + "/stop"
+	remove := "/v4.3.1/libpod/containers/" + podmantest.RecExit
 
 	t.Run("inspect", func(t *testing.T) {
 		c, f, ctx := fake(t)
@@ -258,6 +261,20 @@ func TestExitRaceLooksAgain(t *testing.T) {
 		f.AnswerFirst("POST", wait, 500, race)
 		if code, err := c.Wait(ctx, podmantest.RecExit); err != nil || code != 0 {
 			t.Fatalf("wait after a race: %d, %v", code, err)
+		}
+	})
+	t.Run("stop and remove", func(t *testing.T) {
+		c, f, ctx := fake(t)
+		f.AnswerFirst("POST", stop, 500, race)
+		f.AnswerFirst("DELETE", remove, 500, race)
+		if err := c.Stop(ctx, podmantest.RecSleep, time.Second); err != nil {
+			t.Errorf("stop after a race: %v", err)
+		}
+		if err := c.Remove(ctx, podmantest.RecExit); err != nil {
+			t.Errorf("remove after a race: %v", err)
+		}
+		if n := len(f.Requests()); n != 4 {
+			t.Errorf("%d requests, want 4", n)
 		}
 	})
 	t.Run("a start is not sent again", func(t *testing.T) {

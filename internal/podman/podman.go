@@ -118,23 +118,27 @@ func (r *response) close() {
 	r.Body.Close()
 }
 
-// exitRace is the message of libpod 4.3's answer to a look at a container
-// whose process ended while the look read its cgroup (podman's issue 16383,
-// fixed in 4.4): the container exists and a second look sees it ended.
+// exitRace is the message of libpod 4.3's answer to a request about a
+// container whose process ended while podman read its cgroup (podman's
+// issue 16383, fixed in 4.4): the container exists, and podman sees it
+// ended the next time it looks.
 var exitRace = regexp.MustCompile(`^(read|open) /proc/[0-9]+/cgroup: no such (process|file or directory)$`)
 
-// raceRetries bounds the looks again after an exitRace answer.
+// raceRetries bounds the requests sent again after an exitRace answer.
 const raceRetries = 4
 
 // do sends r on a new connection and returns the answer when it is 2xx
 // (or one of ok); otherwise the *APIError it describes. A request that
-// only looks (a GET, a wait) and met exitRace is sent again.
+// met exitRace is sent again when sending it twice does what sending it
+// once does: a look, a wait, a stop, a remove; never a create, a start,
+// a pull or an import.
 func (c *Client) do(ctx context.Context, r request, ok ...int) (*response, error) {
-	looks := r.body == nil && (r.method == http.MethodGet || strings.HasSuffix(r.path, "/wait"))
+	again := r.body == nil && (r.method == http.MethodGet || r.method == http.MethodDelete ||
+		strings.HasSuffix(r.path, "/wait") || strings.HasSuffix(r.path, "/stop"))
 	for i := 0; ; i++ {
 		resp, err := c.once(ctx, r, ok...)
 		var ae *APIError
-		if !looks || i == raceRetries || !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError ||
+		if !again || i == raceRetries || !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError ||
 			!exitRace.MatchString(ae.Message) {
 			return resp, err
 		}
