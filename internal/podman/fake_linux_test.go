@@ -302,14 +302,20 @@ func TestExitRaceAsksAgain(t *testing.T) {
 			t.Errorf("%d requests, want 5", n)
 		}
 	})
-	t.Run("another 500 is not", func(t *testing.T) {
-		c, f, ctx := fake(t)
-		f.AnswerFirst("GET", inspect, 500, `{"message":"read /proc/31640/status: no such process"}`)
-		if _, err := c.Inspect(ctx, podmantest.RecExit); err == nil {
-			t.Fatal("no error")
-		}
-		if n := len(f.Requests()); n != 1 {
-			t.Errorf("%d requests, want 1", n)
-		}
-	})
+	for _, msg := range []string{
+		"read /proc/31640/status: no such process", "read /proc/self/cgroup: no such process",
+		"read /proc//cgroup: no such process", "read /proc/31640/cgroup: permission denied",
+		"container state improper",
+	} {
+		t.Run("not: "+msg, func(t *testing.T) {
+			c, f, ctx := fake(t)
+			f.AnswerFirst("GET", inspect, 500, `{"message":"`+msg+`"}`)
+			if _, err := c.Inspect(ctx, podmantest.RecExit); err == nil {
+				t.Fatal("no error")
+			}
+			if n := len(f.Requests()); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
 }

@@ -21,7 +21,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -118,11 +117,24 @@ func (r *response) close() {
 	r.Body.Close()
 }
 
-// exitRace is the message of libpod 4.3's answer to a request about a
+// exitRace says whether msg is libpod 4.3's answer to a request about a
 // container whose process ended while podman read its cgroup (podman's
-// issue 16383, fixed in 4.4): the container exists, and podman sees it
-// ended the next time it looks.
-var exitRace = regexp.MustCompile(`^(read|open) /proc/[0-9]+/cgroup: no such (process|file or directory)$`)
+// issue 16383, fixed in 4.4): "read /proc/PID/cgroup: no such process",
+// or "open" and "no such file or directory". The container exists, and
+// podman sees it ended the next time it looks.
+func exitRace(msg string) bool {
+	rest, ok := strings.CutPrefix(msg, "read /proc/")
+	if !ok {
+		if rest, ok = strings.CutPrefix(msg, "open /proc/"); !ok {
+			return false
+		}
+	}
+	pid, cause, ok := strings.Cut(rest, "/cgroup: ")
+	if !ok || pid == "" || strings.Trim(pid, "0123456789") != "" {
+		return false
+	}
+	return cause == "no such process" || cause == "no such file or directory"
+}
 
 // raceRetries bounds the requests sent again after an exitRace answer.
 const raceRetries = 4
@@ -139,7 +151,7 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (*response, error
 		resp, err := c.once(ctx, r, ok...)
 		var ae *APIError
 		if !again || i == raceRetries || !errors.As(err, &ae) || ae.Status != http.StatusInternalServerError ||
-			!exitRace.MatchString(ae.Message) {
+			!exitRace(ae.Message) {
 			return resp, err
 		}
 		// The runtime updates its state when it next looks; the pause
