@@ -102,7 +102,10 @@ type node struct {
 }
 
 // newNode writes a node configuration for bundle in a fresh directory that
-// run_as can traverse.
+// run_as can traverse. With run_as the bundle is a readable copy there:
+// the checkout may lie under a directory run_as cannot search (a clone in
+// a mktemp directory, or in root's home), whose ops would then fail to
+// spawn.
 func newNode(t *testing.T, bundle, module string, m mode, settings string) *node {
 	t.Helper()
 	root := t.TempDir()
@@ -114,6 +117,15 @@ func newNode(t *testing.T, bundle, module string, m mode, settings string) *node
 	abs, err := filepath.Abs(bundle)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if m.runAs != "" {
+		cp := filepath.Join(root, "bundle")
+		for _, c := range [][]string{{"cp", "-r", abs, cp}, {"chmod", "-R", "a+rX", cp}} {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v\n%s", c, err, out)
+			}
+		}
+		abs = cp
 	}
 	// The budget covers the examples' reserves and fits a small host.
 	id := testhost.NodeID("examples")
