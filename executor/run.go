@@ -218,6 +218,11 @@ type spawning struct {
 }
 
 func (p *spawning) fail(err error) Result {
+	if errors.Is(err, syscall.EACCES) {
+		if why := whyDenied(p.sys, p.spec.Dir, p.spec.Path); why != "" {
+			err = fmt.Errorf("%w (%s)", err, why)
+		}
+	}
 	p.res.SpawnErr = err
 	p.res.Duration = time.Since(p.t0)
 	return p.res
