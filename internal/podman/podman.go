@@ -164,6 +164,7 @@ func (c *Client) do(ctx context.Context, r request, ok ...int) (*response, error
 	}
 }
 
+// once is one sending of r, on a connection of its own.
 func (c *Client) once(ctx context.Context, r request, ok ...int) (*response, error) {
 	// r.path is escaped already: its parts are escaped where made.
 	u := "http://d/" + apiVersion + "/libpod" + r.path
