@@ -443,6 +443,9 @@ func demoNode(t *testing.T, mode string) *node {
 	cfg.Sandbox = nodeconfig.SandboxMode(mode)
 	if os.Geteuid() == 0 {
 		cfg.RunAs = testhost.RunAs(t).Name
+		for i := range cfg.Modules {
+			cfg.Modules[i].Bundle = testhost.Reachable(t, cfg.Modules[i].Bundle)
+		}
 	}
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/oarbank/svcrun/api"
 	"github.com/oarbank/svcrun/conformance"
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestCheckDemo: svcrun check of the demo module prints one PASS line per
@@ -210,7 +212,23 @@ func TestCheckGrants(t *testing.T) {
 		!strings.Contains(errs, "it must be an unprivileged user") {
 		t.Errorf("--run-as root: exit %d, stderr %q", code, errs)
 	}
-	code, out, errs := run(t, "check", "--bundle", demo, "--config", "testdata/check-node.toml", "kv")
+	// The demo where run_as can reach it, named by a copy of the
+	// configuration.
+	demo = testhost.Reachable(t, demo)
+	text, err := os.ReadFile("testdata/check-node.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "check-node.toml")
+	old := []byte("../../../examples/modules/demo")
+	if !bytes.Contains(text, old) {
+		t.Fatalf("testdata/check-node.toml names no %s", old)
+	}
+	text = bytes.Replace(text, old, []byte(demo), 1)
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "check", "--bundle", demo, "--config", cfg, "kv")
 	if code != 0 {
 		t.Errorf("check --config with run_as nobody: exit %d\n%s%s", code, out, errs)
 	}

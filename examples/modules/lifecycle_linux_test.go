@@ -102,10 +102,8 @@ type node struct {
 }
 
 // newNode writes a node configuration for bundle in a fresh directory that
-// run_as can traverse. With run_as the bundle is a readable copy there:
-// the checkout may lie under a directory run_as cannot search (a clone in
-// a mktemp directory, or in root's home), whose ops would then fail to
-// spawn.
+// run_as can traverse; with run_as, the bundle is a copy it can reach
+// (testhost.Reachable).
 func newNode(t *testing.T, bundle, module string, m mode, settings string) *node {
 	t.Helper()
 	root := t.TempDir()
@@ -119,13 +117,7 @@ func newNode(t *testing.T, bundle, module string, m mode, settings string) *node
 		t.Fatal(err)
 	}
 	if m.runAs != "" {
-		cp := filepath.Join(root, "bundle")
-		for _, c := range [][]string{{"cp", "-r", abs, cp}, {"chmod", "-R", "a+rX", cp}} {
-			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", c, err, out)
-			}
-		}
-		abs = cp
+		abs = testhost.Reachable(t, abs)
 	}
 	// The budget covers the examples' reserves and fits a small host.
 	id := testhost.NodeID("examples")

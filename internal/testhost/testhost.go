@@ -11,7 +11,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sync/atomic"
+	"testing"
 )
 
 var seq atomic.Int64
@@ -25,4 +28,32 @@ func NodeID(prefix string) string {
 	b := make([]byte, 3)
 	rand.Read(b)
 	return fmt.Sprintf("%s-%d-%d-%s", prefix, os.Getpid(), seq.Add(1), hex.EncodeToString(b))
+}
+
+// Reachable returns a copy of the directory src (a bundle of the
+// checkout) that run_as can read and run: in a fresh temporary directory
+// whose parents up to the temporary root are searchable by everyone, its
+// files readable and its directories and executables searchable. The
+// checkout itself may lie where run_as cannot search (a clone in a
+// `mktemp -d` directory or in root's home, both 0700), and an op that
+// cannot reach its bundle fails to spawn.
+func Reachable(t testing.TB, src string) string {
+	t.Helper()
+	root := t.TempDir()
+	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(root, filepath.Base(abs))
+	for _, c := range [][]string{{"cp", "-r", abs, dst}, {"chmod", "-R", "a+rX", dst}} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("testhost: %v: %v\n%s", c, err, out)
+		}
+	}
+	return dst
 }
