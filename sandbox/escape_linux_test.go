@@ -492,6 +492,9 @@ func TestDemoDaemonAcrossReload(t *testing.T) {
 	}
 	cfg.NodeID, cfg.DataDir, cfg.Socket, cfg.Sandbox, cfg.RunAs = n.cfg.NodeID, n.cfg.DataDir, n.cfg.Socket,
 		n.cfg.Sandbox, n.cfg.RunAs
+	for i := range cfg.Modules {
+		cfg.Modules[i].Bundle = n.cfg.Modules[i].Bundle // the copy run_as reaches
+	}
 	mods, err := nodeconfig.LoadModules(cfg)
 	if err != nil {
 		t.Fatal(err)
