@@ -8,15 +8,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // TestWhyDenied: a spawn denied to run_as names the directory it may not
 // search or the executable it may not run, from the mode bits.
 func TestWhyDenied(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := testhost.SearchableDir(t)
 	own := uint32(os.Getuid())
 	gid := uint32(os.Getgid())
 	mk := func(name string, mode os.FileMode) string {
@@ -35,11 +34,6 @@ func TestWhyDenied(t *testing.T) {
 			t.Fatal(err)
 		}
 		return p
-	}
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
 	}
 	for d := root; d != "/"; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)

@@ -430,13 +430,7 @@ func demoNode(t *testing.T, mode string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
+	root := testhost.SearchableDir(t)
 	cfg.NodeID = testhost.NodeID("sbdemo")
 	cfg.DataDir = filepath.Join(root, "state")
 	cfg.Socket = filepath.Join(cfg.DataDir, "svcrun.sock")

@@ -16,6 +16,7 @@ import (
 	"github.com/oarbank/svcrun/cgroup"
 	"github.com/oarbank/svcrun/engine"
 	"github.com/oarbank/svcrun/executor"
+	"github.com/oarbank/svcrun/internal/testhost"
 	"github.com/oarbank/svcrun/nodeconfig"
 )
 
@@ -116,14 +117,7 @@ type testModule struct {
 func newNode(t testing.TB, o nodeOptions) *node {
 	t.Helper()
 	esc := escapeBinary(t)
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// t.TempDir's directories are 0700.
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
+	root := testhost.SearchableDir(t)
 	n := &node{
 		root:    root,
 		secret:  filepath.Join(root, "secret", "secret.txt"),
@@ -176,6 +170,7 @@ exec = ["bin/svc.sh"]
 	writeFile(t, file, conf.String(), 0o644)
 	host := nodeconfig.Host{Hostname: "n1", MemoryBytes: 8 << 30, Cores: runtime.NumCPU(), Platform: "linux",
 		UserExists: func(name string) bool { _, err := user.Lookup(name); return err == nil }}
+	var err error
 	n.cfg, err = nodeconfig.Parse(file, file, []byte(conf.String()), host)
 	if err != nil {
 		t.Fatal(err)

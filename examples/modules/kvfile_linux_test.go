@@ -9,18 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oarbank/svcrun/internal/testhost"
 )
 
 // kvfileBundle copies the kvfile bundle to a directory every account can
 // read and builds bin/kvfile into it: the binary is never committed.
 func kvfileBundle(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := testhost.SearchableDir(t)
 	manifest, err := os.ReadFile("kvfile/module.toml")
 	if err != nil {
 		t.Fatal(err)

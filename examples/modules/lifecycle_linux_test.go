@@ -106,12 +106,7 @@ type node struct {
 // (testhost.Reachable).
 func newNode(t *testing.T, bundle, module string, m mode, settings string) *node {
 	t.Helper()
-	root := t.TempDir()
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := testhost.SearchableDir(t)
 	abs, err := filepath.Abs(bundle)
 	if err != nil {
 		t.Fatal(err)

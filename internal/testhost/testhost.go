@@ -39,21 +39,36 @@ func NodeID(prefix string) string {
 // cannot reach its bundle fails to spawn.
 func Reachable(t testing.TB, src string) string {
 	t.Helper()
-	root := t.TempDir()
-	for d := root; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dst := filepath.Join(root, filepath.Base(abs))
+	dst := filepath.Join(SearchableDir(t), filepath.Base(abs))
 	for _, c := range [][]string{{"cp", "-r", abs, dst}, {"chmod", "-R", "a+rX", dst}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("testhost: %v: %v\n%s", c, err, out)
 		}
 	}
 	return dst
+}
+
+// SearchableDir is t.TempDir, symbolic links resolved, made searchable
+// by every user with its parents up to the temporary root (t.TempDir's
+// directories are 0700): for what an op of run_as must reach.
+func SearchableDir(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := filepath.EvalSymlinks(os.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := root; d != tmp && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
 }
