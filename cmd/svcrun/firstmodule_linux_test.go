@@ -92,15 +92,7 @@ func TestFirstModuleAsShipped(t *testing.T) {
 	appended, docBundle := firstModuleSteps(t)
 	bundle := filepath.Join(root, "opt", filepath.Base(docBundle))
 	demo, _ := filepath.Abs("../../examples/modules/demo")
-	if err := os.MkdirAll(filepath.Dir(bundle), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-r", demo, bundle).CombinedOutput(); err != nil {
-		t.Fatalf("cp: %v\n%s", err, out)
-	}
-	if out, err := exec.Command("chmod", "-R", "a+rX", bundle).CombinedOutput(); err != nil {
-		t.Fatalf("chmod: %v\n%s", err, out)
-	}
+	testhost.CopyReadable(t, demo, bundle)
 	sdir, err := os.MkdirTemp("", "fm")
 	if err != nil {
 		t.Fatal(err)

@@ -44,12 +44,23 @@ func Reachable(t testing.TB, src string) string {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(SearchableDir(t), filepath.Base(abs))
-	for _, c := range [][]string{{"cp", "-r", abs, dst}, {"chmod", "-R", "a+rX", dst}} {
+	CopyReadable(t, abs, dst)
+	return dst
+}
+
+// CopyReadable copies the directory src to dst (its parents made as
+// needed), every file of it readable by everyone and every directory and
+// executable searchable.
+func CopyReadable(t testing.TB, src, dst string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range [][]string{{"cp", "-r", src, dst}, {"chmod", "-R", "a+rX", dst}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("testhost: %v: %v\n%s", c, err, out)
 		}
 	}
-	return dst
 }
 
 // SearchableDir is t.TempDir, symbolic links resolved, made searchable
