@@ -173,7 +173,17 @@ def alive(pid: int, program: str = "") -> bool:
     i = stat.rfind(b")")
     if i < 0 or stat[i + 2 : i + 3] in (b"Z", b"X"):
         return False
+    # A process on its way out (PF_EXITING in its flags, the 7th field
+    # after the name) has let go of its program (no exe, an empty
+    # cmdline) before its descriptors: it is still the daemon, whose port
+    # a start would find taken, until it is a zombie.
+    fields = stat[i + 2 :].split()
+    if len(fields) > 6 and fields[6].isdigit() and int(fields[6]) & _PF_EXITING:
+        return True
     return not program or _runs(pid, program)
+
+
+_PF_EXITING = 0x4
 
 
 def _runs(pid: int, program: str) -> bool:
